@@ -1,0 +1,38 @@
+"""divmeter: measure how diverse a set of generated texts is, and which measurement to trust.
+
+Public API (light: importing divmeter never imports torch):
+
+>>> import divmeter
+>>> divmeter.score(["the cat sat", "the dog ran"], "distinct-n", n=1).value
+0.8333333333333334
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from divmeter.api import score
+from divmeter.data.model import ResponseSet
+from divmeter.errors import (
+    DivmeterError,
+    InvalidInputError,
+    MissingDependencyError,
+    UnknownMetricError,
+)
+from divmeter.registry import MetricSpec, get_metric, list_metrics
+from divmeter.result import MetaResult, MetricResult
+
+__all__ = [
+    "__version__",
+    "score",
+    "list_metrics",
+    "get_metric",
+    "MetricSpec",
+    "MetricResult",
+    "MetaResult",
+    "ResponseSet",
+    "DivmeterError",
+    "InvalidInputError",
+    "MissingDependencyError",
+    "UnknownMetricError",
+]

@@ -1,0 +1,76 @@
+"""The response-set data model and input validation at the public boundary."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from divmeter.errors import InvalidInputError
+
+__all__ = ["ResponseSet", "as_texts"]
+
+
+@dataclass
+class ResponseSet:
+    """Several generated outputs for one prompt.
+
+    Attributes:
+        set_id: Unique id of the set within its file.
+        responses: The generated texts.
+        prompt: The prompt / context they answer, if known.
+        label: A label (e.g. 1 = high / 0 = low content diversity) or a parameter value
+            (e.g. sampling temperature), if known.
+        metadata: Anything else (precomputed metric columns, label names, ...).
+    """
+
+    set_id: str
+    responses: list[str]
+    prompt: str | None = None
+    label: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"set_id": self.set_id}
+        if self.prompt is not None:
+            out["prompt"] = self.prompt
+        out["responses"] = list(self.responses)
+        if self.label is not None:
+            out["label"] = self.label
+        if self.metadata:
+            out["metadata"] = dict(self.metadata)
+        return out
+
+
+def as_texts(responses: Any, *, what: str = "responses") -> list[str]:
+    """Validate a list of texts and return it as a list.
+
+    A bare string is an error (not a list of characters); every item must be a ``str``.
+
+    Example:
+        >>> as_texts(("a", "b"))
+        ['a', 'b']
+        >>> as_texts("abc")
+        Traceback (most recent call last):
+        ...
+        divmeter.errors.InvalidInputError: `responses` must be a list of strings; got a single str. Wrap it in a list: ['abc'].
+    """
+    if isinstance(responses, ResponseSet):
+        responses = responses.responses
+    if isinstance(responses, (str, bytes)):
+        shown = responses if len(responses) <= 30 else responses[:27] + "..."
+        raise InvalidInputError(
+            f"`{what}` must be a list of strings; got a single {type(responses).__name__}. "
+            f"Wrap it in a list: [{shown!r}]."
+        )
+    if not isinstance(responses, (Sequence, Iterable)):
+        raise InvalidInputError(
+            f"`{what}` must be a list of strings; got {type(responses).__name__}."
+        )
+    out = list(responses)
+    for i, r in enumerate(out):
+        if not isinstance(r, str):
+            raise InvalidInputError(
+                f"`{what}[{i}]` must be a string; got {type(r).__name__}."
+            )
+    return out

@@ -1,0 +1,42 @@
+"""Small helpers shared by metric implementations (validation of parameters, results)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from divmeter.errors import InvalidInputError
+from divmeter.result import MetricResult
+
+__all__ = ["check_int", "check_positive", "undefined", "check_choice"]
+
+
+def check_int(value: Any, name: str, metric: str, *, minimum: int = 1) -> int:
+    """Validate an integer parameter: ``"`n` of distinct-n must be an integer >= 1; got 0."``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidInputError(
+            f"`{name}` of {metric} must be an integer >= {minimum}; got {value!r}."
+        )
+    return value
+
+
+def check_positive(value: Any, name: str, metric: str, *, allow_zero: bool = False) -> float:
+    """Validate a positive real parameter (``inf`` allowed)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok or value != value or value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise InvalidInputError(f"`{name}` of {metric} must be a number {bound}; got {value!r}.")
+    return float(value)
+
+
+def check_choice(value: Any, name: str, metric: str, choices: tuple[str, ...]) -> str:
+    """Validate a string parameter against its allowed values."""
+    if value not in choices:
+        raise InvalidInputError(
+            f"`{name}` of {metric} must be one of {', '.join(choices)}; got {value!r}."
+        )
+    return str(value)
+
+
+def undefined(metric: str, signature: str, reason: str, **details: Any) -> MetricResult:
+    """A result whose value is undefined on this input, with the reason."""
+    return MetricResult(metric, None, signature, reason=reason, details=details)

@@ -1,0 +1,263 @@
+"""The metric registry: every metric with the facts users need to choose and read it.
+
+Metrics register themselves with :func:`register` in their family module. Family modules import
+only numpy/scipy at module level (models are loaded inside the functions, from ``backends/``), so
+``divmeter list`` never imports torch.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.util
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from divmeter.errors import InvalidInputError, UnknownMetricError
+
+__all__ = [
+    "MetricSpec",
+    "register",
+    "get_metric",
+    "list_metrics",
+    "parse_metric_arg",
+    "column_name",
+]
+
+Family = Literal["form", "content", "lm", "judge"]
+Granularity = Literal["set", "response", "corpus", "pair"]
+
+#: Family modules, imported on first use of the registry. A module that does not exist (yet) is
+#: skipped, so the list can name every family the package plans.
+FAMILY_MODULES: tuple[str, ...] = (
+    "divmeter.metrics.lexical",
+    "divmeter.metrics.overlap",
+    "divmeter.metrics.vendi",
+    "divmeter.metrics.response",
+    "divmeter.metrics.embedding",
+    "divmeter.metrics.cdm",
+    "divmeter.metrics.icl",
+    "divmeter.metrics.judge",
+)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """Metadata of a registered metric.
+
+    Attributes:
+        name: Public name, e.g. ``"distinct-n"``.
+        family: ``form`` (n-gram / lexical), ``content`` (embeddings), ``lm`` or ``judge``.
+        granularity: ``set`` (one value per response set), ``response`` (one value per response,
+            the set value is their mean), ``corpus`` (the set is treated as one corpus) or ``pair``.
+        higher_is_more_diverse: Direction of the headline value.
+        bounds: (low, high) of the headline value; ``None`` for unbounded.
+        citation: The paper that defines the metric (as implemented here).
+        target: ``"module:function"`` implementing it.
+        params: Documented parameters with their defaults.
+        description: One line for ``divmeter list``.
+        extra: The pip extra the metric needs, or ``None`` for the core.
+        input: ``texts`` (a list of strings) or ``instantiations`` (CDM: lists of phrases).
+    """
+
+    name: str
+    family: Family
+    granularity: Granularity
+    higher_is_more_diverse: bool
+    bounds: tuple[float | None, float | None]
+    citation: str
+    target: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+    extra: str | None = None
+    input: str = "texts"
+
+    def load(self) -> Callable[..., Any]:
+        """Import and return the function implementing the metric."""
+        module, _, attr = self.target.partition(":")
+        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "family": self.family,
+            "granularity": self.granularity,
+            "direction": "higher" if self.higher_is_more_diverse else "lower",
+            "bounds": list(self.bounds),
+            "params": {k: _jsonable_default(v) for k, v in self.params.items()},
+            "extra": self.extra,
+            "input": self.input,
+            "description": self.description,
+            "citation": self.citation,
+        }
+
+
+def _jsonable_default(v: Any) -> Any:
+    if isinstance(v, float) and v == float("inf"):
+        return "inf"
+    return v
+
+
+_REGISTRY: dict[str, MetricSpec] = {}
+_loaded = False
+
+
+def register(
+    name: str,
+    *,
+    family: Family,
+    granularity: Granularity,
+    higher_is_more_diverse: bool,
+    bounds: tuple[float | None, float | None],
+    citation: str,
+    params: Mapping[str, Any] | None = None,
+    description: str = "",
+    extra: str | None = None,
+    input: str = "texts",
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator registering a metric function under ``name``.
+
+    Example:
+        >>> @register("demo-metric", family="form", granularity="set",
+        ...           higher_is_more_diverse=True, bounds=(0, 1), citation="none")
+        ... def demo(responses): ...
+        >>> get_metric("demo-metric").family
+        'form'
+        >>> _ = _REGISTRY.pop("demo-metric")
+    """
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if name in _REGISTRY and _REGISTRY[name].target != f"{fn.__module__}:{fn.__name__}":
+            raise ValueError(f"metric {name!r} is registered twice")
+        _REGISTRY[name] = MetricSpec(
+            name=name,
+            family=family,
+            granularity=granularity,
+            higher_is_more_diverse=higher_is_more_diverse,
+            bounds=bounds,
+            citation=citation,
+            target=f"{fn.__module__}:{fn.__name__}",
+            params=dict(params or {}),
+            description=description or (fn.__doc__ or "").strip().splitlines()[0],
+            extra=extra,
+            input=input,
+        )
+        return fn
+
+    return deco
+
+
+def _load_families() -> None:
+    global _loaded
+    if _loaded:
+        return
+    for mod in FAMILY_MODULES:
+        if importlib.util.find_spec(mod) is not None:
+            importlib.import_module(mod)
+    _loaded = True
+
+
+def list_metrics(family: str | None = None) -> list[MetricSpec]:
+    """All registered metrics (optionally of one family), sorted by family then name.
+
+    Example:
+        >>> "distinct-n" in [s.name for s in list_metrics()]
+        True
+    """
+    _load_families()
+    order = {"form": 0, "content": 1, "lm": 2, "judge": 3}
+    specs = [s for s in _REGISTRY.values() if family is None or s.family == family]
+    return sorted(specs, key=lambda s: (order.get(s.family, 9), s.name))
+
+
+def get_metric(name: str) -> MetricSpec:
+    """The spec of metric ``name``.
+
+    Raises:
+        UnknownMetricError: With close matches, if the name is not registered.
+    """
+    _load_families()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.5)
+        prefix = [m for m in _REGISTRY if m.startswith(name) and m not in close]
+        hints = close + prefix[: 3 - len(close)]
+        hint = f" Did you mean {' or '.join(repr(h) for h in hints)}?" if hints else ""
+        raise UnknownMetricError(
+            f"Unknown metric {name!r}.{hint} See `divmeter list` for all metrics."
+        ) from None
+
+
+def _coerce(value: str) -> Any:
+    low = value.lower()
+    if low in {"true", "yes"}:
+        return True
+    if low in {"false", "no"}:
+        return False
+    if low in {"inf", "+inf", "infinity"}:
+        return float("inf")
+    if low in {"none", "null"}:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def parse_metric_arg(arg: str) -> tuple[str, dict[str, Any]]:
+    """Parse ``NAME[:k=v,k=v]`` as used on the command line.
+
+    Example:
+        >>> parse_metric_arg("self-bleu:variant=corpus,n=4")
+        ('self-bleu', {'variant': 'corpus', 'n': 4})
+    """
+    name, _, rest = arg.partition(":")
+    params: dict[str, Any] = {}
+    if rest:
+        for item in rest.split(","):
+            key, eq, value = item.partition("=")
+            if not eq or not key.strip():
+                raise InvalidInputError(
+                    f"metric argument {arg!r}: parameters must be written k=v separated by "
+                    f"commas, e.g. 'self-bleu:n=3,variant=corpus'; got {item!r}."
+                )
+            params[key.strip()] = _coerce(value.strip())
+    return name.strip(), params
+
+
+def check_params(spec: MetricSpec, params: Mapping[str, Any]) -> None:
+    """Reject parameters the metric does not document."""
+    unknown = [k for k in params if k not in spec.params]
+    if unknown:
+        valid = ", ".join(spec.params) or "none"
+        raise InvalidInputError(
+            f"metric {spec.name!r} has no parameter {unknown[0]!r}; its parameters are: {valid}."
+        )
+
+
+def column_name(name: str, params: Mapping[str, Any]) -> str:
+    """Output column for a metric: its name, then its non-default parameters in given order.
+
+    Example:
+        >>> column_name("self-bleu", {"n": 3, "variant": "corpus"})
+        'self-bleu:n=3'
+    """
+    spec = get_metric(name)
+    extra = [
+        f"{k}={_fmt_param(v)}"
+        for k, v in params.items()
+        if k not in spec.params or spec.params[k] != v
+    ]
+    return name + (":" + ",".join(extra) if extra else "")
+
+
+def _fmt_param(v: Any) -> str:
+    if isinstance(v, float) and v == float("inf"):
+        return "inf"
+    return str(v)

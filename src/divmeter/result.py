@@ -1,0 +1,160 @@
+"""Result objects. Every result carries the signature of the settings that produced it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["MetricResult", "MetaResult", "Signature", "make_signature"]
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        if value.is_integer():
+            return str(int(value)) if abs(value) < 1e15 else repr(value)
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return ",".join(_fmt(v) for v in value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The resolved settings that can change a number, in a stable order.
+
+    Rendered sacrebleu-style: ``name|key:value|...|v:VERSION``. Keys keep the order given by the
+    metric (the order users read them in), and the library version always comes last.
+
+    Example:
+        >>> str(Signature("distinct-n", (("n", 2), ("tok", "tevet")), "0.1.0"))
+        'distinct-n|n:2|tok:tevet|v:0.1.0'
+    """
+
+    name: str
+    items: tuple[tuple[str, Any], ...] = ()
+    version: str = ""
+
+    def __str__(self) -> str:
+        parts = [self.name] + [f"{k}:{_fmt(v)}" for k, v in self.items]
+        if self.version:
+            parts.append(f"v:{self.version}")
+        return "|".join(parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as a plain dict (name and version included)."""
+        out: dict[str, Any] = {"name": self.name}
+        out.update({k: v for k, v in self.items})
+        out["version"] = self.version
+        return out
+
+
+def make_signature(name: str, **items: Any) -> str:
+    """Build a signature string for ``name`` with ``items`` in the given order.
+
+    ``None`` values are left out, so optional settings appear only when they apply.
+
+    Example:
+        >>> make_signature("self-bleu", n=4, variant="corpus", tok="whitespace", case="mixed")[:45]
+        'self-bleu|n:4|variant:corpus|tok:whitespace|c'
+    """
+    from divmeter import __version__
+
+    kept = tuple((k, v) for k, v in items.items() if v is not None)
+    return str(Signature(name, kept, __version__))
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    """The score of one metric on one input (a response set, a pair of sets, a corpus).
+
+    Attributes:
+        metric: Registered metric name.
+        value: The headline number, or ``None`` when the metric is undefined on this input.
+        signature: Resolved settings, e.g. ``distinct-n|n:2|tok:tevet|case:mixed|v:0.1.0``.
+        reason: Why ``value`` is ``None`` (empty set, one response, texts shorter than n, ...).
+        details: Further numbers: per-n values, per-response values (``"per_response"``),
+            sufficient statistics. Plain Python / numpy values.
+    """
+
+    metric: str
+    value: float | None
+    signature: str
+    reason: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when the metric produced a value."""
+        return self.value is not None
+
+    def __float__(self) -> float:
+        return float("nan") if self.value is None else float(self.value)
+
+    def to_dict(self, *, with_details: bool = False) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        out: dict[str, Any] = {
+            "metric": self.metric,
+            "value": self.value,
+            "signature": self.signature,
+        }
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if with_details and self.details:
+            out["details"] = _jsonable(dict(self.details))
+        return out
+
+
+@dataclass(frozen=True)
+class MetaResult:
+    """The result of a meta-evaluation statistic or protocol.
+
+    Attributes:
+        name: What was computed (``"oca"``, ``"contest"``, ...).
+        values: The numbers, keyed by their names.
+        signature: Resolved settings (seed, number of resamples, tie policy, ...).
+        details: Anything else worth keeping (thresholds, per-bin counts, ...).
+    """
+
+    name: str
+    values: Mapping[str, Any]
+    signature: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def __getattr__(self, key: str) -> Any:
+        values = object.__getattribute__(self, "values")
+        if key in values:
+            return values[key]
+        raise AttributeError(key)
+
+    def to_dict(self, *, with_details: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, **_jsonable(dict(self.values))}
+        out["signature"] = self.signature
+        if with_details and self.details:
+            out["details"] = _jsonable(dict(self.details))
+        return out
+
+
+def _jsonable(obj: Any) -> Any:
+    """Convert numpy scalars/arrays (and NaN) to JSON-friendly Python values."""
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return _jsonable(obj.item())
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
+    return obj
