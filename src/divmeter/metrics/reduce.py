@@ -1,0 +1,81 @@
+"""The similarity-to-diversity reduction (Tevet & Berant 2021, section 5).
+
+Any pairwise similarity ``sim(r_i, r_j)`` becomes a set diversity by averaging it over the
+unordered pairs of the set and flipping its sign. Two flips are found in the literature, and
+they are named apart:
+
+* ``neg-mean``: ``-mean_{i<j} sim(r_i, r_j)`` (Tevet & Berant's neural metrics and cos-sim);
+* ``one-minus-mean``: ``1 - mean_{i<j} sim(r_i, r_j)`` (self-cosSim / 1 - self-BLEU of the
+  commonsense meta-evaluation).
+
+The functions here take a similarity matrix, or a pair function, so any metric family reuses them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal, TypeVar
+
+import numpy as np
+
+from divmeter.errors import InvalidInputError
+
+__all__ = ["REDUCTIONS", "mean_pairwise", "diversity_from_similarity", "pairwise_matrix"]
+
+Reduction = Literal["neg-mean", "one-minus-mean"]
+REDUCTIONS: tuple[str, ...] = ("neg-mean", "one-minus-mean")
+T = TypeVar("T")
+
+
+def mean_pairwise(sim: np.ndarray) -> float:
+    """Mean of the strict upper triangle of a square similarity matrix (unordered pairs i<j).
+
+    Example:
+        >>> mean_pairwise(np.array([[1.0, 0.5, 0.0], [0.5, 1.0, 1.0], [0.0, 1.0, 1.0]]))
+        0.5
+    """
+    s = np.asarray(sim, dtype=float)
+    if s.ndim != 2 or s.shape[0] != s.shape[1]:
+        raise InvalidInputError(f"similarity matrix must be square; got shape {s.shape}.")
+    n = s.shape[0]
+    if n < 2:
+        raise InvalidInputError(f"at least 2 items are needed for pairs; got {n}.")
+    iu = np.triu_indices(n, k=1)
+    return float(s[iu].mean())
+
+
+def diversity_from_similarity(sim: np.ndarray, reduction: Reduction = "neg-mean") -> float:
+    """Turn a pairwise similarity matrix into a set diversity.
+
+    Args:
+        sim: ``(n, n)`` similarity matrix (only the strict upper triangle is read).
+        reduction: ``neg-mean`` (Tevet & Berant) or ``one-minus-mean`` (commonsense paper).
+
+    Example:
+        >>> S = np.array([[1.0, 0.2], [0.2, 1.0]])
+        >>> diversity_from_similarity(S), diversity_from_similarity(S, "one-minus-mean")
+        (-0.2, 0.8)
+    """
+    m = mean_pairwise(sim)
+    if reduction == "neg-mean":
+        return -m
+    if reduction == "one-minus-mean":
+        return 1.0 - m
+    raise InvalidInputError(
+        f"`reduction` must be one of {', '.join(REDUCTIONS)}; got {reduction!r}."
+    )
+
+
+def pairwise_matrix(items: Sequence[T], sim: Callable[[T, T], float], *, symmetric: bool = True
+                    ) -> np.ndarray:
+    """Fill a similarity matrix from a pair function (upper triangle only when symmetric).
+
+    The diagonal is left at ``nan``: self-similarity never enters the reduction.
+    """
+    n = len(items)
+    out = np.full((n, n), np.nan)
+    for i in range(n):
+        for j in range(i + 1, n):
+            out[i, j] = sim(items[i], items[j])
+            out[j, i] = out[i, j] if symmetric else sim(items[j], items[i])
+    return out
