@@ -1,0 +1,131 @@
+"""Core: registry, signatures, tokenizers, n-gram interning, errors, import weight."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import divmeter
+from divmeter.errors import InvalidInputError, UnknownMetricError
+from divmeter.registry import column_name, get_metric, parse_metric_arg
+from divmeter.result import Signature, make_signature
+from divmeter.text import NgramIndex, Tokenizer, get_tokenizer
+
+
+def test_import_does_not_load_heavy_modules() -> None:
+    code = (
+        "import sys, divmeter; divmeter.list_metrics(); "
+        "heavy = [m for m in ('torch', 'transformers', 'sentence_transformers', 'pandas', "
+        "'matplotlib') if m in sys.modules]; print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_signature_format() -> None:
+    sig = Signature("self-bleu", (("n", 4), ("variant", "corpus"), ("q", float("inf"))), "0.1.0")
+    assert str(sig) == "self-bleu|n:4|variant:corpus|q:inf|v:0.1.0"
+    assert make_signature("x", a=1.0, b=None, c=True, d=0.5) == "x|a:1|c:yes|d:0.5|v:0.1.0"
+    assert sig.as_dict() == {"name": "self-bleu", "n": 4, "variant": "corpus", "q": float("inf"),
+                             "version": "0.1.0"}
+
+
+@pytest.mark.parametrize(
+    ("arg", "expected"),
+    [
+        ("distinct-n", ("distinct-n", {})),
+        ("self-bleu:n=3,variant=sentence", ("self-bleu", {"n": 3, "variant": "sentence"})),
+        ("vendi-ngram:q=inf", ("vendi-ngram", {"q": float("inf")})),
+        ("x:lowercase=true,q=0.5", ("x", {"lowercase": True, "q": 0.5})),
+    ],
+)
+def test_parse_metric_arg(arg: str, expected: tuple[str, dict]) -> None:
+    assert parse_metric_arg(arg) == expected
+
+
+def test_parse_metric_arg_error() -> None:
+    with pytest.raises(InvalidInputError, match=r"k=v separated by commas.*got 'n3'"):
+        parse_metric_arg("self-bleu:n3")
+
+
+def test_unknown_metric_suggests() -> None:
+    with pytest.raises(UnknownMetricError, match=r"Unknown metric 'distinct'\. Did you mean "
+                       r"'distinct-n'\? See `divmeter list`"):
+        get_metric("distinct")
+
+
+def test_unknown_param_rejected() -> None:
+    with pytest.raises(InvalidInputError, match=r"has no parameter 'm'; its parameters are: n,"):
+        divmeter.score(["a b"], "distinct-n", m=2)
+
+
+def test_column_name_non_default_params_only() -> None:
+    assert column_name("distinct-n", {"n": 2, "n_max": 5}) == "distinct-n:n=2"
+    assert column_name("distinct-n", {}) == "distinct-n"
+
+
+def test_bare_string_rejected() -> None:
+    with pytest.raises(InvalidInputError, match=r"list of strings; got a single str"):
+        divmeter.score("the cat sat", "distinct-n")
+    with pytest.raises(InvalidInputError, match=r"`responses\[1\]` must be a string; got int"):
+        divmeter.score(["a", 3], "distinct-n")
+
+
+@pytest.mark.parametrize(
+    ("name", "lower", "text", "tokens"),
+    [
+        ("tevet", False, "The cat.\nSat  on. the mat", ["The", "catSat", "on", "the", "mat"]),
+        ("tevet", True, "A b A", ["a", "b", "a"]),
+        ("whitespace", False, "a\tb\n c  d.", ["a", "b", "c", "d."]),
+        ("word", False, "Don't stop—well-known, café 3!", ["Don't", "stop", "well-known", "café",
+                                                            "3"]),
+        ("word", False, "", []),
+    ],
+)
+def test_tokenizers(name: str, lower: bool, text: str, tokens: list[str]) -> None:
+    tok = get_tokenizer(name, lower)
+    assert tok(text) == tokens
+    assert tok.many([text, text]) == [tokens, tokens]
+    assert tok.case == ("lc" if lower else "mixed")
+
+
+def test_unknown_tokenizer() -> None:
+    with pytest.raises(InvalidInputError, match=r"unknown tokenizer 'spacy'; expected one of"):
+        Tokenizer("spacy")
+
+
+def _naive_ngrams(docs: list[list[str]], n: int) -> list[tuple[int, tuple[str, ...]]]:
+    return [(d, tuple(toks[i:i + n])) for d, toks in enumerate(docs)
+            for i in range(len(toks) - n + 1)]
+
+
+def test_ngram_index_matches_naive_counting() -> None:
+    rng = np.random.default_rng(0)
+    words = ["a", "b", "c", "d"]
+    docs = [[words[i] for i in rng.integers(0, 4, size=int(rng.integers(0, 9)))]
+            for _ in range(30)]
+    idx = NgramIndex.from_tokens(docs)
+    for n in (1, 2, 3, 5, 8):
+        ids, doc, m = idx.order(n)
+        naive = _naive_ngrams(docs, n)
+        assert doc.tolist() == [d for d, _ in naive]
+        # same partition of occurrences into equal n-grams
+        grams = [g for _, g in naive]
+        assert m == len(set(grams))
+        mapping: dict[int, tuple[str, ...]] = {}
+        for i, g in zip(ids.tolist(), grams, strict=True):
+            assert mapping.setdefault(i, g) == g
+        assert sorted(Counter(grams).values()) == sorted(idx.pooled_counts(n).tolist())
+        assert idx.doc_totals(n).tolist() == [max(len(t) - n + 1, 0) for t in docs]
+
+
+def test_ngram_index_no_cross_document_ngrams() -> None:
+    idx = NgramIndex.from_tokens([["a", "b"], ["c"], [], ["d", "e"]])
+    ids, doc, m = idx.order(2)
+    assert doc.tolist() == [0, 3] and m == 2
+    ids3, doc3, m3 = idx.order(3)
+    assert ids3.size == 0 and m3 == 0

@@ -1,0 +1,124 @@
+"""One invariance suite over the whole registry (in the spirit of scikit-learn's test_common).
+
+Every registered text metric of the core (no extra needed) is checked for: a plain value and an
+exact-format signature on a normal set, bounds, order invariance (set metrics), list/tuple
+agreement, determinism, a clear error for a bare string, a null-with-reason (never a crash) on
+degenerate sets, and that every documented parameter changes the value or the signature.
+Metrics that need an extra (models) are covered by their own test files on small inputs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+import divmeter
+from divmeter.errors import InvalidInputError
+from divmeter.registry import list_metrics
+
+SET = [
+    "The old man walked his dog along the quiet river at dawn.",
+    "A young girl painted the red barn while her brother read aloud.",
+    "The old man walked his cat along the busy road at night.",
+    "Rain fell on the city; nobody noticed the parade had been cancelled.",
+    "Engineers argued for hours about the bridge design, then ordered pizza.",
+]
+DEGENERATE = {
+    "empty set": [],
+    "one response": ["just one response here"],
+    "empty strings": ["", "", ""],
+    "one-word responses": ["a", "b", "a"],
+}
+# An alternative value for each documented parameter (must differ from every default).
+ALTERNATIVES = {
+    "n": 2,
+    "n_max": 3,
+    "tokenizer": "whitespace",
+    "lowercase": True,
+    "q": 0.5,
+    "variant": "sentence",
+    "measure": "rouge2",
+    "algorithm": "xz",
+    "window": 5,
+    "target_length": 7,
+    "unit": "bytes",
+    "base": 2.0,
+    "vocab_size": 5000,
+    "truncate": 5,
+    "threshold": 0.5,
+    "sample_size": 7,
+    "stemmer": True,
+    "use_stemmer": True,
+    "reduction": "one-minus-mean",
+    "separator": " | ",
+}
+SIG_RE = re.compile(r"^[a-z0-9-]+(\|[A-Za-z0-9_-]+:[^|]+)*\|v:\d+\.\d+\.\d+$")
+
+CORE_TEXT_METRICS = [s for s in list_metrics() if s.extra is None and s.input == "texts"]
+IDS = [s.name for s in CORE_TEXT_METRICS]
+
+
+def test_registry_lists_core_metrics() -> None:
+    names = {s.name for s in list_metrics()}
+    assert "distinct-n" in names
+    for spec in list_metrics():
+        assert spec.family in {"form", "content", "lm", "judge"}
+        assert spec.granularity in {"set", "response", "corpus", "pair"}
+        assert spec.citation and spec.description
+
+
+@pytest.fixture(params=CORE_TEXT_METRICS, ids=IDS)
+def spec(request: pytest.FixtureRequest) -> divmeter.MetricSpec:
+    return request.param  # type: ignore[no-any-return]
+
+
+def _in_bounds(value: float, bounds: tuple[float | None, float | None]) -> bool:
+    lo, hi = bounds
+    return (lo is None or value >= lo - 1e-9) and (hi is None or value <= hi + 1e-9)
+
+
+def test_value_signature_bounds(spec: divmeter.MetricSpec) -> None:
+    res = divmeter.score(SET, spec.name)
+    assert res.value is not None and math.isfinite(res.value), res.reason
+    assert _in_bounds(res.value, spec.bounds), (res.value, spec.bounds)
+    assert SIG_RE.match(res.signature), res.signature
+    assert res.signature.startswith(spec.name + "|")
+    assert res.metric == spec.name
+
+
+def test_order_tuple_and_determinism(spec: divmeter.MetricSpec) -> None:
+    base = divmeter.score(SET, spec.name)
+    assert divmeter.score(tuple(SET), spec.name).value == base.value
+    assert divmeter.score(list(SET), spec.name).value == base.value
+    if spec.granularity in {"set", "response"}:
+        shuffled = [SET[i] for i in (3, 0, 4, 2, 1)]
+        assert divmeter.score(shuffled, spec.name).value == pytest.approx(base.value, abs=1e-9)
+
+
+def test_bare_string_is_an_error(spec: divmeter.MetricSpec) -> None:
+    with pytest.raises(InvalidInputError, match="list of strings; got a single str"):
+        divmeter.score("a single text", spec.name)
+
+
+@pytest.mark.parametrize("case", list(DEGENERATE))
+def test_degenerate_sets_give_value_or_reason(spec: divmeter.MetricSpec, case: str) -> None:
+    res = divmeter.score(DEGENERATE[case], spec.name)
+    if res.value is None:
+        assert res.reason, f"{spec.name} on {case}: null without a reason"
+    else:
+        assert math.isfinite(res.value) and _in_bounds(res.value, spec.bounds), (case, res)
+
+
+def test_every_parameter_changes_value_or_signature(spec: divmeter.MetricSpec) -> None:
+    base = divmeter.score(SET, spec.name)
+    for param, default in spec.params.items():
+        if param not in ALTERNATIVES:
+            pytest.fail(f"no alternative value for parameter {param!r}: add one to ALTERNATIVES")
+        alt = ALTERNATIVES[param]
+        if alt == default:
+            continue
+        other = divmeter.score(SET, spec.name, **{param: alt})
+        assert other.value != base.value or other.signature != base.signature, param
+        assert other.signature != base.signature, f"{spec.name}: {param} not in signature"
