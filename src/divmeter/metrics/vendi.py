@@ -1,0 +1,292 @@
+"""The Vendi score with order q, on any kernel or feature matrix, and on n-gram features.
+
+The Vendi score (Friedman & Dieng 2023) of ``n`` items with a positive semi-definite similarity
+kernel ``K`` (``K_ii = 1``) is the exponential of the entropy of the eigenvalues of ``K / n``,
+which are non-negative and sum to ``trace(K) / n = 1``. Pasarkar & Dieng (2024) generalise the
+Shannon entropy to the Renyi entropy of order ``q``; as written in the commonsense
+meta-evaluation's appendix A (eq. 2)::
+
+    VS_q = exp( log(sum_i lambda_i ** q) / (1 - q) )
+
+with the limits ``q -> 1`` (``exp(-sum_i lambda_i log lambda_i)``, eq. 1) and ``q -> inf``
+(``1 / max_i lambda_i``). ``VS_q`` is the effective number of distinct items: 1 for identical
+items, ``n`` for mutually orthogonal ones, whatever ``q``.
+
+Numerics (the same in every function here):
+
+* Eigenvalues come from a symmetric solver (``eigvalsh``), whose absolute error is about
+  ``m * eps * lambda_max`` for an ``m x m`` matrix. Eigenvalues below that tolerance (negative
+  ones included) are set to 0: they are rounding noise around exact zeros of a rank-deficient
+  kernel. Clipping them matters only for ``q < 1``, where ``lambda ** q`` inflates noise
+  (``(1e-17) ** 0.5 = 3e-9``, times thousands of zero eigenvalues); with it, the n x n kernel path
+  and the d x d dual path agree to ~1e-12 for every q.
+* The eigenvalues are **not** renormalised: for a unit-diagonal kernel they already sum to 1 up
+  to rounding (the clipped mass is below ``m**2 * eps``), and renormalising would silently turn a
+  kernel that is not a similarity (diagonal != 1) into a number. Kernels are checked instead.
+* Features are L2-normalised per row (``normalize=True``) so that ``K = X X^T`` is the cosine
+  kernel. When there are more items than feature dimensions the d x d matrix ``X^T X / n``
+  (same non-zero eigenvalues as ``X X^T / n``) is used, so 10,000+ items cost one d x d
+  eigendecomposition.
+* An all-zero feature row (an item with no features) has no similarity to anything, not even to
+  itself, so the Vendi score's requirement ``k(x, x) = 1`` cannot hold: with ``normalize=True``
+  :func:`vendi_from_features` rejects it. (The ``vendi-score`` package keeps such a row as a zero
+  row and column of ``K``; the eigenvalues then sum to less than 1 and the number has no
+  effective-count meaning.) Metrics decide what an empty item means; ``vendi-ngram`` gives
+  responses with no tokens one shared "empty" feature (see :func:`vendi_ngram`).
+
+Reference: Friedman & Dieng 2023, The Vendi Score: A Diversity Evaluation Metric for Machine
+Learning (TMLR); Pasarkar & Dieng 2024, Cousins of the Vendi Score (AISTATS); as used for form
+and content diversity in Alihosseini et al. / the commonsense-generation diversity
+meta-evaluation (appendix A).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from divmeter.errors import InvalidInputError
+from divmeter.metrics._common import check_positive
+
+__all__ = [
+    "vendi_from_eigenvalues",
+    "vendi_from_kernel",
+    "vendi_from_features",
+    "feature_eigenvalues",
+]
+
+FRIEDMAN2023 = (
+    "Friedman & Dieng 2023, The Vendi Score: A Diversity Evaluation Metric for Machine Learning "
+    "(TMLR)"
+)
+PASARKAR2024 = (
+    "Pasarkar & Dieng 2024, Cousins of the Vendi Score: A Family of Similarity-Based Diversity "
+    "Metrics for Science and Machine Learning (AISTATS)"
+)
+COMMONSENSE = "the commonsense-generation diversity meta-evaluation, appendix A (VS-ngram)"
+
+_EPS = float(np.finfo(np.float64).eps)
+# Items x features above which n-gram count matrices are built sparse rather than dense.
+_DENSE_LIMIT = 4_000_000
+
+
+def _check_q(q: Any, metric: str = "the Vendi score") -> float:
+    """``q`` must be a real number > 0 (``inf`` allowed)."""
+    return check_positive(q, "q", metric)
+
+
+def _clean_eigenvalues(eigs: np.ndarray) -> np.ndarray:
+    """Zero the eigenvalues that are rounding noise (below ``m * eps * max``) or negative."""
+    w = np.asarray(eigs, dtype=np.float64).ravel()
+    if w.size == 0:
+        return w
+    top = float(w.max())
+    tol = w.size * _EPS * max(top, 0.0)
+    return np.where(w > tol, w, 0.0)
+
+
+def _vendi_q(w: np.ndarray, q: float) -> float:
+    """VS_q of cleaned (non-negative) eigenvalues; ``w`` must have a positive entry."""
+    p = w[w > 0]
+    if q == 1.0:
+        return math.exp(float(-(p * np.log(p)).sum()))
+    if math.isinf(q):
+        return 1.0 / float(p.max())
+    if q < 1.0:
+        # log(sum p^q) / (1 - q): fine as is.
+        return math.exp(math.log(float((p**q).sum())) / (1.0 - q))
+    # q > 1: factor out the largest eigenvalue so p^q cannot underflow for large q.
+    top = float(p.max())
+    s = float(((p / top) ** q).sum())
+    return math.exp((q * math.log(top) + math.log(s)) / (1.0 - q))
+
+
+def vendi_from_eigenvalues(eigs: Sequence[float] | np.ndarray, q: float = 1.0) -> float:
+    """Vendi score of order ``q`` from the eigenvalues of ``K / n``.
+
+    Negative and rounding-noise eigenvalues (below ``len(eigs) * eps * max(eigs)``) are set to 0;
+    the rest are used as given (not renormalised; for a unit-diagonal kernel they sum to 1).
+
+    Args:
+        eigs: Eigenvalues of ``K / n`` for a kernel ``K`` with unit diagonal.
+        q: Order of the Renyi entropy, any real ``q > 0`` or ``float("inf")``; ``q = 1`` is the
+            Shannon limit (the original Vendi score), ``q = inf`` gives ``1 / max(eigs)``.
+
+    Returns:
+        ``VS_q = exp(log(sum lambda**q) / (1 - q))``.
+
+    Raises:
+        InvalidInputError: If ``q <= 0``, or the eigenvalues are empty, not finite, or all zero.
+
+    Example:
+        >>> vendi_from_eigenvalues([0.5, 0.5])
+        2.0
+        >>> round(vendi_from_eigenvalues([0.75, 0.25], q=float("inf")), 6)
+        1.333333
+    """
+    q = _check_q(q)
+    w = np.asarray(eigs, dtype=np.float64).ravel()
+    if w.size == 0:
+        raise InvalidInputError("eigenvalues of the Vendi score must not be empty; got 0 values.")
+    if not np.isfinite(w).all():
+        raise InvalidInputError("eigenvalues of the Vendi score must be finite; got NaN or inf.")
+    w = _clean_eigenvalues(w)
+    if not (w > 0).any():
+        raise InvalidInputError(
+            "the Vendi score needs at least one positive eigenvalue; got none (all-zero kernel)."
+        )
+    return _vendi_q(w, q)
+
+
+def _eigvalsh(a: np.ndarray) -> np.ndarray:
+    return np.linalg.eigvalsh(a)
+
+
+def vendi_from_kernel(K: np.ndarray, q: float = 1.0) -> float:
+    """Vendi score of order ``q`` of a similarity kernel with unit diagonal.
+
+    Args:
+        K: Symmetric positive semi-definite ``n x n`` similarity matrix with ``K_ii = 1``
+            (diagonal entries must lie in [0, 1]; an entry below 1 is an item that is not fully
+            similar to itself, which the Vendi score is not meant for).
+        q: Order, any ``q > 0`` or ``inf`` (see :func:`vendi_from_eigenvalues`).
+
+    Returns:
+        ``VS_q`` of the eigenvalues of ``K / n``.
+
+    Raises:
+        InvalidInputError: If ``K`` is not a finite, square, symmetric matrix with diagonal in
+            [0, 1], or is empty, or ``q <= 0``.
+
+    Example:
+        >>> round(vendi_from_kernel(np.ones((3, 3))), 12)
+        1.0
+        >>> round(vendi_from_kernel(np.eye(3), q=0.5), 12)
+        3.0
+    """
+    q = _check_q(q)
+    if sp.issparse(K):
+        K = K.toarray()
+    K = np.asarray(K, dtype=np.float64)
+    if K.ndim != 2 or K.shape[0] != K.shape[1]:
+        raise InvalidInputError(f"kernel K must be a square matrix; got shape {K.shape}.")
+    n = K.shape[0]
+    if n == 0:
+        raise InvalidInputError("kernel K must have at least one item; got a 0 x 0 matrix.")
+    if not np.isfinite(K).all():
+        raise InvalidInputError("kernel K must be finite; got NaN or inf entries.")
+    scale = max(1.0, float(np.abs(K).max()))
+    if not np.allclose(K, K.T, rtol=0.0, atol=1e-8 * scale):
+        raise InvalidInputError("kernel K must be symmetric; got K != K.T.")
+    diag = np.diagonal(K)
+    if diag.min() < -1e-8 or diag.max() > 1.0 + 1e-8:
+        raise InvalidInputError(
+            "kernel K must have a unit diagonal (K_ii = k(x_i, x_i) = 1); got diagonal entries "
+            f"in [{diag.min():.6g}, {diag.max():.6g}]. Normalise the kernel (K_ij / sqrt(K_ii "
+            "K_jj)) or the features first."
+        )
+    return _vendi_q(_nonzero_or_raise(_clean_eigenvalues(_eigvalsh(K / n))), q)
+
+
+def _nonzero_or_raise(w: np.ndarray) -> np.ndarray:
+    if not (w > 0).any():
+        raise InvalidInputError(
+            "the Vendi score needs at least one positive eigenvalue; got none (all-zero kernel)."
+        )
+    return w
+
+
+def _row_norms(X: np.ndarray | sp.spmatrix | sp.sparray) -> np.ndarray:
+    if sp.issparse(X):
+        sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    else:
+        sq = np.einsum("ij,ij->i", X, X)
+    return np.sqrt(sq)
+
+
+def _scale_rows(X: Any, s: np.ndarray) -> Any:
+    if sp.issparse(X):
+        return sp.csr_matrix(sp.diags(s) @ X)
+    return X * s[:, None]
+
+
+def feature_eigenvalues(X: Any, *, path: str = "auto") -> tuple[np.ndarray, str]:
+    """Eigenvalues of ``X X^T / n`` for a feature matrix whose rows are already unit (or zero).
+
+    Uses the ``n x n`` kernel ``X X^T / n`` when ``n <= d`` and the ``d x d`` dual
+    ``X^T X / n`` otherwise (its non-zero eigenvalues are the same). Private helpers and
+    benchmarks use it; inputs are trusted.
+
+    Args:
+        X: ``n x d`` array or scipy sparse matrix (float64), rows L2-normalised.
+        path: ``"auto"``, ``"kernel"`` or ``"dual"``.
+
+    Returns:
+        ``(eigenvalues, path_used)``.
+    """
+    n, d = X.shape
+    use = path if path != "auto" else ("kernel" if n <= d else "dual")
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        G = (X @ X.T) if use == "kernel" else (X.T @ X)
+        G = G.toarray()
+    else:
+        G = X @ X.T if use == "kernel" else X.T @ X
+    return _eigvalsh(G / n), use
+
+
+def vendi_from_features(X: Any, q: float = 1.0, *, normalize: bool = True) -> float:
+    """Vendi score of order ``q`` of items given as feature vectors, with the cosine kernel.
+
+    ``K = X X^T`` after L2-normalising the rows, so ``K_ij`` is the cosine similarity and
+    ``K_ii = 1``. With more items than dimensions (``n > d``) the eigenvalues come from the
+    ``d x d`` matrix ``X^T X / n`` (the dual path), so 10,000 items of dimension 384 cost one
+    384 x 384 eigendecomposition.
+
+    Args:
+        X: ``n x d`` dense array or scipy sparse matrix (e.g. n-gram counts, embeddings).
+        q: Order, any ``q > 0`` or ``inf`` (see :func:`vendi_from_eigenvalues`).
+        normalize: L2-normalise each row first (cosine kernel). With ``False`` the rows are used
+            as given and must already have unit norm (the caller guarantees ``K_ii = 1``).
+
+    Returns:
+        ``VS_q`` of the eigenvalues of ``X X^T / n``.
+
+    Raises:
+        InvalidInputError: If ``X`` is not a finite 2-D matrix with at least one row, if
+            ``normalize`` is true and a row is all zeros (an item with no features cannot have
+            ``k(x, x) = 1``; drop it or give it a feature), or if ``q <= 0``.
+
+    Example:
+        >>> vendi_from_features(np.array([[1.0, 0.0], [0.0, 2.0], [0.0, 5.0]]), q=float("inf"))
+        1.5
+    """
+    q = _check_q(q)
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+        finite = bool(np.isfinite(X.data).all())
+    else:
+        X = np.asarray(X, dtype=np.float64)
+        finite = bool(np.isfinite(X).all()) if X.ndim == 2 else True
+    if X.ndim != 2:
+        raise InvalidInputError(f"features X must be a 2-D matrix (items x dims); got {X.ndim}-D.")
+    if X.shape[0] == 0:
+        raise InvalidInputError("features X must have at least one row (item); got 0.")
+    if not finite:
+        raise InvalidInputError("features X must be finite; got NaN or inf entries.")
+    if normalize:
+        norms = _row_norms(X)
+        zero = np.flatnonzero(norms == 0)
+        if zero.size:
+            raise InvalidInputError(
+                f"features X row {int(zero[0])} is all zeros ({zero.size} such rows): an item "
+                "with no features has no cosine similarity, not even to itself, so the Vendi "
+                "score is undefined for it; drop it or give it a feature."
+            )
+        X = _scale_rows(X, 1.0 / norms)
+    w, _ = feature_eigenvalues(X)
+    return _vendi_q(_nonzero_or_raise(_clean_eigenvalues(w)), q)
