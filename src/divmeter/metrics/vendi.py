@@ -49,14 +49,20 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
-from divmeter.metrics._common import check_positive
+from divmeter.metrics._common import check_int, check_positive, undefined
+from divmeter.registry import register
+from divmeter.result import MetricResult, make_signature
+from divmeter.text import NgramIndex, get_tokenizer
 
 __all__ = [
     "vendi_from_eigenvalues",
     "vendi_from_kernel",
     "vendi_from_features",
     "feature_eigenvalues",
+    "ngram_features",
+    "vendi_ngram",
 ]
 
 FRIEDMAN2023 = (
@@ -290,3 +296,151 @@ def vendi_from_features(X: Any, q: float = 1.0, *, normalize: bool = True) -> fl
         X = _scale_rows(X, 1.0 / norms)
     w, _ = feature_eigenvalues(X)
     return _vendi_q(_nonzero_or_raise(_clean_eigenvalues(w)), q)
+
+
+def ngram_features(index: NgramIndex, n_max: int) -> tuple[Any, dict[str, int]]:
+    """Unit-norm n-gram feature rows whose Gram matrix is the ``vendi-ngram`` kernel.
+
+    Row ``i`` is the concatenation over ``n = 1..n_max`` of the L2-normalised count vector of the
+    n-grams of text ``i``, divided by ``sqrt(r_i)`` where ``r_i`` is the number of orders in which
+    text ``i`` has at least one n-gram. When every text has n-grams of every order,
+    ``r_i = n_max`` and ``Z Z^T`` is exactly the mean of the per-order cosine kernels (the paper's
+    kernel, and ``vendi-score``'s ``ngram_vendi_score``). A shorter text gets a unit diagonal too:
+    its similarities are cosines over the orders it has. Texts with no token at all share one
+    extra "empty" feature (identical to each other, orthogonal to every other text).
+
+    Count matrices are built from the n-gram ids of :class:`~divmeter.text.NgramIndex` with a
+    ``bincount`` (dense) or as ``scipy.sparse.csr_matrix`` from (text, id) pairs when
+    texts x distinct n-grams exceeds a few million cells.
+
+    Args:
+        index: The n-gram index of the texts.
+        n_max: Highest order (orders ``1..n_max``).
+
+    Returns:
+        ``(Z, info)``: the ``n x D`` float64 feature matrix (dense array or CSR) with unit rows,
+        and counts ``{"short": texts missing some order, "empty": texts with no token}``.
+
+    Example:
+        >>> idx = NgramIndex.from_tokens([["a", "b"], ["a"]])
+        >>> Z, info = ngram_features(idx, 2)
+        >>> np.round(Z @ Z.T, 4).tolist(), info
+        ([[1.0, 0.5], [0.5, 1.0]], {'short': 1, 'empty': 0})
+    """
+    n = index.n_docs
+    orders = [index.order(k) for k in range(1, n_max + 1)]
+    width = sum(m for _, _, m in orders)
+    use_sparse = n * (width + 1) > _DENSE_LIMIT
+    blocks: list[Any] = []
+    present = np.zeros(n, dtype=np.int64)
+    for ids, doc, m in orders:
+        if m == 0:
+            continue
+        if use_sparse:
+            C = sp.csr_matrix(
+                (np.ones(ids.size, dtype=np.float64), (doc, ids)), shape=(n, m)
+            )
+        else:
+            C = np.bincount(doc * m + ids, minlength=n * m).reshape(n, m).astype(np.float64)
+        norms = _row_norms(C)
+        has = norms > 0
+        present += has
+        blocks.append(_scale_rows(C, np.where(has, 1.0 / np.where(has, norms, 1.0), 0.0)))
+    empty = present == 0
+    if empty.any():
+        col = empty.astype(np.float64)[:, None]
+        blocks.append(sp.csr_matrix(col) if use_sparse else col)
+        present = np.where(empty, 1, present)
+    Z = sp.hstack(blocks, format="csr") if use_sparse else np.hstack(blocks)
+    Z = _scale_rows(Z, 1.0 / np.sqrt(present))
+    info = {"short": int(((present < n_max) & ~empty).sum()), "empty": int(empty.sum())}
+    return Z, info
+
+
+@register(
+    "vendi-ngram",
+    family="form",
+    granularity="set",
+    higher_is_more_diverse=True,
+    bounds=(1.0, None),
+    citation=f"{FRIEDMAN2023}; order q: {PASARKAR2024}; n-gram kernel as in {COMMONSENSE}",
+    params={"q": 1.0, "n_max": 4, "tokenizer": "tevet", "lowercase": False},
+    description="Vendi score of order q (effective number of distinct responses) with the mean "
+    "per-order n-gram cosine kernel, n=1..n_max",
+)
+def vendi_ngram(
+    responses: Sequence[str],
+    *,
+    q: float = 1.0,
+    n_max: int = 4,
+    tokenizer: str = "tevet",
+    lowercase: bool = False,
+) -> MetricResult:
+    """Vendi score of order ``q`` of a response set with an n-gram cosine kernel (VS-ngram-q).
+
+    The kernel is the mean over ``n = 1..n_max`` of the cosine similarities of the responses'
+    n-gram count vectors (``K = mean_n X_n X_n^T`` with L2-normalised rows), and
+    ``VS_q = exp(H_q(eigenvalues of K / n))`` with the Renyi entropy of order ``q`` (see the
+    module docstring for q = 1 and q = inf). The value is the effective number of distinct
+    responses: 1 for identical responses, ``n`` when no two share any n-gram.
+
+    Short responses: the paper's kernel has ``K_ii = 1`` only when response ``i`` has n-grams of
+    every order. A response with fewer than ``n_max`` tokens lacks some orders; here its
+    similarities are the cosines over the orders it has (its row of the concatenated per-order
+    features is renormalised), so ``K_ii = 1`` and identical short responses still score 1.
+    The ``vendi-score`` package (``text_utils.ngram_vendi_score``, v0.0.3) leaves those
+    orders as zero rows instead (``K_ii < 1``, eigenvalues summing to less than 1), which gives,
+    e.g., 1.41 for a single one-word response; the two agree whenever every response has at
+    least ``n_max`` tokens. Responses with no token share one "empty" feature (identical to each
+    other, orthogonal to the rest). ``vendi-score`` also ignores ``q`` in ``ngram_vendi_score``
+    (it always computes q = 1); here ``q`` is honoured.
+
+    Eigenvalues come from the ``n x n`` kernel, or from the ``D x D`` dual ``Z^T Z / n`` when
+    there are more responses than distinct n-grams (``D``).
+
+    Args:
+        responses: The response set.
+        q: Order of the Renyi entropy: any real ``q > 0`` or ``inf`` (0.5, 1 and inf in the
+            paper).
+        n_max: Highest n-gram order of the kernel (orders ``1..n_max``).
+        tokenizer: ``tevet``, ``whitespace`` or ``word``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult with ``details``: ``eigenvalues`` (positive eigenvalues of ``K / n``,
+        descending; VS for another q is :func:`vendi_from_eigenvalues` of them), ``path``
+        (``kernel`` or ``dual``), ``n_short`` and ``n_empty`` (responses missing some order /
+        with no token). ``value`` is ``None`` for an empty set or when no response has a token.
+
+    Raises:
+        InvalidInputError: If ``q <= 0`` or ``n_max < 1``, or the responses are not a list of
+            strings.
+
+    Example:
+        >>> r = vendi_ngram(["the cat sat down", "the cat sat down", "a dog ran off"])
+        >>> round(r.value, 6)
+        1.889882
+        >>> r.signature
+        'vendi-ngram|q:1|n:1..4|tok:tevet|case:mixed|v:0.1.0'
+    """
+    texts = as_texts(responses)
+    q = _check_q(q, "vendi-ngram")
+    check_int(n_max, "n_max", "vendi-ngram")
+    tok = get_tokenizer(tokenizer, lowercase)
+    sig = make_signature("vendi-ngram", q=q, n=f"1..{n_max}", tok=tok.name, case=tok.case)
+    if not texts:
+        return undefined("vendi-ngram", sig, "empty set")
+    idx = NgramIndex.from_tokens(tok.many(texts))
+    if idx.tokens.size == 0:
+        return undefined("vendi-ngram", sig, "no tokens in any response")
+    Z, info = ngram_features(idx, n_max)
+    w, path = feature_eigenvalues(Z)
+    w = _clean_eigenvalues(w)
+    value = _vendi_q(w, q)
+    details = {
+        "eigenvalues": np.sort(w[w > 0])[::-1],
+        "path": path,
+        "n_short": info["short"],
+        "n_empty": info["empty"],
+    }
+    return MetricResult("vendi-ngram", value, sig, details=details)
