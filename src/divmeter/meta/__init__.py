@@ -1,0 +1,38 @@
+"""Meta-evaluation: how well a diversity metric tracks a known aspect of diversity.
+
+Stable interface: :func:`oca`, :func:`spearman`, :func:`paired_contrast` (and the rest of
+:mod:`divmeter.meta.stats`); protocols (conTest, decTest, McDiv_nuggets re-sampling, paired,
+pairwise preference, length bias) live in :mod:`divmeter.meta.protocols`.
+"""
+
+from __future__ import annotations
+
+from divmeter.meta.stats import (
+    adjust_pvalues,
+    bootstrap_ci,
+    cohen_kappa,
+    kappa_matrix,
+    kendall,
+    oca,
+    paired_contrast,
+    pearson,
+    preference_accuracy,
+    preferences,
+    roc_auc,
+    spearman,
+)
+
+__all__ = [
+    "oca",
+    "spearman",
+    "pearson",
+    "kendall",
+    "roc_auc",
+    "paired_contrast",
+    "adjust_pvalues",
+    "preference_accuracy",
+    "preferences",
+    "cohen_kappa",
+    "kappa_matrix",
+    "bootstrap_ci",
+]
