@@ -842,7 +842,7 @@ class RecordWriter:
             if fmt == "csv":
                 self._csv = csv.writer(self._fh, lineterminator="\n")
                 self._header_done = bool(exists and Path(path).stat().st_size > 0)
-                if self._header_done and self.columns is None:
+                if self._header_done:  # appending: the file's header decides the columns
                     with open(path, encoding="utf-8", newline="") as fh:
                         self.columns = next(csv.reader(fh))
         else:

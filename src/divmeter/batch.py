@@ -1,0 +1,453 @@
+"""Score many response sets with many metrics, streaming, optionally over several processes.
+
+:func:`score_sets` is what ``divmeter score`` runs. It yields one flat record per set, in input
+order::
+
+    {"set_id": "s1", "row": 0, "label": 1, "distinct-n": 0.71, "self-bleu:n=3": null,
+     "reasons": {"self-bleu:n=3": "one response: self-BLEU needs at least two"}}
+
+* ``row`` is the 0-based position of the set in the input. Set ids are kept as read, so files with
+  repeated ids (the Tevet conTest and McDiv_nuggets files) stay unambiguous: ``row`` is the key.
+* One key per metric, named by :func:`divmeter.registry.column_name` (the metric name plus its
+  non-default parameters, e.g. ``self-bleu:n=3``), holding a float or ``None``.
+* ``reasons`` maps every ``None`` column to why: the metric's own reason for a degenerate set
+  (empty set, one response, texts shorter than n), or the message of an
+  :class:`~divmeter.errors.InvalidInputError` the metric raised on that set. Such a set does not
+  stop the run.
+* ``per_response`` (only when a response-granularity metric is requested) maps its column to the
+  list of per-response values.
+* ``signatures`` (with ``with_signatures=True``) maps each column to the result's signature.
+
+Parameter mistakes are not set problems: they are caught before the first set (every ``form``
+metric, and model metrics when running in-process, are called once on a small probe set), so a bad
+``n`` fails the run at once instead of filling a file with nulls.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from divmeter.data.io import detect_format, read_records
+from divmeter.data.model import ResponseSet
+from divmeter.errors import InvalidInputError
+from divmeter.registry import check_params, column_name, get_metric, parse_metric_arg
+
+__all__ = [
+    "MetricPlan",
+    "resolve_metrics",
+    "score_sets",
+    "Summary",
+    "RECORD_KEYS",
+    "metric_columns",
+    "completed_rows",
+]
+
+#: Keys of a result record that are not metric columns.
+RECORD_KEYS = ("set_id", "row", "label", "reasons", "per_response", "signatures")
+
+MetricArg = str | tuple[str, Mapping[str, Any]]
+ProgressFn = Callable[[int, int | None], None]
+
+_PROBE = ["the cat sat on the mat today", "a dog ran across the green park"]
+
+
+@dataclass(frozen=True)
+class MetricPlan:
+    """A metric resolved for a batch run: name, parameters, output column and granularity."""
+
+    name: str
+    params: Mapping[str, Any]
+    column: str
+    granularity: str
+    family: str
+    input: str = "texts"
+
+
+def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
+    """Resolve ``"name:k=v"`` strings or ``(name, params)`` pairs into :class:`MetricPlan` s.
+
+    Raises:
+        UnknownMetricError: For an unregistered name (with suggestions).
+        InvalidInputError: For undocumented parameters, no metrics, or two requests that give
+            the same column.
+
+    Example:
+        >>> [p.column for p in resolve_metrics(["distinct-n", ("distinct-n", {"n": 2})])]
+        ['distinct-n', 'distinct-n:n=2']
+    """
+    if not metrics:
+        raise InvalidInputError("no metric requested; give at least one, e.g. -m distinct-n.")
+    plans: list[MetricPlan] = []
+    seen: set[str] = set()
+    for m in metrics:
+        if isinstance(m, str):
+            name, params = parse_metric_arg(m)
+        else:
+            name, params = m[0], dict(m[1])
+        spec = get_metric(name)
+        check_params(spec, params)
+        col = column_name(name, params)
+        if col in seen:
+            raise InvalidInputError(f"metric column {col!r} is requested twice.")
+        seen.add(col)
+        plans.append(MetricPlan(name, dict(params), col, spec.granularity, spec.family, spec.input))
+    return plans
+
+
+# --------------------------------------------------------------------------------------------
+# scoring one set (runs in the main process or in workers)
+
+_FN_CACHE: dict[str, Callable[..., Any]] = {}
+
+
+def _fn(name: str) -> Callable[..., Any]:
+    fn = _FN_CACHE.get(name)
+    if fn is None:
+        fn = _FN_CACHE[name] = get_metric(name).load()
+    return fn
+
+
+def _score_one(row: int, s: ResponseSet, plans: Sequence[MetricPlan]) -> dict[str, Any]:
+    rec: dict[str, Any] = {"set_id": s.set_id, "row": row}
+    if s.label is not None:
+        rec["label"] = s.label
+    reasons: dict[str, str] = {}
+    per_response: dict[str, Any] = {}
+    signatures: dict[str, str] = {}
+    for p in plans:
+        try:
+            res = _fn(p.name)(s.responses, **p.params)
+        except InvalidInputError as exc:
+            rec[p.column] = None
+            reasons[p.column] = str(exc)
+            continue
+        value = res.value
+        if value is not None:
+            value = float(value)
+            if math.isnan(value):
+                value = None
+        rec[p.column] = value
+        signatures[p.column] = res.signature
+        if value is None:
+            reasons[p.column] = res.reason or "undefined on this set"
+        if p.granularity == "response":
+            pr = res.details.get("per_response") if res.details else None
+            per_response[p.column] = _floats(pr)
+    rec["reasons"] = reasons
+    if per_response:
+        rec["per_response"] = per_response
+    rec["signatures"] = signatures
+    return rec
+
+
+def _floats(values: Any) -> list[float | None] | None:
+    if values is None:
+        return None
+    out: list[float | None] = []
+    for v in list(values):
+        f = None if v is None else float(v)
+        out.append(None if f is None or math.isnan(f) else f)
+    return out
+
+
+def _score_chunk(
+    chunk: list[tuple[int, ResponseSet]], plans: Sequence[MetricPlan]
+) -> list[dict[str, Any]]:
+    return [_score_one(row, s, plans) for row, s in chunk]
+
+
+def _probe(plans: Sequence[MetricPlan], *, in_process: bool) -> None:
+    for p in plans:
+        if p.input != "texts" or p.family == "judge":
+            continue
+        if p.family != "form" and not in_process:
+            continue
+        try:
+            _fn(p.name)(list(_PROBE), **p.params)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"metric {p.column!r}: {exc}") from None
+
+
+# --------------------------------------------------------------------------------------------
+# summary
+
+
+@dataclass
+class _Stat:
+    count: int = 0
+    nulls: int = 0
+    mean: float = 0.0
+    m2: float = 0.0
+    reasons: Counter[str] = field(default_factory=Counter)
+    signature: str | None = None
+
+
+class Summary:
+    """Running per-column aggregates of result records: mean, std, count, nulls, reasons.
+
+    ``std`` is the sample standard deviation (ddof = 1) of the non-null values; ``None`` with
+    fewer than two values. Feed it with :meth:`add` (``score_sets(..., summary=s)`` does).
+
+    Example:
+        >>> s = Summary(["m"])
+        >>> for v in (1.0, 3.0, None):
+        ...     s.add({"m": v, "reasons": {"m": "empty set"} if v is None else {}})
+        >>> s.to_dict()["metrics"]["m"]["mean"], s.to_dict()["metrics"]["m"]["nulls"]
+        (2.0, 1)
+    """
+
+    def __init__(self, columns: Sequence[str]) -> None:
+        self.columns = list(columns)
+        self.sets = 0
+        self._stats = {c: _Stat() for c in self.columns}
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        """Add one result record."""
+        self.sets += 1
+        reasons = record.get("reasons") or {}
+        sigs = record.get("signatures") or {}
+        for c in self.columns:
+            st = self._stats[c]
+            v = record.get(c)
+            if st.signature is None and c in sigs:
+                st.signature = sigs[c]
+            if v is None:
+                st.nulls += 1
+                st.reasons[str(reasons.get(c, "undefined"))] += 1
+                continue
+            st.count += 1
+            d = float(v) - st.mean
+            st.mean += d / st.count
+            st.m2 += d * (float(v) - st.mean)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"sets": N, "metrics": {column: {mean, std, count, nulls, reasons, signature}}}``."""
+        out: dict[str, Any] = {}
+        for c, st in self._stats.items():
+            out[c] = {
+                "mean": st.mean if st.count else None,
+                "std": math.sqrt(st.m2 / (st.count - 1)) if st.count > 1 else None,
+                "count": st.count,
+                "nulls": st.nulls,
+                "reasons": dict(st.reasons.most_common()),
+            }
+            if st.signature is not None:
+                out[c]["signature"] = st.signature
+        return {"sets": self.sets, "metrics": out}
+
+
+# --------------------------------------------------------------------------------------------
+# the batch driver
+
+
+def _chunks(
+    items: Iterable[tuple[int, ResponseSet]], size: int
+) -> Iterator[list[tuple[int, ResponseSet]]]:
+    buf: list[tuple[int, ResponseSet]] = []
+    for item in items:
+        buf.append(item)
+        if len(buf) >= size:
+            yield buf
+            buf = []
+    if buf:
+        yield buf
+
+
+def score_sets(
+    sets: Iterable[ResponseSet],
+    metrics: Sequence[MetricArg],
+    *,
+    workers: int = 1,
+    chunk_size: int | None = None,
+    progress: ProgressFn | None = None,
+    total: int | None = None,
+    skip: Mapping[int, str] | None = None,
+    summary: Summary | None = None,
+    with_signatures: bool = False,
+) -> Iterator[dict[str, Any]]:
+    """Score every set with every metric; yield one record per set, in input order, as it is done.
+
+    Args:
+        sets: Response sets (e.g. from :func:`divmeter.data.read_sets`); consumed lazily.
+        metrics: ``"name[:k=v,...]"`` strings or ``(name, params)`` pairs.
+        workers: Processes to spread sets over (1 = in this process). Output order and values
+            do not depend on it.
+        chunk_size: Sets per task sent to a worker (default: about 8 tasks per worker, at most
+            64 sets, when ``total`` is known; else 16).
+        progress: Called as ``progress(done, total)`` after each set (skipped ones included).
+        total: Number of sets, when known in advance (defaults to ``len(sets)`` if it has one).
+        skip: ``{row: set_id}`` of sets already scored (resume): they are not yielded. A set at a
+            skipped row with another id means the input changed, which is an error.
+        summary: A :class:`Summary` fed with every yielded record.
+        with_signatures: Add ``signatures`` ``{column: signature}`` to every record.
+
+    Yields:
+        Result records (see the module docstring).
+
+    Raises:
+        UnknownMetricError, InvalidInputError: For bad metric names or parameters (before any set
+            is scored) or a resumed output that does not match the input.
+
+    Example:
+        >>> from divmeter.data import ResponseSet
+        >>> sets = [ResponseSet("a", ["x y", "x z"]), ResponseSet("b", [])]
+        >>> for rec in score_sets(sets, ["distinct-n:n=1"]):
+        ...     print(rec)  # doctest: +NORMALIZE_WHITESPACE
+        {'set_id': 'a', 'row': 0, 'distinct-n:n=1': 0.75, 'reasons': {}}
+        {'set_id': 'b', 'row': 1, 'distinct-n:n=1': None,
+         'reasons': {'distinct-n:n=1': 'empty set'}}
+    """
+    plans = resolve_metrics(metrics)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidInputError(f"`workers` must be an integer >= 1; got {workers!r}.")
+    if total is None and hasattr(sets, "__len__"):
+        total = len(sets)  # type: ignore[arg-type]
+    _probe(plans, in_process=workers == 1)
+    skip = skip or {}
+    done = 0
+
+    def pending() -> Iterator[tuple[int, ResponseSet]]:
+        nonlocal done
+        for row, s in enumerate(sets):
+            if row in skip:
+                if skip[row] != s.set_id:
+                    raise InvalidInputError(
+                        f"cannot resume: the output has set {skip[row]!r} at row {row} but the "
+                        f"input has {s.set_id!r}; the output was written from another input."
+                    )
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+                continue
+            yield row, s
+
+    def finish(rec: dict[str, Any]) -> dict[str, Any]:
+        nonlocal done
+        if summary is not None:
+            summary.add(rec)
+        if not with_signatures:
+            rec.pop("signatures", None)
+        done += 1
+        if progress is not None:
+            progress(done, total)
+        return rec
+
+    if workers == 1:
+        for row, s in pending():
+            yield finish(_score_one(row, s, plans))
+        return
+
+    size = chunk_size or (
+        max(1, min(64, (total - len(skip)) // (workers * 8))) if total is not None else 16
+    )
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        window: deque[Future[list[dict[str, Any]]]] = deque()
+        try:
+            for chunk in _chunks(pending(), size):
+                window.append(pool.submit(_score_chunk, chunk, plans))
+                while len(window) >= 2 * workers:
+                    for rec in window.popleft().result():
+                        yield finish(rec)
+            while window:
+                for rec in window.popleft().result():
+                    yield finish(rec)
+        finally:
+            for fut in window:
+                fut.cancel()
+
+
+# --------------------------------------------------------------------------------------------
+# resume support
+
+
+def metric_columns(record: Mapping[str, Any]) -> list[str]:
+    """The metric columns of a result record (every key but :data:`RECORD_KEYS`)."""
+    return [k for k in record if k not in RECORD_KEYS]
+
+
+def _truncate_torn_tail(path: Path) -> None:
+    """Cut a last line that an interrupted write left without its newline."""
+    size = path.stat().st_size
+    if size == 0:
+        return
+    with open(path, "rb+") as fh:
+        fh.seek(max(0, size - 1))
+        if fh.read(1) == b"\n":
+            return
+        block = 1 << 16
+        pos = size
+        while pos > 0:
+            start = max(0, pos - block)
+            fh.seek(start)
+            data = fh.read(pos - start)
+            nl = data.rfind(b"\n")
+            if nl >= 0:
+                fh.truncate(start + nl + 1)
+                return
+            pos = start
+        fh.truncate(0)
+
+
+def completed_rows(
+    path: str | os.PathLike[str], fmt: str | None = None, *, columns: Sequence[str] | None = None
+) -> tuple[dict[int, str], list[dict[str, Any]]]:
+    """What an earlier (possibly interrupted) run already wrote to ``path``.
+
+    For JSONL and CSV a torn last line is cut from the file so appending continues cleanly. For
+    JSON and Parquet the finished file (if any) and the ``.partial.jsonl`` sidecar of an
+    interrupted run are both read.
+
+    Args:
+        path: The output file of the earlier run.
+        fmt: Its format (default: from the extension).
+        columns: The metric columns of this run; an output written with others is an error.
+
+    Returns:
+        ``({row: set_id}, records)``; empty when the file does not exist.
+
+    Raises:
+        InvalidInputError: If the output's metric columns differ from ``columns``, or a record has
+            no ``row``.
+    """
+    chosen = detect_format(path, fmt)
+    p = Path(path)
+    sources: list[tuple[Path, str]] = []
+    if chosen in {"json", "parquet"}:
+        if p.exists() and p.stat().st_size > 0:
+            sources.append((p, chosen))
+        side = Path(f"{path}.partial.jsonl")
+        if side.exists():
+            sources.append((side, "jsonl"))
+    elif p.exists():
+        sources.append((p, chosen))
+    records: list[dict[str, Any]] = []
+    for src, f in sources:
+        if f in {"jsonl", "csv"}:
+            _truncate_torn_tail(src)
+        records.extend(read_records(src, f))
+    rows: dict[int, str] = {}
+    for i, rec in enumerate(records):
+        if "row" not in rec or rec["row"] is None:
+            raise InvalidInputError(
+                f"cannot resume from {p.name}: record {i + 1} has no 'row' field; it was not "
+                "written by divmeter score."
+            )
+        if columns is not None:
+            have = metric_columns(rec)
+            if have != list(columns):
+                raise InvalidInputError(
+                    f"cannot resume from {p.name}: it holds metrics {have} but this run asks for "
+                    f"{list(columns)}; use another output file or the same metrics."
+                )
+        rows[int(rec["row"])] = str(rec["set_id"])
+    return rows, records
