@@ -1,0 +1,188 @@
+"""On-disk embedding cache keyed by model signature + text hash.
+
+Re-scoring a file must not re-embed it. Vectors are stored per model signature in a folder of
+append-only shards (``.npz`` files holding ``keys`` = 16-byte BLAKE2b digests of the texts and
+``vecs`` = float32 rows). A process reads the shards of a model once, keeps them in memory, and
+appends new shards when it has embedded enough new texts (or on :meth:`EmbeddingCache.flush` /
+interpreter exit). Shards are written to a temporary name and renamed, so a crashed or concurrent
+writer never leaves a half-written shard behind; two writers at worst store the same vector twice.
+
+The location is ``$DIVMETER_CACHE`` if set, else ``~/.cache/divmeter``; ``DIVMETER_CACHE=off``
+disables the disk cache (the in-memory one stays).
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import threading
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["EmbeddingCache", "cache_root", "text_key", "get_cache"]
+
+#: Pending vectors written to disk as one shard once this many accumulate.
+FLUSH_EVERY = 4096
+
+
+def cache_root() -> Path | None:
+    """The cache folder (``$DIVMETER_CACHE`` or ``~/.cache/divmeter``); ``None`` when disabled.
+
+    Example:
+        >>> root = cache_root()
+        >>> root is None or root.name in {"divmeter"} or "DIVMETER_CACHE" in os.environ
+        True
+    """
+    env = os.environ.get("DIVMETER_CACHE")
+    if env is not None and env.strip().lower() in {"off", "0", "no", "none", "false"}:
+        return None
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "divmeter"
+
+
+def text_key(text: str) -> bytes:
+    """16-byte BLAKE2b digest of a text (UTF-8), the per-text cache key.
+
+    Example:
+        >>> text_key("a").hex()[:8]
+        '27c35e6e'
+    """
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+def _slug(signature: str) -> str:
+    return hashlib.sha256(signature.encode("utf-8")).hexdigest()[:32]
+
+
+class EmbeddingCache:
+    """Vectors of texts for one model signature, in memory and (optionally) on disk.
+
+    Args:
+        signature: The model signature (name, revision/fingerprint, pooling, ...). Any change in it
+            starts a fresh store.
+        root: Cache folder; ``None`` keeps vectors in memory only.
+
+    Example:
+        >>> c = EmbeddingCache("toy-model|v:1", root=None)
+        >>> c.put(["x"], np.array([[1.0, 2.0]], dtype=np.float32))
+        >>> found, missing = c.get(["x", "y"])
+        >>> missing, found[0].tolist()
+        ([1], [1.0, 2.0])
+    """
+
+    def __init__(self, signature: str, root: Path | None) -> None:
+        self.signature = signature
+        self.folder = None if root is None else Path(root) / "embeddings" / _slug(signature)
+        self._mem: dict[bytes, np.ndarray] = {}
+        self._pending_keys: list[bytes] = []
+        self._pending_vecs: list[np.ndarray] = []
+        self._lock = threading.Lock()
+        self._loaded = False
+        self.hits = 0
+        self.misses = 0
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        if self.folder is None or not self.folder.is_dir():
+            return
+        for shard in sorted(self.folder.glob("*.npz")):
+            try:
+                with np.load(shard) as z:
+                    keys, vecs = z["keys"], z["vecs"]
+            except (OSError, ValueError, KeyError):  # unreadable shard: ignore it, re-embed
+                continue
+            for k, v in zip(keys, vecs, strict=True):
+                self._mem.setdefault(bytes(k), v)
+
+    def get(self, texts: Sequence[str]) -> tuple[dict[int, np.ndarray], list[int]]:
+        """Look texts up: (``{position: vector}`` for hits, positions of misses)."""
+        with self._lock:
+            self._load()
+            found: dict[int, np.ndarray] = {}
+            missing: list[int] = []
+            for i, t in enumerate(texts):
+                v = self._mem.get(text_key(t))
+                if v is None:
+                    missing.append(i)
+                else:
+                    found[i] = v
+            self.hits += len(found)
+            self.misses += len(missing)
+            return found, missing
+
+    def put(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Store vectors (rows aligned with ``texts``); written to disk in batches."""
+        vecs = np.asarray(vectors, dtype=np.float32)
+        with self._lock:
+            self._load()
+            for t, v in zip(texts, vecs, strict=True):
+                k = text_key(t)
+                if k not in self._mem:
+                    self._mem[k] = v
+                    if self.folder is not None:
+                        self._pending_keys.append(k)
+                        self._pending_vecs.append(v)
+            if len(self._pending_keys) >= FLUSH_EVERY:
+                self._flush_locked()
+
+    def flush(self) -> None:
+        """Write pending vectors to disk as one shard."""
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if self.folder is None or not self._pending_keys:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        sig_file = self.folder / "signature.txt"
+        if not sig_file.exists():
+            sig_file.write_text(self.signature + "\n", encoding="utf-8")
+        keys = np.frombuffer(b"".join(self._pending_keys), dtype="S16")
+        vecs = np.stack(self._pending_vecs)
+        name = uuid.uuid4().hex
+        tmp = self.folder / f".{name}.tmp.npz"
+        np.savez(tmp, keys=keys, vecs=vecs)
+        os.replace(tmp, self.folder / f"{name}.npz")
+        self._pending_keys.clear()
+        self._pending_vecs.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._load()
+            return len(self._mem)
+
+
+_CACHES: dict[tuple[str, str | None], EmbeddingCache] = {}
+_CACHES_LOCK = threading.Lock()
+
+
+def get_cache(signature: str, root: Path | None | str = "default") -> EmbeddingCache:
+    """The process-wide cache object of a model signature (flushed at interpreter exit).
+
+    Args:
+        signature: Model signature.
+        root: ``"default"`` for :func:`cache_root`, a folder, or ``None`` for memory only.
+    """
+    resolved = cache_root() if root == "default" else (None if root is None else Path(root))
+    key = (signature, None if resolved is None else str(resolved))
+    with _CACHES_LOCK:
+        cache = _CACHES.get(key)
+        if cache is None:
+            cache = _CACHES[key] = EmbeddingCache(signature, resolved)
+        return cache
+
+
+@atexit.register
+def _flush_all() -> None:  # pragma: no cover - runs at exit
+    for cache in list(_CACHES.values()):
+        try:
+            cache.flush()
+        except OSError:
+            pass

