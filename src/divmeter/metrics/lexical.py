@@ -287,7 +287,9 @@ def ead(
     ``EAD_1 .. EAD_n_max``. This is Kirk et al.'s ``ead_averaged_distinct_ngrams`` (their fork of
     Tevet's code: Tevet tokens, n = 1..5, ``V = 50257``, GPT-2's vocabulary size, used for every
     order), which the Decan paper reuses. An order with ``C = 0`` counts as 0, as in their code.
-    EAD can exceed 1 slightly when nearly every n-gram is distinct.
+    EAD can exceed 1 slightly when nearly every n-gram is distinct. The denominator is computed
+    as ``-V * expm1(C * log1p(-1/V))``, exact to rounding; the literal ``((V-1)/V) ** C`` of
+    their code loses about 1e-12 (relative) to cancellation at ``V = 50257``.
 
     Args:
         responses: The response set.
