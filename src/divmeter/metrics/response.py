@@ -1,0 +1,704 @@
+"""Response-level, length-related lexical diversity (the PATTR paper's family).
+
+Each metric scores every response on its own; the set's ``value`` is the mean over the responses
+on which the metric is defined, and ``details["per_response"]`` holds one float (or ``None``)
+per input response, in input order. A set where no response is defined gets ``value=None`` with
+a reason.
+
+* ``ttr``: types / tokens (Deshpande et al. 2025, eq. 4).
+* ``mattr``: moving-average TTR over windows of ``window`` tokens (Covington & McFall 2010).
+* ``pattr``: penalty-adjusted TTR, types / (L + |L - L_T|) (Deshpande et al. 2025, eq. 6).
+* ``response-compression``: per-response compression ratio of the first ``truncate`` words
+  (Shaib et al. 2024's CR, used per response with truncation in Deshpande et al. 2025).
+* ``mtld``: measure of textual lexical diversity, bidirectional (McCarthy & Jarvis 2010).
+* ``hdd``: hypergeometric distribution D (McCarthy & Jarvis 2007, 2010).
+* ``length``: response length in words or UTF-8 bytes (a length, not a diversity; for
+  length-bias analyses).
+
+Tokens: the PATTR paper counts "whitespace-separated words" without lowercasing, so every metric
+here defaults to ``tokenizer="whitespace"``, ``lowercase=False``.
+
+Speed: MATTR, MTLD and HD-D work on the integer token ids of the whole set at once (one sort
+gives every token's previous and next occurrence in its response); TTR, PATTR and length are a
+``len(set(...))`` per response, which nothing vectorised beats on short texts.
+"""
+
+from __future__ import annotations
+
+import lzma
+import math
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from divmeter.data.model import as_texts
+from divmeter.errors import InvalidInputError
+from divmeter.metrics._common import check_choice, check_int, undefined
+from divmeter.registry import register
+from divmeter.result import MetricResult, make_signature
+from divmeter.text import Tokenizer, encode_tokens, get_tokenizer
+
+__all__ = ["ttr", "mattr", "pattr", "response_compression", "mtld", "hdd", "length"]
+
+PATTR_PAPER = (
+    "Deshpande et al. 2025, A Penalty Goes a Long Way: Measuring Lexical Diversity in Synthetic "
+    "Texts Under Prompt-Influenced Length Variations"
+)
+COVINGTON2010 = (
+    "Covington & McFall 2010, Cutting the Gordian Knot: The Moving-Average Type-Token Ratio "
+    "(MATTR), Journal of Quantitative Linguistics 17(2)"
+)
+MCCARTHY2010 = (
+    "McCarthy & Jarvis 2010, MTLD, vocd-D, and HD-D: A validation study of sophisticated "
+    "approaches to lexical diversity assessment, Behavior Research Methods 42(2)"
+)
+MCCARTHY2007 = (
+    "McCarthy & Jarvis 2007, vocd: A theoretical and empirical evaluation, Language Testing 24(4)"
+)
+SHAIB2024 = (
+    "Shaib et al. 2024, Standardizing the Measurement of Text Diversity: A Tool and a "
+    "Comparative Analysis of Scores"
+)
+
+_TOK = {"tokenizer": "whitespace", "lowercase": False}
+
+
+# --------------------------------------------------------------------------------------------
+# shared plumbing
+
+
+def _tokens(responses: Any, tokenizer: str | Tokenizer, lowercase: bool
+            ) -> tuple[list[str], Tokenizer]:
+    texts = as_texts(responses)
+    return texts, get_tokenizer(tokenizer, lowercase)
+
+
+def _per_response_result(metric: str, sig: str, per: list[float | None], none_reason: str,
+                         **details: Any) -> MetricResult:
+    """Mean over the defined responses; ``None`` with ``none_reason`` when none is defined."""
+    if not per:
+        return undefined(metric, sig, "empty set", per_response=[], n_defined=0, **details)
+    defined = [v for v in per if v is not None]
+    if not defined:
+        return undefined(metric, sig, none_reason, per_response=per, n_defined=0, **details)
+    value = math.fsum(defined) / len(defined)
+    return MetricResult(metric, value, sig,
+                        details={"per_response": per, "n_defined": len(defined), **details})
+
+
+def _nan_to_none(arr: np.ndarray) -> list[float | None]:
+    return [None if v != v else v for v in arr.tolist()]
+
+
+class _Encoded:
+    """Integer ids of every token of a set, with per-token previous/next occurrence.
+
+    ``prev[j]`` is the global index of the previous occurrence of token ``j``'s type in the same
+    response, or ``start - 1`` of that response when there is none; ``nxt[j]`` the next one, or
+    the response's ``end`` (exclusive) when there is none.
+    """
+
+    def __init__(self, token_lists: Sequence[Sequence[str]]) -> None:
+        ids, lengths, vocab = encode_tokens(token_lists)
+        self.ids = ids
+        self.lengths = lengths
+        self.ends = np.cumsum(lengths)
+        self.starts = self.ends - lengths
+        self.n_docs = int(lengths.shape[0])
+        self.doc = np.repeat(np.arange(self.n_docs, dtype=np.int64), lengths)
+        self.vocab = max(vocab, 1)
+
+    def neighbours(self) -> tuple[np.ndarray, np.ndarray]:
+        key = self.doc * np.int64(self.vocab) + self.ids
+        order = np.argsort(key, kind="stable")  # same type & doc: ascending positions
+        ks = key[order]
+        same = ks[1:] == ks[:-1]
+        a, b = order[:-1][same], order[1:][same]
+        prev = (self.starts - 1)[self.doc]
+        nxt = self.ends[self.doc]
+        prev[b] = a
+        nxt[a] = b
+        return prev, nxt
+
+    def type_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """(doc of each (doc, type) pair, its count)."""
+        key = self.doc * np.int64(self.vocab) + self.ids
+        uniq, counts = np.unique(key, return_counts=True)
+        return uniq // np.int64(self.vocab), counts
+
+
+def _tok_sig(tok: Tokenizer) -> dict[str, str]:
+    return {"tok": tok.name, "case": tok.case}
+
+
+# --------------------------------------------------------------------------------------------
+# TTR
+
+
+@register(
+    "ttr",
+    family="form",
+    granularity="response",
+    higher_is_more_diverse=True,
+    bounds=(0.0, 1.0),
+    citation=f"Johnson 1944; as defined (eq. 4) in {PATTR_PAPER}",
+    params=dict(_TOK),
+    description="Type-token ratio of each response (unique words / words), mean over the set",
+)
+def ttr(
+    responses: Sequence[str],
+    *,
+    tokenizer: str = "whitespace",
+    lowercase: bool = False,
+) -> MetricResult:
+    """Type-token ratio, per response: ``|set(w)| / |w|`` (Deshpande et al. 2025, eq. 4).
+
+    Args:
+        responses: The response set.
+        tokenizer: ``whitespace`` (default, the paper's whitespace-separated words), ``word`` or
+            ``tevet``.
+        lowercase: Lowercase before tokenizing (the paper does not).
+
+    Returns:
+        MetricResult: ``value`` is the mean TTR over the responses that have at least one
+        token; ``details["per_response"]`` has ``None`` for a response without tokens.
+        ``value`` is ``None`` for an empty set or when no response has a token.
+
+    Example:
+        >>> r = ttr(["a b a b", "a b c", ""])
+        >>> r.details["per_response"], r.value
+        ([0.5, 1.0, None], 0.75)
+        >>> r.signature
+        'ttr|tok:whitespace|case:mixed|v:0.1.0'
+    """
+    texts, tok = _tokens(responses, tokenizer, lowercase)
+    sig = make_signature("ttr", **_tok_sig(tok))
+    per: list[float | None] = []
+    for toks in tok.many(texts):
+        per.append(len(set(toks)) / len(toks) if toks else None)
+    return _per_response_result("ttr", sig, per, "no response has a token")
+
+
+# --------------------------------------------------------------------------------------------
+# MATTR
+
+
+def _mattr_values(enc: _Encoded, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """MATTR of every response (NaN when empty) and a mask of responses shorter than ``window``.
+
+    Sum of the windows' type counts = number of (window, token) pairs where the token is the
+    first of its type inside the window. Token ``j`` (previous occurrence ``p``) is first in the
+    windows starting at ``i`` with ``max(p + 1, j - W + 1) <= i <= min(j, end - W)``: one O(N)
+    pass, no per-window set.
+    """
+    prev, _ = enc.neighbours()
+    lengths = enc.lengths
+    pos = np.arange(enc.ids.shape[0], dtype=np.int64)
+    last_start = (enc.ends - window)[enc.doc]
+    lo = np.maximum(prev + 1, pos - window + 1)
+    hi = np.minimum(pos, last_start)
+    contrib = np.maximum(hi - lo + 1, 0)
+    total = np.bincount(enc.doc, weights=contrib, minlength=enc.n_docs)
+    types = np.bincount(enc.doc, weights=(prev < (enc.starts[enc.doc])), minlength=enc.n_docs)
+    n_windows = lengths - window + 1
+    short = lengths < window
+    out = np.full(enc.n_docs, np.nan)
+    long = ~short
+    out[long] = total[long] / (window * n_windows[long])
+    nonempty = short & (lengths > 0)
+    out[nonempty] = types[nonempty] / lengths[nonempty]
+    return out, short & (lengths > 0)
+
+
+@register(
+    "mattr",
+    family="form",
+    granularity="response",
+    higher_is_more_diverse=True,
+    bounds=(0.0, 1.0),
+    citation=f"{COVINGTON2010}; used per response in {PATTR_PAPER}",
+    params={"window": 50, **_TOK},
+    description="Moving-average type-token ratio over windows of `window` words, per response; "
+    "a response shorter than the window gets its plain TTR",
+)
+def mattr(
+    responses: Sequence[str],
+    *,
+    window: int = 50,
+    tokenizer: str = "whitespace",
+    lowercase: bool = False,
+) -> MetricResult:
+    """Moving-average type-token ratio (Covington & McFall 2010), per response.
+
+    The TTR of every window of ``window`` consecutive tokens (token 1..W, 2..W+1, ...), averaged.
+    Default ``window=50``, the default of TAALED and lexical-diversity; the PATTR paper uses
+    ``W=32`` (its length-bias Table 2) and ``W=128`` (its Figure 3, Table 3), so pass
+    ``window=32`` to reproduce those.
+
+    A response shorter than the window has no full window: it gets the TTR of the whole
+    response, as TAALED and lexical-diversity do (lexicalrichness raises instead). The signature
+    names this rule (``short:ttr``) and ``details["n_short"]`` counts such responses.
+
+    Args:
+        responses: The response set.
+        window: Window length W in tokens (>= 1).
+        tokenizer: ``whitespace`` (default), ``word`` or ``tevet``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean MATTR over the non-empty responses; ``per_response`` has ``None``
+        for an empty response.
+
+    Raises:
+        InvalidInputError: If ``window`` is not an integer >= 1.
+
+    Example:
+        >>> r = mattr(["a b a c", "x y"], window=2)
+        >>> r.details["per_response"]  # windows ab, ba, ac -> 1; the 2-token text: 1
+        [1.0, 1.0]
+        >>> mattr(["a a b a"], window=3).value  # (2/3 + 2/3) / 2
+        0.6666666666666666
+        >>> mattr(["a b"], window=3).signature
+        'mattr|window:3|short:ttr|tok:whitespace|case:mixed|v:0.1.0'
+    """
+    texts, tok = _tokens(responses, tokenizer, lowercase)
+    window = check_int(window, "window", "mattr")
+    sig = make_signature("mattr", window=window, short="ttr", **_tok_sig(tok))
+    enc = _Encoded(tok.many(texts))
+    vals, short = _mattr_values(enc, window)
+    return _per_response_result("mattr", sig, _nan_to_none(vals), "no response has a token",
+                                n_short=int(short.sum()))
+
+
+# --------------------------------------------------------------------------------------------
+# PATTR
+
+
+@register(
+    "pattr",
+    family="form",
+    granularity="response",
+    higher_is_more_diverse=True,
+    bounds=(0.0, 1.0),
+    citation=f"{PATTR_PAPER} (eq. 6)",
+    params={"target_length": 400, **_TOK},
+    description="Penalty-adjusted TTR: unique words / (L + |L - L_T|) per response, L_T the "
+    "task's target length in words",
+)
+def pattr(
+    responses: Sequence[str],
+    *,
+    target_length: int = 400,
+    tokenizer: str = "whitespace",
+    lowercase: bool = False,
+) -> MetricResult:
+    """Penalty-Adjusted Type-Token Ratio (Deshpande et al. 2025, eq. 5-6), per response.
+
+    ``PATTR(w, L_T) = |set(w)| / (|w| + | |w| - L_T |)``: TTR whose denominator grows with the
+    distance between the response length and the task's target length ``L_T``. ``L_T`` is
+    task-specific (the paper: "1,000 for an essay or 200 for a short story"); the default 400 is
+    the paper's main setting for its video scripts (Figures 2-3, Table 3). Set it for your task.
+
+    An empty response is defined here: ``0 / (0 + L_T) = 0``.
+
+    Args:
+        responses: The response set.
+        target_length: ``L_T``, target length in tokens (>= 1).
+        tokenizer: ``whitespace`` (default, the paper's whitespace-separated words), ``word`` or
+            ``tevet``.
+        lowercase: Lowercase before tokenizing (the paper does not).
+
+    Returns:
+        MetricResult: mean PATTR over all responses; ``details["per_response"]``.
+
+    Raises:
+        InvalidInputError: If ``target_length`` is not an integer >= 1.
+
+    Example:
+        >>> pattr(["a b c d", "a b a b c d"], target_length=5).details["per_response"]
+        [0.8, 0.5714285714285714]
+        >>> pattr(["a b"], target_length=5).signature
+        'pattr|target_length:5|tok:whitespace|case:mixed|v:0.1.0'
+    """
+    texts, tok = _tokens(responses, tokenizer, lowercase)
+    lt = check_int(target_length, "target_length", "pattr")
+    sig = make_signature("pattr", target_length=lt, **_tok_sig(tok))
+    per: list[float | None] = []
+    for toks in tok.many(texts):
+        n = len(toks)
+        per.append(len(set(toks)) / (n + abs(n - lt)))
+    return _per_response_result("pattr", sig, per, "no response")
+
+
+# --------------------------------------------------------------------------------------------
+# per-response compression ratio
+
+ALGORITHMS = ("gzip", "xz")
+
+
+def _compressed_size(data: bytes, algo: str) -> int:
+    if algo == "gzip":  # same size as gzip.compress(data) (level 9): 10-byte header, 8 trailer
+        return len(zlib.compress(data, 9, wbits=31))
+    return len(lzma.compress(data, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64, preset=6))
+
+
+@register(
+    "response-compression",
+    family="form",
+    granularity="response",
+    higher_is_more_diverse=False,
+    bounds=(0.0, None),
+    citation=f"{SHAIB2024} (CR); per response, truncated to the first L words, as in "
+    f"{PATTR_PAPER}",
+    params={"algorithm": "gzip", "truncate": 128, **_TOK},
+    description="Compression ratio (UTF-8 bytes / compressed bytes) of each response's first "
+    "`truncate` words; higher = more repetitive",
+)
+def response_compression(
+    responses: Sequence[str],
+    *,
+    algorithm: str = "gzip",
+    truncate: int | None = 128,
+    tokenizer: str = "whitespace",
+    lowercase: bool = False,
+) -> MetricResult:
+    """Per-response compression ratio with truncation (CR of Shaib et al. 2024, per response).
+
+    The PATTR paper treats each response "as a single-document corpus" and compresses its first
+    L = 128 words. Here: the response's first ``truncate`` tokens (all of them when ``None``)
+    joined by single spaces, encoded as UTF-8; ratio = original bytes / compressed bytes, with
+    ``gzip`` (gzip format, level 9, compressed once) or ``xz`` (preset 6, CRC64), as the
+    set-level ``compression-ratio``. Higher means more repetitive (less diverse). Short texts
+    compress badly (the gzip container alone is 18 bytes), so ratios below 1 are common.
+
+    Args:
+        responses: The response set.
+        algorithm: ``gzip`` or ``xz``.
+        truncate: Keep the first ``truncate`` tokens (>= 1), or ``None`` for the whole response.
+        tokenizer: ``whitespace`` (default), ``word`` or ``tevet``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean ratio over the responses with at least one token; ``None`` in
+        ``per_response`` for a response without tokens.
+
+    Raises:
+        InvalidInputError: For an unknown algorithm or a ``truncate`` that is not ``None`` or an
+            integer >= 1.
+
+    Example:
+        >>> r = response_compression(["ab " * 50], truncate=None)
+        >>> r.details["per_response"]  # 149 bytes -> 26 bytes
+        [5.730769230769231]
+        >>> r.signature
+        'response-compression|algo:gzip|level:9|trunc:all|tok:whitespace|case:mixed|v:0.1.0'
+    """
+    texts, tok = _tokens(responses, tokenizer, lowercase)
+    algo = check_choice(algorithm, "algorithm", "response-compression", ALGORITHMS)
+    if truncate is not None:
+        truncate = check_int(truncate, "truncate", "response-compression")
+    sig = make_signature("response-compression", algo=algo, level=9 if algo == "gzip" else 6,
+                         trunc="all" if truncate is None else truncate, **_tok_sig(tok))
+    per: list[float | None] = []
+    for toks in tok.many(texts):
+        if not toks:
+            per.append(None)
+            continue
+        data = " ".join(toks if truncate is None else toks[:truncate]).encode("utf-8")
+        per.append(len(data) / _compressed_size(data, algo))
+    return _per_response_result("response-compression", sig, per, "no response has a token")
+
+
+# --------------------------------------------------------------------------------------------
+# MTLD
+
+
+def _mtld_factors(prev: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                  threshold: float) -> np.ndarray:
+    """MTLD factor count of every response in one direction (all responses at once).
+
+    ``prev`` holds each token's previous occurrence in reading order (``< start`` if none).
+    A factor grows token by token until its TTR is <= ``threshold``; the factor count then
+    increases by 1 and a new factor starts. The unfinished last factor adds the partial factor
+    ``(1 - TTR) / (1 - threshold)``. Every round advances all unfinished responses by one
+    factor, scanning each remaining span with vectorised cumulative type counts.
+    """
+    n_docs = starts.shape[0]
+    factors = np.zeros(n_docs)
+    cur = starts.copy()
+    active = np.flatnonzero(ends > starts)
+    one_minus = 1.0 - threshold
+    while active.size:
+        s = cur[active]
+        span = ends[active] - s
+        total = int(span.sum())
+        offs = np.cumsum(span) - span
+        seg = np.repeat(np.arange(active.size), span)
+        pos = np.arange(total, dtype=np.int64) + np.repeat(s - offs, span)
+        new = prev[pos] < s[seg]
+        cum = np.cumsum(new)
+        base = np.repeat(cum[offs] - new[offs], span)
+        ntok = pos - np.repeat(s, span) + 1
+        ratio = (cum - base) / ntok
+        hit = np.flatnonzero(ratio <= threshold)
+        done = np.ones(active.size, dtype=bool)
+        if hit.size:
+            hseg = seg[hit]
+            first = np.ones(hit.size, dtype=bool)
+            first[1:] = hseg[1:] != hseg[:-1]
+            fseg, fpos = hseg[first], pos[hit[first]]
+            docs = active[fseg]
+            factors[docs] += 1.0
+            cur[docs] = fpos + 1
+            done[fseg] = cur[docs] >= ends[docs]  # finished exactly at the end: no partial
+            unfinished = np.ones(active.size, dtype=bool)
+            unfinished[fseg] = False
+        else:
+            unfinished = np.ones(active.size, dtype=bool)
+        # responses with no factor end in their remaining span: partial factor, finished
+        if unfinished.any():
+            last = (offs + span - 1)[unfinished]
+            factors[active[unfinished]] += (1.0 - ratio[last]) / one_minus
+        active = active[~done]
+    return factors
+
+
+def _mtld_values(enc: _Encoded, threshold: float) -> np.ndarray:
+    prev, nxt = enc.neighbours()
+    n = enc.lengths
+    fwd = _mtld_factors(prev, enc.starts, enc.ends, threshold)
+    # backward = the reversed response; position q mirrors to start + end - 1 - q
+    mirror = (enc.starts + enc.ends - 1)[enc.doc]
+    prev_rev = np.empty_like(prev)
+    prev_rev[mirror - np.arange(prev.shape[0])] = mirror - nxt  # nxt == end -> start - 1
+    bwd = _mtld_factors(prev_rev, enc.starts, enc.ends, threshold)
+    out = np.full(enc.n_docs, np.nan)
+    ok = (fwd > 0) & (bwd > 0)
+    out[ok] = (n[ok] / fwd[ok] + n[ok] / bwd[ok]) / 2.0
+    return out
+
+
+def _check_threshold(value: Any) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok or not 0.0 < value < 1.0:
+        raise InvalidInputError(
+            f"`threshold` of mtld must be a number strictly between 0 and 1; got {value!r}."
+        )
+    return float(value)
+
+
+@register(
+    "mtld",
+    family="form",
+    granularity="response",
+    higher_is_more_diverse=True,
+    bounds=(0.0, None),
+    citation=MCCARTHY2010,
+    params={"threshold": 0.72, **_TOK},
+    description="Measure of textual lexical diversity (mean factor length, TTR threshold 0.72, "
+    "forward and backward averaged), per response",
+)
+def mtld(
+    responses: Sequence[str],
+    *,
+    threshold: float = 0.72,
+    tokenizer: str = "whitespace",
+    lowercase: bool = False,
+) -> MetricResult:
+    """MTLD (McCarthy & Jarvis 2010), bidirectional, per response.
+
+    Reading forward, a factor grows one token at a time until its TTR falls to ``threshold``
+    (``TTR <= 0.72``); the factor count then increases by 1 and a new factor starts. The
+    unfinished last factor counts ``(1 - TTR_rest) / (1 - threshold)``. MTLD in one direction is
+    tokens / factors; the value is the mean of the forward and backward (reversed text) MTLD.
+    There is no minimum factor length. This is the MTLD of lexicalrichness; TAALED's and
+    lexical-diversity's ``mtld`` differ (a factor also needs >= 10 tokens and ends on ``TTR <
+    0.72``; TAALED reports the mean factor length over both directions).
+
+    Undefined (``None``) for a response without tokens, and for a response where no type
+    repeats: its TTR never leaves 1, so it has no factor and no partial factor (MTLD would be
+    infinite; lexicalrichness returns the length instead). MTLD is meant for texts of 100
+    tokens or more.
+
+    Args:
+        responses: The response set.
+        threshold: The factor TTR threshold, strictly between 0 and 1 (0.72).
+        tokenizer: ``whitespace`` (default), ``word`` or ``tevet``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean MTLD over the defined responses, ``per_response``.
+
+    Raises:
+        InvalidInputError: If ``threshold`` is not in (0, 1).
+
+    Example:
+        >>> r = mtld(["a b a c a d", "one two three"])
+        >>> r.details["per_response"]  # forward: a b a | c a d -> 6 / (1 + 0) = 6; backward too
+        [6.0, None]
+        >>> r.signature
+        'mtld|threshold:0.72|dir:bi|tok:whitespace|case:mixed|v:0.1.0'
+    """
+    texts, tok = _tokens(responses, tokenizer, lowercase)
+    thr = _check_threshold(threshold)
+    sig = make_signature("mtld", threshold=thr, dir="bi", **_tok_sig(tok))
+    enc = _Encoded(tok.many(texts))
+    vals = _mtld_values(enc, thr)
+    return _per_response_result(
+        "mtld", sig, _nan_to_none(vals),
+        "no response has a repeated word (MTLD is undefined without a repetition)")
+
+
+# --------------------------------------------------------------------------------------------
+# HD-D
+
+
+def _hdd_values(enc: _Encoded, sample_size: int) -> np.ndarray:
+    """HD-D of every response (NaN when shorter than ``sample_size``).
+
+    P(type with k of N tokens absent from a sample of n drawn without replacement) =
+    C(N-k, n) / C(N, n) = prod_{i<n} (1 - k / (N - i)); computed once per distinct (N, k) pair
+    in log space (``log1p``), which is exact to rounding.
+    """
+    doc, k = enc.type_counts()
+    n_tok = enc.lengths[doc]
+    ok_doc = enc.lengths >= sample_size
+    keep = ok_doc[doc]
+    doc, k, n_tok = doc[keep], k[keep], n_tok[keep]
+    pair = n_tok * (int(k.max(initial=0)) + 1) + k
+    upair, inv = np.unique(pair, return_inverse=True)
+    uk = upair % (int(k.max(initial=0)) + 1)
+    un = upair // (int(k.max(initial=0)) + 1)
+    absent = np.zeros(upair.shape[0])
+    can = un - uk >= sample_size  # otherwise the type cannot be missed
+    if can.any():
+        i = np.arange(sample_size, dtype=np.float64)
+        kk = uk[can].astype(np.float64)[:, None]
+        nn = un[can].astype(np.float64)[:, None]
+        absent[can] = np.exp(np.log1p(-kk / (nn - i)).sum(axis=1))
+    contrib = (1.0 - absent[inv.ravel()]) / sample_size
+    total = np.bincount(doc, weights=contrib, minlength=enc.n_docs)
+    out = np.full(enc.n_docs, np.nan)
+    out[ok_doc] = total[ok_doc]
+    return out
+
+
+@register(
+    "hdd",
+    family="form",
+    granularity="response",
+    higher_is_more_diverse=True,
+    bounds=(0.0, 1.0),
+    citation=f"{MCCARTHY2007}; {MCCARTHY2010}",
+    params={"sample_size": 42, **_TOK},
+    description="HD-D: expected TTR of a random sample of `sample_size` tokens (hypergeometric), "
+    "per response",
+)
+def hdd(
+    responses: Sequence[str],
+    *,
+    sample_size: int = 42,
+    tokenizer: str = "whitespace",
+    lowercase: bool = False,
+) -> MetricResult:
+    """HD-D (McCarthy & Jarvis 2007, 2010), per response.
+
+    For each type with ``k`` occurrences among the response's ``N`` tokens, the probability that
+    it appears at least once in a random sample of ``n = sample_size`` tokens drawn without
+    replacement is ``1 - hypergeom.pmf(0, N, k, n)``; HD-D is the sum of these probabilities
+    divided by ``n`` (the expected TTR of the sample), as in lexicalrichness, TAALED and
+    lexical-diversity.
+
+    Undefined (``None``) for a response with fewer than ``n`` tokens (no sample of n tokens
+    exists; lexicalrichness raises, TAALED and lexical-diversity return 0).
+
+    Args:
+        responses: The response set.
+        sample_size: ``n``, tokens per sample (42).
+        tokenizer: ``whitespace`` (default), ``word`` or ``tevet``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean HD-D over the responses with at least ``n`` tokens, ``per_response``.
+
+    Raises:
+        InvalidInputError: If ``sample_size`` is not an integer >= 1.
+
+    Example:
+        >>> r = hdd(["a a b", "a b"], sample_size=2)
+        >>> r.details["per_response"]  # a: 1 - C(1,2)/C(3,2) = 1; b: 1 - C(2,2)/C(3,2) = 2/3
+        [0.8333333333333333, 1.0]
+        >>> r.signature
+        'hdd|sample:2|tok:whitespace|case:mixed|v:0.1.0'
+    """
+    texts, tok = _tokens(responses, tokenizer, lowercase)
+    n = check_int(sample_size, "sample_size", "hdd")
+    sig = make_signature("hdd", sample=n, **_tok_sig(tok))
+    enc = _Encoded(tok.many(texts))
+    vals = _hdd_values(enc, n)
+    return _per_response_result("hdd", sig, _nan_to_none(vals),
+                                f"every response has fewer than sample_size={n} tokens")
+
+
+# --------------------------------------------------------------------------------------------
+# length
+
+UNITS = ("words", "bytes")
+
+
+@register(
+    "length",
+    family="form",
+    granularity="response",
+    higher_is_more_diverse=True,
+    bounds=(0.0, None),
+    citation=f"{PATTR_PAPER} (response length in whitespace-separated words, Appendix B)",
+    params={"unit": "words", **_TOK},
+    description="Response length in words or UTF-8 bytes (a length, not a diversity: used by "
+    "length-bias analyses)",
+)
+def length(
+    responses: Sequence[str],
+    *,
+    unit: str = "words",
+    tokenizer: str = "whitespace",
+    lowercase: bool = False,
+) -> MetricResult:
+    """Response length, per response: tokens (``unit="words"``) or UTF-8 bytes.
+
+    Not a diversity measure: it is registered so length-bias analyses (the PATTR paper measures
+    "length as the number of white-space-separated words") can score it like any other metric.
+    ``bytes`` counts the raw response's UTF-8 bytes, so the tokenizer does not apply to it and
+    is left out of its signature.
+
+    Args:
+        responses: The response set.
+        unit: ``words`` (tokens of ``tokenizer``) or ``bytes``.
+        tokenizer: ``whitespace`` (default), ``word`` or ``tevet`` (``words`` only).
+        lowercase: Lowercase before tokenizing (``words`` only).
+
+    Returns:
+        MetricResult: mean length over all responses, ``per_response`` (floats).
+
+    Raises:
+        InvalidInputError: For an unknown unit.
+
+    Example:
+        >>> length(["a b c", "été"]).details["per_response"]
+        [3.0, 1.0]
+        >>> length(["a b c", "été"], unit="bytes").details["per_response"]
+        [5.0, 5.0]
+        >>> length(["a"], unit="bytes").signature
+        'length|unit:bytes|v:0.1.0'
+    """
+    texts, tok = _tokens(responses, tokenizer, lowercase)
+    unit = check_choice(unit, "unit", "length", UNITS)
+    if unit == "bytes":
+        sig = make_signature("length", unit=unit)
+        per: list[float | None] = [float(len(t.encode("utf-8"))) for t in texts]
+    else:
+        sig = make_signature("length", unit=unit, **_tok_sig(tok))
+        per = [float(len(t)) for t in tok.many(texts)]
+    return _per_response_result("length", sig, per, "no response")
