@@ -1,0 +1,654 @@
+"""Meta-evaluation protocols of the five papers, on score arrays (any metric, any column).
+
+* :func:`contest` (Tevet & Berant conTest): binary label -> Spearman rho, OCA, ROC AUC.
+* :func:`dectest` (Tevet & Berant decTest): continuous parameter -> Spearman / Pearson, the
+  repeated sub-sampling (e.g. 200 of the sets, 100 times) with mean and std, and the pairwise
+  ranking accuracy of their Table 5 (sign agreement, metric ties are misses).
+* :func:`nuggets_resample` (Tevet & Berant Appendix C.2): a form-neutralised subset.
+* :func:`paired` (CDM P1 vs P2) and :func:`stages` (Decan pipeline stages) with Wilcoxon tests,
+  d_z, sign accuracy and Bonferroni/Holm correction.
+* :func:`pairwise` (Zhang et al. 2025): preference accuracy with CIs and the kappa matrix.
+* :func:`length_bias` (PATTR paper): short-response win rate, correlation with length, top-k
+  filtering evaluated with ROUGE-1/2/L and BLEU homogenisation.
+
+Each protocol returns a :class:`ProtocolResult`: one :class:`~divmeter.result.MetaResult` per
+metric (keyed by metric/column name), the settings, and the arrays the plots need.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from divmeter.errors import InvalidInputError
+from divmeter.meta import stats as st
+from divmeter.result import MetaResult, _jsonable, make_signature
+
+__all__ = [
+    "ProtocolResult",
+    "contest",
+    "dectest",
+    "nuggets_resample",
+    "paired",
+    "stages",
+    "parse_contrast",
+    "pairwise",
+    "length_bias",
+]
+
+
+@dataclass
+class ProtocolResult:
+    """The outcome of a protocol over several metrics.
+
+    Attributes:
+        protocol: ``contest``, ``dectest``, ``paired``, ``stages``, ``pairwise``, ``length-bias``.
+        results: Metric/column name -> MetaResult (its ``values`` are the table row).
+        settings: Resolved settings echoed in every output (NaN and empty-set policies, seed, ...).
+        arrays: Per-metric arrays for plots (scores, labels, differences ...), not serialised.
+        extra: Protocol-level results (kappa matrix, ...).
+    """
+
+    protocol: str
+    results: dict[str, MetaResult]
+    settings: dict[str, Any]
+    arrays: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``{name: {values..., signature, settings...}}`` (keyed by metric)."""
+        out: dict[str, Any] = {}
+        for name, res in self.results.items():
+            row = _jsonable(dict(res.values))
+            row.update(_jsonable(self.settings))
+            row["signature"] = res.signature
+            if res.details:
+                row["details"] = _jsonable(dict(res.details))
+            out[name] = row
+        return out
+
+
+def _check_scores(scores: Mapping[str, Any]) -> None:
+    if not isinstance(scores, Mapping) or not scores:
+        raise InvalidInputError(
+            "`scores` must be a non-empty mapping of metric name -> one score per set."
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# conTest
+
+
+def _boot_cis(
+    stats: Mapping[str, Callable[..., Any]],
+    data: list[np.ndarray],
+    n_resamples: int,
+    method: str,
+    confidence: float,
+    seed: int,
+) -> dict[str, list[float]]:
+    out = {}
+    for key, fn in stats.items():
+        r = st.bootstrap_ci(fn, data, n_resamples=n_resamples, method=method,
+                            confidence=confidence, seed=seed, batch=1000, name=key)
+        out[f"{key}_ci"] = [r.low, r.high]
+    return out
+
+
+def contest(
+    scores: Mapping[str, Any],
+    labels: Any,
+    *,
+    nan: str = "error",
+    tol: float = st.OCA_TOL,
+    bootstrap: int | None = None,
+    ci_method: str = "percentile",
+    confidence: float = 0.95,
+    seed: int = 0,
+    metric_signatures: Mapping[str, str] | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> ProtocolResult:
+    """Tevet & Berant's conTest: how well each metric separates high from low content diversity.
+
+    For every metric: Spearman rho with the 0/1 label (and its p-value), the direction-blind OCA
+    and its threshold, the directional OCA (``oca_directional``: high when score > t) and ROC AUC.
+
+    Args:
+        scores: Metric name -> one score per set.
+        labels: 1 = high, 0 = low content diversity, per set.
+        nan: ``error`` or ``omit`` (per metric; ``n_excluded`` says how many rows).
+        tol: OCA threshold tolerance (1e-5 as in the paper's code).
+        bootstrap: Number of bootstrap resamples for CIs of Spearman, OCA and AUC
+            (``spearman_ci``, ``oca_ci``, ``auc_ci`` as [low, high]); ``None``: no CIs.
+        ci_method: ``percentile`` or ``bca``.
+        confidence: Confidence level of the CIs.
+        seed: Seed of the bootstrap (numpy Generator).
+        metric_signatures: Metric name -> signature of the metric that produced the scores.
+        settings: Extra settings to echo (e.g. the empty-set policy).
+
+    Example:
+        >>> r = contest({"m": [0.1, 0.5, 0.2, 0.9]}, [0, 1, 0, 1])
+        >>> {k: round(v, 3) for k, v in r.results["m"].values.items() if k in ("spearman", "oca")}
+        {'spearman': 0.894, 'oca': 1.0}
+    """
+    _check_scores(scores)
+    out: dict[str, MetaResult] = {}
+    arrays: dict[str, Any] = {}
+    sigs = metric_signatures or {}
+    for name, sc in scores.items():
+        (s, y_raw), n_bad = st._aligned([(sc, name), (labels, "labels")], nan, min_n=2)
+        y = st._binary(y_raw)
+        rho = st.spearman(s, y)
+        o = st.oca(s, y, tol=tol)
+        od = st.oca(s, y, tol=tol, direction="higher")
+        values = {
+            "spearman": rho.rho,
+            "spearman_p": rho.p,
+            "oca": o.oca,
+            "oca_threshold": o.threshold,
+            "oca_directional": od.oca,
+            "auc": st._auc_arrays(s, y),
+            "n": len(s),
+            "n_high": o.n_high,
+            "n_low": o.n_low,
+            "n_excluded": n_bad,
+        }
+        if bootstrap is not None:
+            values.update(_boot_cis(
+                {"spearman": st.spearman_stat, "oca": st.oca_stat, "auc": st.auc_stat},
+                [s, y], bootstrap, ci_method, confidence, seed,
+            ))
+        details = {"metric_signature": sigs[name]} if name in sigs else {}
+        out[name] = MetaResult(
+            "contest", values,
+            make_signature("contest", oca="blind", tol=float(tol), auc="mann-whitney",
+                           ci=ci_method if bootstrap else None, level=confidence if bootstrap
+                           else None, resamples=bootstrap, seed=seed if bootstrap else None,
+                           nan=nan),
+            details,
+        )
+        arrays[name] = {"scores": s, "labels": y, "threshold": o.threshold}
+    return ProtocolResult("contest", out, {"nan": nan, **dict(settings or {})}, arrays)
+
+
+# --------------------------------------------------------------------------------------------
+# decTest
+
+
+def _pair_accuracy(s: np.ndarray, v: np.ndarray, chunk: int = 512) -> tuple[float, int]:
+    """Share of pairs with different parameter values where the metric orders them the same way.
+
+    Ties in the metric count as misses (Tevet & Berant, footnote 7). O(n^2) in row blocks.
+    """
+    n = len(s)
+    hits = 0
+    total = 0
+    for start in range(0, n, chunk):
+        i = np.arange(start, min(n, start + chunk))
+        dv = v[i, None] - v[None, :]
+        ds = s[i, None] - s[None, :]
+        upper = np.arange(n)[None, :] > i[:, None]
+        valid = upper & (dv != 0)
+        total += int(valid.sum())
+        hits += int((valid & (np.sign(dv) == np.sign(ds))).sum())
+    return (hits / total if total else math.nan), total
+
+
+def dectest(
+    scores: Mapping[str, Any],
+    values: Any,
+    *,
+    subsample: int | None = None,
+    repeats: int = 100,
+    seed: int = 0,
+    pair_accuracy: bool = False,
+    bootstrap: int | None = None,
+    ci_method: str = "percentile",
+    confidence: float = 0.95,
+    nan: str = "error",
+    metric_signatures: Mapping[str, str] | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> ProtocolResult:
+    """Tevet & Berant's decTest: correlation of each metric with a decoding parameter.
+
+    Spearman and Pearson (with p-values) on all rows; with ``subsample=k`` also the paper's
+    repeated sub-sampling (``repeats`` random subsets of k rows without replacement, one seeded
+    index matrix, vectorised) giving ``spearman_mean``/``spearman_std`` and
+    ``pearson_mean``/``pearson_std``; with ``pair_accuracy`` the Table 5 ranking accuracy;
+    with ``bootstrap=B`` seeded CIs ``spearman_ci`` and ``pearson_ci``.
+
+    Example:
+        >>> r = dectest({"m": [0.1, 0.3, 0.2, 0.9]}, [0.2, 0.5, 0.8, 1.1])
+        >>> round(r.results["m"].values["spearman"], 3)
+        0.8
+    """
+    _check_scores(scores)
+    if subsample is not None:
+        if isinstance(subsample, bool) or not isinstance(subsample, int) or subsample < 3:
+            raise InvalidInputError(f"`subsample` must be an integer >= 3; got {subsample!r}.")
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+            raise InvalidInputError(f"`repeats` must be an integer >= 1; got {repeats!r}.")
+    out: dict[str, MetaResult] = {}
+    arrays: dict[str, Any] = {}
+    sigs = metric_signatures or {}
+    for name, sc in scores.items():
+        (s, v), n_bad = st._aligned([(sc, name), (values, "values")], nan, min_n=2)
+        sp = st.spearman(s, v)
+        pe = st.pearson(s, v)
+        row: dict[str, Any] = {
+            "spearman": sp.rho, "spearman_p": sp.p, "pearson": pe.r, "pearson_p": pe.p,
+            "n": len(s), "n_excluded": n_bad,
+        }
+        if subsample is not None:
+            if subsample > len(s):
+                raise InvalidInputError(
+                    f"`subsample` ({subsample}) is larger than the number of rows ({len(s)})."
+                )
+            rng = np.random.default_rng(seed)
+            idx = np.argsort(rng.random((repeats, len(s))), axis=1)[:, :subsample]
+            rs = st.spearman_stat(s[idx], v[idx])
+            rp = st._pearson_stat(s[idx], v[idx])
+            row.update({
+                "spearman_mean": float(np.nanmean(rs)), "spearman_std": float(np.nanstd(rs)),
+                "pearson_mean": float(np.nanmean(rp)), "pearson_std": float(np.nanstd(rp)),
+                "subsample": subsample, "repeats": repeats,
+            })
+        if pair_accuracy:
+            acc, npairs = _pair_accuracy(s, v)
+            row.update({"pair_accuracy": acc, "n_pairs": npairs})
+        if bootstrap is not None:
+            row.update(_boot_cis({"spearman": st.spearman_stat, "pearson": st._pearson_stat},
+                                 [s, v], bootstrap, ci_method, confidence, seed))
+        sig = make_signature(
+            "dectest", subsample=subsample, repeats=repeats if subsample else None,
+            pairs="ties-miss" if pair_accuracy else None,
+            ci=ci_method if bootstrap else None, level=confidence if bootstrap else None,
+            resamples=bootstrap, seed=seed if (subsample or bootstrap) else None, nan=nan,
+        )
+        details = {"metric_signature": sigs[name]} if name in sigs else {}
+        out[name] = MetaResult("dectest", row, sig, details)
+        arrays[name] = {"scores": s, "values": v}
+    return ProtocolResult("dectest", out, {"nan": nan, **dict(settings or {})}, arrays)
+
+
+# --------------------------------------------------------------------------------------------
+# McDiv_nuggets re-sampling
+
+
+def nuggets_resample(
+    scores: Any,
+    labels: Any,
+    *,
+    group_size: int = 40,
+    seed: int = 0,
+) -> MetaResult:
+    """Re-sample a labelled collection so a form metric no longer separates the classes.
+
+    Tevet & Berant, Appendix C.2 (how McDiv_nuggets was built from McDiv): sort all sets by the
+    metric (stable, so ties keep file order), cut the sorted list into consecutive groups of
+    ``group_size`` (40 in the paper; the last group may be smaller), and from each group draw
+    (seeded, without replacement) the same number of sets of each class, as many as the smaller
+    class has there.
+
+    Args:
+        scores: The form metric (e.g. distinct-n) per set; NaN not allowed.
+        labels: 1 = high, 0 = low content diversity.
+        group_size: Sets per group.
+        seed: Seed of the numpy Generator.
+
+    Returns:
+        MetaResult with ``n_selected``, ``n_groups``, ``spearman_before``, ``spearman_after``;
+        ``details["indices"]`` holds the selected row indices (sorted).
+
+    Example:
+        >>> r = nuggets_resample([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [0, 0, 1, 0, 1, 1], group_size=2)
+        >>> r.n_selected, r.details["indices"].tolist()
+        (2, [2, 3])
+    """
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 2:
+        raise InvalidInputError(f"`group_size` must be an integer >= 2; got {group_size!r}.")
+    (s, lab), _ = st._aligned([(scores, "scores"), (labels, "labels")], "error", min_n=2)
+    y = st._binary(lab)
+    rng = np.random.default_rng(seed)
+    order = np.argsort(s, kind="stable")
+    chosen: list[np.ndarray] = []
+    n_groups = 0
+    for start in range(0, len(order), group_size):
+        g = order[start:start + group_size]
+        n_groups += 1
+        hi, lo = g[y[g] == 1], g[y[g] == 0]
+        k = min(len(hi), len(lo))
+        if k:
+            chosen.append(rng.choice(hi, k, replace=False))
+            chosen.append(rng.choice(lo, k, replace=False))
+    idx = np.sort(np.concatenate(chosen)) if chosen else np.array([], dtype=int)
+    before = st.spearman(s, y).rho
+    after = st.spearman(s[idx], y[idx]).rho if len(idx) >= 2 else math.nan
+    return MetaResult(
+        "nuggets-resample",
+        {"n_selected": int(len(idx)), "n_input": int(len(s)), "n_groups": n_groups,
+         "spearman_before": before, "spearman_after": after},
+        make_signature("nuggets-resample", group=group_size, seed=seed),
+        {"indices": idx},
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# paired contrasts and stages
+
+
+def paired(
+    a: Mapping[str, Any],
+    b: Mapping[str, Any],
+    *,
+    correction: str = "bonferroni",
+    zero_method: str = "wilcox",
+    nan: str = "error",
+    settings: Mapping[str, Any] | None = None,
+) -> ProtocolResult:
+    """CDM-style P1 vs P2: per metric, the paired contrast of matched high (a) and low (b) items.
+
+    The one-sided and two-sided Wilcoxon p-values are also corrected over the family of metrics
+    (``p_greater_adj``, ``p_two_sided_adj``; ``bonferroni``, ``holm`` or ``none``).
+
+    Example:
+        >>> r = paired({"m": [3, 4, 5, 6]}, {"m": [1, 2, 6, 2]})
+        >>> r.results["m"].values["sign_accuracy"], r.results["m"].values["sum_diff"]
+        (0.75, 7.0)
+    """
+    _check_scores(a)
+    if set(a) != set(b):
+        raise InvalidInputError("`a` and `b` must name the same metrics.")
+    res = {k: st.paired_contrast(a[k], b[k], zero_method=zero_method, nan=nan) for k in a}
+    names = list(res)
+    adj_g = st.adjust_pvalues([res[k].values["p_greater"] for k in names], correction)
+    adj_2 = st.adjust_pvalues([res[k].values["p_two_sided"] for k in names], correction)
+    out: dict[str, MetaResult] = {}
+    arrays: dict[str, Any] = {}
+    for i, k in enumerate(names):
+        vals = dict(res[k].values)
+        vals["p_greater_adj"] = float(adj_g[i])
+        vals["p_two_sided_adj"] = float(adj_2[i])
+        sig = res[k].signature.replace(
+            "paired-contrast|", f"paired|correction:{correction}|family:{len(names)}|", 1
+        )
+        out[k] = MetaResult("paired", vals, sig, res[k].details)
+        x, _ = st._aligned([(a[k], "a"), (b[k], "b")], nan)
+        arrays[k] = {"a": x[0], "b": x[1]}
+    return ProtocolResult(
+        "paired", out, {"nan": nan, "correction": correction, **dict(settings or {})}, arrays
+    )
+
+
+def parse_contrast(text: str) -> tuple[str, str, str]:
+    """Parse ``"base>sft"`` (one-sided: base more diverse) or ``"dpo!=instruct"`` (two-sided).
+
+    Example:
+        >>> parse_contrast("base>sft"), parse_contrast("dpo!=rlvr")
+        (('base', 'sft', 'greater'), ('dpo', 'rlvr', 'two-sided'))
+    """
+    for op, alt in (("!=", "two-sided"), (">", "greater"), ("<", "less")):
+        if op in text:
+            left, _, right = text.partition(op)
+            if left.strip() and right.strip():
+                return left.strip(), right.strip(), alt
+    raise InvalidInputError(
+        f"contrast must look like 'A>B' (A more diverse, one-sided), 'A<B' or 'A!=B' "
+        f"(two-sided); got {text!r}."
+    )
+
+
+def stages(
+    scores: Mapping[str, Any],
+    contrasts: Sequence[str | tuple[str, str, str]],
+    *,
+    correction: str = "bonferroni",
+    zero_method: str = "wilcox",
+    nan: str = "error",
+    metric: str = "metric",
+) -> ProtocolResult:
+    """Decan-style stage contrasts: one metric scored per prompt at several pipeline stages.
+
+    Args:
+        scores: Stage name -> per-prompt scores (aligned: row i is the same prompt everywhere).
+        contrasts: ``"base>sft"`` (one-sided Wilcoxon, H1: base more diverse), ``"a<b"`` or
+            ``"dpo!=instruct"`` (two-sided), or ``(a, b, alternative)`` tuples.
+        correction: Family-wise correction over the contrasts (``bonferroni``, ``holm``,
+            ``none``); the Decan paper corrects its three one-sided contrasts by Bonferroni.
+        zero_method: Wilcoxon zero handling.
+        nan: ``error`` or ``omit`` (per contrast).
+        metric: Name of the metric, recorded in the settings.
+
+    Returns:
+        ProtocolResult keyed by contrast text, each with ``delta`` (mean difference), ``d_z``,
+        ``p`` (the contrast's alternative), ``p_adj``, ``sign_accuracy``, ``n``; ``extra`` holds
+        per-stage ``mean``/``std``/``n``.
+
+    Example:
+        >>> r = stages({"base": [5, 6, 7, 8], "sft": [4, 4, 6, 5]}, ["base>sft"])
+        >>> r.results["base>sft"].values["delta"], r.results["base>sft"].values["p"]
+        (1.75, 0.0625)
+    """
+    _check_scores(scores)
+    parsed = [parse_contrast(c) if isinstance(c, str) else tuple(c) for c in contrasts]
+    if not parsed:
+        raise InvalidInputError("give at least one contrast, e.g. 'base>sft'.")
+    rows: dict[str, dict[str, Any]] = {}
+    pvals = []
+    arrays: dict[str, Any] = {}
+    details: dict[str, Any] = {}
+    for left, right, alt in parsed:
+        for s_name in (left, right):
+            if s_name not in scores:
+                raise InvalidInputError(
+                    f"stage {s_name!r} not found; stages: {', '.join(scores)}."
+                )
+        if alt == "less":
+            left, right, alt = right, left, "greater"
+        key = f"{left}>{right}" if alt == "greater" else f"{left}!={right}"
+        pc = st.paired_contrast(scores[left], scores[right], zero_method=zero_method, nan=nan)
+        v = pc.values
+        p = v["p_greater"] if alt == "greater" else v["p_two_sided"]
+        pvals.append(p)
+        rows[key] = {
+            "delta": v["mean_diff"], "d_z": v["cohen_d"], "p": p,
+            "alternative": alt, "sign_accuracy": v["sign_accuracy"], "n": v["n"],
+            "n_excluded": v["n_excluded"],
+        }
+        (x, z), _ = st._aligned([(scores[left], "a"), (scores[right], "b")], nan)
+        arrays[key] = {"a": x, "b": z}
+        details[key] = pc.details
+    adj = st.adjust_pvalues(pvals, correction)
+    out = {}
+    for i, (key, vals) in enumerate(rows.items()):
+        vals["p_adj"] = float(adj[i])
+        out[key] = MetaResult(
+            "stages", vals,
+            make_signature("stages", test="wilcoxon", zeros=zero_method, correction=correction,
+                           family=len(rows), nan=nan),
+            details[key],
+        )
+    per_stage = {}
+    for name, sc in scores.items():
+        arr = st._vector(sc, name)
+        arr = arr[~np.isnan(arr)]
+        per_stage[name] = {"mean": float(arr.mean()) if len(arr) else math.nan,
+                           "std": float(arr.std(ddof=1)) if len(arr) > 1 else math.nan,
+                           "n": int(len(arr))}
+    return ProtocolResult(
+        "stages", out, {"nan": nan, "correction": correction, "metric": metric}, arrays,
+        {"stages": per_stage},
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# pairwise preference
+
+
+def pairwise(
+    score1: Mapping[str, Any],
+    score2: Mapping[str, Any],
+    labels: Any,
+    *,
+    metric_ties: str = "miss",
+    label_ties: str = "drop",
+    rating1: Any = None,
+    rating2: Any = None,
+    min_rating_diff: float | None = None,
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    nan: str = "error",
+) -> ProtocolResult:
+    """Pairwise preference meta-evaluation: accuracy with CIs per metric, and a kappa matrix.
+
+    ``extra["kappa"]`` is Cohen's kappa between every two metrics' decisions and the annotator
+    (``"annotator"``), over the pairs kept by the filters (rating difference, annotator ties).
+
+    Example:
+        >>> r = pairwise({"m": [3, 1, 2]}, {"m": [1, 2, 0]}, [0, 1, 1], n_resamples=100)
+        >>> round(r.results["m"].values["accuracy"], 3)
+        0.667
+    """
+    _check_scores(score1)
+    out: dict[str, MetaResult] = {}
+    lab = st._vector(labels, "labels")
+    keep = np.ones(len(lab), dtype=bool)
+    if min_rating_diff is not None and rating1 is not None and rating2 is not None:
+        keep &= np.abs(st._vector(rating1, "rating1") - st._vector(rating2, "rating2")) >= float(
+            min_rating_diff
+        )
+    if label_ties == "drop":
+        keep &= lab != 2
+    decisions: dict[str, np.ndarray] = {}
+    for name in score1:
+        out[name] = st.preference_accuracy(
+            score1[name], score2[name], labels, metric_ties=metric_ties, label_ties=label_ties,
+            rating1=rating1, rating2=rating2, min_rating_diff=min_rating_diff,
+            confidence=confidence, n_resamples=n_resamples, seed=seed, nan=nan,
+        )
+        decisions[name] = st.preferences(score1[name], score2[name])[keep]
+    decisions["annotator"] = lab[keep].astype(np.int8)
+    kappa = st.kappa_matrix(decisions)
+    settings = {
+        "metric_ties": metric_ties, "label_ties": label_ties, "min_rating_diff": min_rating_diff,
+        "tie_policy": f"metric:{metric_ties},label:{label_ties}", "confidence": confidence,
+        "n_resamples": n_resamples, "seed": seed, "nan": nan,
+    }
+    return ProtocolResult("pairwise", out, settings, {"decisions": decisions},
+                          {"kappa": kappa.to_dict()})
+
+
+# --------------------------------------------------------------------------------------------
+# length bias (PATTR paper)
+
+
+def length_bias(
+    pools: Sequence[Sequence[str]],
+    response_scores: Mapping[str, Sequence[Sequence[float]]],
+    *,
+    quantile: float = 25.0,
+    top_k: Sequence[int] = (),
+    n_pairs: int = 1000,
+    seed: int = 0,
+    homogenization: Callable[..., dict[str, float]] | None = None,
+) -> ProtocolResult:
+    """Length bias of response-level diversity metrics (PATTR paper, Table 2 and Figure 3).
+
+    * ``short_win_rate``: share of pools whose top-scored response (first one among equal top
+      scores) has a word count at or below the pool's ``quantile``-th percentile of word counts
+      (numpy's linear interpolation), with a Clopper-Pearson 95% interval;
+    * ``spearman_length``: Spearman rho of the score with the word count over all responses;
+    * for every k in ``top_k``: the k highest-scored responses of the whole corpus and their
+      homogenisation (mean pairwise ROUGE-1/2/L F1 and BLEU over up to ``n_pairs`` seeded pairs;
+      lower = more diverse), beside the same for k random responses (``random_*``).
+
+    Args:
+        pools: Responses grouped by prompt (the pool within which the win is decided).
+        response_scores: Metric name -> per-pool lists of per-response scores.
+        quantile: The length percentile (25 in the paper).
+        top_k: Corpus sizes for the filtering evaluation (10, 100, 1000 in the paper).
+        n_pairs: Pair budget for the pairwise homogenisation scores.
+        seed: Seed for pair sampling and the random baseline.
+        homogenization: ``f(texts, n_pairs=, seed=) -> dict`` (default: ROUGE/BLEU of
+            :mod:`divmeter.meta.homogenization`).
+
+    Example:
+        >>> pools = [["a b", "a b c d e f", "a b c d"], ["x", "x y z w", "x y"]]
+        >>> r = length_bias(pools, {"m": [[0.9, 0.1, 0.2], [0.1, 0.9, 0.3]]})
+        >>> r.results["m"].values["short_win_rate"]
+        0.5
+    """
+    if not (0 < quantile < 100):
+        raise InvalidInputError(f"`quantile` must be in (0, 100); got {quantile!r}.")
+    if homogenization is None:
+        from divmeter.meta.homogenization import homogenization as homogenization_fn
+
+        homogenization = homogenization_fn
+    lengths = [np.array([len(t.split()) for t in pool], dtype=float) for pool in pools]
+    flat_texts = [t for pool in pools for t in pool]
+    flat_len = np.concatenate(lengths) if lengths else np.array([])
+    out: dict[str, MetaResult] = {}
+    arrays: dict[str, Any] = {}
+    for name, per_pool in response_scores.items():
+        if len(per_pool) != len(pools):
+            raise InvalidInputError(
+                f"scores of {name!r} cover {len(per_pool)} pools; expected {len(pools)}."
+            )
+        wins = 0
+        counted = 0
+        for p, (sc, ln) in enumerate(zip(per_pool, lengths, strict=True)):
+            s = st._vector(sc, f"{name}[{p}]")
+            if len(s) != len(ln):
+                raise InvalidInputError(
+                    f"pool {p}: {len(s)} scores of {name!r} for {len(ln)} responses."
+                )
+            ok = ~np.isnan(s)
+            if ok.sum() < 2:
+                continue
+            counted += 1
+            best = int(np.flatnonzero(ok)[np.argmax(s[ok])])
+            wins += int(ln[best] <= np.percentile(ln, quantile))
+        flat = np.concatenate([st._vector(x, name) for x in per_pool]) if per_pool else np.array([])
+        okf = ~np.isnan(flat)
+        rho = st.spearman(flat[okf], flat_len[okf]).rho if okf.sum() >= 2 else math.nan
+        vals: dict[str, Any] = {
+            "short_win_rate": wins / counted if counted else math.nan,
+            "n_pools": counted,
+            "spearman_length": rho,
+            "n_responses": int(okf.sum()),
+        }
+        if counted:
+            lo, hi = st._clopper_pearson(wins, counted, 0.95)
+            vals.update({"win_ci_low": lo, "win_ci_high": hi})
+        rng = np.random.default_rng(seed)
+        valid = np.flatnonzero(okf)
+        for k in top_k:
+            if k < 2 or k > len(valid):
+                raise InvalidInputError(
+                    f"top-k must be between 2 and the number of scored responses "
+                    f"({len(valid)}); got {k}."
+                )
+            top = valid[np.argsort(-flat[valid], kind="stable")[:k]]
+            h = homogenization([flat_texts[i] for i in top], n_pairs=n_pairs, seed=seed)
+            rnd = rng.choice(valid, k, replace=False)
+            hr = homogenization([flat_texts[i] for i in rnd], n_pairs=n_pairs, seed=seed)
+            for key, v in h.items():
+                vals[f"top{k}_{key}"] = v
+            for key, v in hr.items():
+                vals[f"random{k}_{key}"] = v
+            vals[f"top{k}_mean_length"] = float(flat_len[top].mean())
+        out[name] = MetaResult(
+            "length-bias", vals,
+            make_signature("length-bias", quantile=float(quantile), length="whitespace-words",
+                           top_k=list(top_k) or None, pairs=n_pairs if top_k else None,
+                           seed=seed),
+        )
+        arrays[name] = {"scores": flat, "lengths": flat_len}
+    return ProtocolResult(
+        "length-bias", out, {"quantile": quantile, "top_k": list(top_k), "seed": seed}, arrays
+    )
