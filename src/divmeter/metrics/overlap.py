@@ -29,7 +29,6 @@ ROUGE-1/2/L F-measure (Google's ``rouge-score`` definitions and tokenizer) or se
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -571,7 +570,7 @@ def homogenization(
 
     Example:
         >>> round(homogenization(["the cat sat", "the cat ran", "a dog ran"]).value, 6)
-        0.444444
+        0.333333
         >>> homogenization(["a b", "a c"]).signature
         'homogenization|measure:rougeL|tok:rouge|case:lc|stem:no|v:0.1.0'
     """
