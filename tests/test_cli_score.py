@@ -1,0 +1,181 @@
+"""The `divmeter score` command, run as a user would (subprocess of the console script)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import divmeter
+from divmeter.cli import app
+from divmeter.data import read_records, read_sets
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "stories.jsonl"
+DIVMETER = Path(sys.executable).parent / "divmeter"
+METRICS = ["-m", "distinct-n", "-m", "distinct-n:n=2"]
+
+
+def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [str(DIVMETER), *args], input=stdin, capture_output=True, timeout=300, cwd=REPO
+    )
+
+
+def expected() -> list[dict]:
+    out = []
+    for row, s in enumerate(read_sets(EXAMPLE)):
+        a = divmeter.score(s.responses, "distinct-n")
+        b = divmeter.score(s.responses, "distinct-n", n=2)
+        reasons = {c: r.reason for c, r in (("distinct-n", a), ("distinct-n:n=2", b)) if r.reason}
+        out.append(
+            {
+                "set_id": s.set_id,
+                "row": row,
+                "label": s.label,
+                "distinct-n": a.value,
+                "distinct-n:n=2": b.value,
+                "reasons": reasons,
+            }
+        )
+    return out
+
+
+def test_example_to_jsonl_file(tmp_path: Path) -> None:
+    out = tmp_path / "scores.jsonl"
+    proc = run("score", str(EXAMPLE), *METRICS, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert list(read_records(out)) == expected()
+    assert expected()[-1]["distinct-n"] is None  # the degenerate set: null with a reason
+    assert b"divmeter: scored 8 sets" in proc.stderr
+
+
+def test_stdin_to_stdout_jsonl() -> None:
+    proc = run("score", "-", *METRICS, stdin=EXAMPLE.read_bytes())
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.decode("utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == expected()
+
+
+def test_stdin_csv_with_input_format() -> None:
+    data = b"set_id,response\nq,a b\nq,a c\n"
+    proc = run("score", "-", "--input-format", "csv", "-m", "distinct-n:n=1", stdin=data)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {
+        "set_id": "q",
+        "row": 0,
+        "distinct-n:n=1": 0.75,
+        "reasons": {},
+    }
+
+
+@pytest.mark.parametrize("ext", ["csv", "json", "parquet"])
+def test_other_output_formats_hold_the_same_records(tmp_path: Path, ext: str) -> None:
+    out = tmp_path / f"scores.{ext}"
+    proc = run("score", str(EXAMPLE), *METRICS, "-o", str(out), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == b""
+    assert list(read_records(out)) == expected()
+    assert not Path(f"{out}.partial.jsonl").exists()
+
+
+def test_summary_in_json_output(tmp_path: Path) -> None:
+    out = tmp_path / "scores.json"
+    proc = run("score", str(EXAMPLE), *METRICS, "-o", str(out), "--summary", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["results"] == expected()
+    values = [r["distinct-n"] for r in expected() if r["distinct-n"] is not None]
+    s = doc["summary"]["metrics"]["distinct-n"]
+    assert doc["summary"]["sets"] == 8
+    assert (s["count"], s["nulls"]) == (7, 1)
+    assert s["mean"] == pytest.approx(sum(values) / 7)
+    assert s["signature"] == "distinct-n|n:1..5|avg:mean|tok:tevet|case:mixed|v:0.1.0"
+    assert s["reasons"] == {"no tokens in any response": 1}
+    assert b"summary over 8 sets" in proc.stderr  # also shown to the user
+
+
+def test_resume_completes_an_interrupted_run(tmp_path: Path) -> None:
+    full = tmp_path / "full.jsonl"
+    assert run("score", str(EXAMPLE), *METRICS, "-o", str(full)).returncode == 0
+    lines = full.read_text(encoding="utf-8").splitlines(keepends=True)
+    part = tmp_path / "part.jsonl"
+    part.write_text("".join(lines[:3]) + lines[3][:25], encoding="utf-8")  # killed mid-write
+    proc = run("score", str(EXAMPLE), *METRICS, "-o", str(part), "--resume")
+    assert proc.returncode == 0, proc.stderr
+    assert b"scored 5 sets (3 already there)" in proc.stderr
+    assert part.read_text(encoding="utf-8") == full.read_text(encoding="utf-8")
+
+
+def test_resume_json_from_sidecar(tmp_path: Path) -> None:
+    full = tmp_path / "full.json"
+    assert run("score", str(EXAMPLE), *METRICS, "-o", str(full), "-q").returncode == 0
+    out = tmp_path / "part.json"
+    side = Path(f"{out}.partial.jsonl")
+    side.write_text("".join(json.dumps(r) + "\n" for r in expected()[:4]), encoding="utf-8")
+    proc = run("score", str(EXAMPLE), *METRICS, "-o", str(out), "--resume", "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert not side.exists()
+    assert out.read_text(encoding="utf-8") == full.read_text(encoding="utf-8")
+
+
+def test_workers_two_equals_one(tmp_path: Path) -> None:
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    assert run("score", str(EXAMPLE), *METRICS, "-o", str(one)).returncode == 0
+    assert run("score", str(EXAMPLE), *METRICS, "-o", str(two), "--workers", "2").returncode == 0
+    assert two.read_text(encoding="utf-8") == one.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-m", "distinct"], "Unknown metric 'distinct'. Did you mean 'distinct-n'?"),
+        (["-m", "distinct-n:n=0"], "metric 'distinct-n:n=0': `n` of distinct-n must be"),
+        (["-m", "distinct-n", "-f", "xml"], "--format must be one of table, json, jsonl"),
+        (["-m", "distinct-n", "--resume"], "--resume needs an output file"),
+        (["-m", "distinct-n", "-f", "parquet"], "Parquet output needs a file"),
+    ],
+)
+def test_usage_errors_one_line_exit_2(args: list[str], message: str) -> None:
+    proc = run("score", str(EXAMPLE), *args)
+    assert proc.returncode == 2
+    err = proc.stderr.decode("utf-8")
+    assert err.startswith("divmeter: error: ") and message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_malformed_file_stops_before_writing(tmp_path: Path) -> None:
+    bad = tmp_path / "responses.jsonl"
+    good = EXAMPLE.read_text(encoding="utf-8").splitlines()[:2]
+    bad.write_text("\n".join([*good, '{"set_id": "x", "responses": "oops"}']) + "\n")
+    out = tmp_path / "out.jsonl"
+    proc = run("score", str(bad), "-m", "distinct-n", "-o", str(out))
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == (
+        "divmeter: error: responses.jsonl line 3: field 'responses' must be a list of strings; "
+        "got str.\n"
+    )
+    assert not out.exists()
+    proc = run("--debug", "score", str(bad), "-m", "distinct-n")
+    assert b"Traceback" in proc.stderr
+
+
+def test_missing_input_file() -> None:
+    proc = run("score", "nope.jsonl", "-m", "distinct-n")
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == "divmeter: error: No such file or directory: nope.jsonl\n"
+
+
+def test_table_output_with_summary() -> None:
+    result = CliRunner().invoke(
+        app, ["score", str(EXAMPLE), *METRICS, "--format", "table", "--summary"]
+    )
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "lighthouse-diverse" in out and "0.9604" in out
+    assert "null" in out and "no tokens in any response" in out
+    assert "summary over 8 sets" in out
