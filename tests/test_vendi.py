@@ -340,15 +340,17 @@ def test_vendi_ngram_order_invariant_and_dual_path() -> None:
     assert rev.value == pytest.approx(res.value, rel=1e-10)
 
 
-def test_vendi_ngram_sparse_path_matches_dense(monkeypatch: pytest.MonkeyPatch) -> None:
-    import divmeter.metrics.vendi as vendi_mod
-
-    texts = ["the cat sat on the mat", "the dog sat", "a bird", "", "the cat sat on the mat"]
-    dense = vendi_ngram(texts, q=0.5)
-    monkeypatch.setattr(vendi_mod, "_DENSE_LIMIT", 0)
-    Z, _ = ngram_features(NgramIndex.from_tokens([t.split() for t in texts]), 4)
-    assert sp.issparse(Z)
-    assert vendi_ngram(texts, q=0.5).value == pytest.approx(dense.value, rel=1e-12)
+def test_ngram_features_kernel_is_mean_of_per_order_cosines() -> None:
+    texts = ["the cat sat on the mat", "the dog sat", "bird", "", "the cat sat on the mat"]
+    Z, info = ngram_features(NgramIndex.from_tokens([t.split() for t in texts]), 2)
+    assert sp.issparse(Z) and info == {"short": 1, "empty": 1}
+    K = (Z @ Z.T).toarray()
+    # texts 0 and 1: unigram cosine 3/sqrt(8*3) ("the" x2 . "the" + "sat"), bigram cosine 0.
+    c1 = 3 / math.sqrt(8 * 3)
+    assert K[0, 1] == pytest.approx(c1 / 2, rel=1e-12)
+    # "bird" has no bigram but still K_ii = 1; "" shares the empty feature only with itself.
+    np.testing.assert_allclose(np.diag(K), 1.0, rtol=1e-12)
+    assert K[3, 3] == 1.0 and K[3, :3].sum() == 0.0 and K[0, 4] == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize(

@@ -76,8 +76,6 @@ PASARKAR2024 = (
 COMMONSENSE = "the commonsense-generation diversity meta-evaluation, appendix A (VS-ngram)"
 
 _EPS = float(np.finfo(np.float64).eps)
-# Items x features above which n-gram count matrices are built sparse rather than dense.
-_DENSE_LIMIT = 4_000_000
 
 
 def _check_q(q: Any, metric: str = "the Vendi score") -> float:
@@ -298,7 +296,7 @@ def vendi_from_features(X: Any, q: float = 1.0, *, normalize: bool = True) -> fl
     return _vendi_q(_nonzero_or_raise(_clean_eigenvalues(w)), q)
 
 
-def ngram_features(index: NgramIndex, n_max: int) -> tuple[Any, dict[str, int]]:
+def ngram_features(index: NgramIndex, n_max: int) -> tuple[sp.csr_matrix, dict[str, int]]:
     """Unit-norm n-gram feature rows whose Gram matrix is the ``vendi-ngram`` kernel.
 
     Row ``i`` is the concatenation over ``n = 1..n_max`` of the L2-normalised count vector of the
@@ -309,50 +307,55 @@ def ngram_features(index: NgramIndex, n_max: int) -> tuple[Any, dict[str, int]]:
     its similarities are cosines over the orders it has. Texts with no token at all share one
     extra "empty" feature (identical to each other, orthogonal to every other text).
 
-    Count matrices are built from the n-gram ids of :class:`~divmeter.text.NgramIndex` with a
-    ``bincount`` (dense) or as ``scipy.sparse.csr_matrix`` from (text, id) pairs when
-    texts x distinct n-grams exceeds a few million cells.
+    The matrix is a ``scipy.sparse.csr_matrix`` built from the (text, n-gram id, count) triples
+    of :class:`~divmeter.text.NgramIndex`, so its products cost in proportion to the shared
+    n-grams, not to texts x vocabulary (and use no multi-threaded BLAS, which is slow on small
+    matrices when cores are shared).
 
     Args:
         index: The n-gram index of the texts.
         n_max: Highest order (orders ``1..n_max``).
 
     Returns:
-        ``(Z, info)``: the ``n x D`` float64 feature matrix (dense array or CSR) with unit rows,
-        and counts ``{"short": texts missing some order, "empty": texts with no token}``.
+        ``(Z, info)``: the ``n x D`` float64 CSR feature matrix with unit rows, and counts
+        ``{"short": texts missing some order, "empty": texts with no token}``.
 
     Example:
         >>> idx = NgramIndex.from_tokens([["a", "b"], ["a"]])
         >>> Z, info = ngram_features(idx, 2)
-        >>> np.round(Z @ Z.T, 4).tolist(), info
+        >>> np.round((Z @ Z.T).toarray(), 4).tolist(), info
         ([[1.0, 0.5], [0.5, 1.0]], {'short': 1, 'empty': 0})
     """
     n = index.n_docs
-    orders = [index.order(k) for k in range(1, n_max + 1)]
-    width = sum(m for _, _, m in orders)
-    use_sparse = n * (width + 1) > _DENSE_LIMIT
-    blocks: list[Any] = []
+    rows: list[np.ndarray] = []
+    cols: list[np.ndarray] = []
+    vals: list[np.ndarray] = []
     present = np.zeros(n, dtype=np.int64)
-    for ids, doc, m in orders:
+    offset = 0
+    for k in range(1, n_max + 1):
+        ids, doc, m = index.order(k)
         if m == 0:
             continue
-        if use_sparse:
-            C = sp.csr_matrix(
-                (np.ones(ids.size, dtype=np.float64), (doc, ids)), shape=(n, m)
-            )
-        else:
-            C = np.bincount(doc * m + ids, minlength=n * m).reshape(n, m).astype(np.float64)
-        norms = _row_norms(C)
-        has = norms > 0
-        present += has
-        blocks.append(_scale_rows(C, np.where(has, 1.0 / np.where(has, norms, 1.0), 0.0)))
+        key, counts = np.unique(doc * m + ids, return_counts=True)
+        d, j = np.divmod(key, m)
+        c = counts.astype(np.float64)
+        sq = np.bincount(d, weights=c * c, minlength=n)
+        present += sq > 0
+        rows.append(d)
+        cols.append(j + offset)
+        vals.append(c / np.sqrt(sq[d]))
+        offset += m
     empty = present == 0
     if empty.any():
-        col = empty.astype(np.float64)[:, None]
-        blocks.append(sp.csr_matrix(col) if use_sparse else col)
-        present = np.where(empty, 1, present)
-    Z = sp.hstack(blocks, format="csr") if use_sparse else np.hstack(blocks)
-    Z = _scale_rows(Z, 1.0 / np.sqrt(present))
+        e = np.flatnonzero(empty)
+        rows.append(e)
+        cols.append(np.full(e.size, offset, dtype=np.int64))
+        vals.append(np.ones(e.size))
+        offset += 1
+        present[e] = 1
+    r = np.concatenate(rows)
+    v = np.concatenate(vals) / np.sqrt(present[r])
+    Z = sp.csr_matrix((v, (r, np.concatenate(cols))), shape=(n, offset))
     info = {"short": int(((present < n_max) & ~empty).sum()), "empty": int(empty.sum())}
     return Z, info
 
