@@ -1,0 +1,206 @@
+"""PNG plots of meta-evaluation results (matplotlib, Agg backend, imported only when plotting).
+
+* :func:`class_histogram`: per-class histograms with the optimal OCA threshold marked by a
+  downward triangle (Tevet & Berant, Fig. 4);
+* :func:`parameter_scatter`: metric against the decoding parameter (Tevet & Berant, Fig. 3/6);
+* :func:`kappa_heatmap`: Cohen's kappa between metrics and the annotator (Zhang et al., Fig. 3);
+* :func:`paired_differences`: sorted paired differences with their mean, and the two conditions
+  side by side (CDM / Decan contrasts);
+* :func:`length_scatter`: response score against response length (PATTR paper).
+
+Every function writes one PNG of ``size`` inches at ``dpi`` (default 640 x 400 pixels) and returns
+its path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from divmeter._optional import require
+
+__all__ = [
+    "class_histogram",
+    "parameter_scatter",
+    "kappa_heatmap",
+    "paired_differences",
+    "length_scatter",
+    "slug",
+    "SIZE",
+    "DPI",
+]
+
+SIZE = (6.4, 4.0)
+DPI = 100
+_HIGH, _LOW = "#1f77b4", "#ff7f0e"
+
+
+def slug(name: str) -> str:
+    """A file-name-safe version of a metric name: ``self-bleu:n=3`` -> ``self-bleu_n-3``.
+
+    Example:
+        >>> slug("self-bleu:n=3")
+        'self-bleu_n-3'
+    """
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name.replace(":", "_")).strip("-") or "metric"
+
+
+def _plt() -> Any:
+    mpl = require("matplotlib", extra="plot")
+    mpl.use("Agg", force=True)
+    return require("matplotlib.pyplot", extra="plot", package="matplotlib")
+
+
+def _save(fig: Any, path: str | os.PathLike[str], dpi: int) -> Path:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=dpi, format="png")
+    _plt().close(fig)
+    return out
+
+
+def class_histogram(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    threshold: float,
+    path: str | os.PathLike[str],
+    *,
+    title: str = "",
+    bins: int = 20,
+    size: tuple[float, float] = SIZE,
+    dpi: int = DPI,
+) -> Path:
+    """Histograms of the high (1) and low (0) class with the optimal threshold marked."""
+    plt = _plt()
+    s = np.asarray(scores, dtype=float)
+    y = np.asarray(labels)
+    fig, ax = plt.subplots(figsize=size)
+    lo, hi = float(s.min()), float(s.max())
+    rng = (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
+    h1, _, _ = ax.hist(s[y == 1], bins=bins, range=rng, alpha=0.5, color=_HIGH,
+                       label=f"high content diversity ({int((y == 1).sum())})")
+    h0, _, _ = ax.hist(s[y == 0], bins=bins, range=rng, alpha=0.5, color=_LOW,
+                       label=f"low content diversity ({int((y == 0).sum())})")
+    top = float(max(h1.max(initial=0), h0.max(initial=0)))
+    ax.scatter([threshold], [top * 1.04 + 0.5], marker="v", s=90, color="black", zorder=3,
+               label=f"optimal threshold {threshold:.3g}")
+    ax.axvline(threshold, color="black", lw=0.8, ls=":")
+    ax.set_xlabel("metric value")
+    ax.set_ylabel("sets per bin")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    return _save(fig, path, dpi)
+
+
+def parameter_scatter(
+    scores: np.ndarray,
+    values: np.ndarray,
+    path: str | os.PathLike[str],
+    *,
+    title: str = "",
+    xlabel: str = "parameter",
+    size: tuple[float, float] = SIZE,
+    dpi: int = DPI,
+) -> Path:
+    """Metric value of every set against the diversity parameter, with a binned mean line."""
+    plt = _plt()
+    s = np.asarray(scores, dtype=float)
+    v = np.asarray(values, dtype=float)
+    fig, ax = plt.subplots(figsize=size)
+    ax.scatter(v, s, s=8, alpha=0.4, color=_HIGH, label="one set")
+    if len(np.unique(v)) > 10:
+        edges = np.quantile(v, np.linspace(0, 1, 11))
+        which = np.clip(np.searchsorted(edges, v, side="right") - 1, 0, 9)
+        mids = [v[which == b].mean() for b in range(10) if (which == b).any()]
+        means = [s[which == b].mean() for b in range(10) if (which == b).any()]
+        ax.plot(mids, means, color="black", lw=1.5, label="binned mean")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("metric value")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path, dpi)
+
+
+def kappa_heatmap(
+    names: Sequence[str],
+    matrix: Sequence[Sequence[float]],
+    path: str | os.PathLike[str],
+    *,
+    title: str = "Cohen's kappa",
+    size: tuple[float, float] | None = None,
+    dpi: int = DPI,
+) -> Path:
+    """Heat map of a kappa matrix, values written in the cells."""
+    plt = _plt()
+    m = np.asarray(matrix, dtype=float)
+    k = len(names)
+    fig, ax = plt.subplots(figsize=size or (max(4.0, 1.0 + 0.8 * k), max(3.2, 0.7 + 0.7 * k)))
+    im = ax.imshow(m, vmin=-1, vmax=1, cmap="RdBu_r")
+    ax.set_xticks(range(k), labels=list(names), rotation=40, ha="right", fontsize=8)
+    ax.set_yticks(range(k), labels=list(names), fontsize=8)
+    for i in range(k):
+        for j in range(k):
+            val = m[i, j]
+            ax.text(j, i, "–" if np.isnan(val) else f"{val:.2f}", ha="center", va="center",
+                    fontsize=8, color="white" if abs(val) > 0.6 else "black")
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path, dpi)
+
+
+def paired_differences(
+    a: np.ndarray,
+    b: np.ndarray,
+    path: str | os.PathLike[str],
+    *,
+    title: str = "",
+    labels: tuple[str, str] = ("high (P1)", "low (P2)"),
+    size: tuple[float, float] = SIZE,
+    dpi: int = DPI,
+) -> Path:
+    """Left: each pair as a line from condition a to b. Right: sorted differences a - b."""
+    plt = _plt()
+    x = np.asarray(a, dtype=float)
+    z = np.asarray(b, dtype=float)
+    d = np.sort(x - z)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=size, gridspec_kw={"width_ratios": [1, 2]})
+    show = np.arange(len(x)) if len(x) <= 300 else np.linspace(0, len(x) - 1, 300).astype(int)
+    for i in show:
+        up = x[i] > z[i]
+        ax1.plot([0, 1], [x[i], z[i]], color=_HIGH if up else _LOW, alpha=0.35, lw=0.8)
+    ax1.set_xticks([0, 1], labels=list(labels), fontsize=8)
+    ax1.set_xlim(-0.3, 1.3)
+    ax1.set_ylabel("metric value")
+    colors = np.where(d > 0, _HIGH, np.where(d < 0, _LOW, "grey"))
+    ax2.bar(np.arange(len(d)), d, color=colors, width=1.0)
+    ax2.axhline(0, color="black", lw=0.8)
+    ax2.axhline(float(d.mean()), color="black", lw=1.2, ls="--",
+                label=f"mean {d.mean():.3g}; a > b in {100 * (d > 0).mean():.0f}%")
+    ax2.set_xlabel("pairs, sorted by difference")
+    ax2.set_ylabel("a - b")
+    ax2.legend(fontsize=8, loc="upper left")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path, dpi)
+
+
+def length_scatter(
+    scores: np.ndarray,
+    lengths: np.ndarray,
+    path: str | os.PathLike[str],
+    *,
+    title: str = "",
+    size: tuple[float, float] = SIZE,
+    dpi: int = DPI,
+) -> Path:
+    """Score of each response against its length in words."""
+    return parameter_scatter(scores, lengths, path, title=title, xlabel="length (words)",
+                             size=size, dpi=dpi)

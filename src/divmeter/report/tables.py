@@ -1,0 +1,111 @@
+"""Tables of meta-evaluation results: Markdown (like the papers' tables) and terminal (rich)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from divmeter.meta.protocols import ProtocolResult
+
+__all__ = ["COLUMNS", "columns_for", "markdown_table", "rich_table", "format_value"]
+
+#: Columns shown per protocol: (value key, header). Keys absent from every row are skipped.
+COLUMNS: dict[str, list[tuple[str, str]]] = {
+    "contest": [("spearman", "ρ"), ("spearman_ci", "ρ 95% CI"), ("oca", "OCA"),
+                ("oca_ci", "OCA 95% CI"), ("oca_directional", "OCA (dir.)"), ("auc", "AUC"),
+                ("auc_ci", "AUC 95% CI"), ("n", "n"), ("n_excluded", "excl.")],
+    "dectest": [("spearman", "ρ"), ("spearman_ci", "ρ 95% CI"), ("spearman_mean", "ρ mean"),
+                ("spearman_std", "ρ std"), ("pearson", "r"), ("pearson_mean", "r mean"),
+                ("pearson_std", "r std"), ("pair_accuracy", "pair acc"), ("n", "n"),
+                ("n_excluded", "excl.")],
+    "paired": [("n", "n"), ("mean_diff", "mean Δ"), ("sum_diff", "sum Δ"), ("cohen_d", "d"),
+               ("sign_accuracy", "acc"), ("p_two_sided", "p (W2)"), ("p_greater", "p (W1)"),
+               ("p_greater_adj", "p (W1, adj.)")],
+    "stages": [("delta", "Δ"), ("d_z", "d_z"), ("alternative", "H1"), ("p", "p"),
+               ("p_adj", "p (adj.)"), ("sign_accuracy", "acc"), ("n", "n")],
+    "pairwise": [("accuracy", "accuracy"), ("ci_low", "CI low"), ("ci_high", "CI high"),
+                 ("cp_low", "CP low"), ("cp_high", "CP high"), ("n", "n"),
+                 ("n_metric_ties", "metric ties")],
+    "length-bias": [("short_win_rate", "short win rate"), ("win_ci_low", "CI low"),
+                    ("win_ci_high", "CI high"), ("spearman_length", "ρ(length)"),
+                    ("n_pools", "pools")],
+}
+
+
+def format_value(v: Any) -> str:
+    """Numbers to 3 decimals (p-values in scientific notation when small), lists as [a, b]."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if v != 0 and abs(v) < 1e-3:
+            return f"{v:.1e}"
+        return f"{v:.3f}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(format_value(x) for x in v) + "]"
+    return str(v)
+
+
+def columns_for(result: ProtocolResult) -> list[tuple[str, str]]:
+    """The protocol's columns that at least one row has (plus top-k keys for length bias)."""
+    cols = list(COLUMNS.get(result.protocol, []))
+    present = [c for c in cols if any(c[0] in r.values for r in result.results.values())]
+    if result.protocol == "length-bias":
+        extra: list[str] = []
+        for r in result.results.values():
+            extra += [k for k in r.values if k.startswith(("top", "random")) and k not in extra]
+        present += [(k, k) for k in extra]
+    return present
+
+
+def _rows(result: ProtocolResult) -> tuple[list[str], list[list[str]]]:
+    cols = columns_for(result)
+    first = "contrast" if result.protocol == "stages" else "metric"
+    header = [first] + [h for _, h in cols]
+    rows = [[name] + [format_value(res.values.get(k)) for k, _ in cols]
+            for name, res in result.results.items()]
+    return header, rows
+
+
+def markdown_table(result: ProtocolResult, *, title: str | None = None) -> str:
+    """A Markdown table (one row per metric), followed by the settings and signatures.
+
+    Example:
+        >>> from divmeter.meta.protocols import contest
+        >>> r = contest({"m": [0.1, 0.5, 0.2, 0.9]}, [0, 1, 0, 1])
+        >>> print(markdown_table(r).splitlines()[2])
+        | m | 0.894 | 1.000 | 1.000 | 1.000 | 4 | 0 |
+    """
+    header, rows = _rows(result)
+    lines = []
+    if title:
+        lines += [f"### {title}", ""]
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "|".join("---" for _ in header) + "|")
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    settings = ", ".join(f"{k}: {format_value(v)}" for k, v in result.settings.items())
+    lines += ["", f"Settings: {settings}", ""]
+    lines += [f"- `{name}`: `{res.signature}`" for name, res in result.results.items()]
+    if result.protocol == "stages" and "stages" in result.extra:
+        lines += ["", "| stage | mean | std | n |", "|---|---|---|---|"]
+        for s, v in result.extra["stages"].items():
+            lines.append(f"| {s} | {format_value(v['mean'])} | {format_value(v['std'])} | "
+                         f"{v['n']} |")
+    return "\n".join(lines) + "\n"
+
+
+def rich_table(result: ProtocolResult, *, title: str | None = None) -> Any:
+    """A :class:`rich.table.Table` of the same rows, for terminals."""
+    from rich.table import Table
+
+    header, rows = _rows(result)
+    settings = ", ".join(f"{k}={format_value(v)}" for k, v in result.settings.items())
+    table = Table(title=title or result.protocol, caption=settings)
+    for i, h in enumerate(header):
+        table.add_column(h, justify="left" if i == 0 else "right", overflow="fold")
+    for r in rows:
+        table.add_row(*r)
+    return table
