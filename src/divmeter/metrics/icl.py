@@ -1,0 +1,553 @@
+"""In-context-learning diversity: the Decan metric D = C x a_n (progressive conditional surprise).
+
+Khoriaty, Williams-King & Feng 2026, "I've Seen How This Goes": Characterizing the Diversity of
+LLM Generations and Human Writing via Progressive Conditional Surprise (arXiv:2606.01811).
+
+Two layers (the same split as vectors/encoders for the content metrics):
+
+* The **pure layer** (numpy only) turns surprise measurements into the metric:
+  :func:`decan_from_surprisal` takes, for every sampled permutation, each position's total bits and
+  byte count, plus each response's unconditional bits/byte, and returns the per-byte curve
+  a_1..a_n (eq. 6: mean over permutations of per-position *ratios*), a_n, the coherence
+  C = 2^(-mean_i h(r_i|p)) (eq. 4), its spread sigma, D = C x a_n (eq. 5) and the excess entropies
+  E (bits, eq. 8) and E_rate (bits/byte, eq. 12). :func:`decan_over_prompts` and
+  :func:`decan_difference` aggregate across prompts (appendix F, eqs. 14-15).
+* The **scoring layer** (:func:`decan`, registered as ``decan``) formats the responses (instruct or
+  completion format, appendix A.1), runs a causal LM (:mod:`divmeter.backends.lm`) once per
+  permutation and once per response alone, attributes tokens to responses by character-span
+  overlap, and calls the pure layer.
+
+Length matching (section 6): per-byte surprise falls with response length, so compare policies on
+responses cut to a common UTF-8 byte length: :func:`truncate_utf8`, :func:`common_byte_length` and
+the ``max_bytes`` parameter of :func:`decan`.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import string
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from divmeter.data.model import as_texts
+from divmeter.errors import InvalidInputError
+from divmeter.metrics._common import check_choice, check_int, undefined
+from divmeter.registry import register
+from divmeter.result import MetricResult, make_signature
+
+__all__ = [
+    "DecanSurprisal",
+    "decan_from_surprisal",
+    "decan",
+    "decan_surprisal",
+    "decan_over_prompts",
+    "decan_difference",
+    "format_responses",
+    "response_label",
+    "sample_permutations",
+    "truncate_utf8",
+    "common_byte_length",
+]
+
+DECAN = (
+    "Khoriaty, Williams-King & Feng 2026, \"I've Seen How This Goes\": Characterizing the "
+    "Diversity of LLM Generations and Human Writing via Progressive Conditional Surprise "
+    "(arXiv:2606.01811)"
+)
+FORMATS = ("instruct", "completion")
+
+
+# ------------------------------------------------------------------------------------------------
+# Pure layer
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DecanSurprisal:
+    """The Decan quantities of one response set (all per-byte unless stated).
+
+    Attributes:
+        D: Diversity score C x a_n (bits/byte, eq. 5).
+        a_n: Last point of the per-byte curve (bits/byte).
+        C: Coherence 2^(-mean_i h(r_i|p)), in (0, 1] (eq. 4).
+        sigma: Coherence spread, the population standard deviation (ddof=0) of the unconditional
+            bits/byte h(r_i|p) (appendix B.2; a diagnostic, not a diversity signal).
+        E: Excess entropy sum_k (a_k - a_n) on the total-bits curve (bits, eq. 8).
+        E_rate: Per-byte excess entropy sum_k (a_k - a_n) on the per-byte curve (bits/byte,
+            eq. 12).
+        curve: The per-byte curve a_1..a_n, mean over permutations of per-position bits/byte
+            (eq. 6), shape (n,).
+        curve_bits: Mean over permutations of each position's total bits, shape (n,).
+        a_1: First point of the per-byte curve.
+        unconditional_bpb: h(r_i|p) of each response, shape (n,).
+        perm_bpb: Per-permutation bits/byte curves, shape (permutations, n).
+    """
+
+    D: float
+    a_n: float
+    C: float
+    sigma: float
+    E: float
+    E_rate: float
+    curve: np.ndarray
+    curve_bits: np.ndarray
+    a_1: float
+    unconditional_bpb: np.ndarray
+    perm_bpb: np.ndarray = field(repr=False)
+
+    @property
+    def n(self) -> int:
+        """Number of responses."""
+        return int(self.curve.shape[0])
+
+    @property
+    def permutations(self) -> int:
+        """Number of permutations averaged."""
+        return int(self.perm_bpb.shape[0])
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-Python dict (lists for arrays)."""
+        return {
+            "D": self.D,
+            "a_n": self.a_n,
+            "C": self.C,
+            "sigma": self.sigma,
+            "E": self.E,
+            "E_rate": self.E_rate,
+            "a_1": self.a_1,
+            "curve": self.curve.tolist(),
+            "curve_bits": self.curve_bits.tolist(),
+            "unconditional_bpb": self.unconditional_bpb.tolist(),
+            "n": self.n,
+            "permutations": self.permutations,
+        }
+
+
+def _as_2d(x: Any, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"`{name}` must be a numeric array; got {type(x).__name__}."
+        ) from exc
+    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
+        raise InvalidInputError(
+            f"`{name}` must have shape (permutations, n) with both >= 1; got shape {arr.shape}."
+        )
+    if not np.all(np.isfinite(arr)):
+        raise InvalidInputError(f"`{name}` must be finite; got NaN or inf.")
+    return arr
+
+
+def decan_from_surprisal(
+    perm_bits: Any, perm_bytes: Any, unconditional_bpb: Any
+) -> DecanSurprisal:
+    """Decan quantities from surprise measurements (no model involved).
+
+    Row ``s`` of ``perm_bits`` / ``perm_bytes`` is one permutation: entry ``k`` is the total bits
+    -log2 theta(r_sigma(k) | r_sigma(<k), p) of the response in position ``k`` and that response's
+    UTF-8 byte count. The per-byte curve is the mean over permutations of the per-position ratios
+    (paper eq. 6), never the ratio of the mean bits to the mean bytes.
+
+    Args:
+        perm_bits: Shape (permutations, n), total bits per position.
+        perm_bytes: Shape (permutations, n), byte count per position (integers >= 1).
+        unconditional_bpb: Shape (n,), h(r_i | p) of each response alone, in bits/byte.
+
+    Returns:
+        A :class:`DecanSurprisal` with ``D``, ``a_n``, ``C``, ``sigma``, ``E``, ``E_rate``,
+        ``curve`` and more.
+
+    Raises:
+        InvalidInputError: On wrong shapes, non-finite values, or a zero-byte response (its
+            per-byte surprise is undefined).
+
+    Example:
+        >>> r = decan_from_surprisal([[10, 4], [6, 6]], [[10, 2], [2, 10]], [1.0, 2.0])
+        >>> r.curve.tolist(), round(r.C, 4), round(r.D, 4)
+        ([2.0, 1.3], 0.3536, 0.4596)
+    """
+    bits = _as_2d(perm_bits, "perm_bits")
+    nbytes = _as_2d(perm_bytes, "perm_bytes")
+    if bits.shape != nbytes.shape:
+        raise InvalidInputError(
+            f"`perm_bits` and `perm_bytes` must have the same shape; got {bits.shape} and "
+            f"{nbytes.shape}."
+        )
+    if np.any(nbytes != np.round(nbytes)) or np.any(nbytes < 0):
+        raise InvalidInputError("`perm_bytes` must hold non-negative integer byte counts.")
+    if np.any(nbytes == 0):
+        s, k = (int(v) for v in np.argwhere(nbytes == 0)[0])
+        raise InvalidInputError(
+            f"zero-byte response at permutation {s}, position {k}: per-byte surprise is "
+            "undefined for empty responses; drop or replace them before scoring."
+        )
+    h = np.asarray(unconditional_bpb, dtype=np.float64)
+    n = bits.shape[1]
+    if h.shape != (n,):
+        raise InvalidInputError(
+            f"`unconditional_bpb` must have shape (n,) = ({n},) to match `perm_bits`; got "
+            f"shape {h.shape}."
+        )
+    if not np.all(np.isfinite(h)):
+        raise InvalidInputError("`unconditional_bpb` must be finite; got NaN or inf.")
+    rates = bits / nbytes  # per-permutation, per-position bits/byte
+    curve = rates.mean(axis=0)  # eq. 6: mean of ratios
+    curve_bits = bits.mean(axis=0)
+    a_n = float(curve[-1])
+    C = float(2.0 ** (-h.mean()))  # eq. 4
+    return DecanSurprisal(
+        D=C * a_n,  # eq. 5
+        a_n=a_n,
+        C=C,
+        sigma=float(h.std(ddof=0)),
+        E=float(np.sum(curve_bits - curve_bits[-1])),  # eq. 8 (bits)
+        E_rate=float(np.sum(curve - curve[-1])),  # eq. 12 (bits/byte)
+        curve=curve,
+        curve_bits=curve_bits,
+        a_1=float(curve[0]),
+        unconditional_bpb=h,
+        perm_bpb=rates,
+    )
+
+
+def _d_values(results: Iterable[Any], what: str) -> np.ndarray:
+    vals = []
+    for i, r in enumerate(results):
+        if isinstance(r, DecanSurprisal):
+            v = r.D
+        else:
+            v = r.value if isinstance(r, MetricResult) else r
+        if v is None or not np.isfinite(float(v)):
+            raise InvalidInputError(f"`{what}[{i}]` has no Decan value (undefined set).")
+        vals.append(float(v))
+    if not vals:
+        raise InvalidInputError(f"`{what}` must hold at least one prompt's result; got none.")
+    return np.asarray(vals)
+
+
+def decan_over_prompts(results: Sequence[Any]) -> dict[str, Any]:
+    """Mean Decan score of a policy over a prompt suite (appendix F, eq. 14).
+
+    Args:
+        results: One result per prompt: :class:`DecanSurprisal`, a ``decan``
+            :class:`~divmeter.result.MetricResult`, or a plain D value.
+
+    Returns:
+        ``{"D": mean D, "D_std": population std, "n_prompts": M, "curve": mean per-byte curve}``
+        (``curve`` only when every result carries a curve of the same length).
+
+    Example:
+        >>> decan_over_prompts([0.25, 0.75])["D"]
+        0.5
+    """
+    d = _d_values(results, "results")
+    out: dict[str, Any] = {"D": float(d.mean()), "D_std": float(d.std()), "n_prompts": len(d)}
+    curves = []
+    for r in results:
+        if isinstance(r, DecanSurprisal):
+            curves.append(r.curve)
+        elif isinstance(r, MetricResult) and "curve" in r.details:
+            curves.append(np.asarray(r.details["curve"], dtype=np.float64))
+    if len(curves) == len(d) and len({c.shape for c in curves}) == 1:
+        out["curve"] = np.mean(curves, axis=0).tolist()
+    return out
+
+
+def decan_difference(results_1: Sequence[Any], results_2: Sequence[Any]) -> float:
+    """Delta D = mean D of policy 1 - mean D of policy 2 over prompts (appendix F, eq. 15).
+
+    No division is involved, so the difference is stable when either score is near zero.
+
+    Example:
+        >>> decan_difference([0.5, 0.75], [0.25, 0.25])
+        0.375
+    """
+    d1 = _d_values(results_1, "results_1")
+    d2 = _d_values(results_2, "results_2")
+    return float(d1.mean() - d2.mean())
+
+
+# ------------------------------------------------------------------------------------------------
+# Formatting, permutations, length matching
+# ------------------------------------------------------------------------------------------------
+
+
+def response_label(index: int) -> str:
+    """Label of the ``index``-th response (0-based): A..Z, AA, AB, ... (bijective base 26).
+
+    Example:
+        >>> [response_label(i) for i in (0, 25, 26, 27, 51, 52, 701, 702)]
+        ['A', 'Z', 'AA', 'AB', 'AZ', 'BA', 'ZZ', 'AAA']
+    """
+    letters = string.ascii_uppercase
+    out = ""
+    i = index + 1
+    while i > 0:
+        i, rem = divmod(i - 1, 26)
+        out = letters[rem] + out
+    return out
+
+
+def format_responses(
+    prompt: str, responses: Sequence[str], fmt: str = "instruct"
+) -> tuple[str, list[tuple[int, int]]]:
+    """Build the conditioning context and the character span of each response (appendix A.1).
+
+    * ``instruct``: ``{prompt}\\n\\nResponse A: {r1}\\n\\nResponse B: {r2}...`` (an empty prompt
+      starts directly with ``Response A:``).
+    * ``completion``: ``1. {prompt} {r1}\\n\\n2. {prompt} {r2}...``, the prompt repeated before
+      each response (an empty prompt gives ``1. {r1}``); only response characters are spans.
+
+    Example:
+        >>> format_responses("Rain", ["a", "bc"])
+        ('Rain\\n\\nResponse A: a\\n\\nResponse B: bc', [(18, 19), (33, 35)])
+        >>> format_responses("It", ["x", "y"], "completion")
+        ('1. It x\\n\\n2. It y', [(6, 7), (14, 15)])
+    """
+    parts: list[str] = []
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for k, r in enumerate(responses):
+        if fmt == "instruct":
+            head = (prompt if k == 0 and prompt else "") + (
+                "\n\n" if (k > 0 or prompt) else ""
+            ) + f"Response {response_label(k)}: "
+        else:
+            head = ("\n\n" if k > 0 else "") + f"{k + 1}. " + (f"{prompt} " if prompt else "")
+        parts.append(head)
+        pos += len(head)
+        parts.append(r)
+        spans.append((pos, pos + len(r)))
+        pos += len(r)
+    return "".join(parts), spans
+
+
+def sample_permutations(n: int, count: int, seed: int) -> np.ndarray:
+    """``count`` uniformly random orderings of ``n`` items (with replacement), seeded.
+
+    Example:
+        >>> sample_permutations(3, 2, 0).tolist()
+        [[2, 0, 1], [2, 1, 0]]
+    """
+    rng = np.random.default_rng(seed)
+    return np.stack([rng.permutation(n) for _ in range(count)]).astype(np.int64)
+
+
+def truncate_utf8(text: str, max_bytes: int) -> str:
+    """Cut ``text`` to at most ``max_bytes`` UTF-8 bytes, never splitting a character (section 6).
+
+    Same as ``text.encode("utf-8")[:max_bytes].decode("utf-8", errors="ignore")``.
+
+    Example:
+        >>> truncate_utf8("héllo", 2), truncate_utf8("héllo", 3)
+        ('h', 'hé')
+    """
+    check_int(max_bytes, "max_bytes", "truncate_utf8", minimum=0)
+    return text.encode("utf-8")[:max_bytes].decode("utf-8", errors="ignore")
+
+
+def common_byte_length(response_sets: Iterable[Sequence[str]]) -> int:
+    """The shortest UTF-8 byte length over all responses of several sets (the paper's common
+    per-prompt length: truncate every compared set to it before scoring).
+
+    Example:
+        >>> common_byte_length([["abc", "de"], ["héllo"]])
+        2
+    """
+    lengths = [len(r.encode("utf-8")) for s in response_sets for r in as_texts(s)]
+    if not lengths:
+        raise InvalidInputError("`response_sets` must contain at least one response; got none.")
+    return min(lengths)
+
+
+# ------------------------------------------------------------------------------------------------
+# Scoring layer
+# ------------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=16)
+def _model_signature(model: str, dtype: str) -> str:
+    from divmeter.backends.lm import resolve_model
+
+    src = resolve_model(model)
+    return f"{src.name}@{src.revision}" + ("/bf16" if dtype == "bfloat16" else "")
+
+
+def _versions() -> tuple[str, str]:
+    def v(p: str) -> str:
+        try:
+            return importlib.metadata.version(p)
+        except importlib.metadata.PackageNotFoundError:
+            return "none"
+
+    return v("torch"), v("transformers")
+
+
+def decan_surprisal(
+    responses: Sequence[str],
+    *,
+    prompt: str = "",
+    permutations: int = 50,
+    format: str = "instruct",
+    model: str = "gemma-3-270m",
+    seed: int = 0,
+    threads: int | None = None,
+    dtype: str = "float32",
+    share_prefix: bool = True,
+    batch: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Run the LM: per-permutation bits and bytes, and unconditional bits/byte of each response.
+
+    All permutation passes and the n unconditional passes go through one batched call of the
+    scorer (shared prompt prefix computed once).
+
+    Returns:
+        ``(perm_bits, perm_bytes, unconditional_bpb, perms)`` with shapes (P, n), (P, n), (n,),
+        (P, n); feed the first three to :func:`decan_from_surprisal`.
+    """
+    from divmeter.backends.lm import get_scorer
+
+    scorer = get_scorer(model, threads=threads, dtype=dtype)
+    n = len(responses)
+    nbytes = np.array([len(r.encode("utf-8")) for r in responses], dtype=np.int64)
+    perms = sample_permutations(n, permutations, seed)
+    texts: list[str] = []
+    spans: list[list[tuple[int, int]]] = []
+    for perm in perms:
+        t, s = format_responses(prompt, [responses[i] for i in perm], format)
+        texts.append(t)
+        spans.append(s)
+    for r in responses:
+        t, s = format_responses(prompt, [r], format)
+        texts.append(t)
+        spans.append(s)
+    bits = scorer.span_bits(texts, spans, share_prefix=share_prefix, batch=batch)
+    perm_bits = np.stack(bits[:permutations])
+    uncond = np.array([b[0] for b in bits[permutations:]]) / nbytes
+    return perm_bits, nbytes[perms], uncond, perms
+
+
+@register(
+    "decan",
+    family="lm",
+    granularity="set",
+    higher_is_more_diverse=True,
+    bounds=(0.0, None),
+    citation=DECAN,
+    params={
+        "prompt": "",
+        "permutations": 50,
+        "format": "instruct",
+        "model": "gemma-3-270m",
+        "seed": 0,
+        "max_bytes": None,
+        "threads": None,
+        "dtype": "float32",
+    },
+    description="Decan D = C x a_n: residual per-byte surprise of a base LM after in-context "
+    "reading of the other responses, weighted by coherence",
+    extra="lm",
+)
+def decan(
+    responses: Sequence[str],
+    *,
+    prompt: str | None = "",
+    permutations: int = 50,
+    format: str = "instruct",
+    model: str = "gemma-3-270m",
+    seed: int = 0,
+    max_bytes: int | None = None,
+    threads: int | None = None,
+    dtype: str = "float32",
+) -> MetricResult:
+    """Decan diversity D = C x a_n of a response set under a base language model.
+
+    For ``permutations`` seeded random orderings, the responses are concatenated in the chosen
+    format and scored in one forward pass each; the bits of the tokens of the response in slot k
+    (tokens attributed by character-span overlap) divided by its UTF-8 bytes, averaged over
+    permutations, give the per-byte curve a_1..a_n (eq. 6). Each response is also scored alone
+    after the prompt, giving h(r_i|p) and the coherence C (eq. 4). D = C x a_n (eq. 5).
+
+    Args:
+        responses: The response set (n >= 2).
+        prompt: The prompt the responses answer (or continue, in completion format).
+        permutations: Number of random orderings averaged (paper: 50; 100 for scenarios).
+        format: ``instruct`` (``Response A: ...``) or ``completion`` (prompt repeated before each
+            response, as for Tevet & Berant's continuation tasks).
+        model: Scoring LM (see :func:`divmeter.backends.lm.resolve_model`); default Gemma-3-270m
+            base (Q4_K_M GGUF, dequantized), the paper used Qwen2.5-3B base.
+        seed: Seed of the permutations.
+        max_bytes: Truncate every response to this many UTF-8 bytes first (length matching,
+            section 6); ``None`` scores them whole.
+        threads: torch CPU threads (``None``: torch's default).
+        dtype: ``float32`` or ``bfloat16`` (faster on CPUs with bf16 support, less exact).
+
+    Returns:
+        MetricResult with ``value`` = D (bits/byte) and ``details`` D, a_n, C, sigma, E (bits),
+        E_rate, a_1, curve (per-byte a_k), curve_bits, unconditional_bpb, bytes, n, permutations.
+        ``value`` is ``None`` (with a reason) for an empty set, a single response, or an empty
+        response.
+
+    Example:
+        >>> r = decan(["It rained all day.", "The sun came out."], prompt="Describe the weather.",
+        ...           permutations=2)
+        >>> r.signature.split("|")[:5]
+        ['decan', 'fmt:instruct', 'perms:2', 'seed:0', 'model:gemma-3-270m@a5fd3b62230a']
+        >>> 0 < r.details["C"] < 1 and r.value > 0
+        True
+    """
+    texts = as_texts(responses)
+    if prompt is None:
+        prompt = ""
+    if not isinstance(prompt, str):
+        raise InvalidInputError(f"`prompt` of decan must be a string; got {type(prompt).__name__}.")
+    check_int(permutations, "permutations", "decan")
+    check_choice(format, "format", "decan", FORMATS)
+    check_choice(dtype, "dtype", "decan", ("float32", "bfloat16"))
+    check_int(seed, "seed", "decan", minimum=0)
+    if max_bytes is not None:
+        check_int(max_bytes, "max_bytes", "decan")
+    if threads is not None:
+        check_int(threads, "threads", "decan")
+    torch_v, tf_v = _versions()
+    sig = make_signature(
+        "decan",
+        fmt=format,
+        perms=permutations,
+        seed=seed,
+        model=_model_signature(model, dtype),
+        max_bytes=max_bytes,
+        torch=torch_v,
+        transformers=tf_v,
+    )
+    if max_bytes is not None:
+        texts = [truncate_utf8(t, max_bytes) for t in texts]
+    if not texts:
+        return undefined("decan", sig, "empty set")
+    if len(texts) < 2:
+        return undefined("decan", sig, "needs at least 2 responses; got 1")
+    empty = [i for i, t in enumerate(texts) if not t]
+    if empty:
+        return undefined(
+            "decan", sig, f"response {empty[0]} is empty (0 bytes): per-byte surprise undefined"
+        )
+    perm_bits, perm_bytes, uncond, _ = decan_surprisal(
+        texts,
+        prompt=prompt,
+        permutations=permutations,
+        format=format,
+        model=model,
+        seed=seed,
+        threads=threads,
+        dtype=dtype,
+    )
+    res = decan_from_surprisal(perm_bits, perm_bytes, uncond)
+    details = res.to_dict()
+    details["bytes"] = [len(t.encode("utf-8")) for t in texts]
+    details["perm_bpb"] = res.perm_bpb.tolist()
+    return MetricResult("decan", res.D, sig, details=details)
