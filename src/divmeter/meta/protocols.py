@@ -72,6 +72,12 @@ class ProtocolResult:
         return out
 
 
+def _data_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The data-preparation settings that change numbers (empty-set policy, rounding)."""
+    s = settings or {}
+    return {k: s[k] for k in ("empty", "round") if k in s}
+
+
 def _check_scores(scores: Mapping[str, Any]) -> None:
     if not isinstance(scores, Mapping) or not scores:
         raise InvalidInputError(
@@ -168,7 +174,7 @@ def contest(
             make_signature("contest", oca="blind", tol=float(tol), auc="mann-whitney",
                            ci=ci_method if bootstrap else None, level=confidence if bootstrap
                            else None, resamples=bootstrap, seed=seed if bootstrap else None,
-                           nan=nan),
+                           nan=nan, **_data_settings(settings)),
             details,
         )
         arrays[name] = {"scores": s, "labels": y, "threshold": o.threshold}
@@ -268,6 +274,7 @@ def dectest(
             pairs="ties-miss" if pair_accuracy else None,
             ci=ci_method if bootstrap else None, level=confidence if bootstrap else None,
             resamples=bootstrap, seed=seed if (subsample or bootstrap) else None, nan=nan,
+            **_data_settings(settings),
         )
         details = {"metric_signature": sigs[name]} if name in sigs else {}
         out[name] = MetaResult("dectest", row, sig, details)

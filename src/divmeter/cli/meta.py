@@ -1,0 +1,518 @@
+"""``divmeter meta ...``: the meta-evaluation protocols on the command line.
+
+Parse options, call :mod:`divmeter.meta`, format the result (table / json / markdown) and write
+the report folder. No statistics here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+
+from divmeter.errors import InvalidInputError
+
+meta_app = typer.Typer(
+    name="meta",
+    help="Meta-evaluate diversity metrics: conTest, decTest, McDiv_nuggets re-sampling, paired "
+    "contrasts, pairwise preference, length bias.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# ---------------------------------------------------------------------------------------------
+# shared options
+
+FileArg = Annotated[
+    str,
+    typer.Argument(help="A Tevet CSV / response-set file (.jsonl .json .csv .parquet) or a "
+                   "`divmeter score` output.", show_default=False),
+]
+MetricOpt = Annotated[
+    list[str] | None,
+    typer.Option("--metric", "-m", help="Registry metric to compute, NAME[:k=v,...]; repeatable.",
+                 show_default=False),
+]
+ColumnOpt = Annotated[
+    list[str] | None,
+    typer.Option("--column", "-c", help="Precomputed score column (e.g. metric_sent_bert); "
+                 "repeatable. Default with no -m/-c: every metric_* column except *_std.",
+                 show_default=False),
+]
+EmptyOpt = Annotated[
+    str,
+    typer.Option("--empty", help="Empty sets (no non-blank response): drop (remove the row, "
+                 "counted in n_empty), zero (computed metrics score 0), error."),
+]
+NanOpt = Annotated[
+    str, typer.Option("--nan", help="NaN / missing scores: error, or omit (excluded and counted).")
+]
+RoundOpt = Annotated[
+    int | None,
+    typer.Option("--round", help="Round scores to this many decimals first (Tevet's CSVs hold 3).",
+                 show_default=False),
+]
+FormatOpt = Annotated[
+    str | None,
+    typer.Option("--format", "-f", help="table, json or markdown (default: table on a terminal, "
+                 "json when piped).", show_default=False),
+]
+ReportOpt = Annotated[
+    str | None,
+    typer.Option("--report", help="Write report.json, report.md and PNG plots to this folder.",
+                 show_default=False),
+]
+NoPlotOpt = Annotated[bool, typer.Option("--no-plots", help="With --report: skip the PNG plots.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random draw.")]
+BootOpt = Annotated[
+    int | None,
+    typer.Option("--bootstrap", help="Bootstrap resamples for confidence intervals (e.g. 10000).",
+                 show_default=False),
+]
+CiOpt = Annotated[str, typer.Option("--ci", help="Bootstrap interval: percentile or bca.")]
+WorkersOpt = Annotated[int, typer.Option("--workers", help="Processes for computing metrics.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No notes on stderr.")]
+
+
+def _note(msg: str, quiet: bool) -> None:
+    if not quiet:
+        typer.echo(f"divmeter: note: {msg}", err=True)
+
+
+def _fmt(fmt: str | None) -> str:
+    if fmt is None:
+        return "table" if sys.stdout.isatty() else "json"
+    if fmt not in ("table", "json", "markdown"):
+        raise InvalidInputError(f"--format must be table, json or markdown; got {fmt!r}.")
+    return fmt
+
+
+def _emit(result: Any, fmt: str | None, *, source: str, report: str | None, plots: bool,
+          xlabel: str = "parameter", quiet: bool = False) -> None:
+    from divmeter.report import markdown_table, rich_table, write_report
+
+    chosen = _fmt(fmt)
+    if chosen == "json":
+        payload = result.to_dict()
+        typer.echo(json.dumps(payload, indent=2, allow_nan=False))
+    elif chosen == "markdown":
+        typer.echo(markdown_table(result, title=f"{result.protocol} — {source}"), nl=False)
+    else:
+        from rich.console import Console
+
+        Console().print(rich_table(result, title=f"{result.protocol}: {source}"))
+    if report:
+        files = write_report(result, report, source=source, plot=plots, xlabel=xlabel)
+        _note(f"report written to {report} ({len(files)} files)", quiet)
+
+
+def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty: str,
+            round_: int | None, workers: int, quiet: bool) -> tuple[Any, dict[str, np.ndarray],
+                                                                     np.ndarray, dict[str, Any],
+                                                                     dict[str, str], np.ndarray]:
+    """Load, score, apply the empty-set policy and rounding; settings echo every choice."""
+    from divmeter.meta.loaders import load_table, resolve_scores
+
+    table = load_table(file)
+    res = resolve_scores(table, metrics=metric or (), columns=column or (), empty=empty,
+                         workers=workers)
+    if res.n_empty and empty == "drop":
+        _note(f"{res.n_empty} empty set(s) dropped (--empty drop); n_empty is in the output.",
+              quiet)
+    keep = res.keep
+    scores = {k: v[keep] for k, v in res.scores.items()}
+    settings = dict(res.info)
+    if round_ is not None:
+        if round_ < 0:
+            raise InvalidInputError(f"--round must be >= 0; got {round_}.")
+        scores = {k: np.round(v, round_) for k, v in scores.items()}
+        settings["round"] = round_
+    return table, scores, table.labels[keep], settings, res.signatures, np.flatnonzero(keep)
+
+
+# ---------------------------------------------------------------------------------------------
+# contest / dectest
+
+
+@meta_app.command("contest")
+def contest_cmd(
+    file: FileArg,
+    metric: MetricOpt = None,
+    column: ColumnOpt = None,
+    empty: EmptyOpt = "drop",
+    nan: NanOpt = "error",
+    round_: RoundOpt = None,
+    bootstrap: BootOpt = None,
+    ci: CiOpt = "percentile",
+    seed: SeedOpt = 0,
+    fmt: FormatOpt = None,
+    report: ReportOpt = None,
+    no_plots: NoPlotOpt = False,
+    workers: WorkersOpt = 1,
+    quiet: QuietOpt = False,
+) -> None:
+    """conTest (Tevet & Berant): Spearman rho, OCA and ROC AUC of each metric against a 0/1 label.
+
+    Prints, per metric/column: spearman, oca, auc, n (and p-values, thresholds, settings).
+    """
+    from divmeter.meta.protocols import contest
+
+    table, scores, labels, settings, sigs, _ = _scores(file, metric, column, empty, round_, workers,
+                                                    quiet)
+    result = contest(scores, labels, nan=nan, bootstrap=bootstrap, ci_method=ci, seed=seed,
+                     metric_signatures=sigs, settings=settings)
+    _emit(result, fmt, source=table.source, report=report, plots=not no_plots, quiet=quiet)
+
+
+@meta_app.command("dectest")
+def dectest_cmd(
+    file: FileArg,
+    metric: MetricOpt = None,
+    column: ColumnOpt = None,
+    empty: EmptyOpt = "drop",
+    nan: NanOpt = "error",
+    round_: RoundOpt = None,
+    subsample: Annotated[
+        int | None,
+        typer.Option("--subsample", help="Tevet's repeated sub-sampling: rows per repetition "
+                     "(e.g. 200).", show_default=False),
+    ] = None,
+    repeats: Annotated[int, typer.Option("--repeats", help="Sub-sampling repetitions.")] = 100,
+    pair_accuracy: Annotated[
+        bool, typer.Option("--pair-accuracy", help="Also the pairwise ranking accuracy "
+                           "(Tevet Table 5; metric ties count as misses).")
+    ] = False,
+    bootstrap: BootOpt = None,
+    ci: CiOpt = "percentile",
+    seed: SeedOpt = 0,
+    fmt: FormatOpt = None,
+    report: ReportOpt = None,
+    no_plots: NoPlotOpt = False,
+    workers: WorkersOpt = 1,
+    quiet: QuietOpt = False,
+) -> None:
+    """decTest (Tevet & Berant): Spearman and Pearson of each metric with a decoding parameter.
+
+    Prints, per metric/column: spearman, pearson, n (and sub-sampling mean/std when asked).
+    """
+    from divmeter.meta.protocols import dectest
+
+    table, scores, labels, settings, sigs, _ = _scores(file, metric, column, empty, round_, workers,
+                                                    quiet)
+    result = dectest(scores, labels, subsample=subsample, repeats=repeats, seed=seed,
+                     pair_accuracy=pair_accuracy, bootstrap=bootstrap, ci_method=ci, nan=nan,
+                     metric_signatures=sigs, settings=settings)
+    _emit(result, fmt, source=table.source, report=report, plots=not no_plots,
+          xlabel=table.label_name or "parameter", quiet=quiet)
+
+
+# ---------------------------------------------------------------------------------------------
+# McDiv_nuggets re-sampling
+
+
+@meta_app.command("nuggets")
+def nuggets_cmd(
+    file: FileArg,
+    metric: MetricOpt = None,
+    column: ColumnOpt = None,
+    group_size: Annotated[int, typer.Option("--group-size", help="Sets per sorted group.")] = 40,
+    seed: SeedOpt = 0,
+    empty: EmptyOpt = "drop",
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", help="Write the selected sets here (format from the "
+                     "extension; a Tevet wide CSV stays wide).", show_default=False),
+    ] = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """McDiv_nuggets construction (Tevet & Berant C.2): a subset where one form metric no longer
+    separates the classes. Give exactly one -m or -c."""
+    from divmeter.meta.loaders import load_table, resolve_scores
+    from divmeter.meta.protocols import nuggets_resample
+
+    if len(metric or []) + len(column or []) != 1:
+        raise InvalidInputError("nuggets needs exactly one metric (-m) or column (-c).")
+    table = load_table(file)
+    res = resolve_scores(table, metrics=metric or (), columns=column or (), empty=empty)
+    name, sc = next(iter(res.scores.items()))
+    rows = np.flatnonzero(res.keep)
+    r = nuggets_resample(sc[rows], table.labels[rows], group_size=group_size, seed=seed)
+    selected = rows[r.details["indices"]]
+    out = {name: {**r.to_dict(), **res.info, "rows": selected.tolist()}}
+    if output:
+        if table.sets is None:
+            raise InvalidInputError("-o needs a response-set input (this file holds scores).")
+        from divmeter.data.io import write_sets
+
+        wide = output.endswith((".csv", ".csv.gz")) and all(
+            len(table.sets[i].responses) == len(table.sets[0].responses) for i in selected)
+        n = write_sets([table.sets[i] for i in selected], output,
+                       layout="wide" if wide else "long")
+        _note(f"{n} sets written to {output}", quiet)
+    typer.echo(json.dumps(out, indent=2, allow_nan=False))
+
+
+# ---------------------------------------------------------------------------------------------
+# paired / stages
+
+
+def _cond(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+@meta_app.command("paired")
+def paired_cmd(
+    file: FileArg,
+    metric: MetricOpt = None,
+    column: ColumnOpt = None,
+    by: Annotated[str, typer.Option("--by", help="What tells the conditions apart: 'label' or a "
+                                    "metadata field (e.g. stage).")] = "label",
+    key: Annotated[str, typer.Option("--key", help="What matches items across conditions: "
+                                     "set_id, prompt or a metadata field.")] = "set_id",
+    high: Annotated[str, typer.Option("--high", help="Condition expected more diverse (P1).")]
+    = "1",
+    low: Annotated[str, typer.Option("--low", help="Its matched counterpart (P2).")] = "0",
+    contrast: Annotated[
+        list[str] | None,
+        typer.Option("--contrast", help="Stage contrasts instead of --high/--low: 'base>sft' "
+                     "(one-sided), 'dpo!=rlvr' (two-sided); repeatable.", show_default=False),
+    ] = None,
+    correction: Annotated[str, typer.Option("--correction", help="bonferroni, holm or none.")]
+    = "bonferroni",
+    zero_method: Annotated[str, typer.Option("--zeros", help="Wilcoxon zero differences: "
+                                             "wilcox, pratt, zsplit.")] = "wilcox",
+    empty: EmptyOpt = "drop",
+    nan: NanOpt = "error",
+    round_: RoundOpt = None,
+    fmt: FormatOpt = None,
+    report: ReportOpt = None,
+    no_plots: NoPlotOpt = False,
+    workers: WorkersOpt = 1,
+    quiet: QuietOpt = False,
+) -> None:
+    """Paired contrasts (CDM P1 vs P2, Decan stages): Wilcoxon two/one-sided, d, sign accuracy.
+
+    Items are matched by --key; the conditions come from --by. A key without exactly one item
+    in each compared condition is skipped (counted in n_unmatched).
+    """
+    from divmeter.meta.protocols import ProtocolResult, paired, parse_contrast, stages
+
+    table, scores, _, settings, _, kept_rows = _scores(file, metric, column, empty, round_,
+                                                       workers, quiet)
+    conds = [_cond(_field(table, i, by)) for i in kept_rows]
+    keys = [_cond(_field(table, i, key)) for i in kept_rows]
+
+    def matched(a: str, b: str) -> tuple[np.ndarray, np.ndarray, int]:
+        pos: dict[str, dict[str, list[int]]] = {}
+        for j, (k, c) in enumerate(zip(keys, conds, strict=True)):
+            if c in (a, b):
+                pos.setdefault(k, {}).setdefault(c, []).append(j)
+        ia, ib, skipped = [], [], 0
+        for groups in pos.values():
+            if len(groups.get(a, [])) == 1 and len(groups.get(b, [])) == 1:
+                ia.append(groups[a][0])
+                ib.append(groups[b][0])
+            else:
+                skipped += 1
+        if not ia:
+            raise InvalidInputError(
+                f"no item matched by {key!r} has exactly one row with {by}={a} and one with "
+                f"{by}={b}; conditions found: {', '.join(sorted(set(conds))) or 'none'}."
+            )
+        return np.asarray(ia), np.asarray(ib), skipped
+
+    if not contrast:
+        ia, ib, skipped = matched(high, low)
+        settings.update({"by": by, "key": key, "high": high, "low": low,
+                         "n_unmatched": skipped})
+        result = paired({k: v[ia] for k, v in scores.items()},
+                        {k: v[ib] for k, v in scores.items()},
+                        correction=correction, zero_method=zero_method, nan=nan,
+                        settings=settings)
+        _emit(result, fmt, source=table.source, report=report, plots=not no_plots, quiet=quiet)
+        return
+    merged: dict[str, Any] = {}
+    arrays: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for mname, sc in scores.items():
+        stage_scores: dict[str, np.ndarray] = {}
+        parsed = [parse_contrast(c) for c in contrast]
+        stage_names = sorted({s for c in parsed for s in c[:2]})
+        # align every stage on the keys that have one row in each stage
+        pos: dict[str, dict[str, list[int]]] = {}
+        for j, (k, c) in enumerate(zip(keys, conds, strict=True)):
+            if c in stage_names:
+                pos.setdefault(k, {}).setdefault(c, []).append(j)
+        full = [g for g in pos.values() if all(len(g.get(s, [])) == 1 for s in stage_names)]
+        if not full:
+            raise InvalidInputError(
+                f"no {key!r} has exactly one row in each of the stages "
+                f"{', '.join(stage_names)} (by {by!r})."
+            )
+        for s in stage_names:
+            stage_scores[s] = sc[[g[s][0] for g in full]]
+        r = stages(stage_scores, contrast, correction=correction, zero_method=zero_method,
+                   nan=nan, metric=mname)
+        prefix = "" if len(scores) == 1 else f"{mname} "
+        for k2, v in r.results.items():
+            merged[prefix + k2] = v
+        for k2, v in r.arrays.items():
+            arrays[prefix + k2] = v
+        extra.setdefault("stages", {}).update(
+            {prefix + s: v for s, v in r.extra["stages"].items()})
+        settings.update({"n_unmatched": len(pos) - len(full)})
+    settings.update({"by": by, "key": key, "correction": correction, "nan": nan})
+    result = ProtocolResult("stages", merged, settings, arrays, extra)
+    _emit(result, fmt, source=table.source, report=report, plots=not no_plots, quiet=quiet)
+
+
+def _field(table: Any, i: int, name: str) -> Any:
+    if name == "label":
+        return table.labels[i]
+    if name in ("set_id", "id"):
+        return table.ids[i]
+    if table.sets is not None and name in ("prompt", "context"):
+        return table.sets[i].prompt
+    meta = table.metadata[i] if table.metadata else {}
+    if name in meta:
+        return meta[name]
+    if name in table.columns:
+        return table.columns[name][i]
+    raise InvalidInputError(
+        f"row {i}: field {name!r} not found; use label, set_id, prompt or a metadata field."
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# pairwise
+
+
+@meta_app.command("pairwise")
+def pairwise_cmd(
+    file: Annotated[str, typer.Argument(help="JSONL of {set1, set2, label} rows (label 0 = set1 "
+                                        "more diverse, 1 = set2, 2 = tie).", show_default=False)],
+    metric: MetricOpt = None,
+    column: Annotated[
+        list[str] | None,
+        typer.Option("--column", "-c", help="Precomputed score in the rows' scores1/scores2.",
+                     show_default=False),
+    ] = None,
+    metric_ties: Annotated[str, typer.Option("--metric-ties", help="Metric scores equal: miss, "
+                                             "half, drop or match.")] = "miss",
+    label_ties: Annotated[str, typer.Option("--label-ties", help="Annotator label 2: drop or "
+                                            "keep.")] = "drop",
+    min_rating_diff: Annotated[
+        float | None,
+        typer.Option("--min-rating-diff", help="Drop pairs whose annotator ratings "
+                     "(rating1/rating2) differ by less (the paper: 0.5).", show_default=False),
+    ] = None,
+    resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples.")] = 10_000,
+    confidence: Annotated[float, typer.Option("--confidence", help="CI level.")] = 0.95,
+    seed: SeedOpt = 0,
+    nan: NanOpt = "error",
+    fmt: FormatOpt = None,
+    report: ReportOpt = None,
+    no_plots: NoPlotOpt = False,
+    workers: WorkersOpt = 1,
+    quiet: QuietOpt = False,
+) -> None:
+    """Pairwise preference accuracy against an annotator, with bootstrap and Clopper-Pearson CIs,
+    and the Cohen's kappa matrix between metrics and the annotator."""
+    from divmeter.data.model import ResponseSet
+    from divmeter.meta.loaders import read_pairs
+    from divmeter.meta.protocols import pairwise
+
+    pairs = read_pairs(file)
+    s1: dict[str, np.ndarray] = {}
+    s2: dict[str, np.ndarray] = {}
+    for c in column or []:
+        if c not in pairs.scores1:
+            raise InvalidInputError(
+                f"column {c!r} not found in the rows' scores1/scores2 of {pairs.source}; "
+                f"available: {', '.join(pairs.scores1) or 'none'}."
+            )
+        s1[c], s2[c] = pairs.scores1[c], pairs.scores2[c]
+    if metric:
+        from divmeter.batch import resolve_metrics, score_sets
+
+        plans = resolve_metrics(list(metric))
+        n = len(pairs.labels)
+        sets = [ResponseSet(f"pair{i}.set1", r) for i, r in enumerate(pairs.set1)] + [
+            ResponseSet(f"pair{i}.set2", r) for i, r in enumerate(pairs.set2)]
+        vals = {p.column: np.full(2 * n, math.nan) for p in plans}
+        for rec in score_sets(sets, list(metric), workers=workers):
+            for p in plans:
+                v = rec.get(p.column)
+                vals[p.column][rec["row"]] = math.nan if v is None else float(v)
+        for p in plans:
+            s1[p.column], s2[p.column] = vals[p.column][:n], vals[p.column][n:]
+    if not s1:
+        raise InvalidInputError("give at least one metric (-m) or column (-c).")
+    result = pairwise(s1, s2, pairs.labels, metric_ties=metric_ties, label_ties=label_ties,
+                      rating1=pairs.rating1, rating2=pairs.rating2,
+                      min_rating_diff=min_rating_diff, confidence=confidence,
+                      n_resamples=resamples, seed=seed, nan=nan)
+    _emit(result, fmt, source=pairs.source, report=report, plots=not no_plots, quiet=quiet)
+
+
+# ---------------------------------------------------------------------------------------------
+# length bias
+
+
+@meta_app.command("length-bias")
+def length_bias_cmd(
+    file: Annotated[str, typer.Argument(help="Response sets; each set is one pool of responses "
+                                        "to the same prompt.", show_default=False)],
+    metric: Annotated[
+        list[str],
+        typer.Option("--metric", "-m", help="Metric scored on each response alone; repeatable.",
+                     show_default=False),
+    ],
+    quantile: Annotated[float, typer.Option("--quantile", help="Length percentile of a 'short' "
+                                            "response within its pool.")] = 25.0,
+    top_k: Annotated[
+        list[int] | None,
+        typer.Option("--top-k", help="Corpus filtering: keep the k most diverse responses and "
+                     "measure ROUGE-1/2/L and BLEU homogenisation; repeatable.",
+                     show_default=False),
+    ] = None,
+    pairs: Annotated[int, typer.Option("--pairs", help="Pairs sampled for homogenisation.")]
+    = 1000,
+    seed: SeedOpt = 0,
+    fmt: FormatOpt = None,
+    report: ReportOpt = None,
+    no_plots: NoPlotOpt = False,
+    workers: WorkersOpt = 1,
+    quiet: QuietOpt = False,
+) -> None:
+    """Length bias (PATTR paper): short-response win rate, Spearman with length, top-k filtering."""
+    from divmeter.batch import resolve_metrics, score_sets
+    from divmeter.data.io import read_sets
+    from divmeter.data.model import ResponseSet
+    from divmeter.meta.protocols import length_bias
+
+    pools = [s.responses for s in read_sets(file)]
+    plans = resolve_metrics(list(metric))
+    singles = [ResponseSet(f"{p}.{j}", [t]) for p, pool in enumerate(pools)
+               for j, t in enumerate(pool)]
+    flat = {p.column: np.full(len(singles), math.nan) for p in plans}
+    for rec in score_sets(singles, list(metric), workers=workers):
+        for p in plans:
+            v = rec.get(p.column)
+            flat[p.column][rec["row"]] = math.nan if v is None else float(v)
+    bounds = np.cumsum([0] + [len(p) for p in pools])
+    per_pool = {k: [v[bounds[i]:bounds[i + 1]] for i in range(len(pools))]
+                for k, v in flat.items()}
+    result = length_bias(pools, per_pool, quantile=quantile, top_k=top_k or (), n_pairs=pairs,
+                         seed=seed)
+    import os
+
+    _emit(result, fmt, source=os.path.basename(file), report=report, plots=not no_plots,
+          quiet=quiet)
