@@ -353,6 +353,24 @@ def test_ngram_features_kernel_is_mean_of_per_order_cosines() -> None:
     assert K[3, 3] == 1.0 and K[3, :3].sum() == 0.0 and K[0, 4] == pytest.approx(1.0)
 
 
+def test_pair_gram_equals_scipy_gram(monkeypatch: pytest.MonkeyPatch) -> None:
+    import divmeter.metrics.vendi as vendi_mod
+
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(12)]
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(0, 9)))) for _ in range(15)]
+    idx = NgramIndex.from_tokens([t.split() for t in texts])
+    rows, cols, vals, width, _ = vendi_mod._ngram_triples(idx, 3)
+    K = vendi_mod._gram_from_triples(rows, cols, vals, len(texts))
+    Z, _ = ngram_features(idx, 3)
+    assert K is not None
+    np.testing.assert_allclose(K, (Z @ Z.T).toarray(), rtol=0, atol=1e-14)
+    fast = vendi_ngram(texts, n_max=3, q=0.5)
+    monkeypatch.setattr(vendi_mod, "_PAIR_LIMIT", 0)  # force the scipy.sparse Gram
+    assert vendi_mod._gram_from_triples(rows, cols, vals, len(texts)) is None
+    assert vendi_ngram(texts, n_max=3, q=0.5).value == pytest.approx(fast.value, rel=1e-12)
+
+
 @pytest.mark.parametrize(
     ("responses", "expected", "reason"),
     [

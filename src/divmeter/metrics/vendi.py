@@ -326,38 +326,84 @@ def ngram_features(index: NgramIndex, n_max: int) -> tuple[sp.csr_matrix, dict[s
         >>> np.round((Z @ Z.T).toarray(), 4).tolist(), info
         ([[1.0, 0.5], [0.5, 1.0]], {'short': 1, 'empty': 0})
     """
+    rows, cols, vals, width, info = _ngram_triples(index, n_max)
+    return sp.csr_matrix((vals, (rows, cols)), shape=(index.n_docs, width)), info
+
+
+def _ngram_triples(
+    index: NgramIndex, n_max: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, dict[str, int]]:
+    """(text, feature, value) triples of :func:`ngram_features`, sorted by text then feature."""
     n = index.n_docs
-    rows: list[np.ndarray] = []
-    cols: list[np.ndarray] = []
-    vals: list[np.ndarray] = []
-    present = np.zeros(n, dtype=np.int64)
-    offset = 0
+    keys: list[tuple[np.ndarray, np.ndarray]] = []
+    widths: list[int] = []
+    base = 0
     for k in range(1, n_max + 1):
         ids, doc, m = index.order(k)
         if m == 0:
             continue
-        key, counts = np.unique(doc * m + ids, return_counts=True)
-        d, j = np.divmod(key, m)
-        c = counts.astype(np.float64)
-        sq = np.bincount(d, weights=c * c, minlength=n)
-        present += sq > 0
-        rows.append(d)
-        cols.append(j + offset)
-        vals.append(c / np.sqrt(sq[d]))
-        offset += m
+        # One key space for all orders: text-major, then order, then n-gram id.
+        keys.append((doc, base + ids))
+        widths.append(m)
+        base += m
+    if keys:
+        doc_all = np.concatenate([d for d, _ in keys])
+        col_all = np.concatenate([c for _, c in keys])
+        key, counts = np.unique(doc_all * np.int64(base) + col_all, return_counts=True)
+        d, j = np.divmod(key, np.int64(base))
+    else:
+        d = j = np.zeros(0, dtype=np.int64)
+        counts = np.zeros(0, dtype=np.int64)
+    c = counts.astype(np.float64)
+    # Order of each feature column, then the squared norm of each (text, order) block.
+    bounds = np.cumsum(widths)
+    order = np.searchsorted(bounds, j, side="right")
+    n_orders = len(widths)
+    sq = np.bincount(d * n_orders + order, weights=c * c, minlength=n * n_orders)
+    norms = np.sqrt(sq)
+    present = (sq > 0).reshape(n, n_orders).sum(axis=1) if n_orders else np.zeros(n, np.int64)
+    v = c / norms[d * n_orders + order]
     empty = present == 0
+    width = base
     if empty.any():
         e = np.flatnonzero(empty)
-        rows.append(e)
-        cols.append(np.full(e.size, offset, dtype=np.int64))
-        vals.append(np.ones(e.size))
-        offset += 1
-        present[e] = 1
-    r = np.concatenate(rows)
-    v = np.concatenate(vals) / np.sqrt(present[r])
-    Z = sp.csr_matrix((v, (r, np.concatenate(cols))), shape=(n, offset))
+        d = np.concatenate([d, e])
+        j = np.concatenate([j, np.full(e.size, width, dtype=np.int64)])
+        v = np.concatenate([v, np.ones(e.size)])
+        width += 1
+        present = np.where(empty, 1, present)
+    v = v / np.sqrt(present[d])
     info = {"short": int(((present < n_max) & ~empty).sum()), "empty": int(empty.sum())}
-    return Z, info
+    return d, j, v, width, info
+
+
+# Above this many (text, text) products, the Gram matrix goes through scipy.sparse instead.
+_PAIR_LIMIT = 2_000_000
+
+
+def _gram_from_triples(
+    rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n: int
+) -> np.ndarray | None:
+    """``Z Z^T`` (n x n, dense) from the triples of a sparse ``Z``, by pairing entries per column.
+
+    Returns ``None`` when the number of pairs exceeds ``_PAIR_LIMIT`` (caller uses scipy).
+    """
+    order = np.argsort(cols, kind="stable")
+    c, r, v = cols[order], rows[order], vals[order]
+    new = np.empty(c.size, dtype=bool)
+    new[:1] = True
+    np.not_equal(c[1:], c[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    sizes = np.diff(starts, append=c.size)
+    if int((sizes * sizes).sum()) > _PAIR_LIMIT:
+        return None
+    gsz = np.repeat(sizes, sizes)  # size of the column group of each entry
+    gst = np.repeat(starts, sizes)  # start of that group
+    left = np.repeat(np.arange(c.size), gsz)
+    first = np.cumsum(gsz) - gsz
+    right = np.repeat(gst, gsz) + (np.arange(left.size) - np.repeat(first, gsz))
+    K = np.bincount(r[left] * n + r[right], weights=v[left] * v[right], minlength=n * n)
+    return K.reshape(n, n)
 
 
 @register(
@@ -436,8 +482,14 @@ def vendi_ngram(
     idx = NgramIndex.from_tokens(tok.many(texts))
     if idx.tokens.size == 0:
         return undefined("vendi-ngram", sig, "no tokens in any response")
-    Z, info = ngram_features(idx, n_max)
-    w, path = feature_eigenvalues(Z)
+    rows, cols, vals, width, info = _ngram_triples(idx, n_max)
+    n = idx.n_docs
+    K = _gram_from_triples(rows, cols, vals, n) if n <= width else None
+    if K is not None:
+        w, path = _eigvalsh(K / n), "kernel"
+    else:
+        Z = sp.csr_matrix((vals, (rows, cols)), shape=(n, width))
+        w, path = feature_eigenvalues(Z)
     w = _clean_eigenvalues(w)
     value = _vendi_q(w, q)
     details = {
