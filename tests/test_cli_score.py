@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import divmeter
 from divmeter.cli import app
-from divmeter.data import read_records, read_sets
+from divmeter.data import ResponseSet, read_records, read_sets, write_sets
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "stories.jsonl"
@@ -179,3 +179,39 @@ def test_table_output_with_summary() -> None:
     assert "lighthouse-diverse" in out and "0.9604" in out
     assert "null" in out and "no tokens in any response" in out
     assert "summary over 8 sets" in out
+
+
+def test_ctrl_c_keeps_what_was_written_and_resume_finishes(tmp_path: Path) -> None:
+    import random
+    import signal
+    import time
+
+    from divmeter.batch import score_sets
+
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(300)]
+    sets = [
+        ResponseSet(f"s{i}", [" ".join(rng.choices(words, k=12)) for _ in range(5)])
+        for i in range(3000)
+    ]
+    src = tmp_path / "many.jsonl"
+    write_sets(sets, src)
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.Popen(
+        [str(DIVMETER), "score", str(src), "-m", "homogenization:measure=rougeL", "-o", str(out)],
+        stderr=subprocess.PIPE,
+    )
+    while not (out.exists() and out.stat().st_size > 0):
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert err.decode().endswith("divmeter: interrupted (what was written so far is kept).\n")
+    kept = list(read_records(out))
+    assert 0 < len(kept) < len(sets)
+    again = run(
+        "score", str(src), "-m", "homogenization:measure=rougeL", "-o", str(out), "--resume"
+    )
+    assert again.returncode == 0, again.stderr
+    assert list(read_records(out)) == list(score_sets(sets, ["homogenization:measure=rougeL"]))

@@ -97,7 +97,12 @@ def main() -> None:
     """Console-script entry: one-line errors on stderr, exit code 2 for bad input."""
     debug = "--debug" in sys.argv[1:]
     try:
-        app(standalone_mode=False)
+        # Without standalone mode typer turns Ctrl-C and typer.Exit into a returned exit code.
+        rv = app(standalone_mode=False)
+        if rv == 130:
+            typer.echo("divmeter: interrupted (what was written so far is kept).", err=True)
+        if isinstance(rv, int) and not isinstance(rv, bool) and rv:
+            sys.exit(rv)
     except DivmeterError as exc:
         if debug:
             raise
