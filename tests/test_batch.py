@@ -210,3 +210,30 @@ def test_per_response_values(length_metric: str) -> None:
     assert recs[2]["per_response"] == {"test-words": [2.0, 1.0]}
     assert recs[1]["per_response"] == {"test-words": None}
     assert recs[1]["reasons"] == {"test-words": "empty set", "distinct-n:n=1": "empty set"}
+
+
+def prompt_words(responses: list[str], *, prompt: str = "") -> MetricResult:
+    """Words in the prompt (a metric with a ``prompt`` parameter, for these tests only)."""
+    return MetricResult("test-prompt", float(len(prompt.split())), "test-prompt")
+
+
+@pytest.fixture
+def prompt_metric() -> Iterator[str]:
+    register(
+        "test-prompt",
+        family="lm",
+        granularity="set",
+        higher_is_more_diverse=True,
+        bounds=(0, None),
+        citation="test",
+        params={"prompt": ""},
+    )(prompt_words)
+    yield "test-prompt"
+    _REGISTRY.pop("test-prompt")
+
+
+def test_set_prompt_is_passed_unless_fixed(prompt_metric: str) -> None:
+    sets = [ResponseSet("a", ["x"], prompt="one two three"), ResponseSet("b", ["y"])]
+    assert [r["test-prompt"] for r in score_sets(sets, [prompt_metric])] == [3.0, 0.0]
+    fixed = list(score_sets(sets, ["test-prompt:prompt=four"]))
+    assert [r["test-prompt:prompt=four"] for r in fixed] == [1.0, 1.0]

@@ -18,9 +18,12 @@ order::
   list of per-response values.
 * ``signatures`` (with ``with_signatures=True``) maps each column to the result's signature.
 
+Metrics with a ``prompt`` parameter (Decan) get each set's prompt unless the run fixes one.
+
 Parameter mistakes are not set problems: they are caught before the first set (every ``form``
-metric, and model metrics when running in-process, are called once on a small probe set), so a bad
-``n`` fails the run at once instead of filling a file with nulls.
+metric, and ``content`` metrics when running in-process, are called once on a small probe set),
+so a bad ``n`` fails the run at once instead of filling a file with nulls. ``lm`` and ``judge``
+metrics are not probed (too costly); a bad parameter there shows as a null on every set.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ class MetricPlan:
     granularity: str
     family: str
     input: str = "texts"
+    uses_prompt: bool = False
 
 
 def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
@@ -97,7 +101,17 @@ def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
         if col in seen:
             raise InvalidInputError(f"metric column {col!r} is requested twice.")
         seen.add(col)
-        plans.append(MetricPlan(name, dict(params), col, spec.granularity, spec.family, spec.input))
+        plans.append(
+            MetricPlan(
+                name,
+                dict(params),
+                col,
+                spec.granularity,
+                spec.family,
+                spec.input,
+                uses_prompt="prompt" in spec.params and "prompt" not in params,
+            )
+        )
     return plans
 
 
@@ -122,8 +136,11 @@ def _score_one(row: int, s: ResponseSet, plans: Sequence[MetricPlan]) -> dict[st
     per_response: dict[str, Any] = {}
     signatures: dict[str, str] = {}
     for p in plans:
+        kwargs = dict(p.params)
+        if p.uses_prompt and s.prompt is not None:
+            kwargs["prompt"] = s.prompt
         try:
-            res = _fn(p.name)(s.responses, **p.params)
+            res = _fn(p.name)(s.responses, **kwargs)
         except InvalidInputError as exc:
             rec[p.column] = None
             reasons[p.column] = str(exc)
@@ -165,7 +182,7 @@ def _score_chunk(
 
 def _probe(plans: Sequence[MetricPlan], *, in_process: bool) -> None:
     for p in plans:
-        if p.input != "texts" or p.family == "judge":
+        if p.input != "texts" or p.family in {"lm", "judge"}:
             continue
         if p.family != "form" and not in_process:
             continue
