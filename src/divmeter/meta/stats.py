@@ -111,11 +111,16 @@ def _aligned(
     return vecs, n_bad
 
 
+def _shown(v: float) -> str:
+    f = float(v)
+    return str(int(f)) if f.is_integer() else repr(f)
+
+
 def _binary(labels: np.ndarray, what: str = "labels") -> np.ndarray:
     ok = (labels == 0) | (labels == 1)
     if not ok.all():
         bad = labels[~ok][0]
-        raise InvalidInputError(f"`{what}` must be 0 (low) or 1 (high); got {bad!r}.")
+        raise InvalidInputError(f"`{what}` must be 0 (low) or 1 (high); got {_shown(bad)}.")
     y = labels.astype(np.int8)
     if y.min() == y.max():
         raise InvalidInputError(
@@ -523,7 +528,7 @@ def preference_accuracy(
     if not np.isin(lab, (0, 1, 2)).all():
         bad = lab[~np.isin(lab, (0, 1, 2))][0]
         raise InvalidInputError(
-            f"`labels` must be 0 (set1 more diverse), 1 (set2) or 2 (tie); got {bad!r}."
+            f"`labels` must be 0 (set1 more diverse), 1 (set2) or 2 (tie); got {_shown(bad)}."
         )
     keep = np.ones(len(a), dtype=bool)
     n_filtered = 0
