@@ -381,3 +381,36 @@ def test_read_records_drops_torn_last_line(tmp_path: Path) -> None:
     path.write_text('{"set_id": "b", "ro\n' + json.dumps(RECORDS[0]) + "\n", encoding="utf-8")
     with pytest.raises(InvalidInputError, match="r.jsonl line 1: not a valid JSON record"):
         list(read_records(path))
+
+
+def test_csv_with_a_json_responses_column(tmp_path: Path) -> None:
+    path = _write(tmp_path, "s.csv", 'set_id,responses,label\na,"[""x"", ""y""]",0.5\nb,"x",\n')
+    with pytest.raises(InvalidInputError) as err:
+        list(read_sets(path))
+    assert str(err.value) == (
+        "s.csv row 2 (line 3): field 'responses' must be a list of strings; got str."
+    )
+    first = next(read_sets(path))
+    assert (first.set_id, first.responses, first.label) == ("a", ["x", "y"], 0.5)
+
+
+def test_parquet_long_and_wide_tables_from_pandas(tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    long = pd.DataFrame(
+        {"set_id": ["a", "b", "a"], "response": ["x", "y", "z"], "temp": [0.5, 1.0, 0.5]}
+    )
+    long.to_parquet(tmp_path / "long.parquet")
+    got = [(s.set_id, s.responses, s.metadata) for s in read_sets(tmp_path / "long.parquet")]
+    assert got == [("a", ["x", "z"], {"temp": 0.5}), ("b", ["y"], {"temp": 1.0})]
+    wide = pd.DataFrame(
+        {
+            "sample_id": ["s", "s"],
+            "context": ["c", None],
+            "label_value": [1.0, 0.25],
+            "resp_1": ["b", None],
+            "resp_0": ["a", "c"],
+        }
+    )
+    wide.to_parquet(tmp_path / "wide.parquet")
+    got = [(s.set_id, s.responses, s.prompt, s.label) for s in read_sets(tmp_path / "wide.parquet")]
+    assert got == [("s", ["a", "b"], "c", 1), ("s", ["c", ""], None, 0.25)]

@@ -444,7 +444,7 @@ class _TableLayout:
                     for c in self.resp_cols
                 ]
             else:
-                value = row.get("responses")
+                value: Any = row.get("responses")
                 if isinstance(value, str) and self.from_csv:
                     try:
                         value = json.loads(value)
