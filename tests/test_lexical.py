@@ -333,6 +333,29 @@ def test_entropy_and_ead_match_direct_formulas(seed: int) -> None:
         assert ead(texts, n=n, vocab_size=v).value == pytest.approx(e, rel=1e-12)
 
 
+def _self_repetition_reference(texts: list[str], n: int) -> float:
+    """Shaib et al.'s score written out with Python sets."""
+    from collections import Counter
+
+    grams = [set(zip(*[t.split()[i:] for i in range(n)], strict=False)) for t in texts]
+    df = Counter(g for gs in grams for g in gs)
+    return sum(math.log(1 + sum(df[g] - 1 for g in gs)) for gs in grams) / len(texts)
+
+
+@pytest.mark.parametrize(("vocab", "n"), [(30, 4), (128, 9)])  # direct keys / interned ids
+def test_self_repetition_key_paths(vocab: int, n: int) -> None:
+    rng = random.Random(vocab)
+    words = [f"w{i}" for i in range(vocab)]
+    base = [rng.choice(words) for _ in range(40)]
+    texts = [" ".join(base[: rng.randint(5, 40)] if rng.random() < 0.5 else
+                      [rng.choice(words) for _ in range(rng.randint(0, 40))]) for _ in range(12)]
+    texts.append(" ".join(words))  # every token present, so V = vocab
+    if n == 9:  # 9 * log2(128) = 63 bits: too wide for direct keys, falls back to NgramIndex
+        assert n * math.log2(vocab) >= 62
+    assert self_repetition(texts, n=n).value == pytest.approx(
+        _self_repetition_reference(texts, n), abs=1e-12)
+
+
 def test_ead_is_stable_for_huge_counts() -> None:
     # C much larger than V: the expectation tends to V, EAD to N / V
     texts = [" ".join(["a", "b"] * 50_000)]

@@ -70,6 +70,27 @@ def _pooled_counts(idx: NgramIndex, k: int) -> np.ndarray:
     return np.bincount(ids, minlength=m)
 
 
+def _ngram_keys(idx: NgramIndex, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact integer keys of every n-gram occurrence (equal keys iff equal n-grams) and the
+    response each comes from, for a single order ``n``.
+
+    When ``V**n * n_docs`` fits in 62 bits the key is the base-``V`` number of the n token ids,
+    computed directly (no interning of the lower orders); otherwise the ids of
+    :meth:`NgramIndex.order` are used.
+    """
+    v, n_docs = max(idx.vocab_size, 1), max(idx.n_docs, 1)
+    if n * math.log2(v) + math.log2(n_docs) >= 62:
+        ids, doc, _ = idx.order(n)
+        return ids, doc
+    ends = np.cumsum(idx.lengths)
+    doc_of_tok = np.repeat(np.arange(idx.n_docs, dtype=np.int64), idx.lengths)
+    start = np.flatnonzero(np.arange(idx.tokens.size) + n <= ends[doc_of_tok])
+    key = idx.tokens[start].copy()
+    for j in range(1, n):
+        key = key * np.int64(v) + idx.tokens[start + j]
+    return key, doc_of_tok[start]
+
+
 def _base_label(base: float | str, metric: str) -> tuple[float, str]:
     """Resolve an entropy base: ``"e"`` (nats), 2 (bits), or any number > 0 other than 1."""
     if isinstance(base, str):
@@ -668,14 +689,16 @@ def self_repetition(
                          "needs at least 2 responses (repetition across responses); got 1")
     idx = _index(texts, tok)
     n_docs = len(texts)
-    ids, doc, m = idx.order(k)
-    if ids.size == 0:
-        per = np.zeros(n_docs)
-    else:
-        pairs = np.unique(doc * m + ids)  # distinct (response, n-gram) pairs
-        pdoc, pid = pairs // m, pairs % m
-        df = np.bincount(pid, minlength=m)
-        s = np.bincount(pdoc, weights=(df[pid] - 1).astype(np.float64), minlength=n_docs)
-        per = np.log1p(s)
+    keys, doc = _ngram_keys(idx, k)
+    per = np.zeros(n_docs)
+    if keys.size:
+        # distinct (n-gram, response) pairs, sorted by n-gram: runs of one n-gram give its df
+        pair = np.sort(keys * np.int64(n_docs) + doc)
+        pair = pair[np.concatenate(([True], pair[1:] != pair[:-1]))]
+        gram, pdoc = pair // n_docs, pair % n_docs
+        starts = np.flatnonzero(np.concatenate(([True], gram[1:] != gram[:-1])))
+        runs = np.diff(np.append(starts, gram.size))
+        others = np.repeat(runs - 1, runs).astype(np.float64)  # df - 1, per pair
+        per = np.log1p(np.bincount(pdoc, weights=others, minlength=n_docs))
     return MetricResult("self-repetition", float(per.mean()), sig,
                         details={"per_response": per.tolist()})
