@@ -36,8 +36,8 @@ Numerics (the same in every function here):
 
 Reference: Friedman & Dieng 2023, The Vendi Score: A Diversity Evaluation Metric for Machine
 Learning (TMLR); Pasarkar & Dieng 2024, Cousins of the Vendi Score (AISTATS); as used for form
-and content diversity in Alihosseini et al. / the commonsense-generation diversity
-meta-evaluation (appendix A).
+(VS-ngram) and content (VS-embed) diversity in Zhang, Peng & Bollegala, Evaluating the Evaluation
+of Diversity in Commonsense Generation (appendix A).
 """
 
 from __future__ import annotations
@@ -73,7 +73,10 @@ PASARKAR2024 = (
     "Pasarkar & Dieng 2024, Cousins of the Vendi Score: A Family of Similarity-Based Diversity "
     "Metrics for Science and Machine Learning (AISTATS)"
 )
-COMMONSENSE = "the commonsense-generation diversity meta-evaluation, appendix A (VS-ngram)"
+COMMONSENSE = (
+    "Zhang, Peng & Bollegala, Evaluating the Evaluation of Diversity in Commonsense Generation, "
+    "appendix A (VS-ngram-q)"
+)
 
 _EPS = float(np.finfo(np.float64).eps)
 
