@@ -26,6 +26,7 @@ def score_cmd(
         typer.Argument(
             help="Response sets: .jsonl, .json, .csv (long or Tevet wide form), .parquet, "
             "optionally .gz; '-' reads stdin.",
+            metavar="INPUT",
             show_default=False,
         ),
     ],
@@ -35,6 +36,7 @@ def score_cmd(
             "--metric",
             "-m",
             help="Metric to compute, NAME[:k=v,...]; repeat for several (see `divmeter list`).",
+            metavar="NAME[:k=v,...]",
             show_default=False,
         ),
     ],
@@ -44,6 +46,7 @@ def score_cmd(
             "--output",
             "-o",
             help="Write results here, streaming (format from the extension unless --format).",
+            metavar="OUT",
         ),
     ] = None,
     fmt: Annotated[
@@ -53,12 +56,15 @@ def score_cmd(
             "-f",
             help="Output format: table, json, jsonl, csv, parquet. Default: from -o's "
             "extension; without -o a table on a terminal and JSONL when piped.",
+            metavar="FORMAT",
         ),
     ] = None,
     input_format: Annotated[
         str | None,
         typer.Option(
-            "--input-format", help="jsonl, json, csv or parquet (default: from the extension)."
+            "--input-format",
+            help="jsonl, json, csv or parquet (default: from the extension).",
+            metavar="FORMAT",
         ),
     ] = None,
     summary: Annotated[
@@ -102,9 +108,7 @@ def score_cmd(
 
     # where the results go -------------------------------------------------------------------
     if fmt is not None and fmt.lower() not in _OUT_FORMATS:
-        raise InvalidInputError(
-            f"--format must be one of {', '.join(_OUT_FORMATS)}; got {fmt!r}."
-        )
+        raise InvalidInputError(f"--format must be one of {', '.join(_OUT_FORMATS)}; got {fmt!r}.")
     to_stdout = output is None or output == "-"
     if to_stdout:
         out_fmt = (fmt or ("table" if sys.stdout.isatty() else "jsonl")).lower()
