@@ -380,8 +380,9 @@ def paired(
         vals = dict(res[k].values)
         vals["p_greater_adj"] = float(adj_g[i])
         vals["p_two_sided_adj"] = float(adj_2[i])
-        sig = res[k].signature.replace(
-            "paired-contrast|", f"paired|correction:{correction}|family:{len(names)}|", 1
+        sig = make_signature(
+            "paired", correction=correction, family=len(names), test="wilcoxon",
+            zeros=zero_method, d="mean/sd", nan=nan, **_data_settings(settings),
         )
         out[k] = MetaResult("paired", vals, sig, res[k].details)
         x, _ = st._aligned([(a[k], "a"), (b[k], "b")], nan)
