@@ -176,9 +176,8 @@ def vendi_from_kernel(K: np.ndarray, q: float = 1.0) -> float:
         3.0
     """
     q = _check_q(q)
-    if sp.issparse(K):
-        K = K.toarray()
-    K = np.asarray(K, dtype=np.float64)
+    given: Any = K
+    K = np.asarray(given.toarray() if sp.issparse(given) else given, dtype=np.float64)
     if K.ndim != 2 or K.shape[0] != K.shape[1]:
         raise InvalidInputError(f"kernel K must be a square matrix; got shape {K.shape}.")
     n = K.shape[0]
@@ -207,7 +206,7 @@ def _nonzero_or_raise(w: np.ndarray) -> np.ndarray:
     return w
 
 
-def _row_norms(X: np.ndarray | sp.spmatrix | sp.sparray) -> np.ndarray:
+def _row_norms(X: Any) -> np.ndarray:
     if sp.issparse(X):
         sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
     else:
