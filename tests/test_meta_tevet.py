@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TEVET_DIR, tevet_files
 from scipy import stats
 from typer.testing import CliRunner
 
+from conftest import TEVET_DIR, tevet_files
 from divmeter.cli import app
 
 HALF = 5e-4 + 1e-9
