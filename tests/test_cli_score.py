@@ -99,15 +99,17 @@ def test_summary_in_json_output(tmp_path: Path) -> None:
     assert b"summary over 8 sets" in proc.stderr  # also shown to the user
 
 
-def test_resume_completes_an_interrupted_run(tmp_path: Path) -> None:
-    full = tmp_path / "full.jsonl"
+@pytest.mark.parametrize("ext", ["jsonl", "csv"])
+def test_resume_completes_an_interrupted_run(tmp_path: Path, ext: str) -> None:
+    full = tmp_path / f"full.{ext}"
     assert run("score", str(EXAMPLE), *METRICS, "-o", str(full)).returncode == 0
     lines = full.read_text(encoding="utf-8").splitlines(keepends=True)
-    part = tmp_path / "part.jsonl"
-    part.write_text("".join(lines[:3]) + lines[3][:25], encoding="utf-8")  # killed mid-write
+    part = tmp_path / f"part.{ext}"
+    part.write_text("".join(lines[:4]) + lines[4][:25], encoding="utf-8")  # killed mid-write
+    done = 4 if ext == "jsonl" else 3  # the CSV header is one of the lines
     proc = run("score", str(EXAMPLE), *METRICS, "-o", str(part), "--resume")
     assert proc.returncode == 0, proc.stderr
-    assert b"scored 5 sets (3 already there)" in proc.stderr
+    assert f"scored {8 - done} sets ({done} already there)".encode() in proc.stderr
     assert part.read_text(encoding="utf-8") == full.read_text(encoding="utf-8")
 
 
