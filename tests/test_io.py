@@ -414,3 +414,8 @@ def test_parquet_long_and_wide_tables_from_pandas(tmp_path: Path) -> None:
     wide.to_parquet(tmp_path / "wide.parquet")
     got = [(s.set_id, s.responses, s.prompt, s.label) for s in read_sets(tmp_path / "wide.parquet")]
     assert got == [("s", ["a", "b"], "c", 1), ("s", ["c", ""], None, 0.25)]
+
+
+def test_csv_with_bom_and_crlf(tmp_path: Path) -> None:
+    path = _write(tmp_path, "s.csv", b'\xef\xbb\xbfset_id,response\r\na,"x\r\ny"\r\na,z\r\n')
+    assert [s.to_dict() for s in read_sets(path)] == [{"set_id": "a", "responses": ["x\r\ny", "z"]}]
