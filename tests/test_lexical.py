@@ -356,6 +356,26 @@ def test_self_repetition_key_paths(vocab: int, n: int) -> None:
         _self_repetition_reference(texts, n), abs=1e-12)
 
 
+@pytest.mark.parametrize("n", [5, 9])  # 9 * log2(128) = 63 bits: interned ids, not direct keys
+def test_pooled_counts_key_paths(n: int) -> None:
+    from collections import Counter
+
+    rng = random.Random(n)
+    words = [f"w{i}" for i in range(128)]
+    texts = [" ".join(words)] + [" ".join(rng.choice(words[:20]) for _ in range(30))
+                                 for _ in range(6)]
+    grams: Counter[tuple[str, ...]] = Counter()
+    for t in texts:
+        toks = t.split()
+        grams.update(tuple(toks[i:i + n]) for i in range(len(toks) - n + 1))
+    total = sum(grams.values())
+    assert distinct_n(texts, n=n).value == pytest.approx(len(grams) / total, rel=1e-12)
+    h = -sum(c / total * math.log(c / total) for c in grams.values())
+    assert entropy_n(texts, n=n).value == pytest.approx(h, rel=1e-12)
+    assert ead(texts, n=n, vocab_size=500).value == pytest.approx(
+        len(grams) / (500 * (1 - (499 / 500) ** total)), rel=1e-12)
+
+
 def test_ead_is_stable_for_huge_counts() -> None:
     # C much larger than V: the expectation tends to V, EAD to N / V
     texts = [" ".join(["a", "b"] * 50_000)]

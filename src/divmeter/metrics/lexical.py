@@ -2,8 +2,9 @@
 
 distinct-n, entropy-n, expectation-adjusted distinct (EAD), n-gram cosine diversity, n-gram
 diversity score, compression ratio and self-repetition. All n-gram counting goes through
-:class:`divmeter.text.NgramIndex` (exact integer ids, n-grams never cross response boundaries),
-so every metric is exact and vectorised: one ``bincount`` / ``unique`` per n-gram order.
+:class:`divmeter.text.NgramIndex` (exact integer ids, n-grams never cross response boundaries;
+self-repetition, which needs a single order, reads exact base-V keys off its token ids), so every
+metric is exact and vectorised: a few ``bincount`` / ``sort`` calls per n-gram order.
 
 Degenerate sets, shared conventions (each metric's docstring says which apply):
 
@@ -18,6 +19,7 @@ import lzma
 import math
 import zlib
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -65,9 +67,32 @@ def _index(texts: list[str], tok: Tokenizer) -> NgramIndex:
     return NgramIndex.from_tokens(tok.many(texts))
 
 
-def _pooled_counts(idx: NgramIndex, k: int) -> np.ndarray:
-    ids, _, m = idx.order(k)
-    return np.bincount(ids, minlength=m)
+def _pooled_counts(idx: NgramIndex, orders: Sequence[int]) -> dict[int, np.ndarray]:
+    """For each order, the multiplicity of every distinct n-gram pooled over the set (in no
+    particular order; empty when no text has n tokens).
+
+    When ``V**max(orders)`` fits in 62 bits the n-grams are exact base-``V`` keys of their token
+    ids, extended one token per order and counted with one sort (no interning); otherwise the
+    interned ids of :meth:`NgramIndex.order` are counted.
+    """
+    top, v = max(orders), max(idx.vocab_size, 1)
+    if top * math.log2(v) >= 62:
+        return {k: np.bincount(idx.order(k)[0], minlength=idx.order(k)[2]) for k in orders}
+    wanted, out = set(orders), {}
+    end = np.repeat(np.cumsum(idx.lengths), idx.lengths)  # exclusive end of each token's text
+    pos = np.arange(idx.tokens.size, dtype=np.int64)
+    key = idx.tokens
+    for k in range(1, top + 1):
+        if k > 1:
+            keep = pos + (k - 1) < end
+            pos, end = pos[keep], end[keep]
+            key = key[keep] * np.int64(v) + idx.tokens[pos + (k - 1)]
+        if k in wanted:
+            srt = np.sort(key)
+            starts = np.flatnonzero(np.concatenate(([True], srt[1:] != srt[:-1]))) if srt.size \
+                else np.zeros(0, dtype=np.int64)
+            out[k] = np.diff(np.append(starts, srt.size))
+    return out
 
 
 def _ngram_keys(idx: NgramIndex, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -173,10 +198,8 @@ def distinct_n(
     idx = _index(texts, tok)
     if idx.tokens.size == 0:
         return undefined("distinct-n", sig, "no tokens in any response")
-    per_n = {}
-    for k in orders:
-        ids, _, m = idx.order(k)
-        per_n[k] = m / ids.size if ids.size else 0.0
+    counts = _pooled_counts(idx, orders)
+    per_n = {k: c.size / int(c.sum()) if c.size else 0.0 for k, c in counts.items()}
     value = float(np.mean(list(per_n.values())))
     return MetricResult("distinct-n", value, sig, details={"per_n": per_n})
 
@@ -249,8 +272,8 @@ def entropy_n(
     if idx.tokens.size == 0:
         return undefined("entropy-n", sig, "no tokens in any response")
     per_n = {}
-    for k in orders:
-        c = _pooled_counts(idx, k).astype(np.float64)
+    for k, counts in _pooled_counts(idx, orders).items():
+        c = counts.astype(np.float64)
         total = c.sum()
         if total == 0:
             per_n[k] = 0.0
@@ -343,10 +366,7 @@ def ead(
     idx = _index(texts, tok)
     if idx.tokens.size == 0:
         return undefined("ead", sig, "no tokens in any response")
-    per_n = {}
-    for k in orders:
-        ids, _, m = idx.order(k)
-        per_n[k] = _ead_one(m, int(ids.size), v)
+    per_n = {k: _ead_one(c.size, int(c.sum()), v) for k, c in _pooled_counts(idx, orders).items()}
     value = float(np.mean(list(per_n.values())))
     return MetricResult("ead", value, sig, details={"per_n": per_n})
 
@@ -355,7 +375,7 @@ def ead(
 # n-gram cosine diversity (Tevet & Berant's cos-sim)
 
 
-def _count_matrix(doc: np.ndarray, ids: np.ndarray, n_docs: int, m: int) -> object:
+def _count_matrix(doc: np.ndarray, ids: np.ndarray, n_docs: int, m: int) -> Any:
     """Per-response n-gram count matrix (dense when small, scipy CSR otherwise)."""
     if n_docs * m <= _DENSE_MAX_CELLS:
         flat = np.bincount(doc * m + ids, minlength=n_docs * m)
@@ -370,11 +390,12 @@ def _cosine_similarity_matrix(doc: np.ndarray, ids: np.ndarray, n_docs: int, m: 
                               ) -> np.ndarray:
     """Pairwise cosine of count vectors; 0 for a pair where either vector is empty."""
     x = _count_matrix(doc, ids, n_docs, m)
-    gram = x @ x.T
-    gram = np.asarray(gram.toarray() if hasattr(gram, "toarray") else gram, dtype=np.float64)
+    prod = x @ x.T
+    gram = np.asarray(prod.toarray() if hasattr(prod, "toarray") else prod, dtype=np.float64)
     norms = np.sqrt(np.diag(gram).copy())
     inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
-    return gram * inv[:, None] * inv[None, :]  # type: ignore[no-any-return]
+    out: np.ndarray = gram * inv[:, None] * inv[None, :]
+    return out
 
 
 def _mean_pair_cosine_linear(doc: np.ndarray, ids: np.ndarray, n_docs: int, m: int) -> float:
@@ -535,10 +556,8 @@ def ngram_diversity(
     idx = _index(texts, tok)
     if idx.tokens.size == 0:
         return undefined("ngram-diversity", sig, "no tokens in any response")
-    per_n = {}
-    for k in range(1, n_max + 1):
-        ids, _, m = idx.order(k)
-        per_n[k] = m / ids.size if ids.size else 0.0
+    counts = _pooled_counts(idx, range(1, n_max + 1))
+    per_n = {k: c.size / int(c.sum()) if c.size else 0.0 for k, c in counts.items()}
     return MetricResult("ngram-diversity", float(sum(per_n.values())), sig,
                         details={"per_n": per_n})
 
