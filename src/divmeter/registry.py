@@ -139,7 +139,7 @@ def register(
             citation=citation,
             target=f"{fn.__module__}:{fn.__name__}",
             params=dict(params or {}),
-            description=description or (fn.__doc__ or "").strip().splitlines()[0],
+            description=description or ((fn.__doc__ or "").strip().splitlines() or [""])[0],
             extra=extra,
             input=input,
         )

@@ -50,10 +50,10 @@ def as_texts(responses: Any, *, what: str = "responses") -> list[str]:
     Example:
         >>> as_texts(("a", "b"))
         ['a', 'b']
-        >>> as_texts("abc")
+        >>> as_texts("abc")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        divmeter.errors.InvalidInputError: `responses` must be a list of strings; got a single str. Wrap it in a list: ['abc'].
+        divmeter.errors.InvalidInputError: `responses` must be a list of strings; got a single ...
     """
     if isinstance(responses, ResponseSet):
         responses = responses.responses
