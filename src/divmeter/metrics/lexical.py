@@ -1,10 +1,11 @@
 """Set-level form (n-gram) metrics pooled over a response set.
 
 distinct-n, entropy-n, expectation-adjusted distinct (EAD), n-gram cosine diversity, n-gram
-diversity score, compression ratio and self-repetition. All n-gram counting goes through
-:class:`divmeter.text.NgramIndex` (exact integer ids, n-grams never cross response boundaries;
-self-repetition, which needs a single order, reads exact base-V keys off its token ids), so every
-metric is exact and vectorised: a few ``bincount`` / ``sort`` calls per n-gram order.
+diversity score, compression ratio and self-repetition. All n-gram counting starts from
+:class:`divmeter.text.NgramIndex` (exact integer token ids; n-grams never cross response
+boundaries). Where the base-``V`` number of an n-gram's token ids fits in 62 bits it is used as an
+exact key (one sort per order, no interning of lower orders); otherwise the index's interned
+n-gram ids are. Every metric is therefore exact and vectorised: a few numpy calls per order.
 
 Degenerate sets, shared conventions (each metric's docstring says which apply):
 
@@ -76,9 +77,13 @@ def _pooled_counts(idx: NgramIndex, orders: Sequence[int]) -> dict[int, np.ndarr
     interned ids of :meth:`NgramIndex.order` are counted.
     """
     top, v = max(orders), max(idx.vocab_size, 1)
+    out: dict[int, np.ndarray] = {}
     if top * math.log2(v) >= 62:
-        return {k: np.bincount(idx.order(k)[0], minlength=idx.order(k)[2]) for k in orders}
-    wanted, out = set(orders), {}
+        for k in orders:
+            ids, _, m = idx.order(k)
+            out[k] = np.bincount(ids, minlength=m)
+        return out
+    wanted = set(orders)
     end = np.repeat(np.cumsum(idx.lengths), idx.lengths)  # exclusive end of each token's text
     pos = np.arange(idx.tokens.size, dtype=np.int64)
     key = idx.tokens
@@ -89,9 +94,9 @@ def _pooled_counts(idx: NgramIndex, orders: Sequence[int]) -> dict[int, np.ndarr
             key = key[keep] * np.int64(v) + idx.tokens[pos + (k - 1)]
         if k in wanted:
             srt = np.sort(key)
-            starts = np.flatnonzero(np.concatenate(([True], srt[1:] != srt[:-1]))) if srt.size \
-                else np.zeros(0, dtype=np.int64)
-            out[k] = np.diff(np.append(starts, srt.size))
+            first = np.ones(srt.size, dtype=bool)
+            first[1:] = srt[1:] != srt[:-1]
+            out[k] = np.diff(np.append(np.flatnonzero(first), srt.size))
     return out
 
 
