@@ -160,6 +160,7 @@ def contest_cmd(
 
     Prints, per metric/column: spearman, oca, auc, n (and p-values, thresholds, settings).
     """
+    _fmt(fmt)  # fail on a bad --format before any work
     from divmeter.meta.protocols import contest
 
     table, scores, labels, settings, sigs, _ = _scores(file, metric, column, empty, round_, workers,
@@ -200,6 +201,7 @@ def dectest_cmd(
 
     Prints, per metric/column: spearman, pearson, n (and sub-sampling mean/std when asked).
     """
+    _fmt(fmt)  # fail on a bad --format before any work
     from divmeter.meta.protocols import dectest
 
     table, scores, labels, settings, sigs, _ = _scores(file, metric, column, empty, round_, workers,
@@ -302,6 +304,7 @@ def paired_cmd(
     Items are matched by --key; the conditions come from --by. A key without exactly one item
     in each compared condition is skipped (counted in n_unmatched).
     """
+    _fmt(fmt)  # fail on a bad --format before any work
     from divmeter.meta.protocols import ProtocolResult, paired, parse_contrast, stages
 
     table, scores, _, settings, _, kept_rows = _scores(file, metric, column, empty, round_,
@@ -344,7 +347,7 @@ def paired_cmd(
     for mname, sc in scores.items():
         stage_scores: dict[str, np.ndarray] = {}
         parsed = [parse_contrast(c) for c in contrast]
-        stage_names = sorted({s for c in parsed for s in c[:2]})
+        stage_names = list(dict.fromkeys(s for c in parsed for s in c[:2]))
         # align every stage on the keys that have one row in each stage
         pos: dict[str, dict[str, list[int]]] = {}
         for j, (k, c) in enumerate(zip(keys, conds, strict=True)):
@@ -425,6 +428,7 @@ def pairwise_cmd(
 ) -> None:
     """Pairwise preference accuracy against an annotator, with bootstrap and Clopper-Pearson CIs,
     and the Cohen's kappa matrix between metrics and the annotator."""
+    _fmt(fmt)  # fail on a bad --format before any work
     from divmeter.data.model import ResponseSet
     from divmeter.meta.loaders import read_pairs
     from divmeter.meta.protocols import pairwise
@@ -493,6 +497,7 @@ def length_bias_cmd(
     quiet: QuietOpt = False,
 ) -> None:
     """Length bias (PATTR paper): short-response win rate, Spearman with length, top-k filtering."""
+    _fmt(fmt)  # fail on a bad --format before any work
     from divmeter.batch import resolve_metrics, score_sets
     from divmeter.data.io import read_sets
     from divmeter.data.model import ResponseSet
