@@ -143,7 +143,8 @@ def write_table(rows: list[dict], models: list[str], out: Path) -> None:
             v = r.get(m)
             cells.append("not run" if v is None else f"{v[0]:.3f} / {v[1]:.3f}")
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", f"Produced by `benchmarks/contest_embed.py` with divmeter {divmeter.__version__}."]
+    version = divmeter.__version__
+    lines += ["", f"Produced by `benchmarks/contest_embed.py` with divmeter {version}."]
     out.write_text("\n".join(lines) + "\n")
 
 

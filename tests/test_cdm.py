@@ -1,4 +1,4 @@
-"""CDM: exact 2-D geometry by hand, the paper's section 3.2 example on a real model, input helpers."""
+"""CDM: exact 2-D geometry by hand, the paper's section 3.2 example on real models, helpers."""
 
 from __future__ import annotations
 

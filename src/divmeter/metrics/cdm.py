@@ -133,7 +133,7 @@ def cdm_from_embeddings(
     Example:
         >>> E = np.array([[[1.0, 0.0]], [[0.0, 1.0]]])   # one position, a 90-degree change
         >>> r = cdm_from_embeddings(E, lam=0.5, zeta=1.0, gamma=1.2)
-        >>> round(r["tau"][0, 0], 6), round(r["nu"][0, 0], 6)
+        >>> round(float(r["tau"][0, 0]), 6), round(float(r["nu"][0, 0]), 6)
         (1.414214, 0.0)
     """
     E = np.asarray(E, dtype=np.float64)
@@ -350,7 +350,8 @@ def fillers_from_marked(
             fillers.
 
     Example:
-        >>> fillers_from_marked(["[[Armin]] does [[fieldwork]].", "[[Jessica]] does [[market research]]."])[0]
+        >>> texts = ["[[Armin]] does [[fieldwork]].", "[[Jessica]] does [[market research]]."]
+        >>> fillers_from_marked(texts)[0]
         [['Armin', 'fieldwork'], ['Jessica', 'market research']]
     """
     if isinstance(texts, (str, bytes)):

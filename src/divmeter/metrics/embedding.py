@@ -247,7 +247,7 @@ def bertscore_matrices(
     Example:
         >>> x, y = np.array([[1.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 1.0]])
         >>> P, R, F = bertscore_matrices([x, y])
-        >>> P[0, 1], R[0, 1], round(F[0, 1], 6)
+        >>> float(P[0, 1]), float(R[0, 1]), round(float(F[0, 1]), 6)
         (1.0, 0.5, 0.666667)
     """
     n = len(token_vecs)
@@ -384,7 +384,7 @@ def chamfer(responses: Sequence[str], *, model: str = "minilm") -> MetricResult:
 
     Example:
         >>> r = chamfer(["A man eats food.", "A man eats food.", "Stocks fell sharply."])
-        >>> round(r.value, 2) == round(r.details["nearest"][2] / 3, 2)
+        >>> bool(round(r.value, 2) == round(float(r.details["nearest"][2]) / 3, 2))
         True
     """
     texts = as_texts(responses)
