@@ -29,6 +29,7 @@ import lzma
 import math
 import zlib
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,8 @@ from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.registry import register
-from divmeter.result import MetricResult, make_signature
+from divmeter.result import MetricResult
+from divmeter.result import make_signature as _make_signature
 from divmeter.text import Tokenizer, encode_tokens, get_tokenizer
 
 __all__ = ["ttr", "mattr", "pattr", "response_compression", "mtld", "hdd", "length"]
@@ -75,6 +77,16 @@ def _tokens(responses: Any, tokenizer: str | Tokenizer, lowercase: bool
     return texts, get_tokenizer(tokenizer, lowercase)
 
 
+@lru_cache(maxsize=512)
+def _signature(name: str, items: tuple[tuple[str, Any], ...]) -> str:
+    return _make_signature(name, **dict(items))
+
+
+def make_signature(name: str, **items: Any) -> str:
+    """``divmeter.result.make_signature``, memoised (it runs once per scored set)."""
+    return _signature(name, tuple(items.items()))
+
+
 def _per_response_result(metric: str, sig: str, per: list[float | None], none_reason: str,
                          **details: Any) -> MetricResult:
     """Mean over the defined responses; ``None`` with ``none_reason`` when none is defined."""
@@ -92,41 +104,117 @@ def _nan_to_none(arr: np.ndarray) -> list[float | None]:
     return [None if v != v else v for v in arr.tolist()]
 
 
+# The ASCII + whitespace fast path packs each token's bytes (+1, zero-padded to K = 8..64 bytes)
+# into K/8 unsigned 64-bit words: an exact, injective code. The sort key mixes the words (tokens
+# of <= 8 bytes: the word itself); tokens with equal keys are then compared word by word, and on
+# a collision (or a token longer than 64 bytes) the set falls back to the dictionary encoding.
+_MAX_PACK = 64
+_LANE = np.arange(_MAX_PACK, dtype=np.int64)
+_MIX = np.array([1, 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
+                 0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53,
+                 0x27D4EB2F165667C5], dtype=np.uint64)
+
+
 class _Encoded:
-    """Integer ids of every token of a set, with per-token previous/next occurrence.
+    """The tokens of a set as exact integer keys (equal keys = equal tokens), with their
+    response, and (lazily) each token's previous / next occurrence in its response.
 
     ``prev[j]`` is the global index of the previous occurrence of token ``j``'s type in the same
     response, or ``start - 1`` of that response when there is none; ``nxt[j]`` the next one, or
     the response's ``end`` (exclusive) when there is none.
     """
 
-    def __init__(self, token_lists: Sequence[Sequence[str]]) -> None:
-        ids, lengths, vocab = encode_tokens(token_lists)
-        self.ids = ids
+    def __init__(self, key: np.ndarray, lengths: np.ndarray) -> None:
+        self.key = key
         self.lengths = lengths
         self.ends = np.cumsum(lengths)
         self.starts = self.ends - lengths
         self.n_docs = int(lengths.shape[0])
+        self.n_tokens = int(key.shape[0])
         self.doc = np.repeat(np.arange(self.n_docs, dtype=np.int64), lengths)
-        self.vocab = max(vocab, 1)
+        self._sort: tuple[np.ndarray, np.ndarray] | None = None
+
+    @classmethod
+    def from_texts(cls, texts: list[str], tok: Tokenizer) -> _Encoded:
+        if tok.name == "whitespace":
+            fast = cls._ascii_whitespace(texts, tok.lowercase)
+            if fast is not None:
+                return fast
+        ids, lengths, _ = encode_tokens(tok.many(texts))
+        return cls(ids, lengths)
+
+    @classmethod
+    def _ascii_whitespace(cls, texts: list[str], lowercase: bool) -> _Encoded | None:
+        """``str.split()`` tokens of ASCII texts, coded in numpy; ``None`` if not applicable."""
+        if lowercase:
+            texts = [t.lower() for t in texts]
+        joined = "\n".join(texts)  # a whitespace separator: tokens never straddle two texts
+        if not joined.isascii():
+            return None
+        raw = joined.encode("ascii") + b"\n"
+        buf = np.frombuffer(raw + bytes(_MAX_PACK), dtype=np.uint8)
+        head = buf[: len(raw)]
+        # str.split()'s ASCII whitespace: \t \n \v \f \r (9-13), \x1c-\x1f and space (28-32)
+        ws = ((head - np.uint8(9)) <= 4) | ((head - np.uint8(28)) <= 4)
+        edges = np.flatnonzero(ws[1:] != ws[:-1]) + 1
+        if not ws[0]:
+            edges = np.concatenate((np.zeros(1, dtype=np.int64), edges))
+        st, en = edges[0::2], edges[1::2]  # token = [st, en): non-space runs (raw ends in \n)
+        tlen = en - st
+        if tlen.size and int(tlen.max()) > _MAX_PACK:
+            return None
+        text_len = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        text_start = np.cumsum(text_len + 1) - (text_len + 1)
+        doc = np.searchsorted(text_start, st, side="right") - 1
+        lengths = np.bincount(doc, minlength=len(texts)).astype(np.int64)
+        width = max(8, -(-int(tlen.max(initial=1)) // 8) * 8)
+        lane = _LANE[:width]
+        rows = np.ndarray(buffer=buf, dtype=f"V{width}", shape=(buf.shape[0] - width + 1,),
+                          strides=(1,))  # rows[i] = the `width` bytes from i on (no copy)
+        packed = rows[st].view(np.uint8).reshape(-1, width) + np.uint8(1)  # ASCII+1 fits a byte
+        packed *= lane < tlen[:, None]
+        words = packed.view(np.uint64)  # (n_tokens, width / 8), exact code of each token
+        key = words[:, 0].copy()
+        with np.errstate(over="ignore"):  # arithmetic modulo 2**64 on purpose
+            for j in range(1, words.shape[1]):
+                key ^= words[:, j] * _MIX[j]
+        enc = cls(key, lengths)
+        if words.shape[1] > 1:  # keys of tokens over 8 bytes may collide: check them exactly
+            order, same = enc.sorted_keys()
+            a, b = order[:-1][same], order[1:][same]
+            if not np.array_equal(words[a], words[b]):
+                return None
+        return enc
+
+    def sorted_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """Stable order of the keys and, for consecutive sorted tokens, whether keys are equal."""
+        if self._sort is None:
+            order = np.argsort(self.key, kind="stable")
+            ks = self.key[order]
+            self._sort = (order, ks[1:] == ks[:-1])
+        return self._sort
 
     def neighbours(self) -> tuple[np.ndarray, np.ndarray]:
-        key = self.doc * np.int64(self.vocab) + self.ids
-        order = np.argsort(key, kind="stable")  # same type & doc: ascending positions
-        ks = key[order]
-        same = ks[1:] == ks[:-1]
+        order, same = self.sorted_keys()
         a, b = order[:-1][same], order[1:][same]
-        prev = (self.starts - 1)[self.doc]
-        nxt = self.ends[self.doc]
+        prev = np.full(self.n_tokens, -1, dtype=np.int64)
+        nxt = np.full(self.n_tokens, self.n_tokens, dtype=np.int64)
         prev[b] = a
         nxt[a] = b
+        # an occurrence in another response does not count
+        prev = np.maximum(prev, (self.starts - 1)[self.doc])
+        nxt = np.minimum(nxt, self.ends[self.doc])
         return prev, nxt
 
     def type_counts(self) -> tuple[np.ndarray, np.ndarray]:
-        """(doc of each (doc, type) pair, its count)."""
-        key = self.doc * np.int64(self.vocab) + self.ids
-        uniq, counts = np.unique(key, return_counts=True)
-        return uniq // np.int64(self.vocab), counts
+        """(response of each (response, type) pair, its count), ordered by type."""
+        order, same = self.sorted_keys()
+        d = self.doc[order]
+        brk = np.ones(self.n_tokens, dtype=bool)
+        brk[1:] = ~same | (d[1:] != d[:-1])
+        first = np.flatnonzero(brk)
+        counts = np.diff(np.append(first, self.n_tokens))
+        return d[first], counts
 
 
 def _tok_sig(tok: Tokenizer) -> dict[str, str]:
@@ -175,9 +263,7 @@ def ttr(
     """
     texts, tok = _tokens(responses, tokenizer, lowercase)
     sig = make_signature("ttr", **_tok_sig(tok))
-    per: list[float | None] = []
-    for toks in tok.many(texts):
-        per.append(len(set(toks)) / len(toks) if toks else None)
+    per = [len(set(x)) / len(x) if x else None for x in tok.many(texts)]
     return _per_response_result("ttr", sig, per, "no response has a token")
 
 
@@ -195,7 +281,7 @@ def _mattr_values(enc: _Encoded, window: int) -> tuple[np.ndarray, np.ndarray]:
     """
     prev, _ = enc.neighbours()
     lengths = enc.lengths
-    pos = np.arange(enc.ids.shape[0], dtype=np.int64)
+    pos = np.arange(enc.n_tokens, dtype=np.int64)
     last_start = (enc.ends - window)[enc.doc]
     lo = np.maximum(prev + 1, pos - window + 1)
     hi = np.minimum(pos, last_start)
@@ -266,7 +352,7 @@ def mattr(
     texts, tok = _tokens(responses, tokenizer, lowercase)
     window = check_int(window, "window", "mattr")
     sig = make_signature("mattr", window=window, short="ttr", **_tok_sig(tok))
-    enc = _Encoded(tok.many(texts))
+    enc = _Encoded.from_texts(texts, tok)
     vals, short = _mattr_values(enc, window)
     return _per_response_result("mattr", sig, _nan_to_none(vals), "no response has a token",
                                 n_short=int(short.sum()))
@@ -325,10 +411,8 @@ def pattr(
     texts, tok = _tokens(responses, tokenizer, lowercase)
     lt = check_int(target_length, "target_length", "pattr")
     sig = make_signature("pattr", target_length=lt, **_tok_sig(tok))
-    per: list[float | None] = []
-    for toks in tok.many(texts):
-        n = len(toks)
-        per.append(len(set(toks)) / (n + abs(n - lt)))
+    per: list[float | None] = [len(set(x)) / (len(x) + abs(len(x) - lt))
+                               for x in tok.many(texts)]
     return _per_response_result("pattr", sig, per, "no response")
 
 
@@ -467,13 +551,18 @@ def _mtld_factors(prev: np.ndarray, starts: np.ndarray, ends: np.ndarray,
 
 def _mtld_values(enc: _Encoded, threshold: float) -> np.ndarray:
     prev, nxt = enc.neighbours()
-    n = enc.lengths
-    fwd = _mtld_factors(prev, enc.starts, enc.ends, threshold)
-    # backward = the reversed response; position q mirrors to start + end - 1 - q
+    n_tok = enc.n_tokens
+    # backward = the reversed response; position q mirrors to start + end - 1 - q. Both
+    # directions run in one batch: the reversed responses are appended after the originals.
     mirror = (enc.starts + enc.ends - 1)[enc.doc]
     prev_rev = np.empty_like(prev)
-    prev_rev[mirror - np.arange(prev.shape[0])] = mirror - nxt  # nxt == end -> start - 1
-    bwd = _mtld_factors(prev_rev, enc.starts, enc.ends, threshold)
+    prev_rev[mirror - np.arange(n_tok)] = mirror - nxt  # nxt == end -> start - 1 (none)
+    both_prev = np.concatenate((prev, prev_rev + n_tok))
+    both_starts = np.concatenate((enc.starts, enc.starts + n_tok))
+    both_ends = np.concatenate((enc.ends, enc.ends + n_tok))
+    factors = _mtld_factors(both_prev, both_starts, both_ends, threshold)
+    fwd, bwd = factors[: enc.n_docs], factors[enc.n_docs:]
+    n = enc.lengths
     out = np.full(enc.n_docs, np.nan)
     ok = (fwd > 0) & (bwd > 0)
     out[ok] = (n[ok] / fwd[ok] + n[ok] / bwd[ok]) / 2.0
@@ -544,7 +633,7 @@ def mtld(
     texts, tok = _tokens(responses, tokenizer, lowercase)
     thr = _check_threshold(threshold)
     sig = make_signature("mtld", threshold=thr, dir="bi", **_tok_sig(tok))
-    enc = _Encoded(tok.many(texts))
+    enc = _Encoded.from_texts(texts, tok)
     vals = _mtld_values(enc, thr)
     return _per_response_result(
         "mtld", sig, _nan_to_none(vals),
@@ -559,27 +648,28 @@ def _hdd_values(enc: _Encoded, sample_size: int) -> np.ndarray:
     """HD-D of every response (NaN when shorter than ``sample_size``).
 
     P(type with k of N tokens absent from a sample of n drawn without replacement) =
-    C(N-k, n) / C(N, n) = prod_{i<n} (1 - k / (N - i)); computed once per distinct (N, k) pair
-    in log space (``log1p``), which is exact to rounding.
+    C(N-k, n) / C(N, n) = prod_{i<n} (1 - k / (N - i)), summed in log space (``log1p``), which
+    is exact to rounding. Types are grouped by (response, k): the probability is computed once
+    per group and the sum runs in increasing k, so a response's value does not depend on the
+    other responses of the set (not even in the last bit).
     """
     doc, k = enc.type_counts()
-    n_tok = enc.lengths[doc]
     ok_doc = enc.lengths >= sample_size
     keep = ok_doc[doc]
-    doc, k, n_tok = doc[keep], k[keep], n_tok[keep]
-    pair = n_tok * (int(k.max(initial=0)) + 1) + k
-    upair, inv = np.unique(pair, return_inverse=True)
-    uk = upair % (int(k.max(initial=0)) + 1)
-    un = upair // (int(k.max(initial=0)) + 1)
-    absent = np.zeros(upair.shape[0])
-    can = un - uk >= sample_size  # otherwise the type cannot be missed
+    doc, k = doc[keep], k[keep]
+    width = np.int64(int(k.max(initial=0)) + 1)
+    groups, n_types = np.unique(doc * width + k, return_counts=True)
+    gdoc, gk = groups // width, groups % width
+    gn = enc.lengths[gdoc]
+    absent = np.zeros(groups.shape[0])
+    can = gn - gk >= sample_size  # otherwise every sample contains the type
     if can.any():
         i = np.arange(sample_size, dtype=np.float64)
-        kk = uk[can].astype(np.float64)[:, None]
-        nn = un[can].astype(np.float64)[:, None]
+        kk = gk[can].astype(np.float64)[:, None]
+        nn = gn[can].astype(np.float64)[:, None]
         absent[can] = np.exp(np.log1p(-kk / (nn - i)).sum(axis=1))
-    contrib = (1.0 - absent[inv.ravel()]) / sample_size
-    total = np.bincount(doc, weights=contrib, minlength=enc.n_docs)
+    contrib = n_types * (1.0 - absent) / sample_size
+    total = np.bincount(gdoc, weights=contrib, minlength=enc.n_docs)
     out = np.full(enc.n_docs, np.nan)
     out[ok_doc] = total[ok_doc]
     return out
@@ -636,7 +726,7 @@ def hdd(
     texts, tok = _tokens(responses, tokenizer, lowercase)
     n = check_int(sample_size, "sample_size", "hdd")
     sig = make_signature("hdd", sample=n, **_tok_sig(tok))
-    enc = _Encoded(tok.many(texts))
+    enc = _Encoded.from_texts(texts, tok)
     vals = _hdd_values(enc, n)
     return _per_response_result("hdd", sig, _nan_to_none(vals),
                                 f"every response has fewer than sample_size={n} tokens")

@@ -1,0 +1,206 @@
+"""Benchmark: response-level lexical diversity (TTR, MATTR, MTLD, HD-D) against the peer libraries.
+
+    .venv-bench/bin/python benchmarks/bench_response.py [--quick] [--sets N] [--responses K]
+
+Same seeded generated data for everyone: N sets x K responses (default 1,000 x 20) of 50-130
+words drawn from a Zipf-like vocabulary. Every library gets the same tokens (``str.split()``,
+divmeter's ``whitespace`` tokenizer); the timed loop starts from the raw strings for all, so
+tokenisation is paid by everyone. divmeter is called the way users call it,
+``divmeter.score(set, name)`` once per set; peers are called once per response (their API).
+
+Before timing, the per-response values are compared (|diff| <= 1e-9) where the definitions
+agree; where they do not (MTLD of taaled / lexical-diversity), the difference is named and
+measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import importlib.util
+import io
+import math
+import os
+import random
+import sys
+import time
+import types
+from collections.abc import Callable
+from typing import Any
+
+
+def _pkg_resources_shim() -> None:
+    """taaled and lexical-diversity import ``pkg_resources`` (gone from setuptools >= 81) only
+    for ``resource_filename``; provide that one function when the module is missing."""
+    if importlib.util.find_spec("pkg_resources") is not None:
+        return
+    shim = types.ModuleType("pkg_resources")
+
+    def resource_filename(package: str, name: str) -> str:
+        spec = importlib.util.find_spec(package)
+        assert spec is not None and spec.origin is not None
+        return os.path.join(os.path.dirname(spec.origin), name)
+
+    shim.resource_filename = resource_filename  # type: ignore[attr-defined]
+    sys.modules["pkg_resources"] = shim
+
+
+_pkg_resources_shim()
+with contextlib.redirect_stdout(io.StringIO()):  # taaled prints a plotnine notice on import
+    from taaled import ld as taaled_ld
+from lexical_diversity import lex_div  # noqa: E402
+from lexicalrichness import LexicalRichness  # noqa: E402
+
+import divmeter  # noqa: E402
+
+Sets = list[list[str]]
+
+
+def make_sets(n_sets: int, n_resp: int, seed: int = 0) -> Sets:
+    """Seeded sets of responses of 50-130 words over a Zipf-like 5,000-word vocabulary."""
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab = sorted({"".join(rng.choices(letters, k=rng.randint(2, 9))) for _ in range(6000)})[:5000]
+    rng.shuffle(vocab)
+    cum: list[float] = []
+    acc = 0.0
+    for r in range(len(vocab)):
+        acc += 1.0 / (r + 2.7)
+        cum.append(acc)
+    return [
+        [" ".join(rng.choices(vocab, cum_weights=cum, k=rng.randint(50, 130)))
+         for _ in range(n_resp)]
+        for _ in range(n_sets)
+    ]
+
+
+def timeit(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    best, out = math.inf, None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def ours(name: str, **params: Any) -> Callable[[Sets], list[float | None]]:
+    def run(sets: Sets) -> list[float | None]:
+        out: list[float | None] = []
+        for s in sets:
+            out.extend(divmeter.score(s, name, **params).details["per_response"])
+        return out
+
+    return run
+
+
+def peer(fn: Callable[[list[str]], Any]) -> Callable[[Sets], list[float | None]]:
+    def run(sets: Sets) -> list[float | None]:
+        return [float(fn(t.split())) for s in sets for t in s]
+
+    return run
+
+
+def _first(value: Any) -> Any:  # taaled's MATTR returns a tuple for texts of <= W tokens
+    return value[0] if isinstance(value, tuple) else value
+
+
+def _lr(toks: list[str]) -> LexicalRichness:
+    return LexicalRichness(toks, preprocessor=None, tokenizer=None)
+
+
+_TL = taaled_ld.lexdiv()
+W = 50
+
+# metric -> (divmeter runner, [(peer name, runner, same definition?)])
+CASES: dict[str, tuple[Callable[[Sets], list], list[tuple[str, Callable[[Sets], list], bool]]]] = {
+    "ttr": (ours("ttr"), [
+        ("lexical-diversity", peer(lex_div.ttr), True),
+        ("taaled", peer(_TL.TTR), True),
+        ("lexicalrichness", peer(lambda t: _lr(t).ttr), True),
+    ]),
+    "mattr": (ours("mattr", window=W), [
+        ("lexical-diversity", peer(lambda t: lex_div.mattr(t, W)), True),
+        ("taaled", peer(lambda t: _first(_TL.MATTR(t, W))), True),
+        ("lexicalrichness", peer(lambda t: _lr(t).mattr(window_size=W)), True),
+    ]),
+    "hdd": (ours("hdd"), [
+        ("taaled", peer(lambda t: _TL.HDD(t, 42)), True),
+        ("lexical-diversity", peer(lex_div.hdd), True),
+        ("lexicalrichness", peer(lambda t: _lr(t).hdd(draws=42)), True),
+    ]),
+    "mtld": (ours("mtld"), [
+        ("lexicalrichness", peer(lambda t: _lr(t).mtld(threshold=0.72)), True),
+        # Kyle's variant: factor ends on TTR < .72 and needs >= 10 tokens (named difference)
+        ("taaled (MTLD-original)", peer(lambda t: _TL.MTLD(t, 10, 0.72, outputs=True)[2]),
+         False),
+        ("lexical-diversity", peer(lex_div.mtld), False),
+    ]),
+}
+# slow peers run on a subset in full mode (time scaled up linearly, marked with *)
+SLOW = {("hdd", "lexicalrichness"), ("mtld", "lexical-diversity"),
+        ("mtld", "taaled (MTLD-original)")}
+
+
+def compare(a: list[float | None], b: list[float | None]) -> tuple[int, int, float]:
+    """(n compared, n mismatching at 1e-9, max |diff|) over responses defined in both."""
+    n = bad = 0
+    worst = 0.0
+    for x, y in zip(a, b, strict=True):
+        if x is None or y is None:
+            continue
+        n += 1
+        d = abs(x - y)
+        worst = max(worst, d)
+        bad += d > 1e-9
+    return n, bad, worst
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="100 sets (runs in well under a minute)")
+    ap.add_argument("--sets", type=int, default=None)
+    ap.add_argument("--responses", type=int, default=20)
+    ap.add_argument("--repeat", type=int, default=3, help="best of R runs for divmeter")
+    ap.add_argument("--only", nargs="*", default=None, help="metrics to run (default: all)")
+    args = ap.parse_args()
+    n_sets = args.sets or (100 if args.quick else 1000)
+    sets = make_sets(n_sets, args.responses)
+    n_tok = sum(len(t.split()) for s in sets for t in s)
+    print(f"data: {n_sets} sets x {args.responses} responses, {n_tok} words "
+          f"(seed 0; 50-130 words each); divmeter {divmeter.__version__}")
+    divmeter.score(sets[0], "ttr")  # import / registry warm-up
+    sub = sets[: max(1, n_sets // 10)]
+    print(f"{'metric':<8} {'peer':<24} {'peer s':>9} {'divmeter s':>11} {'speed-up':>9}  values")
+    for metric, (mine, peers) in CASES.items():
+        if args.only and metric not in args.only:
+            continue
+        t_ours, v_ours = timeit(lambda mine=mine: mine(sets), args.repeat)
+        for name, run, same in peers:
+            slow = (metric, name) in SLOW and not args.quick
+            data = sub if slow else sets
+            t_peer, v_peer = timeit(lambda run=run, data=data: run(data), 1)
+            if slow:
+                t_peer *= len(sets) / len(sub)
+            n, bad, worst = compare(v_ours[: len(v_peer)], v_peer)
+            if same:
+                verdict = f"same on {n - bad}/{n}" + (f" (max |d| {worst:.1e})" if worst else "")
+            else:
+                verdict = f"definition differs (min factor 10, TTR < .72): max |d| {worst:.2f}"
+            star = "*" if slow else " "
+            print(f"{metric:<8} {name:<24} {t_peer:>8.3f}{star} {t_ours:>11.3f} "
+                  f"{t_peer / t_ours:>8.1f}x  {verdict}")
+    # no peer computes per-response PATTR / truncated CR / length; show divmeter's own times
+    t_gz, _ = timeit(lambda: [len(gzip.compress(" ".join(t.split()[:128]).encode()))
+                              for s in sets for t in s], 1)
+    for metric, params in (("pattr", {}), ("length", {}), ("response-compression", {})):
+        t, _ = timeit(lambda metric=metric, params=params: ours(metric, **params)(sets),
+                      args.repeat)
+        extra = f"  (bare gzip.compress loop {t_gz:.3f} s)" if metric.startswith("resp") else ""
+        print(f"{metric:<8} {'(no peer)':<24} {'':>9} {t:>11.3f}{'':>10}{extra}")
+    if not args.quick:
+        print("* slow peer timed on a tenth of the sets and scaled up x10")
+
+
+if __name__ == "__main__":
+    main()
