@@ -320,3 +320,21 @@ def test_bootstrap_errors():
         meta.bootstrap_ci(np.mean, [[1.0, 2.0]], n_resamples=1)
     with pytest.raises(InvalidInputError, match="`method` must be percentile or bca"):
         meta.bootstrap_ci(np.mean, [[1.0, 2.0]], method="basic")
+
+
+@pytest.mark.parametrize("stat", [st.spearman_stat, st.auc_stat, st.oca_stat])
+def test_bootstrap_by_counting_equals_the_plain_statistic(stat):
+    rng = np.random.default_rng(11)
+    y = rng.permutation(np.repeat([0, 1], 40))
+    s = np.round(y * 0.5 + rng.normal(0, 0.5, 80), 1)  # many ties
+    s[:15] += 4e-6  # values closer than OCA's tolerance to others
+    other = y if stat is not st.spearman_stat else np.round(rng.normal(size=80), 1)
+    fast = meta.bootstrap_ci(stat, [s, other], n_resamples=300, seed=5, batch=70)
+
+    def plain(a, b, axis=-1):
+        return stat(a, b, axis=axis)
+
+    slow = meta.bootstrap_ci(plain, [s, other], n_resamples=300, seed=5)
+    assert (fast.low, fast.high, fast.se) == pytest.approx((slow.low, slow.high, slow.se),
+                                                           rel=1e-12, abs=1e-15)
+    assert fast.estimate == slow.estimate

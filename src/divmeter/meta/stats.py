@@ -683,6 +683,12 @@ def bootstrap_ci(
     ``statistic`` is called on 2-D arrays with ``axis=-1``, so 10,000 resamples cost a handful
     of numpy calls. ``batch`` bounds memory by evaluating the statistic on row blocks.
 
+    For :func:`spearman_stat`, :func:`auc_stat` and :func:`oca_stat` no resample is sorted: a
+    resample only holds values of the original data, so each value is replaced once by its
+    index among the distinct original values, and ranks / class counts per resample come from
+    counting those indices (``bincount`` + ``cumsum``), O(B n) instead of O(B n log n). The
+    numbers are those of the plain statistic on the resampled arrays.
+
     Args:
         statistic: ``f(*arrays, axis=-1) -> array``; must work on 1-D and 2-D input.
         data: Equal-length 1-D arrays (NaN not allowed: clean them first).
@@ -710,10 +716,15 @@ def bootstrap_ci(
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(n_resamples, n))
     step = n_resamples if batch is None else max(1, int(batch))
+    fast = _BY_COUNTING.get(statistic)
+    prep = fast[0](arrays) if fast is not None else None
     parts = []
     for start in range(0, n_resamples, step):
         block = idx[start:start + step]
-        parts.append(np.asarray(statistic(*[a[block] for a in arrays], axis=-1), dtype=float))
+        if fast is not None:
+            parts.append(fast[1](prep, block))
+        else:
+            parts.append(np.asarray(statistic(*[a[block] for a in arrays], axis=-1), dtype=float))
     theta_b = np.concatenate(parts)
     theta = float(statistic(*arrays, axis=-1))
     alpha = 1.0 - confidence
@@ -811,3 +822,81 @@ def oca_stat(
     acc = (high_le + low_gt) / n
     best = np.maximum(acc, 1.0 - acc).max(axis=1)
     return best if np.ndim(scores) > 1 else best[0]
+
+
+# resampling statistics by counting ---------------------------------------------------------
+
+
+def _groups(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct sorted values of ``x`` and each element's index among them."""
+    u, inv = np.unique(x, return_inverse=True)
+    return u, inv.astype(np.int64)
+
+
+def _row_counts(g: np.ndarray, n_groups: int) -> np.ndarray:
+    """(B, n) group indices -> (B, n_groups) counts per row."""
+    b = g.shape[0]
+    flat = (g + (np.arange(b, dtype=np.int64) * n_groups)[:, None]).ravel()
+    return np.bincount(flat, minlength=b * n_groups).reshape(b, n_groups)
+
+
+def _avg_ranks(g: np.ndarray, n_groups: int) -> np.ndarray:
+    """Average ranks (1-based, ties averaged) of every element of each row of group indices."""
+    counts = _row_counts(g, n_groups)
+    before = np.cumsum(counts, axis=1) - counts
+    rank_of_group = before + (counts + 1) / 2.0
+    return np.take_along_axis(rank_of_group, g, axis=1)
+
+
+def _spearman_prep(arrays: list[np.ndarray]) -> Any:
+    return _groups(arrays[0]), _groups(arrays[1])
+
+
+def _spearman_resampled(prep: Any, idx: np.ndarray) -> np.ndarray:
+    (ux, gx), (uy, gy) = prep
+    rx = _avg_ranks(gx[idx], len(ux))
+    ry = _avg_ranks(gy[idx], len(uy))
+    return _pearson_stat(rx, ry, -1)
+
+
+def _class_prep(arrays: list[np.ndarray]) -> Any:
+    u, g = _groups(arrays[0])
+    return u, g, np.asarray(arrays[1]).astype(np.int64)
+
+
+def _class_counts(prep: Any, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    u, g, y = prep
+    k = len(u)
+    hi = _row_counts(np.where(y[idx] == 1, g[idx], k), k + 1)[:, :k]
+    lo = _row_counts(np.where(y[idx] == 0, g[idx], k), k + 1)[:, :k]
+    return hi, lo
+
+
+def _auc_resampled(prep: Any, idx: np.ndarray) -> np.ndarray:
+    hi, lo = _class_counts(prep, idx)
+    lo_below = np.cumsum(lo, axis=1) - lo
+    n1, n0 = hi.sum(axis=1), lo.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (hi * (lo_below + 0.5 * lo)).sum(axis=1) / (n1 * n0)
+
+
+def _oca_resampled(prep: Any, idx: np.ndarray, tol: float = OCA_TOL) -> np.ndarray:
+    u = prep[0]
+    hi, lo = _class_counts(prep, idx)
+    n = idx.shape[1]
+    # values <= u_g + tol are the groups before position c_g
+    c = np.searchsorted(u, u + tol, side="right")
+    cum_hi = np.concatenate([np.zeros((len(idx), 1)), np.cumsum(hi, axis=1)], axis=1)
+    cum_lo = np.concatenate([np.zeros((len(idx), 1)), np.cumsum(lo, axis=1)], axis=1)
+    n_lo = cum_lo[:, -1:]
+    acc = (cum_hi[:, c] + n_lo - cum_lo[:, c]) / n
+    acc = np.maximum(acc, 1.0 - acc)
+    acc[(hi + lo) == 0] = -np.inf  # thresholds are the values present in the resample
+    return acc.max(axis=1)
+
+
+_BY_COUNTING: dict[Any, tuple[Callable[..., Any], Callable[..., np.ndarray]]] = {
+    spearman_stat: (_spearman_prep, _spearman_resampled),
+    auc_stat: (_class_prep, _auc_resampled),
+    oca_stat: (_class_prep, _oca_resampled),
+}
