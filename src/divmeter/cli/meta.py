@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 import numpy as np
@@ -84,6 +86,21 @@ def _note(msg: str, quiet: bool) -> None:
         typer.echo(f"divmeter: note: {msg}", err=True)
 
 
+@contextmanager
+def _progress(show: bool, total: int) -> Iterator[Any]:
+    """A rich progress bar on stderr while metrics are computed (nothing when not shown)."""
+    if not show:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress("scoring", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("scoring", total=total)
+        yield lambda done, _total: bar.update(task, completed=done)
+
+
 def _fmt(fmt: str | None) -> str:
     if fmt is None:
         return "table" if sys.stdout.isatty() else "json"
@@ -119,8 +136,9 @@ def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty
     from divmeter.meta.loaders import load_table, resolve_scores
 
     table = load_table(file)
-    res = resolve_scores(table, metrics=metric or (), columns=column or (), empty=empty,
-                         workers=workers)
+    with _progress(bool(metric) and not quiet and sys.stderr.isatty(), len(table)) as callback:
+        res = resolve_scores(table, metrics=metric or (), columns=column or (), empty=empty,
+                             workers=workers, progress=callback)
     if res.n_empty and empty == "drop":
         _note(f"{res.n_empty} empty set(s) dropped (--empty drop); n_empty is in the output.",
               quiet)
@@ -230,6 +248,7 @@ def nuggets_cmd(
         typer.Option("--output", "-o", help="Write the selected sets here (format from the "
                      "extension; a Tevet wide CSV stays wide).", show_default=False),
     ] = None,
+    fmt: FormatOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
     """McDiv_nuggets construction (Tevet & Berant C.2): a subset where one form metric no longer
@@ -237,6 +256,7 @@ def nuggets_cmd(
     from divmeter.meta.loaders import load_table, resolve_scores
     from divmeter.meta.protocols import nuggets_resample
 
+    _fmt(fmt)
     if len(metric or []) + len(column or []) != 1:
         raise InvalidInputError("nuggets needs exactly one metric (-m) or column (-c).")
     table = load_table(file)
@@ -256,7 +276,14 @@ def nuggets_cmd(
         n = write_sets([table.sets[i] for i in selected], output,
                        layout="wide" if wide else "long")
         _note(f"{n} sets written to {output}", quiet)
-    typer.echo(json.dumps(out, indent=2, allow_nan=False))
+    if _fmt(fmt) == "json":
+        typer.echo(json.dumps(out, indent=2, allow_nan=False))
+    else:
+        typer.echo(
+            f"{name}: kept {r.n_selected} of {r.n_input} sets ({r.n_groups} groups of "
+            f"{group_size}); Spearman with the label {r.spearman_before:.3f} -> "
+            f"{r.spearman_after:.3f}  [{r.signature}]"
+        )
 
 
 # ---------------------------------------------------------------------------------------------

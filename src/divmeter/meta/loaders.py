@@ -199,6 +199,7 @@ def resolve_scores(
     columns: Sequence[str] = (),
     empty: str = "drop",
     workers: int = 1,
+    progress: Any = None,
 ) -> ResolvedScores:
     """One float array per requested metric (computed) or column (precomputed), aligned to rows.
 
@@ -212,6 +213,7 @@ def resolve_scores(
             every metric and column (counted in ``n_empty``), ``zero`` scores computed metrics 0
             there (precomputed columns are left as they are), ``error`` stops.
         workers: Processes for computing metrics.
+        progress: ``progress(done, total)`` callback while metrics are computed.
 
     Returns:
         :class:`ResolvedScores` (``keep`` is the row mask the protocol must apply to labels).
@@ -258,7 +260,8 @@ def resolve_scores(
         cols = [p.column for p in plans]
         arrs = {c: np.full(n, math.nan) for c in cols}
         assert table.sets is not None
-        for rec in score_sets(table.sets, list(metrics), workers=workers, with_signatures=True):
+        for rec in score_sets(table.sets, list(metrics), workers=workers, with_signatures=True,
+                              progress=progress):
             row = rec["row"]
             for c in cols:
                 arrs[c][row] = _float(rec.get(c))

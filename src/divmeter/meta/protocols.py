@@ -557,7 +557,7 @@ def pairwise(
 
 def length_bias(
     pools: Sequence[Sequence[str]],
-    response_scores: Mapping[str, Sequence[Sequence[float]]],
+    response_scores: Mapping[str, Sequence[Any]],
     *,
     quantile: float = 25.0,
     top_k: Sequence[int] = (),
