@@ -176,3 +176,16 @@ def test_homogenization_samples_pairs_beyond_budget():
     assert part["rouge1"] == pytest.approx(full["rouge1"])  # every pair shares 3 of 4 tokens
     pairs = _pairs(12, 10, 3)
     assert len(set(pairs)) == 10 and all(0 <= i < j < 12 for i, j in pairs)
+
+
+def test_paired_bootstrap_cis():
+    rng = np.random.default_rng(2)
+    a = rng.normal(0.5, 1.0, 60)
+    b = rng.normal(0.0, 1.0, 60)
+    r = pr.paired({"m": a}, {"m": b}, bootstrap=400, seed=1).results["m"]
+    for key in ("mean_diff", "cohen_d", "sign_accuracy"):
+        lo, hi = r.values[f"{key}_ci"]
+        assert lo <= r.values[key] <= hi
+    assert r.values["mean_diff_ci"] == pr.paired({"m": a}, {"m": b}, bootstrap=400,
+                                                 seed=1).results["m"].values["mean_diff_ci"]
+    assert "|ci:percentile|level:0.95|resamples:400|seed:1|" in r.signature

@@ -320,6 +320,9 @@ def paired_cmd(
     empty: EmptyOpt = "drop",
     nan: NanOpt = "error",
     round_: RoundOpt = None,
+    bootstrap: BootOpt = None,
+    ci: CiOpt = "percentile",
+    seed: SeedOpt = 0,
     fmt: FormatOpt = None,
     report: ReportOpt = None,
     no_plots: NoPlotOpt = False,
@@ -365,7 +368,7 @@ def paired_cmd(
         result = paired({k: v[ia] for k, v in scores.items()},
                         {k: v[ib] for k, v in scores.items()},
                         correction=correction, zero_method=zero_method, nan=nan,
-                        settings=settings)
+                        bootstrap=bootstrap, ci_method=ci, seed=seed, settings=settings)
         _emit(result, fmt, source=table.source, report=report, plots=not no_plots, quiet=quiet)
         return
     merged: dict[str, Any] = {}

@@ -355,12 +355,18 @@ def paired(
     correction: str = "bonferroni",
     zero_method: str = "wilcox",
     nan: str = "error",
+    bootstrap: int | None = None,
+    ci_method: str = "percentile",
+    confidence: float = 0.95,
+    seed: int = 0,
     settings: Mapping[str, Any] | None = None,
 ) -> ProtocolResult:
     """CDM-style P1 vs P2: per metric, the paired contrast of matched high (a) and low (b) items.
 
     The one-sided and two-sided Wilcoxon p-values are also corrected over the family of metrics
-    (``p_greater_adj``, ``p_two_sided_adj``; ``bonferroni``, ``holm`` or ``none``).
+    (``p_greater_adj``, ``p_two_sided_adj``; ``bonferroni``, ``holm`` or ``none``). With
+    ``bootstrap=B``, seeded pair-bootstrap CIs ``mean_diff_ci``, ``cohen_d_ci`` and
+    ``sign_accuracy_ci``.
 
     Example:
         >>> r = paired({"m": [3, 4, 5, 6]}, {"m": [1, 2, 6, 2]})
@@ -380,16 +386,38 @@ def paired(
         vals = dict(res[k].values)
         vals["p_greater_adj"] = float(adj_g[i])
         vals["p_two_sided_adj"] = float(adj_2[i])
+        x, _ = st._aligned([(a[k], "a"), (b[k], "b")], nan)
+        if bootstrap is not None and len(x[0]) >= 2:
+            vals.update(_boot_cis(
+                {"mean_diff": _mean_diff_stat, "cohen_d": _cohen_d_stat,
+                 "sign_accuracy": _sign_acc_stat},
+                [x[0], x[1]], bootstrap, ci_method, confidence, seed,
+            ))
         sig = make_signature(
             "paired", correction=correction, family=len(names), test="wilcoxon",
-            zeros=zero_method, d="mean/sd", nan=nan, **_data_settings(settings),
+            zeros=zero_method, d="mean/sd", ci=ci_method if bootstrap else None,
+            level=confidence if bootstrap else None, resamples=bootstrap,
+            seed=seed if bootstrap else None, nan=nan, **_data_settings(settings),
         )
         out[k] = MetaResult("paired", vals, sig, res[k].details)
-        x, _ = st._aligned([(a[k], "a"), (b[k], "b")], nan)
         arrays[k] = {"a": x[0], "b": x[1]}
     return ProtocolResult(
         "paired", out, {"nan": nan, "correction": correction, **dict(settings or {})}, arrays
     )
+
+
+def _mean_diff_stat(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(a - b, axis=axis)
+
+
+def _cohen_d_stat(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    d = a - b
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.mean(d, axis=axis) / np.std(d, axis=axis, ddof=1)
+
+
+def _sign_acc_stat(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(a > b, axis=axis)
 
 
 def parse_contrast(text: str) -> tuple[str, str, str]:
