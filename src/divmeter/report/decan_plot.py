@@ -1,0 +1,137 @@
+"""Progressive conditional surprise curves (a_k, bits/byte) side by side, Figure 2 style.
+
+Khoriaty, Williams-King & Feng 2026 (arXiv:2606.01811), Figure 2: the mean a_k curve of each policy
+(or set) over a prompt suite, faint per-prompt curves behind it, and next to it the distribution of
+per-prompt D = C x a_n per policy. matplotlib is imported lazily with the Agg backend
+(``divmeter[plot]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from divmeter._optional import require
+from divmeter.errors import InvalidInputError
+
+__all__ = ["plot_decan_curves"]
+
+
+def _curve_and_d(item: Any, where: str) -> tuple[np.ndarray, float | None]:
+    """(per-byte curve, D) of a DecanSurprisal, a decan MetricResult, a dict or a bare curve."""
+    if hasattr(item, "curve") and hasattr(item, "D"):
+        return np.asarray(item.curve, dtype=float), float(item.D)
+    details = getattr(item, "details", None)
+    if isinstance(details, Mapping):
+        if "curve" not in details:
+            raise InvalidInputError(f"{where}: the result has no curve (undefined set?).")
+        return np.asarray(details["curve"], dtype=float), details.get("D")
+    if isinstance(item, Mapping) and "curve" in item:
+        return np.asarray(item["curve"], dtype=float), item.get("D")
+    arr = np.asarray(item, dtype=float)
+    if arr.ndim != 1 or arr.size == 0:
+        raise InvalidInputError(
+            f"{where}: expected a Decan result or a 1-D curve; got shape {arr.shape}."
+        )
+    return arr, None
+
+
+def plot_decan_curves(
+    groups: Mapping[str, Any],
+    *,
+    path: str | Path | None = None,
+    title: str | None = None,
+    show_individual: bool = True,
+    show_scores: bool = True,
+) -> Any:
+    """Plot mean a_k curves of several policies/sets, with per-prompt D next to them.
+
+    Args:
+        groups: Label -> one result or a list of results (one per prompt). A result is a
+            :class:`~divmeter.metrics.icl.DecanSurprisal`, a ``decan``
+            :class:`~divmeter.result.MetricResult`, a dict with ``curve`` (and ``D``), or a bare
+            per-byte curve. Curves of one group must have the same length n.
+        path: Save the figure there (PNG/PDF/SVG by suffix) when given.
+        title: Figure title.
+        show_individual: Draw each prompt's curve faintly behind the group mean.
+        show_scores: Add a panel with the per-prompt D of each group (when D is known).
+
+    Returns:
+        The matplotlib ``Figure``.
+
+    Raises:
+        InvalidInputError: Empty ``groups`` or curves of different lengths within a group.
+
+    Example:
+        >>> fig = plot_decan_curves({"base": [[1.2, 1.0, 0.9], [1.3, 1.1, 1.0]],
+        ...                          "tuned": [[1.1, 0.6, 0.4]]}, show_scores=False)
+        >>> len(fig.axes)
+        1
+    """
+    if not groups:
+        raise InvalidInputError("`groups` must name at least one policy or set; got none.")
+    mpl = require("matplotlib", extra="plot")
+    mpl.use("Agg", force=False)
+    plt = require("matplotlib.pyplot", extra="plot")
+    parsed: dict[str, tuple[np.ndarray, list[float]]] = {}
+    for label, items in groups.items():
+        seq: Sequence[Any]
+        if isinstance(items, (list, tuple)) and items and not np.isscalar(items[0]):
+            seq = items
+        else:
+            seq = [items]
+        curves, ds = [], []
+        for j, it in enumerate(seq):
+            c, d = _curve_and_d(it, f"groups[{label!r}][{j}]")
+            curves.append(c)
+            if d is not None:
+                ds.append(float(d))
+        if len({c.shape for c in curves}) != 1:
+            raise InvalidInputError(
+                f"groups[{label!r}]: curves must all have the same length n; got lengths "
+                f"{sorted({c.size for c in curves})}."
+            )
+        parsed[str(label)] = (np.stack(curves), ds)
+    with_scores = show_scores and all(len(ds) for _, ds in parsed.values())
+    fig, axes = plt.subplots(
+        1, 2 if with_scores else 1, figsize=(10 if with_scores else 6, 4), squeeze=False,
+        gridspec_kw={"width_ratios": [3, 2]} if with_scores else None,
+    )
+    ax = axes[0, 0]
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (label, (curves, _)) in enumerate(parsed.items()):
+        color = colors[i % len(colors)]
+        k = np.arange(1, curves.shape[1] + 1)
+        if show_individual and curves.shape[0] > 1:
+            for c in curves:
+                ax.plot(k, c, color=color, alpha=0.15, linewidth=0.8)
+        ax.plot(k, curves.mean(axis=0), color=color, linewidth=2.2, marker="o", markersize=3,
+                label=f"{label} (n={curves.shape[0]})" if curves.shape[0] > 1 else label)
+    ax.set_xlabel("k (responses seen + 1)")
+    ax.set_ylabel(r"$\bar a_k$ (bits/byte)")
+    ax.set_title("Progressive conditional surprise")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    if with_scores:
+        ax2 = axes[0, 1]
+        labels = list(parsed)
+        data = [parsed[lb][1] for lb in labels]
+        ax2.boxplot(data, showfliers=False)
+        rng = np.random.default_rng(0)
+        for i, ds in enumerate(data):
+            jitter = rng.uniform(-0.12, 0.12, len(ds))
+            ax2.scatter(np.full(len(ds), i + 1) + jitter, ds, s=10, alpha=0.6,
+                        color=colors[i % len(colors)])
+        ax2.set_xticks(range(1, len(labels) + 1), labels, rotation=20)
+        ax2.set_ylabel(r"$D = C \times a_n$ (bits/byte)")
+        ax2.set_title("Per-prompt D")
+        ax2.grid(alpha=0.3, axis="y")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=150)
+    return fig
