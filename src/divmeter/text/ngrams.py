@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 
@@ -27,11 +28,11 @@ def encode_tokens(token_lists: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.
         ``(ids, lengths, vocab_size)``: the concatenated ids (int64), the token count of each
         text, and the number of distinct tokens.
     """
-    vocab: dict[str, int] = {}
-    get = vocab.setdefault
-    flat = [get(t, len(vocab)) for toks in token_lists for t in toks]
-    ids = np.fromiter(flat, dtype=np.int64, count=len(flat))
-    lengths = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=len(token_lists))
+    flat = list(chain.from_iterable(token_lists))
+    # first-occurrence order ids, built and looked up in C (dict.fromkeys / map)
+    vocab = {t: i for i, t in enumerate(dict.fromkeys(flat))}
+    ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+    lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
     return ids, lengths, len(vocab)
 
 

@@ -23,7 +23,7 @@ _WORD_RE = re.compile(r"\w+(?:['’\-]\w+)*")
 
 
 def _tevet(text: str) -> list[str]:
-    return [t for t in text.replace(".", "").replace("\n", "").split(" ") if t]
+    return list(filter(None, text.replace(".", "").replace("\n", "").split(" ")))
 
 
 def _whitespace(text: str) -> list[str]:
