@@ -186,3 +186,10 @@ def test_dectest_scatter_plot(small_sets, tmp_path):
            str(rep))
     with Image.open(rep / "scatter_distinct-n.png") as im:
         assert (im.format, im.size, im.mode) == ("PNG", (640, 400), "RGBA")
+
+
+def test_unlabelled_file_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "nolabel.jsonl"
+    write_sets([ResponseSet("a", ["x y", "y z"]), ResponseSet("b", ["p", "q"])], path)
+    code, _, err = run_main(monkeypatch, capsys, "meta", "contest", str(path), "-m", "distinct-n")
+    assert code == 2 and "nolabel.jsonl: no labels found" in err

@@ -217,3 +217,14 @@ def test_contest_pairs_by_sample_id(tevet_dir):
     assert row["sign_accuracy"] > 0.8 and row["p_greater_adj"] < 1e-10
     assert row["p_greater_adj"] == pytest.approx(min(1.0, 2 * row["p_greater"]))
     assert not math.isnan(row["cohen_d"])
+
+
+def test_repeated_sample_ids_are_kept(tevet_dir):
+    from divmeter.meta.loaders import load_table
+
+    t = load_table(_path("McDiv_nuggets", "mcdiv_nuggets_no_hds_prompt_gen.csv"))
+    assert len(t) == 1008 and len(set(t.ids)) < len(t)
+    assert t.label_name == "content_diversity"
+    hds = load_table(_path("conTest", "con_test_200_with_hds_prompt_gen.csv"))
+    assert "metric_abs_hds_std" in hds.columns  # read, but not evaluated unless named (as Tevet)
+    assert "metric_abs_hds_std" not in hds.default_columns()

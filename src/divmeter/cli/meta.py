@@ -142,6 +142,11 @@ def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty
     if res.n_empty and empty == "drop":
         _note(f"{res.n_empty} empty set(s) dropped (--empty drop); n_empty is in the output.",
               quiet)
+    if np.isnan(table.labels).all():
+        raise InvalidInputError(
+            f"{table.source}: no labels found; this protocol needs a label or parameter per set "
+            "(Tevet's label_value column, or a 'label' field)."
+        )
     keep = res.keep
     scores = {k: v[keep] for k, v in res.scores.items()}
     settings = dict(res.info)
