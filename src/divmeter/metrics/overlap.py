@@ -149,6 +149,9 @@ def _leave_one_out_matches(idx: NgramIndex, group: np.ndarray, n: int) -> np.nda
     out = np.zeros((n, n_docs), dtype=np.int64)
     for k in range(1, n + 1):
         ids, doc, m = idx.order(k)
+        # an n-gram occurring once in the whole input can match nothing: drop it before sorting
+        keep = np.bincount(ids, minlength=m)[ids] > 1
+        ids, doc = ids[keep], doc[keep]
         if ids.size == 0:
             continue
         # (n-gram, text) pairs with their counts, sorted by n-gram then text; the texts of a
