@@ -74,7 +74,26 @@ _TOK = {"tokenizer": "whitespace", "lowercase": False}
 def _tokens(responses: Any, tokenizer: str | Tokenizer, lowercase: bool
             ) -> tuple[list[str], Tokenizer]:
     texts = as_texts(responses)
-    return texts, get_tokenizer(tokenizer, lowercase)
+    return texts, _get_tokenizer(tokenizer, lowercase)
+
+
+@lru_cache(maxsize=64)
+def _cached_tokenizer(tokenizer: str | Tokenizer, lowercase: Any) -> Tokenizer:
+    return get_tokenizer(tokenizer, lowercase)
+
+
+def _get_tokenizer(tokenizer: Any, lowercase: Any) -> Tokenizer:
+    try:
+        return _cached_tokenizer(tokenizer, lowercase)
+    except TypeError:  # unhashable argument: let get_tokenizer report it
+        return get_tokenizer(tokenizer, lowercase)
+
+
+def _split(tok: Tokenizer, texts: list[str]) -> list[list[str]]:
+    """``tok.many(texts)``; the default (whitespace, case kept) is ``str.split`` itself."""
+    if tok.name == "whitespace" and not tok.lowercase:
+        return list(map(str.split, texts))
+    return tok.many(texts)
 
 
 @lru_cache(maxsize=512)
@@ -133,6 +152,7 @@ class _Encoded:
         self.n_tokens = int(key.shape[0])
         self.doc = np.repeat(np.arange(self.n_docs, dtype=np.int64), lengths)
         self._sort: tuple[np.ndarray, np.ndarray] | None = None
+        self._pairs: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def from_texts(cls, texts: list[str], tok: Tokenizer) -> _Encoded:
@@ -140,7 +160,7 @@ class _Encoded:
             fast = cls._ascii_whitespace(texts, tok.lowercase)
             if fast is not None:
                 return fast
-        ids, lengths, _ = encode_tokens(tok.many(texts))
+        ids, lengths, _ = encode_tokens(_split(tok, texts))
         return cls(ids, lengths)
 
     @classmethod
@@ -180,8 +200,7 @@ class _Encoded:
                 key ^= words[:, j] * _MIX[j]
         enc = cls(key, lengths)
         if words.shape[1] > 1:  # keys of tokens over 8 bytes may collide: check them exactly
-            order, same = enc.sorted_keys()
-            a, b = order[:-1][same], order[1:][same]
+            a, b = enc.pairs()
             if not np.array_equal(words[a], words[b]):
                 return None
         return enc
@@ -194,17 +213,24 @@ class _Encoded:
             self._sort = (order, ks[1:] == ks[:-1])
         return self._sort
 
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(a, b): every token ``a`` and the next occurrence ``b`` of the same key (any text)."""
+        if self._pairs is None:
+            order, same = self.sorted_keys()
+            self._pairs = (order[:-1][same], order[1:][same])
+        return self._pairs
+
+    def prev(self) -> np.ndarray:
+        a, b = self.pairs()
+        prev = (self.starts - 1)[self.doc]  # "none" = one before the response's start
+        prev[b] = np.maximum(a, prev[b])  # an occurrence in an earlier response does not count
+        return prev
+
     def neighbours(self) -> tuple[np.ndarray, np.ndarray]:
-        order, same = self.sorted_keys()
-        a, b = order[:-1][same], order[1:][same]
-        prev = np.full(self.n_tokens, -1, dtype=np.int64)
-        nxt = np.full(self.n_tokens, self.n_tokens, dtype=np.int64)
-        prev[b] = a
-        nxt[a] = b
-        # an occurrence in another response does not count
-        prev = np.maximum(prev, (self.starts - 1)[self.doc])
-        nxt = np.minimum(nxt, self.ends[self.doc])
-        return prev, nxt
+        a, b = self.pairs()
+        nxt = self.ends[self.doc]  # "none" = the response's end
+        nxt[a] = np.minimum(b, nxt[a])  # an occurrence in a later response does not count
+        return self.prev(), nxt
 
     def type_counts(self) -> tuple[np.ndarray, np.ndarray]:
         """(response of each (response, type) pair, its count), ordered by type."""
@@ -263,7 +289,7 @@ def ttr(
     """
     texts, tok = _tokens(responses, tokenizer, lowercase)
     sig = make_signature("ttr", **_tok_sig(tok))
-    per = [len(set(x)) / len(x) if x else None for x in tok.many(texts)]
+    per = [len(set(x)) / len(x) if x else None for x in _split(tok, texts)]
     return _per_response_result("ttr", sig, per, "no response has a token")
 
 
@@ -277,25 +303,20 @@ def _mattr_values(enc: _Encoded, window: int) -> tuple[np.ndarray, np.ndarray]:
     Sum of the windows' type counts = number of (window, token) pairs where the token is the
     first of its type inside the window. Token ``j`` (previous occurrence ``p``) is first in the
     windows starting at ``i`` with ``max(p + 1, j - W + 1) <= i <= min(j, end - W)``: one O(N)
-    pass, no per-window set.
+    pass, no per-window set. A response shorter than W uses W = its length: its one window is
+    the whole response, so it gets its TTR.
     """
-    prev, _ = enc.neighbours()
+    prev = enc.prev()
     lengths = enc.lengths
+    w_doc = np.minimum(lengths, window)
+    w = w_doc[enc.doc]
     pos = np.arange(enc.n_tokens, dtype=np.int64)
-    last_start = (enc.ends - window)[enc.doc]
-    lo = np.maximum(prev + 1, pos - window + 1)
-    hi = np.minimum(pos, last_start)
-    contrib = np.maximum(hi - lo + 1, 0)
-    total = np.bincount(enc.doc, weights=contrib, minlength=enc.n_docs)
-    types = np.bincount(enc.doc, weights=(prev < (enc.starts[enc.doc])), minlength=enc.n_docs)
-    n_windows = lengths - window + 1
-    short = lengths < window
-    out = np.full(enc.n_docs, np.nan)
-    long = ~short
-    out[long] = total[long] / (window * n_windows[long])
-    nonempty = short & (lengths > 0)
-    out[nonempty] = types[nonempty] / lengths[nonempty]
-    return out, short & (lengths > 0)
+    lo = np.maximum(prev + 1, pos - w + 1)
+    hi = np.minimum(pos, (enc.ends - w_doc)[enc.doc])
+    total = np.bincount(enc.doc, weights=np.maximum(hi - lo + 1, 0), minlength=enc.n_docs)
+    with np.errstate(invalid="ignore", divide="ignore"):  # empty responses: 0 / 0 -> NaN
+        out = total / (w_doc * (lengths - w_doc + 1))
+    return out, (lengths < window) & (lengths > 0)
 
 
 @register(
@@ -412,7 +433,7 @@ def pattr(
     lt = check_int(target_length, "target_length", "pattr")
     sig = make_signature("pattr", target_length=lt, **_tok_sig(tok))
     per: list[float | None] = [len(set(x)) / (len(x) + abs(len(x) - lt))
-                               for x in tok.many(texts)]
+                               for x in _split(tok, texts)]
     return _per_response_result("pattr", sig, per, "no response")
 
 
@@ -486,7 +507,7 @@ def response_compression(
     sig = make_signature("response-compression", algo=algo, level=9 if algo == "gzip" else 6,
                          trunc="all" if truncate is None else truncate, **_tok_sig(tok))
     per: list[float | None] = []
-    for toks in tok.many(texts):
+    for toks in _split(tok, texts):
         if not toks:
             per.append(None)
             continue
@@ -790,5 +811,5 @@ def length(
         per: list[float | None] = [float(len(t.encode("utf-8"))) for t in texts]
     else:
         sig = make_signature("length", unit=unit, **_tok_sig(tok))
-        per = [float(len(t)) for t in tok.many(texts)]
+        per = [float(len(t)) for t in _split(tok, texts)]
     return _per_response_result("length", sig, per, "no response")
