@@ -277,3 +277,40 @@ def test_order_invariance() -> None:
         a = divmeter.score(texts, metric).value
         b = divmeter.score(texts[::-1], metric).value
         assert a == pytest.approx(b, abs=1e-9), metric
+
+
+CONTENT_ALTERNATIVES = {
+    "model": "glove",
+    "reduction": "one-minus-mean",
+    "q": 0.5,
+    "k": 3,
+    "seed": 1,
+    "n_init": 3,
+    "distance": "cosine",
+    "layer": 3,
+    "idf": True,
+}
+SPREAD = ["A cat sleeps on the sofa.", "The train is late again.", "Prices fell sharply today.",
+          "My grandmother bakes bread.", "The cat is asleep on the couch."]
+
+
+@pytest.mark.embed
+@pytest.mark.parametrize(
+    "name", ["embedding-cosine", "chamfer", "vendi-embedding", "kmeans-inertia",
+             "remote-clique", "bertscore"],
+)
+def test_every_parameter_changes_value_or_signature(name: str) -> None:
+    spec = divmeter.get_metric(name)
+    assert spec.family == "content" and spec.extra == "embed"
+    base = divmeter.score(SPREAD, name)
+    lo, hi = spec.bounds
+    assert base.ok and (lo is None or base.value >= lo) and (hi is None or base.value <= hi)
+    for param, default in spec.params.items():
+        alt = CONTENT_ALTERNATIVES[param]
+        if name == "bertscore" and param == "model":
+            continue  # glove has no token embeddings (tested above); mpnet in test_backends
+        assert alt != default
+        other = divmeter.score(SPREAD, name, **{param: alt})
+        assert other.signature != base.signature, f"{name}: {param} not in signature"
+        if param not in {"seed", "n_init"}:  # restarts find the same optimum on 5 points
+            assert other.value != base.value, f"{name}: {param} does not change the value"
