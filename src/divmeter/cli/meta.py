@@ -256,8 +256,11 @@ def nuggets_cmd(
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
-    """McDiv_nuggets construction (Tevet & Berant C.2): a subset where one form metric no longer
-    separates the classes. Give exactly one -m or -c."""
+    """McDiv_nuggets construction (Tevet & Berant C.2): a form-neutralised subset.
+
+    Sorts sets by one form metric (exactly one -m or -c), cuts fixed-size groups and keeps equal
+    numbers of high and low sets from each, so the metric no longer separates the classes.
+    """
     from divmeter.meta.loaders import load_table, resolve_scores
     from divmeter.meta.protocols import nuggets_resample
 
@@ -461,8 +464,12 @@ def pairwise_cmd(
     workers: WorkersOpt = 1,
     quiet: QuietOpt = False,
 ) -> None:
-    """Pairwise preference accuracy against an annotator, with bootstrap and Clopper-Pearson CIs,
-    and the Cohen's kappa matrix between metrics and the annotator."""
+    """Pairwise preference accuracy against an annotator, with CIs and a kappa matrix.
+
+    Prints, per metric: accuracy, ci_low/ci_high (bootstrap percentile), cp_low/cp_high
+    (Clopper-Pearson), n, and the tie policy; the report adds Cohen's kappa between metrics and
+    the annotator.
+    """
     _fmt(fmt)  # fail on a bad --format before any work
     from divmeter.data.model import ResponseSet
     from divmeter.meta.loaders import read_pairs
