@@ -112,7 +112,7 @@ def test_self_bleu_signatures() -> None:
         "self-bleu|n:3|variant:sentence|smooth:method1|tok:whitespace|case:lc|v:0.1.0"
     )
     assert self_bleu(["a b", "a c"], tokenizer="rouge").signature == (
-        "self-bleu|n:4|variant:corpus|smooth:none|tok:rouge|case:lc|v:0.1.0"
+        "self-bleu|n:4|variant:corpus|smooth:none|tok:rouge|case:mixed|v:0.1.0"
     )
 
 
@@ -241,9 +241,18 @@ def test_homogenization_golden(texts: list[str], measure: str, expected: float) 
 
 
 def test_homogenization_bleu_is_ordered_pair_mean() -> None:
-    # BLEU-1 of "a b" against "a b c d": p=1, BP exp(1 - 4/2); reverse: p = 1/2, BP 1
-    r = homogenization(["a b", "a b c d"], measure="bleu", n=1, tokenizer="whitespace")
-    assert r.value == pytest.approx((math.exp(-1) + 0.5) / 2, abs=1e-12)
+    # BLEU-4 of "a b c d" against the 8-token text: every p_k = 1, BP exp(1 - 8/4);
+    # the reverse: p = 4/8, 3/7, 2/6, 1/5 and BP 1
+    r = homogenization(["a b c d", "a b c d e f g h"], measure="bleu", tokenizer="whitespace")
+    assert r.value == pytest.approx((math.exp(-1) + (1 / 70) ** 0.25) / 2, abs=1e-12)
+
+
+def test_homogenization_case() -> None:
+    texts = ["The Cat sat", "the cat sat"]
+    assert homogenization(texts).value == 1.0
+    mixed = homogenization(texts, lowercase=False)
+    assert mixed.value == pytest.approx(1 / 3, abs=1e-12)
+    assert mixed.signature == "homogenization|measure:rougeL|tok:rouge|case:mixed|stem:no|v:0.1.0"
 
 
 @pytest.mark.parametrize(
@@ -267,7 +276,7 @@ def test_homogenization_signatures() -> None:
         "homogenization|measure:bleu|n:4|smooth:none|tok:rouge|case:lc|stem:no|v:0.1.0"
     )
     assert homogenization(["a b", "a c"], measure="rouge1", tokenizer="whitespace").signature == (
-        "homogenization|measure:rouge1|tok:whitespace|case:mixed|v:0.1.0"
+        "homogenization|measure:rouge1|tok:whitespace|case:lc|v:0.1.0"
     )
 
 
@@ -280,11 +289,13 @@ def test_homogenization_signatures() -> None:
             r"got 'rougeLsum'\.$",
         ),
         (
-            {"stem": True, "tokenizer": "whitespace"},
-            r"^`stem` of homogenization applies to the rouge tokenizer only",
+            {"use_stemmer": True, "tokenizer": "whitespace"},
+            r"^`use_stemmer` of homogenization applies to the rouge tokenizer only",
         ),
-        ({"stem": "yes"}, r"^`stem` of homogenization must be true or false; got 'yes'\.$"),
-        ({"measure": "bleu", "n": 0}, r"^`n` of homogenization must be an integer >= 1; got 0\.$"),
+        (
+            {"use_stemmer": "yes"},
+            r"^`use_stemmer` of homogenization must be true or false; got 'yes'\.$",
+        ),
     ],
 )
 def test_homogenization_errors(kwargs: dict[str, object], match: str) -> None:
@@ -314,7 +325,7 @@ def test_homogenization_parity(sid: str, texts: list[str], ref: dict[str, object
     assert homogenization(texts, measure="bleu").value == pytest.approx(
         ref["bleu_rouge_tokens_nltk_ordered_mean"], abs=TOL
     )
-    ws = homogenization(texts, measure="bleu", tokenizer="whitespace").value
+    ws = homogenization(texts, measure="bleu", tokenizer="whitespace", lowercase=False).value
     assert ws == pytest.approx(ref["bleu_whitespace_nltk_ordered_mean"], abs=TOL)
     assert ws == pytest.approx(ref["bleu_whitespace_sacrebleu_ordered_mean"], abs=TOL)
 
@@ -325,7 +336,7 @@ def test_homogenization_parity_stemmed(
     sid: str, texts: list[str], ref: dict[str, object]
 ) -> None:
     for measure in ("rouge1", "rouge2", "rougeL"):
-        assert homogenization(texts, measure=measure, stem=True).value == pytest.approx(
+        assert homogenization(texts, measure=measure, use_stemmer=True).value == pytest.approx(
             ref["stem"][measure], abs=TOL
         )
 

@@ -72,21 +72,28 @@ EPSILON_METHOD1 = 0.1  # nltk SmoothingFunction().method1 default epsilon
 # --------------------------------------------------------------------------------------------
 
 _ROUGE_NON_ALNUM = re.compile(r"[^a-z0-9]+")
-_ROUGE_VALID = re.compile(r"^[a-z0-9]+$")
+_ROUGE_NON_ALNUM_MIXED = re.compile(r"[^A-Za-z0-9]+")
+_ROUGE_VALID = re.compile(r"^[A-Za-z0-9]+$")
 
 
-def rouge_tokenize(text: str, stem: bool = False) -> list[str]:
+def rouge_tokenize(text: str, stem: bool = False, lowercase: bool = True) -> list[str]:
     """Google ``rouge-score``'s default tokenizer.
 
     Lowercase, every run of characters outside ``[a-z0-9]`` becomes a space (so non-ASCII
     letters are separators), split; with ``stem``, nltk's Porter stemmer is applied to tokens
-    longer than 3 characters.
+    longer than 3 characters. ``lowercase=False`` is a divmeter variant (not rouge-score's):
+    case is kept and ``[A-Za-z0-9]`` are the token characters.
 
     Example:
         >>> rouge_tokenize("The cat's café, 2 DOGS!")
         ['the', 'cat', 's', 'caf', '2', 'dogs']
+        >>> rouge_tokenize("The DOGS!", lowercase=False)
+        ['The', 'DOGS']
     """
-    tokens = _ROUGE_NON_ALNUM.sub(" ", text.lower()).split()
+    if lowercase:
+        tokens = _ROUGE_NON_ALNUM.sub(" ", text.lower()).split()
+    else:
+        tokens = _ROUGE_NON_ALNUM_MIXED.sub(" ", text).split()
     if stem:
         stemmer = _porter()
         tokens = [stemmer.stem(t) if len(t) > 3 else t for t in tokens]
@@ -104,7 +111,7 @@ def _porter() -> Any:
             from nltk.stem import porter
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise MissingDependencyError(
-                "Stemming (stem=True) uses nltk's Porter stemmer, as rouge-score does, and "
+                "Stemming (use_stemmer=True) uses nltk's Porter stemmer, as rouge-score does, and "
                 "nltk is not installed. Install it with: pip install nltk"
             ) from exc
         _PORTER = porter.PorterStemmer()
@@ -121,13 +128,16 @@ def _tokenize(
             f"got {tokenizer!r}."
         )
     if not isinstance(stem, bool):
-        raise InvalidInputError(f"`stem` of {metric} must be true or false; got {stem!r}.")
+        raise InvalidInputError(
+            f"`use_stemmer` of {metric} must be true or false; got {stem!r}."
+        )
     if tokenizer == "rouge":
-        return [rouge_tokenize(t, stem) for t in texts], "rouge", "lc"
+        lc = bool(lowercase)
+        return [rouge_tokenize(t, stem, lc) for t in texts], "rouge", "lc" if lc else "mixed"
     if stem:
         raise InvalidInputError(
-            f"`stem` of {metric} applies to the rouge tokenizer only (as in rouge-score); "
-            f"got stem=True with tokenizer={tokenizer!r}."
+            f"`use_stemmer` of {metric} applies to the rouge tokenizer only (as in "
+            f"rouge-score); got use_stemmer=True with tokenizer={tokenizer!r}."
         )
     tok = get_tokenizer(tokenizer, lowercase)
     return tok.many(texts), tok.name, tok.case
@@ -520,9 +530,8 @@ def _pairwise_bleu(idx: NgramIndex, n: int) -> np.ndarray:
     params={
         "measure": "rougeL",
         "tokenizer": "rouge",
-        "lowercase": False,
-        "stem": False,
-        "n": 4,
+        "lowercase": True,
+        "use_stemmer": False,
     },
     description="Mean pairwise ROUGE-1/2/L F-measure or sentence BLEU over the set "
     "(higher = more homogeneous); details['diversity'] = 1 - score",
@@ -532,9 +541,8 @@ def homogenization(
     *,
     measure: str = "rougeL",
     tokenizer: str = "rouge",
-    lowercase: bool = False,
-    stem: bool = False,
-    n: int = 4,
+    lowercase: bool = True,
+    use_stemmer: bool = False,
 ) -> MetricResult:
     """Homogenization score: the mean similarity over all pairs of responses.
 
@@ -542,7 +550,7 @@ def homogenization(
     0 when nothing overlaps; ROUGE-L from the longest common subsequence, computed
     bit-parallel). They are symmetric, so the mean over ordered pairs ``i != j`` (what the
     ``diversity`` package loops over) equals the mean over unordered pairs. ``bleu`` is
-    sentence BLEU-``n`` of ``r_j`` against the single reference ``r_i`` (uniform weights,
+    sentence BLEU-4 of ``r_j`` against the single reference ``r_i`` (uniform weights,
     brevity penalty, no smoothing), averaged over the ordered pairs ``i != j`` since BLEU is
     not symmetric.
 
@@ -558,10 +566,9 @@ def homogenization(
         measure: ``rouge1``, ``rouge2``, ``rougeL`` or ``bleu``.
         tokenizer: ``rouge`` (rouge-score's: lowercase, non-alphanumerics split), ``tevet``,
             ``whitespace`` or ``word``.
-        lowercase: Lowercase first (the ``rouge`` tokenizer always lowercases).
-        stem: Porter-stem tokens longer than 3 characters (``rouge`` tokenizer only, needs
-            nltk, as ``rouge-score``'s ``use_stemmer``).
-        n: Highest order of ``bleu`` (ignored by the ROUGE measures).
+        lowercase: Lowercase first (default, as rouge-score; ``False`` keeps case).
+        use_stemmer: Porter-stem tokens longer than 3 characters (``rouge`` tokenizer only,
+            needs nltk), as ``rouge-score``'s ``use_stemmer``.
 
     Returns:
         MetricResult whose ``value`` is the mean pairwise similarity in [0, 1] (higher = less
@@ -579,9 +586,10 @@ def homogenization(
     """
     texts = as_texts(responses)
     measure = check_choice(measure, "measure", "homogenization", MEASURES)
-    if measure == "bleu":
-        check_int(n, "n", "homogenization")
-    tokens, tok_name, case = _tokenize(texts, tokenizer, lowercase, stem, "homogenization")
+    tokens, tok_name, case = _tokenize(
+        texts, tokenizer, lowercase, use_stemmer, "homogenization"
+    )
+    n = 4
     sig = make_signature(
         "homogenization",
         measure=measure,
@@ -589,7 +597,7 @@ def homogenization(
         smooth="none" if measure == "bleu" else None,
         tok=tok_name,
         case=case,
-        stem=stem if tok_name == "rouge" else None,
+        stem=use_stemmer if tok_name == "rouge" else None,
     )
     reason = _pair_degenerate(tokens, "homogenization")
     if reason:
