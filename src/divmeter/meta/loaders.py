@@ -311,7 +311,8 @@ def read_pairs(path: str | os.PathLike[str]) -> Pairs:
     """Read a JSONL pairs file: ``{"set1": [...], "set2": [...], "label": 0|1|2}`` per line.
 
     ``label``: 0 = set1 more diverse, 1 = set2, 2 = tie. Optional keys: ``rating1`` /
-    ``rating2`` (annotator ratings, for ``--min-rating-diff``), ``scores1`` / ``scores2``
+    ``rating2`` (annotator ratings, for ``--min-rating-diff``; ``score1`` / ``score2`` are read
+    as aliases), ``scores1`` / ``scores2``
     (objects of precomputed metric values, used with ``--column``). ``set1``/``set2`` may also be
     objects with a ``responses`` list.
 
@@ -349,8 +350,8 @@ def read_pairs(path: str | os.PathLike[str]) -> Pairs:
                     f"got {lab!r}."
                 )
             labels.append(float(lab))
-            r1.append(_float(row.get("rating1")))
-            r2.append(_float(row.get("rating2")))
+            r1.append(_float(row.get("rating1", row.get("score1"))))
+            r2.append(_float(row.get("rating2", row.get("score2"))))
             sc1.append(dict(row.get("scores1") or {}))
             sc2.append(dict(row.get("scores2") or {}))
     if not labels:
