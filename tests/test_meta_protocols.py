@@ -189,3 +189,13 @@ def test_paired_bootstrap_cis():
     assert r.values["mean_diff_ci"] == pr.paired({"m": a}, {"m": b}, bootstrap=400,
                                                  seed=1).results["m"].values["mean_diff_ci"]
     assert "|ci:percentile|level:0.95|resamples:400|seed:1|" in r.signature
+
+
+def test_stable_python_interface_after_bare_import():
+    import divmeter
+
+    assert divmeter.meta.oca([0.1, 0.9, 0.2, 0.8], [0, 1, 0, 1]).oca == 1.0
+    assert divmeter.meta.spearman([1, 2, 3], [1, 2, 4]).rho == pytest.approx(1.0)
+    r = divmeter.meta.paired_contrast([3, 4, 5], [1, 2, 6])
+    assert {"p_two_sided", "p_greater", "cohen_d", "sign_accuracy", "mean_diff",
+            "sum_diff"} <= set(r.values)

@@ -36,3 +36,15 @@ __all__ = [
     "MissingDependencyError",
     "UnknownMetricError",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Lazy subpackages: ``divmeter.meta.oca(...)`` works after a bare ``import divmeter``.
+
+    ``meta`` and ``report`` are imported on first access only, so ``import divmeter`` stays light.
+    """
+    if name in ("meta", "report"):
+        import importlib
+
+        return importlib.import_module(f"divmeter.{name}")
+    raise AttributeError(f"module 'divmeter' has no attribute {name!r}")
