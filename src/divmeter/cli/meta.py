@@ -129,7 +129,8 @@ def _emit(result: Any, fmt: str | None, *, source: str, report: str | None, plot
 
 
 def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty: str,
-            round_: int | None, workers: int, quiet: bool) -> tuple[Any, dict[str, np.ndarray],
+            round_: int | None, workers: int, quiet: bool, *,
+            need_labels: bool = True) -> tuple[Any, dict[str, np.ndarray],
                                                                      np.ndarray, dict[str, Any],
                                                                      dict[str, str], np.ndarray]:
     """Load, score, apply the empty-set policy and rounding; settings echo every choice."""
@@ -142,7 +143,7 @@ def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty
     if res.n_empty and empty == "drop":
         _note(f"{res.n_empty} empty set(s) dropped (--empty drop); n_empty is in the output.",
               quiet)
-    if np.isnan(table.labels).all():
+    if need_labels and np.isnan(table.labels).all():
         raise InvalidInputError(
             f"{table.source}: no labels found; this protocol needs a label or parameter per set "
             "(Tevet's label_value column, or a 'label' field)."
@@ -346,7 +347,8 @@ def paired_cmd(
     from divmeter.meta.protocols import ProtocolResult, paired, parse_contrast, stages
 
     table, scores, _, settings, _, kept_rows = _scores(file, metric, column, empty, round_,
-                                                       workers, quiet)
+                                                       workers, quiet,
+                                                       need_labels=by == "label")
     conds = [_cond(_field(table, i, by)) for i in kept_rows]
     keys = [_cond(_field(table, i, key)) for i in kept_rows]
 
