@@ -494,7 +494,8 @@ def preference_accuracy(
         nan: ``"error"`` or ``"omit"``.
 
     Returns:
-        MetaResult with ``accuracy``, ``ci_low``/``ci_high`` (bootstrap percentile),
+        MetaResult with ``accuracy``, ``ci_low``/``ci_high`` (bootstrap percentile) and
+        ``ci_half_width`` (what Zhang et al. print as subscripts),
         ``cp_low``/``cp_high`` (Clopper-Pearson; for ``half`` credit the number of correct pairs
         is rounded down), ``n``, ``n_correct``, ``n_metric_ties``, ``n_filtered``,
         ``n_label_ties_dropped``, ``n_metric_ties_dropped``, ``n_excluded``.
@@ -572,6 +573,7 @@ def preference_accuracy(
         "accuracy": acc,
         "ci_low": float(lo),
         "ci_high": float(hi),
+        "ci_half_width": float(hi - lo) / 2.0,
         "cp_low": cp_lo,
         "cp_high": cp_hi,
         "n": n,
