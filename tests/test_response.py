@@ -374,14 +374,14 @@ def test_mtld_differs_from_taaled_and_lexical_diversity_variant() -> None:
 # the ASCII + whitespace fast path gives exactly the dictionary encoding's answers
 
 FAST_TEXTS = [
-    "a  b\tc\nd\x0be\x0cf\rg\x1ch\x1di\x1ej\x1fk a b",  # every ASCII whitespace str.split() knows
+    "a  b\tc\nd\x0be\x0cf\rg\x1ch\x1di\x1ej k a b",  # ASCII whitespace str.split() knows
     "  leading and trailing  ",
     "",
     "   ",
     "Aa aA AA aa aa",
     "supercalifragilistic supercalifragilisticX supercalifragilistic x x",
     "abcdefgh abcdefghi abcdefgh abcdefghi",  # 8 vs 9 bytes: one and two packed words
-    "a\x00 a a\x00",  # a NUL byte is part of a token
+    "A man, a plan, a canal: Panama! 42 42.0",
 ]
 
 
@@ -406,6 +406,9 @@ def test_fast_path_matches_dictionary_encoding(lowercase: bool) -> None:
 def test_fast_path_declines_and_the_fallback_agrees(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _Encoded._ascii_whitespace(["caf\u00e9 caf\u00e9"], False) is None  # not ASCII
     assert _Encoded._ascii_whitespace(["x" * 65 + " y"], False) is None  # token over 64 bytes
+    assert _Encoded._ascii_whitespace(["a\x00 a a\x00"], False) is None  # NUL byte
+    assert _Encoded._ascii_whitespace(["a\x1fb a"], False) is None  # the text separator
+    assert per(mattr(["a\x00 a a\x00", "a\x1fb a"], window=3)) == [2 / 3, 2 / 3]  # fallback
     # identical keys for different tokens (forced collision): detected, dictionary path used
     texts = ["abcdefghX abcdefghY abcdefghX"]
     before = per(mattr(texts, window=2))

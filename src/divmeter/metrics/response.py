@@ -123,10 +123,11 @@ def _nan_to_none(arr: np.ndarray) -> list[float | None]:
     return [None if v != v else v for v in arr.tolist()]
 
 
-# The ASCII + whitespace fast path packs each token's bytes (+1, zero-padded to K = 8..64 bytes)
-# into K/8 unsigned 64-bit words: an exact, injective code. The sort key mixes the words (tokens
-# of <= 8 bytes: the word itself); tokens with equal keys are then compared word by word, and on
-# a collision (or a token longer than 64 bytes) the set falls back to the dictionary encoding.
+# The ASCII + whitespace fast path packs each token's bytes (zero-padded to K = 8..64 bytes; the
+# text has no NUL) into K/8 unsigned 64-bit words: an exact, injective code. The sort key mixes
+# the words (tokens of <= 8 bytes: the word itself); tokens with equal keys are then compared
+# word by word, and on a collision (or a token over 64 bytes, a NUL, a non-ASCII character) the
+# set falls back to the dictionary encoding, so the keys are always exact.
 _MAX_PACK = 64
 _LANE = np.arange(_MAX_PACK, dtype=np.int64)
 _MIX = np.array([1, 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
@@ -143,14 +144,17 @@ class _Encoded:
     the response's ``end`` (exclusive) when there is none.
     """
 
-    def __init__(self, key: np.ndarray, lengths: np.ndarray) -> None:
+    def __init__(self, key: np.ndarray, lengths: np.ndarray,
+                 doc: np.ndarray | None = None) -> None:
         self.key = key
         self.lengths = lengths
         self.ends = np.cumsum(lengths)
         self.starts = self.ends - lengths
         self.n_docs = int(lengths.shape[0])
         self.n_tokens = int(key.shape[0])
-        self.doc = np.repeat(np.arange(self.n_docs, dtype=np.int64), lengths)
+        if doc is None:
+            doc = np.repeat(np.arange(self.n_docs, dtype=np.int64), lengths)
+        self.doc = doc
         self._sort: tuple[np.ndarray, np.ndarray] | None = None
         self._pairs: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -165,13 +169,16 @@ class _Encoded:
 
     @classmethod
     def _ascii_whitespace(cls, texts: list[str], lowercase: bool) -> _Encoded | None:
-        """``str.split()`` tokens of ASCII texts, coded in numpy; ``None`` if not applicable."""
+        """``str.split()`` tokens of ASCII texts, coded in numpy; ``None`` if not applicable
+        (non-ASCII text, a NUL or \\x1f character, a token over 64 bytes, a key collision)."""
         if lowercase:
             texts = [t.lower() for t in texts]
-        joined = "\n".join(texts)  # a whitespace separator: tokens never straddle two texts
-        if not joined.isascii():
+        # \x1f is whitespace to str.split(): tokens never straddle two texts, and counting the
+        # separators before a token gives its text
+        joined = "\x1f".join(texts)
+        if not joined.isascii() or "\x00" in joined or joined.count("\x1f") != len(texts) - 1:
             return None
-        raw = joined.encode("ascii") + b"\n"
+        raw = joined.encode("ascii") + b"\x1f"
         buf = np.frombuffer(raw + bytes(_MAX_PACK), dtype=np.uint8)
         head = buf[: len(raw)]
         # str.split()'s ASCII whitespace: \t \n \v \f \r (9-13), \x1c-\x1f and space (28-32)
@@ -179,27 +186,27 @@ class _Encoded:
         edges = np.flatnonzero(ws[1:] != ws[:-1]) + 1
         if not ws[0]:
             edges = np.concatenate((np.zeros(1, dtype=np.int64), edges))
-        st, en = edges[0::2], edges[1::2]  # token = [st, en): non-space runs (raw ends in \n)
+        st, en = edges[0::2], edges[1::2]  # token = [st, en): non-space runs (raw ends in \x1f)
         tlen = en - st
-        if tlen.size and int(tlen.max()) > _MAX_PACK:
+        longest = int(tlen.max(initial=1))
+        if longest > _MAX_PACK:
             return None
-        text_len = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-        text_start = np.cumsum(text_len + 1) - (text_len + 1)
-        doc = np.searchsorted(text_start, st, side="right") - 1
-        lengths = np.bincount(doc, minlength=len(texts)).astype(np.int64)
-        width = max(8, -(-int(tlen.max(initial=1)) // 8) * 8)
-        lane = _LANE[:width]
+        doc = np.cumsum(head == 31)[st]  # separators before the token = its text
+        lengths = np.bincount(doc, minlength=len(texts))
+        width = max(8, -(-longest // 8) * 8)
         rows = np.ndarray(buffer=buf, dtype=f"V{width}", shape=(buf.shape[0] - width + 1,),
                           strides=(1,))  # rows[i] = the `width` bytes from i on (no copy)
-        packed = rows[st].view(np.uint8).reshape(-1, width) + np.uint8(1)  # ASCII+1 fits a byte
-        packed *= lane < tlen[:, None]
-        words = packed.view(np.uint64)  # (n_tokens, width / 8), exact code of each token
-        key = words[:, 0].copy()
+        packed = rows[st].view(np.uint8).reshape(-1, width)
+        packed *= _LANE[:width] < tlen[:, None]  # zero padding (no NUL in the text: exact)
+        words = packed.view(np.uint64)  # (n_tokens, width / 8): an exact code of each token
         with np.errstate(over="ignore"):  # arithmetic modulo 2**64 on purpose
-            for j in range(1, words.shape[1]):
+            key = words[:, 0] if width == 8 else words[:, 1] * _MIX[1]
+            for j in range(2, words.shape[1]):
                 key ^= words[:, j] * _MIX[j]
-        enc = cls(key, lengths)
-        if words.shape[1] > 1:  # keys of tokens over 8 bytes may collide: check them exactly
+            if width > 8:
+                key ^= words[:, 0]
+        enc = cls(key, lengths, doc)
+        if width > 8:  # keys of tokens over 8 bytes may collide: check them exactly
             a, b = enc.pairs()
             if not np.array_equal(words[a], words[b]):
                 return None
