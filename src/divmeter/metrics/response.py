@@ -129,7 +129,7 @@ def _nan_to_none(arr: np.ndarray) -> list[float | None]:
 # word by word, and on a collision (or a token over 64 bytes, a NUL, a non-ASCII character) the
 # set falls back to the dictionary encoding, so the keys are always exact.
 _MAX_PACK = 64
-_LANE = np.arange(_MAX_PACK, dtype=np.int64)
+_BYTE_MASK = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)  # low k bytes
 _MIX = np.array([1, 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
                  0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53,
                  0x27D4EB2F165667C5], dtype=np.uint64)
@@ -196,9 +196,9 @@ class _Encoded:
         width = max(8, -(-longest // 8) * 8)
         rows = np.ndarray(buffer=buf, dtype=f"V{width}", shape=(buf.shape[0] - width + 1,),
                           strides=(1,))  # rows[i] = the `width` bytes from i on (no copy)
-        packed = rows[st].view(np.uint8).reshape(-1, width)
-        packed *= _LANE[:width] < tlen[:, None]  # zero padding (no NUL in the text: exact)
-        words = packed.view(np.uint64)  # (n_tokens, width / 8): an exact code of each token
+        words = rows[st].view("<u8").reshape(-1, width // 8)  # a copy: (n_tokens, width / 8)
+        for j in range(width // 8):  # zero the bytes past the token's end (the text has no NUL)
+            words[:, j] &= _BYTE_MASK[np.clip(tlen - 8 * j, 0, 8)]
         with np.errstate(over="ignore"):  # arithmetic modulo 2**64 on purpose
             key = words[:, 0] if width == 8 else words[:, 1] * _MIX[1]
             for j in range(2, words.shape[1]):
