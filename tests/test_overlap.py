@@ -247,6 +247,15 @@ def test_homogenization_bleu_is_ordered_pair_mean() -> None:
     assert r.value == pytest.approx((math.exp(-1) + (1 / 70) ** 0.25) / 2, abs=1e-12)
 
 
+def test_homogenization_similarity_matrix() -> None:
+    r = homogenization(["the cat sat", "the cat ran", "a dog ran"], measure="rouge1")
+    sim = r.details["similarity"]
+    assert sim.shape == (3, 3)
+    assert sim[0, 1] == sim[1, 0] == pytest.approx(2 / 3, abs=1e-12)
+    assert sim[0, 2] == 0.0
+    assert sim[1, 2] == pytest.approx(1 / 3, abs=1e-12)
+
+
 def test_homogenization_case() -> None:
     texts = ["The Cat sat", "the cat sat"]
     assert homogenization(texts).value == 1.0

@@ -577,8 +577,10 @@ def homogenization(
 
     Returns:
         MetricResult whose ``value`` is the mean pairwise similarity in [0, 1] (higher = less
-        diverse), with ``details["diversity"] = 1 - value``. ``None`` for an empty set, a
-        single response, or a set without any token.
+        diverse), with ``details["diversity"] = 1 - value`` and ``details["similarity"]``, the
+        symmetric ``(m, m)`` pair matrix (for BLEU the mean of both directions; the diagonal
+        is not used). ``None`` for an empty set, a single response, or a set without any
+        token.
 
     Raises:
         InvalidInputError: For a bad parameter or input.
@@ -627,5 +629,8 @@ def homogenization(
         "homogenization",
         value,
         sig,
-        details={"diversity": diversity_from_similarity(sim, "one-minus-mean")},
+        details={
+            "diversity": diversity_from_similarity(sim, "one-minus-mean"),
+            "similarity": sim,
+        },
     )
