@@ -117,7 +117,7 @@ def _porter() -> Any:
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise MissingDependencyError(
                 "Stemming (use_stemmer=True) uses nltk's Porter stemmer, as rouge-score does, and "
-                "nltk is not installed. Install it with: pip install nltk"
+                "nltk is not installed. Install it with: pip install 'divmeter[stem]'"
             ) from exc
         _PORTER = porter.PorterStemmer()
     return _PORTER
