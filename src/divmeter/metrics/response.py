@@ -18,9 +18,12 @@ a reason.
 Tokens: the PATTR paper counts "whitespace-separated words" without lowercasing, so every metric
 here defaults to ``tokenizer="whitespace"``, ``lowercase=False``.
 
-Speed: MATTR, MTLD and HD-D work on the integer token ids of the whole set at once (one sort
-gives every token's previous and next occurrence in its response); TTR, PATTR and length are a
-``len(set(...))`` per response, which nothing vectorised beats on short texts.
+Speed: MATTR, MTLD and HD-D work on exact integer token keys of the whole set at once (one
+stable sort gives every token's previous and next occurrence in its response). With the default
+whitespace tokenizer on ASCII text the keys are made in numpy without Python string objects:
+each token's bytes are packed into 64-bit words (an exact code; equal sort keys are checked word
+by word); anything else (non-ASCII, other tokenizers) goes through ``encode_tokens``. TTR, PATTR
+and length are one ``str.split`` and one ``set`` per response, the floor in Python.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from __future__ import annotations
 import lzma
 import math
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -91,9 +94,14 @@ def _get_tokenizer(tokenizer: Any, lowercase: Any) -> Tokenizer:
 
 def _split(tok: Tokenizer, texts: list[str]) -> list[list[str]]:
     """``tok.many(texts)``; the default (whitespace, case kept) is ``str.split`` itself."""
+    return list(_each(tok, texts))
+
+
+def _each(tok: Tokenizer, texts: list[str]) -> Iterator[list[str]]:
+    """The token lists one at a time (each is dropped before the next is made: cache-friendly)."""
     if tok.name == "whitespace" and not tok.lowercase:
-        return list(map(str.split, texts))
-    return tok.many(texts)
+        return map(str.split, texts)
+    return map(tok, texts)
 
 
 @lru_cache(maxsize=512)
@@ -296,7 +304,7 @@ def ttr(
     """
     texts, tok = _tokens(responses, tokenizer, lowercase)
     sig = make_signature("ttr", **_tok_sig(tok))
-    per = [len(set(x)) / len(x) if x else None for x in _split(tok, texts)]
+    per = [len(set(x)) / len(x) if x else None for x in _each(tok, texts)]
     return _per_response_result("ttr", sig, per, "no response has a token")
 
 
@@ -440,7 +448,7 @@ def pattr(
     lt = check_int(target_length, "target_length", "pattr")
     sig = make_signature("pattr", target_length=lt, **_tok_sig(tok))
     per: list[float | None] = [len(set(x)) / (len(x) + abs(len(x) - lt))
-                               for x in _split(tok, texts)]
+                               for x in _each(tok, texts)]
     return _per_response_result("pattr", sig, per, "no response")
 
 
@@ -514,7 +522,7 @@ def response_compression(
     sig = make_signature("response-compression", algo=algo, level=9 if algo == "gzip" else 6,
                          trunc="all" if truncate is None else truncate, **_tok_sig(tok))
     per: list[float | None] = []
-    for toks in _split(tok, texts):
+    for toks in _each(tok, texts):
         if not toks:
             per.append(None)
             continue
@@ -818,5 +826,5 @@ def length(
         per: list[float | None] = [float(len(t.encode("utf-8"))) for t in texts]
     else:
         sig = make_signature("length", unit=unit, **_tok_sig(tok))
-        per = [float(len(t)) for t in _split(tok, texts)]
+        per = [float(len(t)) for t in _each(tok, texts)]
     return _per_response_result("length", sig, per, "no response")
