@@ -1,0 +1,108 @@
+"""Speed of the Decan metric on this CPU: sets/minute, and what batching + prefix reuse buy.
+
+1. Sets/minute for n = 5 and n = 10 responses with 10 and 50 permutations (plus the n
+   unconditional passes), on seeded generated sentences (~70 bytes each) after a one-line prompt.
+2. The same permutation passes of one set scored three ways, with identical results checked:
+   one forward pass per sequence (no shared prefix, no batching: the one-at-a-time baseline),
+   right-padded batches, and batches + the shared prompt prefix run once (KV cache reused).
+
+There is no peer library for this metric on PyPI (the authors' icl-diversity is not packaged);
+the comparison is against our own one-at-a-time path, which computes the same quantity (the
+check below asserts equal bits to 2e-3).
+
+Run (needs divmeter[lm]; torch is not in .venv-bench):
+
+    .venv/bin/python benchmarks/bench_decan.py            # full grid, float32, 1 thread
+    .venv/bin/python benchmarks/bench_decan.py --quick    # n=5, 10 permutations only (< 1 min)
+    .venv/bin/python benchmarks/bench_decan.py --dtype bfloat16 --threads 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+
+import numpy as np
+
+from divmeter.backends.lm import get_scorer
+from divmeter.metrics.icl import decan, format_responses, sample_permutations
+
+SUBJ = ["The old fisherman", "A tired nurse", "My younger brother", "The city council",
+        "A stray cat", "The night train", "Our neighbour", "The science teacher"]
+VERB = ["quietly repaired", "accidentally painted", "proudly delivered", "slowly carried",
+        "secretly rebuilt", "carefully measured", "happily sold", "nervously opened"]
+OBJ = ["the broken lantern", "a wooden boat", "three letters", "the rusty gate",
+       "a basket of plums", "the blue umbrella", "an empty piano", "the garden shed"]
+TAIL = ["before the storm arrived.", "on a cold Sunday morning.", "while everyone was asleep.",
+        "near the harbour wall.", "for the village festival.", "after the long winter."]
+PROMPT = "Write one sentence about something that happened in a small town."
+
+
+def make_set(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [f"{rng.choice(SUBJ)} {rng.choice(VERB)} {rng.choice(OBJ)} {rng.choice(TAIL)}"
+            for _ in range(n)]
+
+
+def sets_per_minute(n: int, perms: int, reps: int, threads: int, dtype: str) -> float:
+    t = time.perf_counter()
+    for s in range(reps):
+        r = decan(make_set(n, 100 + s), prompt=PROMPT, permutations=perms, threads=threads,
+                  dtype=dtype)
+        assert r.value is not None
+    return 60.0 * reps / (time.perf_counter() - t)
+
+
+def batching_gain(n: int, perms: int, threads: int, dtype: str) -> list[tuple[str, float]]:
+    sc = get_scorer(threads=threads, dtype=dtype)
+    resp = make_set(n, 7)
+    items = [format_responses(PROMPT, [resp[i] for i in p], "instruct")
+             for p in sample_permutations(n, perms, 0)]
+    texts = [t for t, _ in items]
+    spans = [s for _, s in items]
+    out, ref = [], None
+    for label, share, batch in [("one at a time", False, False),
+                                ("batched", False, True),
+                                ("batched + shared prefix", True, True)]:
+        t = time.perf_counter()
+        bits = sc.span_bits(texts, spans, share_prefix=share, batch=batch)
+        dt = time.perf_counter() - t
+        if ref is None:
+            ref = bits
+        else:
+            err = max(float(np.abs(a - b).max()) for a, b in zip(ref, bits, strict=True))
+            assert err < 2e-3, f"{label} differs from one-at-a-time by {err} bits"
+        out.append((label, dt))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
+    args = ap.parse_args()
+    t = time.perf_counter()
+    sc = get_scorer(threads=args.threads, dtype=args.dtype)
+    print(f"model {sc.signature}, dtype {args.dtype}, threads {args.threads}, "
+          f"load {time.perf_counter() - t:.1f} s")
+    grid = [(5, 10)] if args.quick else [(5, 10), (5, 50), (10, 10), (10, 50)]
+    print("\n| n | permutations | sets/minute |\n|---|---|---|")
+    for n, perms in grid:
+        reps = 2 if perms <= 10 else 1
+        spm = sets_per_minute(n, perms, reps, args.threads, args.dtype)
+        print(f"| {n} | {perms} | {spm:.2f} |", flush=True)
+    n, perms = (5, 10) if args.quick else (10, 10)
+    print(f"\nOne set, n={n}, {perms} permutations (permutation passes only):")
+    print("| path | seconds | speed-up |\n|---|---|---|")
+    rows = batching_gain(n, perms, args.threads, args.dtype)
+    base = rows[0][1]
+    for label, dt in rows:
+        print(f"| {label} | {dt:.2f} | {base / dt:.2f}x |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

