@@ -147,18 +147,20 @@ SLOW = {("hdd", "lexicalrichness"), ("mtld", "lexical-diversity"),
         ("mtld", "taaled (MTLD-original)")}
 
 
-def compare(a: list[float | None], b: list[float | None]) -> tuple[int, int, float]:
-    """(n compared, n mismatching at 1e-9, max |diff|) over responses defined in both."""
-    n = bad = 0
+def compare(a: list[float | None], b: list[float | None]) -> tuple[int, int, float, int]:
+    """(n compared, n mismatching at 1e-9, max |diff|, n undefined in divmeter only) over the
+    responses defined in both."""
+    n = bad = only_peer = 0
     worst = 0.0
     for x, y in zip(a, b, strict=True):
         if x is None or y is None:
+            only_peer += x is None and y is not None
             continue
         n += 1
         d = abs(x - y)
         worst = max(worst, d)
         bad += d > 1e-9
-    return n, bad, worst
+    return n, bad, worst, only_peer
 
 
 def main() -> None:
@@ -204,9 +206,12 @@ def main() -> None:
         for name, _run, same in peers:
             scale = next(sc for nm, _r, _d, sc in runs if nm == name)
             t_peer = best[name] * scale
-            n, bad, worst = compare(values["divmeter"][: len(values[name])], values[name])
+            n, bad, worst, only_peer = compare(values["divmeter"][: len(values[name])],
+                                               values[name])
             if same:
                 verdict = f"same on {n - bad}/{n}" + (f" (max |d| {worst:.1e})" if worst else "")
+                if only_peer:
+                    verdict += f"; {only_peer} undefined in divmeter (e.g. MTLD, no repetition)"
             else:
                 verdict = f"definition differs (min factor 10, TTR < .72): max |d| {worst:.2f}"
             star = "*" if scale != 1.0 else " "
