@@ -58,6 +58,18 @@ def test_cache_roundtrip_memory_and_disk(tmp_path: Path) -> None:
     assert other.get(["a"])[1] == [0]
 
 
+def test_cache_keys_with_trailing_nul_bytes_survive_disk(tmp_path: Path) -> None:
+    texts = [f"text {i}" for i in range(3000)]
+    nul = [t for t in texts if text_key(t).endswith(b"\0")]
+    assert nul  # about 1 in 256 digests ends in a NUL byte
+    c = EmbeddingCache("nul", tmp_path)
+    c.put(texts, np.arange(6000, dtype=np.float32).reshape(3000, 2))
+    c.flush()
+    found, missing = EmbeddingCache("nul", tmp_path).get(texts)
+    assert missing == [] and found[texts.index(nul[0])].tolist() == [
+        2.0 * texts.index(nul[0]), 2.0 * texts.index(nul[0]) + 1]
+
+
 def test_cache_ignores_corrupt_shard(tmp_path: Path) -> None:
     c = EmbeddingCache("toy", tmp_path)
     c.put(["a"], np.ones((1, 2), dtype=np.float32))

@@ -1,8 +1,8 @@
 """On-disk embedding cache keyed by model signature + text hash.
 
 Re-scoring a file must not re-embed it. Vectors are stored per model signature in a folder of
-append-only shards (``.npz`` files holding ``keys`` = 16-byte BLAKE2b digests of the texts and
-``vecs`` = float32 rows). A process reads the shards of a model once, keeps them in memory, and
+append-only shards (``.npz`` files holding ``keys`` = 16-byte BLAKE2b digests of the texts, as
+``(m, 16)`` uint8 rows, and ``vecs`` = float32 rows). A process reads the shards of a model once, keeps them in memory, and
 appends new shards when it has embedded enough new texts (or on :meth:`EmbeddingCache.flush` /
 interpreter exit). Shards are written to a temporary name and renamed, so a crashed or concurrent
 writer never leaves a half-written shard behind; two writers at worst store the same vector twice.
@@ -98,8 +98,10 @@ class EmbeddingCache:
                     keys, vecs = z["keys"], z["vecs"]
             except (OSError, ValueError, KeyError):  # unreadable shard: ignore it, re-embed
                 continue
+            if keys.dtype != np.uint8 or keys.ndim != 2 or keys.shape[1] != 16:
+                continue  # not a shard this version wrote
             for k, v in zip(keys, vecs, strict=True):
-                self._mem.setdefault(bytes(k), v)
+                self._mem.setdefault(k.tobytes(), v)
 
     def get(self, texts: Sequence[str]) -> tuple[dict[int, np.ndarray], list[int]]:
         """Look texts up: (``{position: vector}`` for hits, positions of misses)."""
@@ -144,7 +146,8 @@ class EmbeddingCache:
         sig_file = self.folder / "signature.txt"
         if not sig_file.exists():
             sig_file.write_text(self.signature + "\n", encoding="utf-8")
-        keys = np.frombuffer(b"".join(self._pending_keys), dtype="S16")
+        # raw digest bytes as uint8 rows: a fixed-width bytes dtype would drop trailing NULs
+        keys = np.frombuffer(b"".join(self._pending_keys), dtype=np.uint8).reshape(-1, 16)
         vecs = np.stack(self._pending_vecs)
         name = uuid.uuid4().hex
         tmp = self.folder / f".{name}.tmp.npz"
