@@ -2,8 +2,8 @@
 
 Re-scoring a file must not re-embed it. Vectors are stored per model signature in a folder of
 append-only shards (``.npz`` files holding ``keys`` = 16-byte BLAKE2b digests of the texts, as
-``(m, 16)`` uint8 rows, and ``vecs`` = float32 rows). A process reads the shards of a model once, keeps them in memory, and
-appends new shards when it has embedded enough new texts (or on :meth:`EmbeddingCache.flush` /
+``(m, 16)`` uint8 rows, and ``vecs`` = float32 rows). A process reads the shards of a model once,
+keeps them in memory, and appends new shards when it has embedded enough new texts (or on :meth:`EmbeddingCache.flush` /
 interpreter exit). Shards are written to a temporary name and renamed, so a crashed or concurrent
 writer never leaves a half-written shard behind; two writers at worst store the same vector twice.
 
