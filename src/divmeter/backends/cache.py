@@ -1,11 +1,12 @@
 """On-disk embedding cache keyed by model signature + text hash.
 
 Re-scoring a file must not re-embed it. Vectors are stored per model signature in a folder of
-append-only shards (``.npz`` files holding ``keys`` = 16-byte BLAKE2b digests of the texts, as
-``(m, 16)`` uint8 rows, and ``vecs`` = float32 rows). A process reads the shards of a model once,
-keeps them in memory, and appends new shards when it has embedded enough new texts (or on :meth:`EmbeddingCache.flush` /
-interpreter exit). Shards are written to a temporary name and renamed, so a crashed or concurrent
-writer never leaves a half-written shard behind; two writers at worst store the same vector twice.
+append-only shards: ``.npz`` files holding ``keys`` (16-byte BLAKE2b digests of the texts, as
+``(m, 16)`` uint8 rows) and ``vecs`` (float32 rows). A process reads the shards of a model once,
+keeps them in memory, and appends a new shard when it has embedded enough new texts (or on
+:meth:`EmbeddingCache.flush` and at interpreter exit). Shards are written to a temporary name
+and renamed, so a crashed or concurrent writer never leaves a half-written shard behind; two
+writers at worst store the same vector twice.
 
 The location is ``$DIVMETER_CACHE`` if set, else ``~/.cache/divmeter``; ``DIVMETER_CACHE=off``
 disables the disk cache (the in-memory one stays).
