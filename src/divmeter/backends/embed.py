@@ -19,12 +19,13 @@ this module stays light. The thread count comes from ``threads=`` or ``$DIVMETER
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import threading
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -98,6 +99,20 @@ def set_threads(threads: int | None = None) -> None:
         torch = require("torch", extra="embed")
         if torch.get_num_threads() != n:
             torch.set_num_threads(n)
+
+
+@contextlib.contextmanager
+def quiet_loading(progress: bool = False) -> Iterator[None]:
+    """Silence transformers' weight-loading progress bar unless ``progress`` (state restored)."""
+    tf_logging = require("transformers", extra="embed").utils.logging
+    was = tf_logging.is_progress_bar_enabled()
+    if was and not progress:
+        tf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was and not progress:
+            tf_logging.enable_progress_bar()
 
 
 def _pkg_version(dist: str) -> str | None:
@@ -300,7 +315,8 @@ class SentenceEncoder:
                 st = require("sentence_transformers", extra="embed",
                              package="sentence-transformers")
                 set_threads(self.threads)
-                self._model = st.SentenceTransformer(self.resolved.location, device="cpu")
+                with quiet_loading(self.progress):
+                    self._model = st.SentenceTransformer(self.resolved.location, device="cpu")
                 self._model.eval()
             return self._model
 

@@ -25,7 +25,13 @@ from typing import IO, Any
 import numpy as np
 
 from divmeter._optional import require
-from divmeter.backends.embed import resolve_model, resolve_threads, set_offline, set_threads
+from divmeter.backends.embed import (
+    quiet_loading,
+    resolve_model,
+    resolve_threads,
+    set_offline,
+    set_threads,
+)
 from divmeter.errors import InvalidInputError
 
 __all__ = [
@@ -319,8 +325,9 @@ class TokenEmbedder:
                 tf = require("transformers", extra="embed")
                 set_threads(self.threads)
                 loc = self.resolved.location
-                self._tok = tf.AutoTokenizer.from_pretrained(loc)
-                self._model = tf.AutoModel.from_pretrained(loc)
+                with quiet_loading():
+                    self._tok = tf.AutoTokenizer.from_pretrained(loc)
+                    self._model = tf.AutoModel.from_pretrained(loc)
                 self._model.eval()
                 n_layers = int(self._model.config.num_hidden_layers)
                 if self._layer is None:
