@@ -199,7 +199,7 @@ class _Encoded:
         longest = int(tlen.max(initial=1))
         if longest > _MAX_PACK:
             return None
-        doc = np.cumsum(head == 31)[st]  # separators before the token = its text
+        doc = np.searchsorted(np.flatnonzero(head == 31), st)  # separators before = its text
         lengths = np.bincount(doc, minlength=len(texts))
         width = max(8, -(-longest // 8) * 8)
         rows = np.ndarray(buffer=buf, dtype=f"V{width}", shape=(buf.shape[0] - width + 1,),
@@ -214,8 +214,11 @@ class _Encoded:
             if width > 8:
                 key ^= words[:, 0]
         enc = cls(key, lengths, doc)
-        if width > 8:  # keys of tokens over 8 bytes may collide: check them exactly
+        if width > 8:  # keys involving a token over 8 bytes may collide: check those exactly
             a, b = enc.pairs()
+            long = tlen > 8
+            check = long[a] | long[b]
+            a, b = a[check], b[check]
             if not np.array_equal(words[a], words[b]):
                 return None
         return enc
@@ -324,11 +327,12 @@ def _mattr_values(enc: _Encoded, window: int) -> tuple[np.ndarray, np.ndarray]:
     prev = enc.prev()
     lengths = enc.lengths
     w_doc = np.minimum(lengths, window)
-    w = w_doc[enc.doc]
-    pos = np.arange(enc.n_tokens, dtype=np.int64)
-    lo = np.maximum(prev + 1, pos - w + 1)
-    hi = np.minimum(pos, (enc.ends - w_doc)[enc.doc])
-    total = np.bincount(enc.doc, weights=np.maximum(hi - lo + 1, 0), minlength=enc.n_docs)
+    q = np.arange(1, enc.n_tokens + 1, dtype=np.int64)  # position + 1
+    # windows [i, i + W) with max(p + 1, j - W + 1) <= i <= min(j, end - W), counted as
+    # min(j + 1, end - W + 1) - max(p + 1, j + 1 - W)
+    hi = np.minimum(q, (enc.ends - w_doc + 1)[enc.doc])
+    hi -= np.maximum(prev + 1, q - w_doc[enc.doc])
+    total = np.bincount(enc.doc, weights=np.maximum(hi, 0), minlength=enc.n_docs)
     with np.errstate(invalid="ignore", divide="ignore"):  # empty responses: 0 / 0 -> NaN
         out = total / (w_doc * (lengths - w_doc + 1))
     return out, (lengths < window) & (lengths > 0)
