@@ -314,3 +314,17 @@ def test_every_parameter_changes_value_or_signature(name: str) -> None:
         assert other.signature != base.signature, f"{name}: {param} not in signature"
         if param not in {"seed", "n_init"}:  # restarts find the same optimum on 5 points
             assert other.value != base.value, f"{name}: {param} does not change the value"
+
+
+@pytest.mark.embed
+def test_batched_scoring_matches_set_by_set() -> None:
+    api = pytest.importorskip("divmeter.api")
+    if not hasattr(api, "score_many"):
+        pytest.skip("divmeter.score_many not available")
+    sets = [SPREAD[:3], [], ["only one"], SPREAD[2:], ["", "x y"]]
+    for metric in ("embedding-cosine", "chamfer", "vendi-embedding", "remote-clique"):
+        many = api.score_many(sets, metric)
+        one = [divmeter.score(s, metric) for s in sets]
+        assert [(r.value, r.reason, r.signature) for r in many] == [
+            (r.value, r.reason, r.signature) for r in one
+        ], metric

@@ -617,3 +617,42 @@ def bertscore(
     value = diversity_from_similarity(F, reduction)  # type: ignore[arg-type]
     return MetricResult("bertscore", value, sig,
                         details={"precision": P, "recall": R, "f1": F})
+
+
+# --------------------------------------------------------------------------- batched scoring
+
+
+def _prewarmed(fn: Any) -> Any:
+    """A batched form of a sentence-level metric: embed every text of every set in one pass
+    (filling the encoder's cache), then score set by set from the cached vectors."""
+
+    def many(sets: Sequence[Sequence[str]], **params: Any) -> list[MetricResult]:
+        flat = [t for s in sets for t in s]
+        if flat:
+            embed_texts(flat, params.get("model", "minilm"))
+        return [fn(s, **params) for s in sets]
+
+    many.__name__ = many.__qualname__ = f"{fn.__name__}_many"
+    many.__doc__ = f"Batched :func:`{fn.__name__}` (one embedding pass over all sets)."
+    return many
+
+
+embedding_cosine_many = _prewarmed(embedding_cosine)
+chamfer_many = _prewarmed(chamfer)
+vendi_embedding_many = _prewarmed(vendi_embedding)
+kmeans_inertia_many = _prewarmed(kmeans_inertia_metric)
+remote_clique_many = _prewarmed(remote_clique)
+
+try:  # batched hooks, where the registry supports them
+    from divmeter.registry import register_batch
+except ImportError:  # pragma: no cover - older registry
+    pass
+else:
+    for _name, _fn in (
+        ("embedding-cosine", embedding_cosine_many),
+        ("chamfer", chamfer_many),
+        ("vendi-embedding", vendi_embedding_many),
+        ("kmeans-inertia", kmeans_inertia_many),
+        ("remote-clique", remote_clique_many),
+    ):
+        register_batch(_name)(_fn)
