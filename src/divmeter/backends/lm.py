@@ -205,6 +205,18 @@ def _convert_gguf(source: ModelSource, folder: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _load_tokenizer(transformers: Any, folder: Path, *, converted: bool) -> Any:
+    """The tokenizer of a model folder. For folders we converted from GGUF, build the fast
+    tokenizer straight from ``tokenizer.json`` (seconds faster than ``AutoTokenizer``)."""
+    tj, cfg = folder / "tokenizer.json", folder / "tokenizer_config.json"
+    if converted and tj.is_file() and cfg.is_file():
+        conf = json.loads(cfg.read_text())
+        special = {k: conf[k] for k in ("bos_token", "eos_token", "pad_token", "unk_token")
+                   if isinstance(conf.get(k), str)}
+        return transformers.PreTrainedTokenizerFast(tokenizer_file=str(tj), **special)
+    return transformers.AutoTokenizer.from_pretrained(str(folder))
+
+
 @dataclass(frozen=True)
 class TokenizedText:
     """A text tokenized with character offsets (BOS included when the model uses one).
@@ -253,7 +265,7 @@ class CausalLMScorer:
         self.max_batch_tokens = int(max_batch_tokens)
         folder = self._folder()
         torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
+        self.tokenizer = _load_tokenizer(transformers, folder, converted=self.source.kind == "gguf")
         self.model = transformers.AutoModelForCausalLM.from_pretrained(
             str(folder), dtype=torch_dtype
         )
