@@ -371,7 +371,7 @@ def test_mtld_differs_from_taaled_and_lexical_diversity_variant() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# the ASCII + whitespace fast path gives exactly the dictionary encoding's answers
+# the whitespace fast path (numpy, from UTF-8 bytes) gives exactly the dictionary encoding's answers
 
 FAST_TEXTS = [
     "a  b\tc\nd\x0be\x0cf\rg\x1ch\x1di\x1ej k a b",  # ASCII whitespace str.split() knows
@@ -382,6 +382,9 @@ FAST_TEXTS = [
     "supercalifragilistic supercalifragilisticX supercalifragilistic x x",
     "abcdefgh abcdefghi abcdefgh abcdefghi",  # 8 vs 9 bytes: one and two packed words
     "A man, a plan, a canal: Panama! 42 42.0",
+    "caf\u00e9 \u2018quoted\u2019 na\u00efve \u2014 caf\u00e9 cafe",  # UTF-8, 2-3 byte characters
+    "\u65e5\u672c\u8a9e \u30c6\u30ad\u30b9\u30c8 \u65e5\u672c\u8a9e "
+    "\U0001f642 \U0001f642 \u00c9T\u00c9",  # CJK, an emoji (4 bytes), case
 ]
 
 
@@ -392,7 +395,7 @@ def _python_path(texts: list[str], lowercase: bool) -> _Encoded:
 
 @pytest.mark.parametrize("lowercase", [False, True])
 def test_fast_path_matches_dictionary_encoding(lowercase: bool) -> None:
-    fast = _Encoded._ascii_whitespace(FAST_TEXTS, lowercase)
+    fast = _Encoded._fast_whitespace(FAST_TEXTS, lowercase)
     assert fast is not None
     slow = _python_path(FAST_TEXTS, lowercase)
     assert fast.lengths.tolist() == [len((t.lower() if lowercase else t).split())
@@ -404,15 +407,16 @@ def test_fast_path_matches_dictionary_encoding(lowercase: bool) -> None:
 
 
 def test_fast_path_declines_and_the_fallback_agrees(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _Encoded._ascii_whitespace(["caf\u00e9 caf\u00e9"], False) is None  # not ASCII
-    assert _Encoded._ascii_whitespace(["x" * 65 + " y"], False) is None  # token over 64 bytes
-    assert _Encoded._ascii_whitespace(["a\x00 a a\x00"], False) is None  # NUL byte
-    assert _Encoded._ascii_whitespace(["a\x1fb a"], False) is None  # the text separator
+    for space in ("\u00a0", "\u3000", "\u2009", "\x85"):  # non-ASCII whitespace
+        assert _Encoded._fast_whitespace([f"a{space}b a"], False) is None
+        assert per(ttr([f"a{space}b a"])) == per(mattr([f"a{space}b a"], window=3)) == [2 / 3]
+    assert _Encoded._fast_whitespace(["x" * 65 + " y"], False) is None  # token over 64 bytes
+    assert _Encoded._fast_whitespace(["a\x00 a a\x00"], False) is None  # NUL byte
+    assert _Encoded._fast_whitespace(["a\x1fb a"], False) is None  # the text separator
     assert per(mattr(["a\x00 a a\x00", "a\x1fb a"], window=3)) == [2 / 3, 2 / 3]  # fallback
     # identical keys for different tokens (forced collision): detected, dictionary path used
     texts = ["abcdefghX abcdefghY abcdefghX"]
     before = per(mattr(texts, window=2))
     monkeypatch.setattr(response_module, "_MIX", np.zeros(8, dtype=np.uint64))
-    assert _Encoded._ascii_whitespace(texts, False) is None
+    assert _Encoded._fast_whitespace(texts, False) is None
     assert per(mattr(texts, window=2)) == before == [1.0]
-    assert per(mtld(["\u00e9 a \u00e9 b"])) == per(mtld(["e a e b"]))  # non-ASCII: same result

@@ -20,9 +20,10 @@ here defaults to ``tokenizer="whitespace"``, ``lowercase=False``.
 
 Speed: MATTR, MTLD and HD-D work on exact integer token keys of the whole set at once (one
 stable sort gives every token's previous and next occurrence in its response). With the default
-whitespace tokenizer on ASCII text the keys are made in numpy without Python string objects:
-each token's bytes are packed into 64-bit words (an exact code; equal sort keys are checked word
-by word); anything else (non-ASCII, other tokenizers) goes through ``encode_tokens``. TTR, PATTR
+whitespace tokenizer the keys are made in numpy from the UTF-8 bytes, without Python string
+objects: each token's bytes are packed into 64-bit words (an exact code; equal sort keys are
+checked word by word); other tokenizers (and rare inputs: non-ASCII spaces, NUL, tokens over 64
+bytes) go through ``encode_tokens``. TTR, PATTR
 and length are one ``str.split`` and one ``set`` per response, the floor in Python.
 """
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import lzma
 import math
+import re
 import zlib
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
@@ -131,12 +133,14 @@ def _nan_to_none(arr: np.ndarray) -> list[float | None]:
     return [None if v != v else v for v in arr.tolist()]
 
 
-# The ASCII + whitespace fast path packs each token's bytes (zero-padded to K = 8..64 bytes; the
+# The whitespace fast path packs each token's UTF-8 bytes (zero-padded to K = 8..64 bytes; the
 # text has no NUL) into K/8 unsigned 64-bit words: an exact, injective code. The sort key mixes
 # the words (tokens of <= 8 bytes: the word itself); tokens with equal keys are then compared
-# word by word, and on a collision (or a token over 64 bytes, a NUL, a non-ASCII character) the
-# set falls back to the dictionary encoding, so the keys are always exact.
+# word by word, and on a collision (or a token over 64 bytes, a NUL, a non-ASCII space) the set
+# falls back to the dictionary encoding, so the keys are always exact.
 _MAX_PACK = 64
+# the non-ASCII characters str.split() splits on (every c with chr(c).isspace(), c >= 128)
+_NON_ASCII_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 _BYTE_MASK = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)  # low k bytes
 _MIX = np.array([1, 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
                  0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53,
@@ -169,24 +173,27 @@ class _Encoded:
     @classmethod
     def from_texts(cls, texts: list[str], tok: Tokenizer) -> _Encoded:
         if tok.name == "whitespace":
-            fast = cls._ascii_whitespace(texts, tok.lowercase)
+            fast = cls._fast_whitespace(texts, tok.lowercase)
             if fast is not None:
                 return fast
         ids, lengths, _ = encode_tokens(_split(tok, texts))
         return cls(ids, lengths)
 
     @classmethod
-    def _ascii_whitespace(cls, texts: list[str], lowercase: bool) -> _Encoded | None:
-        """``str.split()`` tokens of ASCII texts, coded in numpy; ``None`` if not applicable
-        (non-ASCII text, a NUL or \\x1f character, a token over 64 bytes, a key collision)."""
+    def _fast_whitespace(cls, texts: list[str], lowercase: bool) -> _Encoded | None:
+        """``str.split()`` tokens, coded in numpy from the UTF-8 bytes; ``None`` if not
+        applicable (non-ASCII whitespace, a NUL or \\x1f character, a token over 64 bytes, a
+        key collision)."""
         if lowercase:
             texts = [t.lower() for t in texts]
         # \x1f is whitespace to str.split(): tokens never straddle two texts, and counting the
         # separators before a token gives its text
         joined = "\x1f".join(texts)
-        if not joined.isascii() or "\x00" in joined or joined.count("\x1f") != len(texts) - 1:
+        if "\x00" in joined or joined.count("\x1f") != len(texts) - 1:
             return None
-        raw = joined.encode("ascii") + b"\x1f"
+        if not joined.isascii() and _NON_ASCII_SPACE.search(joined):
+            return None  # UTF-8 bytes >= 128 never hold ASCII whitespace: only these need care
+        raw = joined.encode("utf-8") + b"\x1f"
         buf = np.frombuffer(raw + bytes(_MAX_PACK), dtype=np.uint8)
         head = buf[: len(raw)]
         # str.split()'s ASCII whitespace: \t \n \v \f \r (9-13), \x1c-\x1f and space (28-32)
