@@ -11,7 +11,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from divmeter.api import score
+from divmeter.api import score, score_many
 from divmeter.data.model import ResponseSet
 from divmeter.errors import (
     DivmeterError,
@@ -25,6 +25,7 @@ from divmeter.result import MetaResult, MetricResult
 __all__ = [
     "__version__",
     "score",
+    "score_many",
     "list_metrics",
     "get_metric",
     "MetricSpec",

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
+from divmeter.data.model import as_texts
 from divmeter.registry import check_params, get_metric, parse_metric_arg
 from divmeter.result import MetricResult
 
-__all__ = ["score"]
+__all__ = ["score", "score_many"]
 
 
 def score(responses: Any, metric: str, **params: Any) -> MetricResult:
@@ -37,3 +39,45 @@ def score(responses: Any, metric: str, **params: Any) -> MetricResult:
     merged = {**inline, **params}
     check_params(spec, merged)
     return spec.load()(responses, **merged)  # type: ignore[no-any-return]
+
+
+def score_many(sets: Iterable[Any], metric: str, **params: Any) -> list[MetricResult]:
+    """Score many response sets with one metric: ``[score(s, metric, **params) for s in sets]``,
+    faster.
+
+    Metrics with a batched implementation (``divmeter.get_metric(name).batch``: distinct-n,
+    entropy-n, ead, ngram-diversity, self-repetition) score the whole list at once, which on
+    many small sets is several times faster than one call per set; the others are scored one set
+    at a time. Either way each result is identical to :func:`score` on that set (value,
+    reason, signature, details).
+
+    Args:
+        sets: Response sets: lists of strings or :class:`~divmeter.data.ResponseSet` s (or the
+            metric's own input kind, for metrics that do not take texts).
+        metric: A registered name, optionally with parameters, as in :func:`score`.
+        **params: The metric's parameters.
+
+    Returns:
+        One :class:`~divmeter.result.MetricResult` per set, in order.
+
+    Raises:
+        UnknownMetricError: If the metric is not registered.
+        InvalidInputError: For unknown or bad parameters, or a malformed set (the message
+            names it: ``"`sets[3][1]` must be a string; got int."``).
+
+    Example:
+        >>> [r.value for r in score_many([["a b c", "a b d"], []], "distinct-n", n=1)]
+        [0.6666666666666666, None]
+    """
+    name, inline = parse_metric_arg(metric)
+    spec = get_metric(name)
+    merged = {**inline, **params}
+    check_params(spec, merged)
+    items = list(sets)
+    if spec.input == "texts":
+        texts = [as_texts(s, what=f"sets[{i}]") for i, s in enumerate(items)]
+        batched = spec.load_batch()
+        if batched is not None:
+            return batched(texts, **merged)  # type: ignore[no-any-return]
+    fn = spec.load()
+    return [fn(s, **merged) for s in items]

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from divmeter.data.io import detect_format, read_records
-from divmeter.data.model import ResponseSet
+from divmeter.data.model import ResponseSet, as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.registry import check_params, column_name, get_metric, parse_metric_arg
 
@@ -59,6 +59,10 @@ MetricArg = str | tuple[str, Mapping[str, Any]]
 ProgressFn = Callable[[int, int | None], None]
 
 _PROBE = ["the cat sat on the mat today", "a dog ran across the green park"]
+
+#: Sets scored together, in this process, by metrics with a batched implementation
+#: (:func:`divmeter.registry.register_batch`); records still come out one per set, in order.
+BATCH_SIZE = 256
 
 
 @dataclass(frozen=True)
@@ -128,19 +132,74 @@ def _fn(name: str) -> Callable[..., Any]:
     return fn
 
 
-def _score_one(row: int, s: ResponseSet, plans: Sequence[MetricPlan]) -> dict[str, Any]:
+_BATCH_CACHE: dict[str, Callable[..., Any] | None] = {}
+
+
+def _batch_fn(p: MetricPlan) -> Callable[..., Any] | None:
+    """The batched implementation of a plan's metric, when it has one and it applies."""
+    if p.input != "texts" or p.uses_prompt:
+        return None
+    if p.name not in _BATCH_CACHE:
+        _BATCH_CACHE[p.name] = get_metric(p.name).load_batch()
+    return _BATCH_CACHE[p.name]
+
+
+def _batched(
+    chunk: Sequence[tuple[int, ResponseSet]], plans: Sequence[MetricPlan]
+) -> dict[int, list[Any]]:
+    """Results of the plans with a batched implementation for every set of ``chunk``:
+    ``{plan index: [MetricResult, or the InvalidInputError of a malformed set, per set]}``.
+
+    Each result is identical to the per-set call's. A plan whose batched call raises
+    :class:`InvalidInputError` (a parameter the probe could not check) is left out: its sets are
+    then scored one by one, each with its own error.
+    """
+    out: dict[int, list[Any]] = {}
+    for j, p in enumerate(plans):
+        fn = _batch_fn(p)
+        if fn is None:
+            continue
+        texts: list[list[str]] = []
+        slots: list[Any] = []
+        for _, s in chunk:
+            try:
+                texts.append(as_texts(s.responses))
+                slots.append(None)
+            except InvalidInputError as exc:
+                slots.append(exc)
+        try:
+            results = iter(fn(texts, **p.params))
+        except InvalidInputError:
+            continue
+        out[j] = [next(results) if slot is None else slot for slot in slots]
+    return out
+
+
+def _score_one(
+    row: int,
+    s: ResponseSet,
+    plans: Sequence[MetricPlan],
+    done: Mapping[int, Any] | None = None,
+) -> dict[str, Any]:
+    """The record of one set; ``done`` holds results already computed by :func:`_batched`
+    (``{plan index: MetricResult or InvalidInputError}``)."""
     rec: dict[str, Any] = {"set_id": s.set_id, "row": row}
     if s.label is not None:
         rec["label"] = s.label
     reasons: dict[str, str] = {}
     per_response: dict[str, Any] = {}
     signatures: dict[str, str] = {}
-    for p in plans:
+    for j, p in enumerate(plans):
         kwargs = dict(p.params)
         if p.uses_prompt and s.prompt is not None:
             kwargs["prompt"] = s.prompt
         try:
-            res = _fn(p.name)(s.responses, **kwargs)
+            if done is not None and j in done:
+                res = done[j]
+                if isinstance(res, InvalidInputError):
+                    raise res
+            else:
+                res = _fn(p.name)(s.responses, **kwargs)
         except InvalidInputError as exc:
             rec[p.column] = None
             reasons[p.column] = str(exc)
@@ -177,7 +236,11 @@ def _floats(values: Any) -> list[float | None] | None:
 def _score_chunk(
     chunk: list[tuple[int, ResponseSet]], plans: Sequence[MetricPlan]
 ) -> list[dict[str, Any]]:
-    return [_score_one(row, s, plans) for row, s in chunk]
+    done = _batched(chunk, plans)
+    return [
+        _score_one(row, s, plans, {j: r[i] for j, r in done.items()})
+        for i, (row, s) in enumerate(chunk)
+    ]
 
 
 def _probe(plans: Sequence[MetricPlan], *, in_process: bool) -> None:
@@ -297,7 +360,8 @@ def score_sets(
         workers: Processes to spread sets over (1 = in this process). Output order and values
             do not depend on it.
         chunk_size: Sets per task sent to a worker (default: about 8 tasks per worker, at most
-            64 sets, when ``total`` is known; else 16).
+            64 sets, when ``total`` is known; else 16). With ``workers=1``: sets scored together
+            by metrics with a batched implementation (default :data:`BATCH_SIZE`).
         progress: Called as ``progress(done, total)`` after each set (skipped ones included).
         total: Number of sets, when known in advance (defaults to ``len(sets)`` if it has one).
         skip: ``{row: set_id}`` of sets already scored (resume): they are not yielded. A set at a
@@ -357,8 +421,11 @@ def score_sets(
         return rec
 
     if workers == 1:
-        for row, s in pending():
-            yield finish(_score_one(row, s, plans))
+        batched = any(_batch_fn(p) is not None for p in plans)
+        for chunk in _chunks(pending(), (chunk_size or BATCH_SIZE) if batched else 1):
+            pre = _batched(chunk, plans)
+            for i, (row, s) in enumerate(chunk):
+                yield finish(_score_one(row, s, plans, {j: r[i] for j, r in pre.items()}))
         return
 
     size = chunk_size or (

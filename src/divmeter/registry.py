@@ -11,7 +11,7 @@ import difflib
 import importlib
 import importlib.util
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from divmeter.errors import InvalidInputError, UnknownMetricError
@@ -19,6 +19,7 @@ from divmeter.errors import InvalidInputError, UnknownMetricError
 __all__ = [
     "MetricSpec",
     "register",
+    "register_batch",
     "get_metric",
     "list_metrics",
     "parse_metric_arg",
@@ -59,6 +60,8 @@ class MetricSpec:
         description: One line for ``divmeter list``.
         extra: The pip extra the metric needs, or ``None`` for the core.
         input: ``texts`` (a list of strings) or ``instantiations`` (CDM: lists of phrases).
+        batch: ``"module:function"`` of an optional batched implementation (see
+            :func:`register_batch`), or ``None``: then many sets are scored one by one.
     """
 
     name: str
@@ -72,10 +75,18 @@ class MetricSpec:
     description: str = ""
     extra: str | None = None
     input: str = "texts"
+    batch: str | None = None
 
     def load(self) -> Callable[..., Any]:
         """Import and return the function implementing the metric."""
         module, _, attr = self.target.partition(":")
+        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+    def load_batch(self) -> Callable[..., Any] | None:
+        """Import and return the batched implementation, or ``None`` when there is none."""
+        if self.batch is None:
+            return None
+        module, _, attr = self.batch.partition(":")
         return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
 
     def to_dict(self) -> dict[str, Any]:
@@ -143,6 +154,36 @@ def register(
             extra=extra,
             input=input,
         )
+        return fn
+
+    return deco
+
+
+def register_batch(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator attaching a batched implementation to the registered metric ``name``.
+
+    The decorated function takes a list of response sets, each already validated as a list of
+    strings, and the metric's keyword parameters; it returns one
+    :class:`~divmeter.result.MetricResult` per set, identical (value, reason, signature, details)
+    to calling the metric on each set. It may raise
+    :class:`~divmeter.errors.InvalidInputError` for bad parameters. :func:`divmeter.score_many`
+    and ``divmeter score`` use it; metrics without one are scored set by set.
+
+    Example:
+        >>> @register("demo-metric", family="form", granularity="set",
+        ...           higher_is_more_diverse=True, bounds=(0, 1), citation="none")
+        ... def demo(responses): ...
+        >>> @register_batch("demo-metric")
+        ... def demo_many(sets): ...
+        >>> get_metric("demo-metric").batch.endswith(":demo_many")
+        True
+        >>> _ = _REGISTRY.pop("demo-metric")
+    """
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if name not in _REGISTRY:
+            raise ValueError(f"register_batch: metric {name!r} is not registered (yet)")
+        _REGISTRY[name] = replace(_REGISTRY[name], batch=f"{fn.__module__}:{fn.__qualname__}")
         return fn
 
     return deco

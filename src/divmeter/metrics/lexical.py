@@ -19,7 +19,9 @@ from __future__ import annotations
 import lzma
 import math
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import chain, count
 from typing import Any
 
 import numpy as np
@@ -28,7 +30,7 @@ from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.reduce import REDUCTIONS, diversity_from_similarity
-from divmeter.registry import register
+from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult, make_signature
 from divmeter.text import NgramIndex, Tokenizer, get_tokenizer
 
@@ -152,6 +154,14 @@ def _sep_label(separator: str) -> str:
 # distinct-n
 
 
+def _distinct_setup(n: int | None, n_max: int, tokenizer: str, lowercase: bool
+                    ) -> tuple[Tokenizer, list[int], str]:
+    tok = get_tokenizer(tokenizer, lowercase)
+    orders, n_label, avg = _orders("distinct-n", n, n_max)
+    sig = make_signature("distinct-n", n=n_label, avg=avg, tok=tok.name, case=tok.case)
+    return tok, orders, sig
+
+
 @register(
     "distinct-n",
     family="form",
@@ -195,9 +205,7 @@ def distinct_n(
         'distinct-n|n:2|tok:tevet|case:mixed|v:0.1.0'
     """
     texts = as_texts(responses)
-    tok = get_tokenizer(tokenizer, lowercase)
-    orders, n_label, avg = _orders("distinct-n", n, n_max)
-    sig = make_signature("distinct-n", n=n_label, avg=avg, tok=tok.name, case=tok.case)
+    tok, orders, sig = _distinct_setup(n, n_max, tokenizer, lowercase)
     if not texts:
         return undefined("distinct-n", sig, "empty set")
     idx = _index(texts, tok)
@@ -211,6 +219,48 @@ def distinct_n(
 
 # --------------------------------------------------------------------------------------------
 # entropy-n
+
+
+def _entropy_setup(n: int | None, n_max: int, base: float | str, tokenizer: str,
+                   lowercase: bool) -> tuple[Tokenizer, list[int], float, str]:
+    tok = get_tokenizer(tokenizer, lowercase)
+    orders, n_label, avg = _orders("entropy-n", n, n_max)
+    b, b_label = _base_label(base, "entropy-n")
+    sig = make_signature(
+        "entropy-n", n=n_label, avg=avg, base=b_label, tok=tok.name, case=tok.case
+    )
+    return tok, orders, b, sig
+
+
+def _xlogx_sums(group: np.ndarray, counts: np.ndarray, n_groups: int) -> np.ndarray:
+    """``sum c ln c`` over the counts of each group, in a canonical order.
+
+    The terms are summed by increasing count value (``h_v * v ln v`` for each distinct count
+    ``v`` with multiplicity ``h_v``; counts of 1 add exactly 0 and are skipped), one group after
+    the other in a single sequential ``bincount``, with ``v ln v`` from :func:`math.log`. The
+    float result therefore depends only on the multiset of counts of a group, not on the order
+    in which the n-grams were found nor on the other groups: scoring a set alone or inside a
+    batch gives the same bits.
+    """
+    sel = counts > 1
+    c, g = counts[sel], group[sel]
+    if c.size == 0:
+        return np.zeros(n_groups)
+    m = int(c.max()) + 1
+    pair, h = np.unique(g * m + c, return_counts=True)  # sorted by (group, count value)
+    v = pair % m
+    vals = np.unique(v)
+    table = np.array([x * math.log(x) for x in vals.tolist()])
+    terms = h * table[np.searchsorted(vals, v)]
+    return np.bincount(pair // m, weights=terms, minlength=n_groups)
+
+
+def _entropy_value(total: int, xlogx: float, base: float) -> float:
+    """``H = ln T - (1/T) sum c ln c`` (0 for no n-gram), clipped at 0, in base ``base``."""
+    if total == 0:
+        return 0.0
+    h = math.log(total) - xlogx / total
+    return max(h, 0.0) / math.log(base)
 
 
 @register(
@@ -265,12 +315,7 @@ def entropy_n(
         'entropy-n|n:1|base:2|tok:tevet|case:mixed|v:0.1.0'
     """
     texts = as_texts(responses)
-    tok = get_tokenizer(tokenizer, lowercase)
-    orders, n_label, avg = _orders("entropy-n", n, n_max)
-    b, b_label = _base_label(base, "entropy-n")
-    sig = make_signature(
-        "entropy-n", n=n_label, avg=avg, base=b_label, tok=tok.name, case=tok.case
-    )
+    tok, orders, b, sig = _entropy_setup(n, n_max, base, tokenizer, lowercase)
     if not texts:
         return undefined("entropy-n", sig, "empty set")
     idx = _index(texts, tok)
@@ -278,20 +323,24 @@ def entropy_n(
         return undefined("entropy-n", sig, "no tokens in any response")
     per_n = {}
     for k, counts in _pooled_counts(idx, orders).items():
-        c = counts.astype(np.float64)
-        total = c.sum()
-        if total == 0:
-            per_n[k] = 0.0
-            continue
-        # H = log T - (1/T) sum c log c, computed in nats then converted
-        h = math.log(total) - float(np.dot(c, np.log(c))) / total
-        per_n[k] = max(h, 0.0) / math.log(b)
+        total = int(counts.sum())
+        s = float(_xlogx_sums(np.zeros(counts.size, dtype=np.int64), counts, 1)[0])
+        per_n[k] = _entropy_value(total, s, b)
     value = float(np.mean(list(per_n.values())))
     return MetricResult("entropy-n", value, sig, details={"per_n": per_n})
 
 
 # --------------------------------------------------------------------------------------------
 # expectation-adjusted distinct
+
+
+def _ead_setup(n: int | None, n_max: int, vocab_size: int, tokenizer: str, lowercase: bool
+               ) -> tuple[Tokenizer, list[int], int, str]:
+    tok = get_tokenizer(tokenizer, lowercase)
+    orders, n_label, avg = _orders("ead", n, n_max)
+    v = check_int(vocab_size, "vocab_size", "ead")
+    sig = make_signature("ead", n=n_label, avg=avg, V=v, tok=tok.name, case=tok.case)
+    return tok, orders, v, sig
 
 
 def _ead_one(unique: int, total: int, v: int) -> float:
@@ -362,10 +411,7 @@ def ead(
         'ead|n:1..5|avg:mean|V:50257|tok:tevet|case:mixed|v:0.1.0'
     """
     texts = as_texts(responses)
-    tok = get_tokenizer(tokenizer, lowercase)
-    orders, n_label, avg = _orders("ead", n, n_max)
-    v = check_int(vocab_size, "vocab_size", "ead")
-    sig = make_signature("ead", n=n_label, avg=avg, V=v, tok=tok.name, case=tok.case)
+    tok, orders, v, sig = _ead_setup(n, n_max, vocab_size, tokenizer, lowercase)
     if not texts:
         return undefined("ead", sig, "empty set")
     idx = _index(texts, tok)
@@ -505,6 +551,15 @@ def ngram_cosine(
 # n-gram diversity score (Shaib et al. 2024)
 
 
+def _ngram_diversity_setup(n_max: int, tokenizer: str, lowercase: bool
+                           ) -> tuple[Tokenizer, list[int], str]:
+    tok = get_tokenizer(tokenizer, lowercase)
+    n_max = check_int(n_max, "n_max", "ngram-diversity")
+    sig = make_signature("ngram-diversity", n=f"1..{n_max}", agg="sum", tok=tok.name,
+                         case=tok.case)
+    return tok, list(range(1, n_max + 1)), sig
+
+
 @register(
     "ngram-diversity",
     family="form",
@@ -552,16 +607,13 @@ def ngram_diversity(
         'ngram-diversity|n:1..4|agg:sum|tok:whitespace|case:mixed|v:0.1.0'
     """
     texts = as_texts(responses)
-    tok = get_tokenizer(tokenizer, lowercase)
-    n_max = check_int(n_max, "n_max", "ngram-diversity")
-    sig = make_signature("ngram-diversity", n=f"1..{n_max}", agg="sum", tok=tok.name,
-                         case=tok.case)
+    tok, orders, sig = _ngram_diversity_setup(n_max, tokenizer, lowercase)
     if not texts:
         return undefined("ngram-diversity", sig, "empty set")
     idx = _index(texts, tok)
     if idx.tokens.size == 0:
         return undefined("ngram-diversity", sig, "no tokens in any response")
-    counts = _pooled_counts(idx, range(1, n_max + 1))
+    counts = _pooled_counts(idx, orders)
     per_n = {k: c.size / int(c.sum()) if c.size else 0.0 for k, c in counts.items()}
     return MetricResult("ngram-diversity", float(sum(per_n.values())), sig,
                         details={"per_n": per_n})
@@ -653,6 +705,25 @@ def compression_ratio(
 # self-repetition
 
 
+def _self_repetition_setup(n: int, tokenizer: str, lowercase: bool
+                           ) -> tuple[Tokenizer, int, str]:
+    tok = get_tokenizer(tokenizer, lowercase)
+    k = check_int(n, "n", "self-repetition")
+    sig = make_signature("self-repetition", n=k, log="ln", tok=tok.name, case=tok.case)
+    return tok, k, sig
+
+
+def _log1p_ints(x: np.ndarray) -> np.ndarray:
+    """``ln(1 + x)`` of integer-valued floats, through :func:`math.log1p` of each distinct value
+    (the same bits whatever the array's length or alignment, unlike a SIMD ufunc)."""
+    if x.size == 0:
+        return np.zeros(0)
+    vals, inv = np.unique(x, return_inverse=True)
+    table = np.array([math.log1p(v) for v in vals.tolist()])
+    out: np.ndarray = table[inv.reshape(-1)]
+    return out
+
+
 @register(
     "self-repetition",
     family="form",
@@ -703,9 +774,7 @@ def self_repetition(
         'self-repetition|n:2|log:ln|tok:whitespace|case:mixed|v:0.1.0'
     """
     texts = as_texts(responses)
-    tok = get_tokenizer(tokenizer, lowercase)
-    k = check_int(n, "n", "self-repetition")
-    sig = make_signature("self-repetition", n=k, log="ln", tok=tok.name, case=tok.case)
+    tok, k, sig = _self_repetition_setup(n, tokenizer, lowercase)
     if not texts:
         return undefined("self-repetition", sig, "empty set")
     if len(texts) < 2:
@@ -723,6 +792,469 @@ def self_repetition(
         starts = np.flatnonzero(np.concatenate(([True], gram[1:] != gram[:-1])))
         runs = np.diff(np.append(starts, gram.size))
         others = np.repeat(runs - 1, runs).astype(np.float64)  # df - 1, per pair
-        per = np.log1p(np.bincount(pdoc, weights=others, minlength=n_docs))
+        per = _log1p_ints(np.bincount(pdoc, weights=others, minlength=n_docs))
     return MetricResult("self-repetition", float(per.mean()), sig,
                         details={"per_response": per.tolist()})
+
+
+# --------------------------------------------------------------------------------------------
+# batched implementations: many response sets at once
+#
+# Scoring 1,000 small sets one call at a time is dominated by per-call overhead (tokenizer and
+# numpy calls on arrays of a few hundred items). The functions below score a whole batch with one
+# tokenizing pass and, per n-gram order, one sort over the n-grams of *every* set: each token
+# gets a set-local id (< V_s, the set's vocabulary size), and an n-gram's key is
+# ``set * B**n + (its base-B number)`` with ``B = max_s V_s``, exact as long as
+# ``n_sets * B**n < 2**62``. Batches too wide for that are cut into consecutive groups that fit;
+# a single set too wide on its own is scored by the per-set function (interned ids). Each result
+# is identical (value bits, reason, signature, details) to the per-set function's: counts are
+# integers, and every float is reduced in an order that does not depend on the batch (see
+# :func:`_xlogx_sums`, :func:`_log1p_ints`). They receive sets already validated as lists of
+# strings (:func:`divmeter.score_many` validates).
+
+#: Marks the end of each text when a set's texts are tokenized as one joined string.
+_SEP = "\x00"
+_JOIN = " \x00 "
+#: Tokenizers whose output on ``_JOIN.join(texts)`` is the concatenation of their outputs on the
+#: texts with a ``_SEP`` token after each (they split on spaces; ``_SEP`` is not whitespace).
+_JOINABLE = frozenset({"tevet", "whitespace"})
+#: Marks the end of each text on the per-text path (a token can never be this object).
+_END = object()
+_KEY_BITS = 2**62
+
+
+@dataclass
+class _SetTokens:
+    """Tokens of many response sets with set-local ids.
+
+    Attributes:
+        tokens: Local token ids of every text of every set, concatenated (int64); equal ids
+            within a set iff equal tokens.
+        lengths: Token count of each text.
+        n_texts: Text count of each set.
+        vocab: A bound on each set's ids (they run over ``range(vocab[s])``).
+    """
+
+    tokens: np.ndarray
+    lengths: np.ndarray
+    n_texts: np.ndarray
+    vocab: np.ndarray
+
+    def group(self, a: int, b: int) -> _SetTokens:
+        """Sets ``a .. b-1`` (views, no copy)."""
+        t0, t1 = int(self.n_texts[:a].sum()), int(self.n_texts[:b].sum())
+        k0, k1 = int(self.lengths[:t0].sum()), int(self.lengths[:t1].sum())
+        return _SetTokens(self.tokens[k0:k1], self.lengths[t0:t1], self.n_texts[a:b],
+                          self.vocab[a:b])
+
+    def set_tokens(self) -> np.ndarray:
+        """Token count of each set."""
+        return np.bincount(np.repeat(np.arange(self.n_texts.size), self.n_texts),
+                           weights=self.lengths, minlength=self.n_texts.size).astype(np.int64)
+
+
+def _encode_sets(text_sets: Sequence[list[str]], tok: Tokenizer, top: int, factor: int = 1
+                 ) -> _SetTokens:
+    """Tokenize every set and give each token its set-local id (first-occurrence order).
+
+    For the ``tevet`` and ``whitespace`` tokenizers a set's texts are joined with
+    ``" \x00 "`` and tokenized as one string (one ``split`` call instead of one per text); the
+    ``\x00`` tokens mark the text ends. A set whose texts contain ``\x00``, and the ``word``
+    tokenizer, take the per-text path, with a sentinel object marking text ends. Each set's
+    words go through one ``dict.setdefault`` pass that maps a word to 2 + the index of its
+    first occurrence (0: end of text, 1: the empty word, dropped); numpy then turns those
+    indices into compact local ids, unless ``n_sets * (longest set)**top * factor`` already
+    fits the 62-bit n-gram keys.
+    """
+    streams: list[Iterator[int]] = []
+    n_words: list[int] = []
+    n_texts: list[int] = []
+    joinable = tok.name in _JOINABLE
+    for texts in text_sets:
+        n_texts.append(len(texts))
+        words: list[Any]
+        if not texts:
+            n_words.append(0)
+            continue
+        cased = [t.lower() for t in texts] if tok.lowercase else texts
+        joined = _JOIN.join(cased) + _JOIN
+        if joinable and joined.count(_SEP) == len(texts):
+            if tok.name == "tevet":
+                words = joined.replace(".", "").replace("\n", "").split(" ")
+            else:
+                words = joined.split()
+            ids: dict[Any, int] = {_SEP: 0, "": 1}
+        else:
+            words = [w for t in tok.many(texts) for w in chain(t, (_END,))]
+            ids = {_END: 0}
+        streams.append(map(ids.setdefault, words, count(2)))
+        n_words.append(len(words))
+    total = sum(n_words)
+    raw = np.fromiter(chain.from_iterable(streams), dtype=np.int64, count=total)
+    keep = raw >= 2
+    ends = np.cumsum(keep)[raw == 0]  # tokens kept up to the end of each text
+    lengths = np.diff(ends, prepend=0)
+    n_sets = len(n_texts)
+    width = max(n_words, default=0)
+    if n_sets * max(width, 1) ** top * factor < _KEY_BITS:
+        # ids (first-occurrence index) are already small enough for the keys: keep them
+        return _SetTokens(raw[keep] - 2, lengths, np.array(n_texts, dtype=np.int64),
+                          np.array(n_words, dtype=np.int64))
+    # compact ids: the rank of the token's first occurrence among its set's first occurrences
+    set_start = np.cumsum(n_words) - np.asarray(n_words, dtype=np.int64)
+    start = np.repeat(set_start, n_words)
+    is_first = raw == np.arange(total, dtype=np.int64) - start + 2
+    firsts_before = np.cumsum(is_first) - is_first
+    first_pos = (start + raw - 2)[keep]
+    tokens = firsts_before[first_pos] - firsts_before[start[keep]]
+    vocab = np.bincount(np.repeat(np.arange(n_sets, dtype=np.int64), n_words),
+                        weights=is_first, minlength=n_sets).astype(np.int64)
+    return _SetTokens(tokens, lengths, np.array(n_texts, dtype=np.int64), vocab)
+
+
+def _fit_groups(st: _SetTokens, top: int, per_set_factor: np.ndarray | None = None
+                ) -> Iterator[tuple[int, int, bool]]:
+    """Consecutive runs ``(a, b, False)`` of sets whose keys ``set * B**top * F`` fit in 62 bits
+    together (``B``: the largest vocabulary of the run, ``F``: the largest factor), and
+    ``(i, i + 1, True)`` for a set that does not fit even alone."""
+    vocab = st.vocab.tolist()
+    factor = [1] * len(vocab) if per_set_factor is None else per_set_factor.tolist()
+    a, big_b, big_f = 0, 1, 1
+    for i, (v, f) in enumerate(zip(vocab, factor, strict=True)):
+        nb, nf = max(big_b, v, 1), max(big_f, f, 1)
+        if (i - a + 1) * nb**top * nf < _KEY_BITS:
+            big_b, big_f = nb, nf
+            continue
+        if i > a:
+            yield a, i, False
+        a, big_b, big_f = i, max(v, 1), max(f, 1)
+        if big_b**top * big_f >= _KEY_BITS:
+            yield i, i + 1, True
+            a, big_b, big_f = i + 1, 1, 1
+    if a < len(vocab):
+        yield a, len(vocab), False
+
+
+def _set_ngram_keys(st: _SetTokens, orders: Sequence[int]
+                    ) -> Iterator[tuple[int, np.ndarray, np.ndarray, int]]:
+    """For each order ``n`` (ascending): ``(n, keys, positions, B**n)`` of every n-gram occurrence
+    of every set (n-grams never cross texts), ``keys = set * B**n + base-B number of the n token
+    ids``, ``positions`` the index of each occurrence's first token."""
+    wanted = set(orders)
+    n_sets, n_tok = st.n_texts.size, st.tokens.size
+    base = max(int(st.vocab.max(initial=0)), 1)
+    tok_set = np.repeat(np.repeat(np.arange(n_sets, dtype=np.int64), st.n_texts), st.lengths)
+    left = np.repeat(np.cumsum(st.lengths), st.lengths) - np.arange(n_tok)  # tokens to text end
+    key = tok_set * base + st.tokens
+    for n in range(1, max(wanted) + 1):
+        if n > 1:  # key[p] now spans tokens p .. p+n-1 (meaningless where it crosses a text)
+            key = key[:-1] * base + st.tokens[n - 1:]
+        if n not in wanted:
+            continue
+        pos = np.flatnonzero(left[:key.size] >= n)
+        yield n, key[pos], pos, base**n
+
+
+def _pooled_set_stats(st: _SetTokens, orders: Sequence[int], *, xlogx: bool
+                      ) -> dict[int, tuple[list[int], list[int], list[float] | None]]:
+    """Per order: distinct n-grams, n-gram occurrences and (``xlogx``) ``sum c ln c`` of each
+    set, pooled over its texts. One sort per order for all sets."""
+    n_sets = st.n_texts.size
+    out: dict[int, tuple[list[int], list[int], list[float] | None]] = {}
+    for n, keys, _, scale in _set_ngram_keys(st, orders):
+        srt = np.sort(keys)
+        bounds = np.searchsorted(srt, np.arange(n_sets + 1, dtype=np.int64) * scale)
+        first = np.empty(srt.size, dtype=bool)
+        first[:1] = True
+        np.not_equal(srt[1:], srt[:-1], out=first[1:])
+        cum = np.concatenate(([0], np.cumsum(first)))
+        distinct = cum[bounds[1:]] - cum[bounds[:-1]]
+        sums = None
+        if xlogx:
+            starts = np.flatnonzero(first)
+            runs = np.diff(np.append(starts, srt.size))
+            sums = _xlogx_sums(srt[starts] // scale, runs, n_sets).tolist()
+        out[n] = (distinct.tolist(), np.diff(bounds).tolist(), sums)
+    return out
+
+
+def _pooled_many(
+    text_sets: Sequence[list[str]],
+    *,
+    metric: str,
+    tok: Tokenizer,
+    orders: list[int],
+    sig: str,
+    per_order: Callable[[int, int, float], float],
+    agg: str,
+    xlogx: bool,
+    single: Callable[[list[str]], MetricResult],
+) -> list[MetricResult]:
+    """Batched driver of the pooled-count metrics (distinct-n, entropy-n, EAD, n-gram
+    diversity): ``per_order(distinct, total, sum c ln c)`` gives one order's value, ``agg``
+    (``mean`` or ``sum``) combines the orders, ``single`` scores a set alone."""
+    st = _encode_sets(text_sets, tok, max(orders))
+    results: list[MetricResult | None] = [None] * len(text_sets)
+    n_tok = st.set_tokens().tolist()
+    for i, (k, t) in enumerate(zip(st.n_texts.tolist(), n_tok, strict=True)):
+        if k == 0:
+            results[i] = undefined(metric, sig, "empty set")
+        elif t == 0:
+            results[i] = undefined(metric, sig, "no tokens in any response")
+    for a, b, solo in _fit_groups(st, max(orders)):
+        if solo:
+            if results[a] is None:
+                results[a] = single(text_sets[a])
+            continue
+        stats = _pooled_set_stats(st.group(a, b), orders, xlogx=xlogx)
+        cols = [stats[k] for k in orders]
+        rows = [[per_order(d[j], t[j], 0.0 if s is None else s[j]) for d, t, s in cols]
+                for j in range(b - a)]
+        if agg == "mean":
+            values = np.array(rows, dtype=np.float64).reshape(b - a, len(orders))
+            heads = values.mean(axis=1).tolist()  # == np.mean(row) for each row
+        else:
+            heads = [float(sum(r)) for r in rows]
+        for j, (row, head) in enumerate(zip(rows, heads, strict=True)):
+            if results[a + j] is None:
+                results[a + j] = MetricResult(metric, head, sig,
+                                              details={"per_n": dict(zip(orders, row,
+                                                                         strict=True))})
+    return results  # type: ignore[return-value]
+
+
+def _distinct_value(unique: int, total: int, _: float) -> float:
+    return unique / total if total else 0.0
+
+
+@register_batch("distinct-n")
+def distinct_n_many(
+    text_sets: Sequence[list[str]],
+    *,
+    n: int | None = None,
+    n_max: int = 5,
+    tokenizer: str = "tevet",
+    lowercase: bool = False,
+) -> list[MetricResult]:
+    """Batched :func:`distinct_n`: one result per set, identical to ``distinct_n(set)``.
+
+    Args:
+        text_sets: Response sets, each a validated list of strings.
+        n: As in :func:`distinct_n`.
+        n_max: As in :func:`distinct_n`.
+        tokenizer: As in :func:`distinct_n`.
+        lowercase: As in :func:`distinct_n`.
+
+    Returns:
+        One :class:`MetricResult` per set, in order.
+
+    Example:
+        >>> [r.value for r in distinct_n_many([["a b a b", "a b c"], []], n=2)]
+        [0.6, None]
+    """
+    tok, orders, sig = _distinct_setup(n, n_max, tokenizer, lowercase)
+    return _pooled_many(
+        text_sets, metric="distinct-n", tok=tok, orders=orders, sig=sig,
+        per_order=_distinct_value, agg="mean", xlogx=False,
+        single=lambda t: distinct_n(t, n=n, n_max=n_max, tokenizer=tokenizer,
+                                    lowercase=lowercase),
+    )
+
+
+@register_batch("entropy-n")
+def entropy_n_many(
+    text_sets: Sequence[list[str]],
+    *,
+    n: int | None = None,
+    n_max: int = 5,
+    base: float | str = "e",
+    tokenizer: str = "tevet",
+    lowercase: bool = False,
+) -> list[MetricResult]:
+    """Batched :func:`entropy_n`: one result per set, identical to ``entropy_n(set)``.
+
+    Args:
+        text_sets: Response sets, each a validated list of strings.
+        n: As in :func:`entropy_n`.
+        n_max: As in :func:`entropy_n`.
+        base: As in :func:`entropy_n`.
+        tokenizer: As in :func:`entropy_n`.
+        lowercase: As in :func:`entropy_n`.
+
+    Returns:
+        One :class:`MetricResult` per set, in order.
+
+    Example:
+        >>> [r.value for r in entropy_n_many([["a b", "a c"], ["x x"]], n=1, base=2)]
+        [1.5, 0.0]
+    """
+    tok, orders, b, sig = _entropy_setup(n, n_max, base, tokenizer, lowercase)
+    return _pooled_many(
+        text_sets, metric="entropy-n", tok=tok, orders=orders, sig=sig,
+        per_order=lambda _, t, s: _entropy_value(t, s, b), agg="mean", xlogx=True,
+        single=lambda t: entropy_n(t, n=n, n_max=n_max, base=base, tokenizer=tokenizer,
+                                   lowercase=lowercase),
+    )
+
+
+@register_batch("ead")
+def ead_many(
+    text_sets: Sequence[list[str]],
+    *,
+    n: int | None = None,
+    n_max: int = 5,
+    vocab_size: int = GPT2_VOCAB,
+    tokenizer: str = "tevet",
+    lowercase: bool = False,
+) -> list[MetricResult]:
+    """Batched :func:`ead`: one result per set, identical to ``ead(set)``.
+
+    Args:
+        text_sets: Response sets, each a validated list of strings.
+        n: As in :func:`ead`.
+        n_max: As in :func:`ead`.
+        vocab_size: As in :func:`ead`.
+        tokenizer: As in :func:`ead`.
+        lowercase: As in :func:`ead`.
+
+    Returns:
+        One :class:`MetricResult` per set, in order.
+
+    Example:
+        >>> [r.value for r in ead_many([["a b", "a c"], [""]], n=1, vocab_size=2)]
+        [1.6, None]
+    """
+    tok, orders, v, sig = _ead_setup(n, n_max, vocab_size, tokenizer, lowercase)
+    return _pooled_many(
+        text_sets, metric="ead", tok=tok, orders=orders, sig=sig,
+        per_order=lambda u, t, _: _ead_one(u, t, v), agg="mean", xlogx=False,
+        single=lambda t: ead(t, n=n, n_max=n_max, vocab_size=vocab_size, tokenizer=tokenizer,
+                             lowercase=lowercase),
+    )
+
+
+@register_batch("ngram-diversity")
+def ngram_diversity_many(
+    text_sets: Sequence[list[str]],
+    *,
+    n_max: int = 4,
+    tokenizer: str = "whitespace",
+    lowercase: bool = False,
+) -> list[MetricResult]:
+    """Batched :func:`ngram_diversity`: one result per set, identical to
+    ``ngram_diversity(set)``.
+
+    Args:
+        text_sets: Response sets, each a validated list of strings.
+        n_max: As in :func:`ngram_diversity`.
+        tokenizer: As in :func:`ngram_diversity`.
+        lowercase: As in :func:`ngram_diversity`.
+
+    Returns:
+        One :class:`MetricResult` per set, in order.
+
+    Example:
+        >>> [r.value for r in ngram_diversity_many([["a b a", "a b"]], n_max=2)]
+        [1.0666666666666667]
+    """
+    tok, orders, sig = _ngram_diversity_setup(n_max, tokenizer, lowercase)
+    return _pooled_many(
+        text_sets, metric="ngram-diversity", tok=tok, orders=orders, sig=sig,
+        per_order=_distinct_value, agg="sum", xlogx=False,
+        single=lambda t: ngram_diversity(t, n_max=n_max, tokenizer=tokenizer,
+                                         lowercase=lowercase),
+    )
+
+
+def _segment_means(values: np.ndarray, sizes: list[int]) -> list[float]:
+    """``float(np.mean(segment))`` of consecutive segments (one reshape when sizes are equal,
+    which reduces each row exactly as ``np.mean`` reduces it alone)."""
+    if sizes and min(sizes) == max(sizes) > 0:
+        out: list[float] = values.reshape(len(sizes), sizes[0]).mean(axis=1).tolist()
+        return out
+    bounds = np.cumsum([0, *sizes]).tolist()
+    return [float(np.mean(values[a:b])) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+@register_batch("self-repetition")
+def self_repetition_many(
+    text_sets: Sequence[list[str]],
+    *,
+    n: int = 4,
+    tokenizer: str = "whitespace",
+    lowercase: bool = False,
+) -> list[MetricResult]:
+    """Batched :func:`self_repetition`: one result per set, identical to
+    ``self_repetition(set)``.
+
+    All sets' distinct (n-gram, response) pairs come from one sort of
+    ``(set, n-gram, response)`` keys; runs of one n-gram give its document frequency.
+
+    Args:
+        text_sets: Response sets, each a validated list of strings.
+        n: As in :func:`self_repetition`.
+        tokenizer: As in :func:`self_repetition`.
+        lowercase: As in :func:`self_repetition`.
+
+    Returns:
+        One :class:`MetricResult` per set, in order.
+
+    Example:
+        >>> [r.value for r in self_repetition_many([["a b", "a b"], ["a b"]], n=2)]
+        [0.6931471805599453, None]
+    """
+    tok, k, sig = _self_repetition_setup(n, tokenizer, lowercase)
+    results: list[MetricResult | None] = [None] * len(text_sets)
+    live: list[int] = []
+    for i, texts in enumerate(text_sets):
+        if not texts:
+            results[i] = undefined("self-repetition", sig, "empty set")
+        elif len(texts) < 2:
+            results[i] = undefined("self-repetition", sig,
+                                   "needs at least 2 responses (repetition across responses); "
+                                   "got 1")
+        else:
+            live.append(i)
+    st = _encode_sets([text_sets[i] for i in live], tok, k,
+                      max((len(text_sets[i]) for i in live), default=1))
+    for a, b, solo in _fit_groups(st, k, st.n_texts):
+        if solo:
+            results[live[a]] = self_repetition(text_sets[live[a]], n=n, tokenizer=tokenizer,
+                                               lowercase=lowercase)
+            continue
+        g = st.group(a, b)
+        sizes = g.n_texts.tolist()
+        per = _self_repetition_per_response(g, k)
+        means = _segment_means(per, sizes)
+        start = 0
+        for j, (size, mean) in enumerate(zip(sizes, means, strict=True)):
+            results[live[a + j]] = MetricResult(
+                "self-repetition", mean, sig,
+                details={"per_response": per[start:start + size].tolist()})
+            start += size
+    return results  # type: ignore[return-value]
+
+
+def _self_repetition_per_response(st: _SetTokens, n: int) -> np.ndarray:
+    """``ln(1 + s_d)`` for every response of every set (see :func:`self_repetition`)."""
+    n_texts = st.n_texts
+    width = max(int(n_texts.max(initial=0)), 1)
+    text_start = np.cumsum(n_texts) - n_texts
+    n_all = int(n_texts.sum())
+    text_of_tok = np.repeat(np.arange(n_all, dtype=np.int64), st.lengths)
+    set_of_text = np.repeat(np.arange(n_texts.size, dtype=np.int64), n_texts)
+    sums = np.zeros(n_all)
+    for _, keys, pos, scale in _set_ngram_keys(st, [n]):
+        if keys.size == 0:
+            continue
+        text = text_of_tok[pos]
+        local = text - text_start[set_of_text[text]]
+        pair = np.sort(keys * width + local)  # (set, n-gram, response), sorted
+        pair = pair[np.concatenate(([True], pair[1:] != pair[:-1]))]
+        gram = pair // width
+        starts = np.flatnonzero(np.concatenate(([True], gram[1:] != gram[:-1])))
+        runs = np.diff(np.append(starts, gram.size))
+        others = np.repeat(runs - 1, runs).astype(np.float64)  # df - 1, per pair
+        doc = text_start[gram // scale] + pair % width
+        sums = np.bincount(doc, weights=others, minlength=n_all)
+    return _log1p_ints(sums)
