@@ -121,7 +121,7 @@ def _per_response_result(metric: str, sig: str, per: list[float | None], none_re
     """Mean over the defined responses; ``None`` with ``none_reason`` when none is defined."""
     if not per:
         return undefined(metric, sig, "empty set", per_response=[], n_defined=0, **details)
-    defined = [v for v in per if v is not None]
+    defined = [v for v in per if v is not None] if None in per else per
     if not defined:
         return undefined(metric, sig, none_reason, per_response=per, n_defined=0, **details)
     value = math.fsum(defined) / len(defined)
