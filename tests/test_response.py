@@ -420,3 +420,17 @@ def test_fast_path_declines_and_the_fallback_agrees(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(response_module, "_MIX", np.zeros(8, dtype=np.uint64))
     assert _Encoded._fast_whitespace(texts, False) is None
     assert per(mattr(texts, window=2)) == before == [1.0]
+
+
+@pytest.mark.parametrize("rounds", [0, 1, 2])
+def test_mtld_scalar_finish_gives_the_same_values(monkeypatch: pytest.MonkeyPatch,
+                                                   rounds: int) -> None:
+    """After _MTLD_ROUNDS vectorised rounds the rest is finished token by token: same numbers."""
+    expected = per(mtld(TEXTS))
+    monkeypatch.setattr(response_module, "_MTLD_ROUNDS", rounds)
+    assert per(mtld(TEXTS)) == expected
+
+
+def test_mtld_very_repetitive_long_response() -> None:
+    # a b a | b a b | ... : a factor every 3 tokens both ways, 6000 tokens -> exactly 3
+    assert per(mtld(["a b " * 3000, "x y x"])) == [3.0, 3.0]

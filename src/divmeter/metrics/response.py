@@ -121,7 +121,9 @@ def _per_response_result(metric: str, sig: str, per: list[float | None], none_re
     """Mean over the defined responses; ``None`` with ``none_reason`` when none is defined."""
     if not per:
         return undefined(metric, sig, "empty set", per_response=[], n_defined=0, **details)
-    defined = [v for v in per if v is not None] if None in per else per
+    defined: list[float] = (
+        [v for v in per if v is not None] if None in per else per  # type: ignore[assignment]
+    )
     if not defined:
         return undefined(metric, sig, none_reason, per_response=per, n_defined=0, **details)
     value = math.fsum(defined) / len(defined)
@@ -561,7 +563,12 @@ def _mtld_factors(prev: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     cur = starts.copy()
     active = np.flatnonzero(ends > starts)
     one_minus = 1.0 - threshold
+    rounds = 0
     while active.size:
+        rounds += 1
+        if rounds > _MTLD_ROUNDS:  # a response with very many factors: finish it token by token
+            _mtld_scalar(prev, cur, ends, factors, active, threshold)
+            break
         s = cur[active]
         span = ends[active] - s
         total = int(span.sum())
@@ -594,6 +601,34 @@ def _mtld_factors(prev: np.ndarray, starts: np.ndarray, ends: np.ndarray,
             factors[active[unfinished]] += (1.0 - ratio[last]) / one_minus
         active = active[~done]
     return factors
+
+
+#: Vectorised rounds (one factor per response per round) before the few responses that still
+#: have factors left are finished by a scalar loop: keeps a very repetitive long response (one
+#: factor every few tokens) linear instead of one round per factor.
+_MTLD_ROUNDS = 32
+
+
+def _mtld_scalar(prev: np.ndarray, cur: np.ndarray, ends: np.ndarray, factors: np.ndarray,
+                 active: np.ndarray, threshold: float) -> None:
+    """The same factor count, token by token, for the responses in ``active`` (in place)."""
+    prev_list = prev.tolist()
+    for d in active.tolist():
+        start, end = int(cur[d]), int(ends[d])
+        count = float(factors[d])  # add to it in the same order as the rounds do
+        types = 0
+        ratio = 1.0
+        for j in range(start, end):
+            if prev_list[j] < start:
+                types += 1
+            ratio = types / (j - start + 1)
+            if ratio <= threshold:
+                count += 1.0
+                start = j + 1
+                types = 0
+        if start < end:
+            count += (1.0 - ratio) / (1.0 - threshold)
+        factors[d] = count
 
 
 def _mtld_values(enc: _Encoded, threshold: float) -> np.ndarray:
