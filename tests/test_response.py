@@ -434,3 +434,12 @@ def test_mtld_scalar_finish_gives_the_same_values(monkeypatch: pytest.MonkeyPatc
 def test_mtld_very_repetitive_long_response() -> None:
     # a b a | b a b | ... : a factor every 3 tokens both ways, 6000 tokens -> exactly 3
     assert per(mtld(["a b " * 3000, "x y x"])) == [3.0, 3.0]
+
+
+def test_hdd_large_sample_closed_form_matches_combinatorics() -> None:
+    rng = random.Random(5)
+    words = rng.choices([f"w{i}" for i in range(120)], weights=range(120, 0, -1), k=1500)
+    n = 300  # above the product form's limit: log-gamma closed form
+    expected = sum((1 - comb(1500 - k, n) / comb(1500, n)) / n
+                   for k in (words.count(w) for w in set(words)))
+    assert per(hdd([" ".join(words)], sample_size=n))[0] == pytest.approx(expected, rel=1e-11)
