@@ -10,6 +10,7 @@ figures printed in the paper. Nothing is tuned.
 Run (needs divmeter[embed] and ../shared/data):
 
     .venv/bin/python benchmarks/contest_embed.py                 # conTest + McDiv, MiniLM + mpnet
+    .venv/bin/python benchmarks/contest_embed.py --mpnet-on 'conTest:*,McDiv:prompt_gen'
     .venv/bin/python benchmarks/contest_embed.py --models minilm --datasets conTest
     .venv/bin/python benchmarks/contest_embed.py --quick          # conTest only, MiniLM
 
@@ -71,8 +72,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="minilm,mpnet")
     ap.add_argument("--datasets", default="conTest,McDiv")
-    ap.add_argument("--mpnet-datasets", default=None,
-                    help="datasets for mpnet only (default: same as --datasets)")
+    ap.add_argument("--mpnet-on", default=None,
+                    help="restrict mpnet to DATASET:TASK pairs, e.g. 'conTest:*,McDiv:prompt_gen' "
+                    "(default: everything in --datasets)")
     ap.add_argument("--quick", action="store_true", help="conTest only, MiniLM only")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results_contest_embed.md"))
     args = ap.parse_args()
@@ -92,8 +94,7 @@ def main() -> int:
                    "published": PUBLISHED[(dataset, task)],
                    "tevet_column": evaluate(tevet, labels)}
             for model in models:
-                if (model == "mpnet" and args.mpnet_datasets is not None
-                        and dataset not in args.mpnet_datasets.split(",")):
+                if model == "mpnet" and not _selected(args.mpnet_on, dataset, task):
                     row[model] = None
                     continue
                 enc = get_encoder(model, progress=False)
@@ -114,6 +115,13 @@ def main() -> int:
     write_table(rows, models, Path(args.out))
     print(Path(args.out).read_text())
     return 0
+
+
+def _selected(spec: str | None, dataset: str, task: str) -> bool:
+    if spec is None:
+        return True
+    pairs = [p.split(":") for p in spec.split(",")]
+    return any(d == dataset and t in ("*", task) for d, t in pairs)
 
 
 def write_table(rows: list[dict], models: list[str], out: Path) -> None:

@@ -99,6 +99,8 @@ class EmbeddingCache:
                     keys, vecs = z["keys"], z["vecs"]
             except (OSError, ValueError, KeyError):  # unreadable shard: ignore it, re-embed
                 continue
+            if keys.dtype.kind == "S" and keys.dtype.itemsize == 16 and keys.ndim == 1:
+                keys = keys.view(np.uint8).reshape(-1, 16)  # early shards: full bytes kept
             if keys.dtype != np.uint8 or keys.ndim != 2 or keys.shape[1] != 16:
                 continue  # not a shard this version wrote
             for k, v in zip(keys, vecs, strict=True):
