@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +23,17 @@ from divmeter.metrics.cdm import (
 )
 
 S10 = math.sqrt(10.0)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    old = os.environ.get("DIVMETER_CACHE")
+    os.environ["DIVMETER_CACHE"] = str(tmp_path_factory.mktemp("dmcache"))
+    yield
+    if old is None:
+        os.environ.pop("DIVMETER_CACHE", None)
+    else:
+        os.environ["DIVMETER_CACHE"] = old
 
 
 def G(tau: float, nu: float, lam: float, zeta: float, gamma: float) -> float:

