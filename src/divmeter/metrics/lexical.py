@@ -825,48 +825,47 @@ _KEY_BITS = 2**62
 
 @dataclass
 class _SetTokens:
-    """Tokens of many response sets with set-local ids.
+    """The tokens of many response sets as one id stream with set-local ids.
 
     Attributes:
-        tokens: Local token ids of every text of every set, concatenated (int64); equal ids
-            within a set iff equal tokens.
-        lengths: Token count of each text.
+        ids: Every set's texts in order, each text's token ids followed by 0 (end of text).
+            Token ids are >= 1 and equal within a set iff the tokens are equal.
+        n_words: Length of each set's part of ``ids`` (its tokens plus one 0 per text).
         n_texts: Text count of each set.
-        vocab: A bound on each set's ids (they run over ``range(vocab[s])``).
+        width: A bound on each set's ids (they are < ``width[s]``).
     """
 
-    tokens: np.ndarray
-    lengths: np.ndarray
+    ids: np.ndarray
+    n_words: np.ndarray
     n_texts: np.ndarray
-    vocab: np.ndarray
+    width: np.ndarray
 
     def group(self, a: int, b: int) -> _SetTokens:
         """Sets ``a .. b-1`` (views, no copy)."""
-        t0, t1 = int(self.n_texts[:a].sum()), int(self.n_texts[:b].sum())
-        k0, k1 = int(self.lengths[:t0].sum()), int(self.lengths[:t1].sum())
-        return _SetTokens(self.tokens[k0:k1], self.lengths[t0:t1], self.n_texts[a:b],
-                          self.vocab[a:b])
+        w0, w1 = int(self.n_words[:a].sum()), int(self.n_words[:b].sum())
+        return _SetTokens(self.ids[w0:w1], self.n_words[a:b], self.n_texts[a:b],
+                          self.width[a:b])
 
-    def set_tokens(self) -> np.ndarray:
+    def n_tokens(self) -> np.ndarray:
         """Token count of each set."""
-        return np.bincount(np.repeat(np.arange(self.n_texts.size), self.n_texts),
-                           weights=self.lengths, minlength=self.n_texts.size).astype(np.int64)
+        out: np.ndarray = self.n_words - self.n_texts
+        return out
 
 
 def _encode_sets(text_sets: Sequence[list[str]], tok: Tokenizer, top: int, factor: int = 1
                  ) -> _SetTokens:
-    """Tokenize every set and give each token its set-local id (first-occurrence order).
+    """Tokenize every set and give each token a set-local id, in one dict pass per set.
 
     For the ``tevet`` and ``whitespace`` tokenizers a set's texts are joined with
     ``" \x00 "`` and tokenized as one string (one ``split`` call instead of one per text); the
-    ``\x00`` tokens mark the text ends. A set whose texts contain ``\x00``, and the ``word``
+    ``\x00`` words mark the text ends. A set whose texts contain ``\x00``, and the ``word``
     tokenizer, take the per-text path, with a sentinel object marking text ends. Each set's
-    words go through one ``dict.setdefault`` pass that maps a word to 2 + the index of its
-    first occurrence (0: end of text, 1: the empty word, dropped); numpy then turns those
-    indices into compact local ids, unless ``n_sets * (longest set)**top * factor`` already
-    fits the 62-bit n-gram keys.
+    words go through one ``dict.setdefault`` pass mapping a word to 2 + the index of its first
+    occurrence (0: end of text; 1: the empty word of runs of spaces, dropped). When
+    ``n_sets * (longest set)**top * factor`` would not fit the 62-bit n-gram keys, the ids are
+    compacted to 2 + the rank of the token among its set's distinct tokens.
     """
-    streams: list[Iterator[int]] = []
+    parts: list[np.ndarray] = []  # one array per set: the words die with their set (cache-hot)
     n_words: list[int] = []
     n_texts: list[int] = []
     joinable = tok.name in _JOINABLE
@@ -877,7 +876,7 @@ def _encode_sets(text_sets: Sequence[list[str]], tok: Tokenizer, top: int, facto
             n_words.append(0)
             continue
         cased = [t.lower() for t in texts] if tok.lowercase else texts
-        joined = _JOIN.join(cased) + _JOIN
+        joined = _JOIN.join(cased) + _JOIN[:-1]
         if joinable and joined.count(_SEP) == len(texts):
             if tok.name == "tevet":
                 words = joined.replace(".", "").replace("\n", "").split(" ")
@@ -887,40 +886,42 @@ def _encode_sets(text_sets: Sequence[list[str]], tok: Tokenizer, top: int, facto
         else:
             words = [w for t in tok.many(texts) for w in chain(t, (_END,))]
             ids = {_END: 0}
-        streams.append(map(ids.setdefault, words, count(2)))
+        parts.append(np.fromiter(map(ids.setdefault, words, count(2)), dtype=np.int64,
+                                 count=len(words)))
         n_words.append(len(words))
     total = sum(n_words)
-    raw = np.fromiter(chain.from_iterable(streams), dtype=np.int64, count=total)
-    keep = raw >= 2
-    ends = np.cumsum(keep)[raw == 0]  # tokens kept up to the end of each text
-    lengths = np.diff(ends, prepend=0)
+    raw = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     n_sets = len(n_texts)
-    width = max(n_words, default=0)
-    if n_sets * max(width, 1) ** top * factor < _KEY_BITS:
-        # ids (first-occurrence index) are already small enough for the keys: keep them
-        return _SetTokens(raw[keep] - 2, lengths, np.array(n_texts, dtype=np.int64),
-                          np.array(n_words, dtype=np.int64))
-    # compact ids: the rank of the token's first occurrence among its set's first occurrences
-    set_start = np.cumsum(n_words) - np.asarray(n_words, dtype=np.int64)
-    start = np.repeat(set_start, n_words)
-    is_first = raw == np.arange(total, dtype=np.int64) - start + 2
-    firsts_before = np.cumsum(is_first) - is_first
-    first_pos = (start + raw - 2)[keep]
-    tokens = firsts_before[first_pos] - firsts_before[start[keep]]
-    vocab = np.bincount(np.repeat(np.arange(n_sets, dtype=np.int64), n_words),
-                        weights=is_first, minlength=n_sets).astype(np.int64)
-    return _SetTokens(tokens, lengths, np.array(n_texts, dtype=np.int64), vocab)
+    words_arr = np.array(n_words, dtype=np.int64)
+    width = words_arr + 2
+    if n_sets * max(int(width.max(initial=1)), 1) ** top * factor >= _KEY_BITS:
+        # compact: 2 + rank of the token's first occurrence among its set's first occurrences
+        set_start = np.cumsum(words_arr) - words_arr
+        start = np.repeat(set_start, words_arr)
+        is_first = raw == np.arange(total, dtype=np.int64) - start + 2
+        firsts_before = np.cumsum(is_first) - is_first
+        tok_at = raw >= 2
+        first_pos = (start + raw - 2)[tok_at]
+        raw[tok_at] = 2 + firsts_before[first_pos] - firsts_before[start[tok_at]]
+        width = 2 + np.bincount(np.repeat(np.arange(n_sets, dtype=np.int64), words_arr),
+                                weights=is_first, minlength=n_sets).astype(np.int64)
+    empty = raw == 1
+    if empty.any():  # runs of spaces (or dots) gave empty words: drop them
+        raw = raw[~empty]
+        words_arr = words_arr - np.bincount(
+            np.repeat(np.arange(n_sets, dtype=np.int64), n_words)[empty], minlength=n_sets)
+    return _SetTokens(raw, words_arr, np.array(n_texts, dtype=np.int64), width)
 
 
 def _fit_groups(st: _SetTokens, top: int, per_set_factor: np.ndarray | None = None
                 ) -> Iterator[tuple[int, int, bool]]:
     """Consecutive runs ``(a, b, False)`` of sets whose keys ``set * B**top * F`` fit in 62 bits
-    together (``B``: the largest vocabulary of the run, ``F``: the largest factor), and
+    together (``B``: the largest id bound of the run, ``F``: the largest factor), and
     ``(i, i + 1, True)`` for a set that does not fit even alone."""
-    vocab = st.vocab.tolist()
-    factor = [1] * len(vocab) if per_set_factor is None else per_set_factor.tolist()
+    width = st.width.tolist()
+    factor = [1] * len(width) if per_set_factor is None else per_set_factor.tolist()
     a, big_b, big_f = 0, 1, 1
-    for i, (v, f) in enumerate(zip(vocab, factor, strict=True)):
+    for i, (v, f) in enumerate(zip(width, factor, strict=True)):
         nb, nf = max(big_b, v, 1), max(big_f, f, 1)
         if (i - a + 1) * nb**top * nf < _KEY_BITS:
             big_b, big_f = nb, nf
@@ -931,28 +932,31 @@ def _fit_groups(st: _SetTokens, top: int, per_set_factor: np.ndarray | None = No
         if big_b**top * big_f >= _KEY_BITS:
             yield i, i + 1, True
             a, big_b, big_f = i + 1, 1, 1
-    if a < len(vocab):
-        yield a, len(vocab), False
+    if a < len(width):
+        yield a, len(width), False
 
 
 def _set_ngram_keys(st: _SetTokens, orders: Sequence[int]
                     ) -> Iterator[tuple[int, np.ndarray, np.ndarray, int]]:
-    """For each order ``n`` (ascending): ``(n, keys, positions, B**n)`` of every n-gram occurrence
-    of every set (n-grams never cross texts), ``keys = set * B**n + base-B number of the n token
-    ids``, ``positions`` the index of each occurrence's first token."""
+    """For each order ``n`` (ascending): ``(n, keys, valid, B**n)``. ``keys[p]`` is
+    ``set * B**n + (base-B number of the ids p .. p+n-1)``, an exact key of the n-gram starting
+    at stream position ``p`` together with its set; ``valid[p]`` says that this window holds
+    no end of text (so it is an n-gram of one text). Both are views that the next order
+    overwrites."""
     wanted = set(orders)
-    n_sets, n_tok = st.n_texts.size, st.tokens.size
-    base = max(int(st.vocab.max(initial=0)), 1)
-    tok_set = np.repeat(np.repeat(np.arange(n_sets, dtype=np.int64), st.n_texts), st.lengths)
-    left = np.repeat(np.cumsum(st.lengths), st.lengths) - np.arange(n_tok)  # tokens to text end
-    key = tok_set * base + st.tokens
+    base = max(int(st.width.max(initial=1)), 1)
+    key = np.repeat(np.arange(st.n_words.size, dtype=np.int64), st.n_words) * base + st.ids
+    inside = st.ids != 0
+    valid = inside.copy()
     for n in range(1, max(wanted) + 1):
-        if n > 1:  # key[p] now spans tokens p .. p+n-1 (meaningless where it crosses a text)
-            key = key[:-1] * base + st.tokens[n - 1:]
-        if n not in wanted:
-            continue
-        pos = np.flatnonzero(left[:key.size] >= n)
-        yield n, key[pos], pos, base**n
+        if n > 1:  # windows crossing a text (or set) contain its end marker: marked invalid
+            key = key[:-1]
+            key *= base
+            key += st.ids[n - 1:]
+            valid = valid[:-1]
+            valid &= inside[n - 1:]
+        if n in wanted:
+            yield n, key, valid, base**n
 
 
 def _pooled_set_stats(st: _SetTokens, orders: Sequence[int], *, xlogx: bool
@@ -961,20 +965,22 @@ def _pooled_set_stats(st: _SetTokens, orders: Sequence[int], *, xlogx: bool
     set, pooled over its texts. One sort per order for all sets."""
     n_sets = st.n_texts.size
     out: dict[int, tuple[list[int], list[int], list[float] | None]] = {}
-    for n, keys, _, scale in _set_ngram_keys(st, orders):
-        srt = np.sort(keys)
-        bounds = np.searchsorted(srt, np.arange(n_sets + 1, dtype=np.int64) * scale)
+    for n, key, valid, scale in _set_ngram_keys(st, orders):
+        srt = key[valid]
+        srt.sort()
         first = np.empty(srt.size, dtype=bool)
         first[:1] = True
         np.not_equal(srt[1:], srt[:-1], out=first[1:])
-        cum = np.concatenate(([0], np.cumsum(first)))
-        distinct = cum[bounds[1:]] - cum[bounds[:-1]]
+        uniq = srt[first]
+        cuts = np.arange(n_sets + 1, dtype=np.int64) * scale
+        total = np.diff(np.searchsorted(srt, cuts))
+        distinct = np.diff(np.searchsorted(uniq, cuts))
         sums = None
         if xlogx:
             starts = np.flatnonzero(first)
             runs = np.diff(np.append(starts, srt.size))
-            sums = _xlogx_sums(srt[starts] // scale, runs, n_sets).tolist()
-        out[n] = (distinct.tolist(), np.diff(bounds).tolist(), sums)
+            sums = _xlogx_sums(uniq // scale, runs, n_sets).tolist()
+        out[n] = (distinct.tolist(), total.tolist(), sums)
     return out
 
 
@@ -995,7 +1001,7 @@ def _pooled_many(
     (``mean`` or ``sum``) combines the orders, ``single`` scores a set alone."""
     st = _encode_sets(text_sets, tok, max(orders))
     results: list[MetricResult | None] = [None] * len(text_sets)
-    n_tok = st.set_tokens().tolist()
+    n_tok = st.n_tokens().tolist()
     for i, (k, t) in enumerate(zip(st.n_texts.tolist(), n_tok, strict=True)):
         if k == 0:
             results[i] = undefined(metric, sig, "empty set")
@@ -1241,15 +1247,18 @@ def _self_repetition_per_response(st: _SetTokens, n: int) -> np.ndarray:
     width = max(int(n_texts.max(initial=0)), 1)
     text_start = np.cumsum(n_texts) - n_texts
     n_all = int(n_texts.sum())
-    text_of_tok = np.repeat(np.arange(n_all, dtype=np.int64), st.lengths)
+    ends = st.ids == 0
+    text_at = np.cumsum(ends) - ends  # text of each stream position (its index in the group)
     set_of_text = np.repeat(np.arange(n_texts.size, dtype=np.int64), n_texts)
     sums = np.zeros(n_all)
-    for _, keys, pos, scale in _set_ngram_keys(st, [n]):
-        if keys.size == 0:
+    for _, key, valid, scale in _set_ngram_keys(st, [n]):
+        pos = np.flatnonzero(valid)
+        if pos.size == 0:
             continue
-        text = text_of_tok[pos]
+        text = text_at[pos]
         local = text - text_start[set_of_text[text]]
-        pair = np.sort(keys * width + local)  # (set, n-gram, response), sorted
+        pair = key[pos] * width + local  # (set, n-gram, response)
+        pair.sort()
         pair = pair[np.concatenate(([True], pair[1:] != pair[:-1]))]
         gram = pair // width
         starts = np.flatnonzero(np.concatenate(([True], gram[1:] != gram[:-1])))
