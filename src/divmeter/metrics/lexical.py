@@ -833,18 +833,20 @@ class _SetTokens:
         n_words: Length of each set's part of ``ids`` (its tokens plus one 0 per text).
         n_texts: Text count of each set.
         width: A bound on each set's ids (they are < ``width[s]``).
+        n_types: Number of distinct tokens of each set.
     """
 
     ids: np.ndarray
     n_words: np.ndarray
     n_texts: np.ndarray
     width: np.ndarray
+    n_types: np.ndarray
 
     def group(self, a: int, b: int) -> _SetTokens:
         """Sets ``a .. b-1`` (views, no copy)."""
         w0, w1 = int(self.n_words[:a].sum()), int(self.n_words[:b].sum())
         return _SetTokens(self.ids[w0:w1], self.n_words[a:b], self.n_texts[a:b],
-                          self.width[a:b])
+                          self.width[a:b], self.n_types[a:b])
 
     def n_tokens(self) -> np.ndarray:
         """Token count of each set."""
@@ -868,12 +870,14 @@ def _encode_sets(text_sets: Sequence[list[str]], tok: Tokenizer, top: int, facto
     parts: list[np.ndarray] = []  # one array per set: the words die with their set (cache-hot)
     n_words: list[int] = []
     n_texts: list[int] = []
+    n_types: list[int] = []
     joinable = tok.name in _JOINABLE
     for texts in text_sets:
         n_texts.append(len(texts))
         words: list[Any]
         if not texts:
             n_words.append(0)
+            n_types.append(0)
             continue
         cased = [t.lower() for t in texts] if tok.lowercase else texts
         joined = _JOIN.join(cased) + _JOIN[:-1]
@@ -886,9 +890,11 @@ def _encode_sets(text_sets: Sequence[list[str]], tok: Tokenizer, top: int, facto
         else:
             words = [w for t in tok.many(texts) for w in chain(t, (_END,))]
             ids = {_END: 0}
+        reserved = len(ids)
         parts.append(np.fromiter(map(ids.setdefault, words, count(2)), dtype=np.int64,
                                  count=len(words)))
         n_words.append(len(words))
+        n_types.append(len(ids) - reserved)
     total = sum(n_words)
     raw = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     n_sets = len(n_texts)
@@ -910,7 +916,8 @@ def _encode_sets(text_sets: Sequence[list[str]], tok: Tokenizer, top: int, facto
         raw = raw[~empty]
         words_arr = words_arr - np.bincount(
             np.repeat(np.arange(n_sets, dtype=np.int64), n_words)[empty], minlength=n_sets)
-    return _SetTokens(raw, words_arr, np.array(n_texts, dtype=np.int64), width)
+    return _SetTokens(raw, words_arr, np.array(n_texts, dtype=np.int64), width,
+                      np.array(n_types, dtype=np.int64))
 
 
 def _fit_groups(st: _SetTokens, top: int, per_set_factor: np.ndarray | None = None
@@ -966,6 +973,9 @@ def _pooled_set_stats(st: _SetTokens, orders: Sequence[int], *, xlogx: bool
     n_sets = st.n_texts.size
     out: dict[int, tuple[list[int], list[int], list[float] | None]] = {}
     for n, key, valid, scale in _set_ngram_keys(st, orders):
+        if n == 1 and not xlogx:  # unigrams: the interning already counted them
+            out[1] = (st.n_types.tolist(), st.n_tokens().tolist(), None)
+            continue
         srt = key[valid]
         srt.sort()
         first = np.empty(srt.size, dtype=bool)
