@@ -443,3 +443,16 @@ def test_hdd_large_sample_closed_form_matches_combinatorics() -> None:
     expected = sum((1 - comb(1500 - k, n) / comb(1500, n)) / n
                    for k in (words.count(w) for w in set(words)))
     assert per(hdd([" ".join(words)], sample_size=n))[0] == pytest.approx(expected, rel=1e-11)
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_hash32_sort_is_the_stable_sort(monkeypatch: pytest.MonkeyPatch, collide: bool) -> None:
+    rng = np.random.default_rng(7)
+    key = rng.integers(0, 50, 400).astype(np.int64)
+    enc = _Encoded(key, np.array([150, 0, 250]))
+    if collide:  # every key gets hash32 0: detected, exact stable sort used instead
+        monkeypatch.setattr(response_module, "_MIX", np.zeros(8, dtype=np.uint64))
+        assert enc._sort_by_hash32() is None
+    order, same = enc.sorted_keys()
+    ref_order, ref_same = enc._sort_stable()
+    assert order.tolist() == ref_order.tolist() and same.tolist() == ref_same.tolist()
