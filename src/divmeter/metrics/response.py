@@ -18,8 +18,10 @@ a reason.
 Tokens: the PATTR paper counts "whitespace-separated words" without lowercasing, so every metric
 here defaults to ``tokenizer="whitespace"``, ``lowercase=False``.
 
-Speed: MATTR, MTLD and HD-D work on exact integer token keys of the whole set at once (one
-stable sort gives every token's previous and next occurrence in its response). With the default
+Speed: MATTR, MTLD and HD-D work on exact integer token keys of the whole set at once: one
+plain sort of ``hash32(key) << 32 | position`` (checked against the keys; an exact stable
+argsort on a collision) groups equal tokens in position order, which gives every token's
+previous and next occurrence in its response. With the default
 whitespace tokenizer the keys are made in numpy from the UTF-8 bytes, without Python string
 objects: each token's bytes are packed into 64-bit words (an exact code; equal sort keys are
 checked word by word); other tokenizers (and rare inputs: non-ASCII spaces, NUL, tokens over 64
