@@ -13,12 +13,13 @@ phrases planted in some responses). For each metric with a batched implementatio
 * ``batched``: ``divmeter.score_many(sets, metric)`` (one call for all sets);
 * ``peer``: the fastest peer computing the same quantity (Tevet & Berant's / Kirk et al.'s
   released algorithms in plain Python where no package exists, a ``collections.Counter``
-  entropy, the ``diversity`` package of Shaib et al.);
+  entropy, the ``diversity`` package of Shaib et al., scikit-learn's CountVectorizer +
+  cosine_similarity);
 
 checks that the batched results equal the per-set ones exactly (value, reason, signature,
 details) and the peer's values (or names the definitional difference), and prints the ratios
 peer time / divmeter time (> 1: divmeter faster). Last, ``divmeter score``'s engine
-(:func:`divmeter.batch.score_sets`) on all five metrics, batched (default) against one set at a
+(:func:`divmeter.batch.score_sets`) on all six metrics, batched (default) against one set at a
 time (``chunk_size=1``).
 
 Times are CPU seconds of this process (``time.process_time``), best of several interleaved
@@ -41,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_lexical import (  # noqa: E402  (the shared data and peers)
     DIV,
+    make_peer_cosine,
     make_sets,
     peer_distinct,
     peer_ead,
@@ -101,6 +103,8 @@ def main() -> None:
          pkg_selfrep),
         ("ngram-diversity", "ngram-diversity (1..4)", "diversity.ngram_diversity_score",
          pkg_ngd),
+        ("ngram-cosine", "ngram-cosine (1..5)", "sklearn CountVectorizer+cos",
+         make_peer_cosine()),
     ]
     header = (f"  {'metric':<24} {'per-set':>8} {'batched':>8} {'speed-up':>8} | "
               f"{'peer':<32} {'peer':>7} {'vs per-set':>10} {'vs batched':>10}")
@@ -134,7 +138,7 @@ def main() -> None:
               f"{t_p:7.3f} {t_p / t_s:9.1f}x {t_p / t_b:9.1f}x   batched == per-set; {agree}",
               flush=True)
 
-    # divmeter score's engine: all five metrics, batched chunks vs one set at a time
+    # divmeter score's engine: every metric above, batched chunks vs one set at a time
     rsets = [ResponseSet(f"s{i}", s) for i, s in enumerate(sets)]
     metrics = [c[0] for c in cases]
     times, out = best_times(
@@ -145,7 +149,7 @@ def main() -> None:
         {"chunks": max(1, rep // 2), "one-by-one": max(1, rep // 2)},
     )
     assert out["chunks"] == out["one-by-one"]
-    print(f"\n  score_sets, 5 metrics: one set at a time {times['one-by-one']:.3f} s, "
+    print(f"\n  score_sets, {len(metrics)} metrics: one set at a time {times['one-by-one']:.3f} s, "
           f"batched chunks of 256 {times['chunks']:.3f} s "
           f"(x{times['one-by-one'] / times['chunks']:.1f}); identical records")
 

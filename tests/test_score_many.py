@@ -113,6 +113,9 @@ BATCHED_VARIANTS: list[tuple[str, dict[str, Any]]] = [
     ("self-repetition", {"n": 1}),
     ("self-repetition", {"n": 2, "tokenizer": "tevet"}),
     ("self-repetition", {"n": 3, "tokenizer": "word", "lowercase": True}),
+    ("ngram-cosine", {"n": 1}),
+    ("ngram-cosine", {"n_max": 3, "reduction": "one-minus-mean", "tokenizer": "word"}),
+    ("ngram-cosine", {"n": 6, "lowercase": True}),  # most texts shorter: similarity 0
 ]
 
 
@@ -124,7 +127,8 @@ def test_batched_variants_equal_per_set(metric: str, params: dict[str, Any]) -> 
 
 def test_batched_metrics_are_registered() -> None:
     batched = {s.name for s in list_metrics() if s.batch is not None}
-    assert batched >= {"distinct-n", "entropy-n", "ead", "ngram-diversity", "self-repetition"}
+    assert batched >= {"distinct-n", "entropy-n", "ead", "ngram-diversity", "self-repetition",
+                       "ngram-cosine"}
     assert get_metric("distinct-n").batch == "divmeter.metrics.lexical:distinct_n_many"
     assert get_metric("ttr").load_batch() is None
 
@@ -151,8 +155,9 @@ def test_wide_sets_take_the_compact_and_per_set_paths() -> None:
     rng = random.Random(3)
     long_set = [_text(rng, 1000, 1000) for _ in range(6)]
     distinct = [" ".join(f"w{i}" for i in range(j, 6000, 3)) for j in range(3)]
-    sets = [*MIXED[:6], long_set, *MIXED[6:10], distinct, *MIXED[10:14]]
-    for metric in ("distinct-n", "entropy-n", "ead"):
+    many = [_text(rng, 0, 8) for _ in range(70)]  # > 64 responses: ngram-cosine per set
+    sets = [*MIXED[:6], long_set, *MIXED[6:10], distinct, *MIXED[10:14], many]
+    for metric in ("distinct-n", "entropy-n", "ead", "ngram-cosine"):
         _assert_same_results(score_many(sets, metric), sets, metric)
     _assert_same_results(score_many(sets, "ngram-diversity", n_max=5), sets,
                          "ngram-diversity", n_max=5)

@@ -464,6 +464,16 @@ def _mean_pair_cosine_linear(doc: np.ndarray, ids: np.ndarray, n_docs: int, m: i
     return pair_sum / (n_docs * (n_docs - 1) / 2.0)
 
 
+def _ngram_cosine_setup(n: int | None, n_max: int, reduction: str, tokenizer: str,
+                        lowercase: bool) -> tuple[Tokenizer, list[int], str, str]:
+    tok = get_tokenizer(tokenizer, lowercase)
+    orders, n_label, avg = _orders("ngram-cosine", n, n_max)
+    red = check_choice(reduction, "reduction", "ngram-cosine", REDUCTIONS)
+    sig = make_signature("ngram-cosine", n=n_label, avg=avg, sim="cosine-counts", red=red,
+                         tok=tok.name, case=tok.case)
+    return tok, orders, red, sig
+
+
 @register(
     "ngram-cosine",
     family="form",
@@ -521,11 +531,7 @@ def ngram_cosine(
         'ngram-cosine|n:1..5|avg:mean|sim:cosine-counts|red:neg-mean|tok:tevet|case:mixed|v:0.1.0'
     """
     texts = as_texts(responses)
-    tok = get_tokenizer(tokenizer, lowercase)
-    orders, n_label, avg = _orders("ngram-cosine", n, n_max)
-    red = check_choice(reduction, "reduction", "ngram-cosine", REDUCTIONS)
-    sig = make_signature("ngram-cosine", n=n_label, avg=avg, sim="cosine-counts", red=red,
-                         tok=tok.name, case=tok.case)
+    tok, orders, red, sig = _ngram_cosine_setup(n, n_max, reduction, tokenizer, lowercase)
     if not texts:
         return undefined("ngram-cosine", sig, "empty set")
     if len(texts) < 2:
@@ -1277,3 +1283,133 @@ def _self_repetition_per_response(st: _SetTokens, n: int) -> np.ndarray:
         doc = text_start[gram // scale] + pair % width
         sums = np.bincount(doc, weights=others, minlength=n_all)
     return _log1p_ints(sums)
+
+
+#: Sets with more responses than this are scored by :func:`ngram_cosine` itself in a batch (the
+#: batched path holds one dense k x k similarity block per set).
+_COSINE_BATCH_MAX_DOCS = 64
+
+
+@register_batch("ngram-cosine")
+def ngram_cosine_many(
+    text_sets: Sequence[list[str]],
+    *,
+    n: int | None = None,
+    n_max: int = 5,
+    reduction: str = "neg-mean",
+    tokenizer: str = "tevet",
+    lowercase: bool = False,
+) -> list[MetricResult]:
+    """Batched :func:`ngram_cosine`: one result per set, identical to ``ngram_cosine(set)``.
+
+    Per order, one sort of ``(set, n-gram, response)`` keys gives every set's count vectors;
+    one sparse product gives every set's Gram matrix. Its entries are sums of products of
+    integer counts, hence exact whatever the summation order, so the cosines and their
+    pair means (per set size, one row per set, reduced as ``np.mean`` reduces one set) carry
+    the per-set function's bits. Sets of more than 64 responses are scored by
+    :func:`ngram_cosine` itself.
+
+    Args:
+        text_sets: Response sets, each a validated list of strings.
+        n: As in :func:`ngram_cosine`.
+        n_max: As in :func:`ngram_cosine`.
+        reduction: As in :func:`ngram_cosine`.
+        tokenizer: As in :func:`ngram_cosine`.
+        lowercase: As in :func:`ngram_cosine`.
+
+    Returns:
+        One :class:`MetricResult` per set, in order.
+
+    Example:
+        >>> [round(r.value, 12) for r in ngram_cosine_many([["a b", "a c", "d"]], n=1)]
+        [-0.166666666667]
+    """
+    tok, orders, red, sig = _ngram_cosine_setup(n, n_max, reduction, tokenizer, lowercase)
+
+    def single(texts: list[str]) -> MetricResult:
+        return ngram_cosine(texts, n=n, n_max=n_max, reduction=reduction, tokenizer=tokenizer,
+                            lowercase=lowercase)
+
+    results: list[MetricResult | None] = [None] * len(text_sets)
+    live: list[int] = []
+    for i, texts in enumerate(text_sets):
+        if not texts:
+            results[i] = undefined("ngram-cosine", sig, "empty set")
+        elif len(texts) < 2:
+            results[i] = undefined("ngram-cosine", sig,
+                                   "needs at least 2 responses (pairs); got 1")
+        elif len(texts) > _COSINE_BATCH_MAX_DOCS:
+            results[i] = single(texts)
+        else:
+            live.append(i)
+    top = max(orders)
+    st = _encode_sets([text_sets[i] for i in live], tok, top,
+                      max((len(text_sets[i]) for i in live), default=1))
+    n_tok = st.n_tokens().tolist()
+    for a, b, solo in _fit_groups(st, top, st.n_texts):
+        if solo:
+            results[live[a]] = single(text_sets[live[a]])
+            continue
+        per = _cosine_set_diversity(st.group(a, b), orders, red)
+        table = np.column_stack([per[k] for k in orders])
+        heads = table.mean(axis=1).tolist()  # == np.mean(row) for each row
+        for j, (row, head) in enumerate(zip(table.tolist(), heads, strict=True)):
+            if n_tok[a + j] == 0:
+                results[live[a + j]] = undefined("ngram-cosine", sig,
+                                                 "no tokens in any response")
+            else:
+                results[live[a + j]] = MetricResult(
+                    "ngram-cosine", head, sig,
+                    details={"per_n": dict(zip(orders, row, strict=True))})
+    return results  # type: ignore[return-value]
+
+
+def _cosine_set_diversity(st: _SetTokens, orders: Sequence[int], red: str
+                          ) -> dict[int, np.ndarray]:
+    """Per order, the pair-mean cosine diversity of each set (see :func:`ngram_cosine`)."""
+    from scipy import sparse
+
+    n_texts = st.n_texts
+    n_sets, n_all = n_texts.size, int(n_texts.sum())
+    width = max(int(n_texts.max(initial=0)), 1)
+    text_start = np.cumsum(n_texts) - n_texts
+    set_of_text = np.repeat(np.arange(n_sets, dtype=np.int64), n_texts)
+    ends = st.ids == 0
+    text_at = np.cumsum(ends) - ends
+    sizes = {k: np.flatnonzero(n_texts == k) for k in np.unique(n_texts).tolist()}
+    out: dict[int, np.ndarray] = {}
+    for n, key, valid, scale in _set_ngram_keys(st, orders):
+        pos = np.flatnonzero(valid)
+        text = text_at[pos]
+        pair = key[pos] * width + (text - text_start[set_of_text[text]])
+        pair.sort()
+        first = np.concatenate(([True], pair[1:] != pair[:-1])) if pair.size else pair > 0
+        starts = np.flatnonzero(first)
+        counts = np.diff(np.append(starts, pair.size)).astype(np.float64)
+        uniq = pair[starts]
+        gram_key = uniq // width
+        col = np.cumsum(np.concatenate(([True], gram_key[1:] != gram_key[:-1]))) - 1
+        row = text_start[gram_key // scale] + uniq % width
+        x = sparse.csr_matrix((counts, (row, col)),
+                              shape=(n_all, int(col[-1]) + 1 if col.size else 0))
+        prod = (x @ x.T).tocoo()  # block diagonal: sets share no column
+        value = np.empty(n_sets)
+        for k, members in sizes.items():
+            # dense k x k Gram block of each set of k responses (exact integers)
+            local = np.full(n_all, -1, dtype=np.int64)
+            local[np.repeat(text_start[members], k) + np.tile(np.arange(k), members.size)] = (
+                np.arange(members.size * k))
+            sel = local[prod.row] >= 0
+            gram = np.zeros(members.size * k * k)
+            r, c = local[prod.row[sel]], local[prod.col[sel]]
+            gram[(r // k) * k * k + (r % k) * k + (c % k)] = prod.data[sel]
+            gram = gram.reshape(members.size, k, k)
+            norms = np.sqrt(np.diagonal(gram, axis1=1, axis2=2).copy())
+            inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+            sim = gram * inv[:, :, None] * inv[:, None, :]
+            iu = np.triu_indices(k, k=1)
+            # one C-contiguous row of pairs per set: each row is reduced as np.mean reduces it
+            mean = np.ascontiguousarray(sim[:, iu[0], iu[1]]).mean(axis=1)
+            value[members] = -mean if red == "neg-mean" else 1.0 - mean
+        out[n] = value
+    return out
