@@ -23,7 +23,8 @@ peer time / divmeter time (> 1: divmeter faster). Last, ``divmeter score``'s eng
 time (``chunk_size=1``).
 
 Times are CPU seconds of this process (``time.process_time``), best of several interleaved
-runs, since the machine is shared.
+runs (divmeter: ``--repeat``, default 5; peers: 2, 1 with ``--quick``), since the machine is
+shared.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def main() -> None:
                 "batched": lambda name=name: divmeter.score_many(sets, name),
                 "peer": lambda peer=peer: [peer(s) for s in sets],
             },
-            {"per-set": rep, "batched": rep, "peer": 1},
+            {"per-set": rep, "batched": rep, "peer": 1 if args.quick else 2},
         )
         per_set, batched, peer_vals = out["per-set"], out["batched"], out["peer"]
         assert batched == per_set, f"{name}: batched results differ from per-set results"

@@ -12,6 +12,12 @@ Degenerate sets, shared conventions (each metric's docstring says which apply):
 * an empty set, or a set in which no response has a token, gives ``value=None`` with a reason;
 * an n-gram order with no n-gram at all (every text shorter than n) contributes 0 to averages
   and sums over orders, as in Tevet & Berant's code.
+
+Batched versions (``distinct_n_many``, ``entropy_n_many``, ``ead_many``,
+``ngram_diversity_many``, ``self_repetition_many``, ``ngram_cosine_many``; registered with
+:func:`divmeter.registry.register_batch`, used by :func:`divmeter.score_many` and
+``divmeter score``) score many sets with one tokenizing pass and one sort per order for all of
+them, and return results identical to the per-set functions (see the end of this module).
 """
 
 from __future__ import annotations
