@@ -46,35 +46,42 @@ def make_set(n: int, seed: int) -> list[str]:
             for _ in range(n)]
 
 
-def sets_per_minute(n: int, perms: int, reps: int, threads: int, dtype: str) -> float:
-    t = time.perf_counter()
+def sets_per_minute(
+    n: int, perms: int, reps: int, threads: int, dtype: str
+) -> tuple[float, float]:
+    """Sets per minute of wall time and per minute of this process's CPU time."""
+    t, c = time.perf_counter(), time.process_time()
     for s in range(reps):
         r = decan(make_set(n, 100 + s), prompt=PROMPT, permutations=perms, threads=threads,
                   dtype=dtype)
         assert r.value is not None
-    return 60.0 * reps / (time.perf_counter() - t)
+    return 60.0 * reps / (time.perf_counter() - t), 60.0 * reps / (time.process_time() - c)
 
 
-def batching_gain(n: int, perms: int, threads: int, dtype: str) -> list[tuple[str, float]]:
+def batching_gain(
+    n: int, perms: int, threads: int, dtype: str, fmt: str = "instruct"
+) -> list[tuple[str, float, float, dict]]:
     sc = get_scorer(threads=threads, dtype=dtype)
     resp = make_set(n, 7)
-    items = [format_responses(PROMPT, [resp[i] for i in p], "instruct")
+    items = [format_responses(PROMPT, [resp[i] for i in p], fmt)
              for p in sample_permutations(n, perms, 0)]
+    items += [format_responses(PROMPT, [r], fmt) for r in resp]  # the unconditional passes
     texts = [t for t, _ in items]
     spans = [s for _, s in items]
     out, ref = [], None
-    for label, share, batch in [("one at a time", False, False),
-                                ("batched", False, True),
-                                ("batched + shared prefix", True, True)]:
-        t = time.perf_counter()
-        bits = sc.span_bits(texts, spans, share_prefix=share, batch=batch)
-        dt = time.perf_counter() - t
+    for label, sharing, batch in [("one at a time", "none", False),
+                                  ("batched", "none", True),
+                                  ("batched + common prefix (KV cache)", "prefix", True),
+                                  ("prefix tree (KV cache) + batched leaves", "tree", True)]:
+        t, c = time.perf_counter(), time.process_time()
+        bits = sc.span_bits(texts, spans, sharing=sharing, batch=batch)
+        dt, dc = time.perf_counter() - t, time.process_time() - c
         if ref is None:
             ref = bits
         else:
             err = max(float(np.abs(a - b).max()) for a, b in zip(ref, bits, strict=True))
             assert err < 2e-3, f"{label} differs from one-at-a-time by {err} bits"
-        out.append((label, dt))
+        out.append((label, dt, dc, sc.last_stats))
     return out
 
 
@@ -89,18 +96,22 @@ def main() -> int:
     print(f"model {sc.signature}, dtype {args.dtype}, threads {args.threads}, "
           f"load {time.perf_counter() - t:.1f} s")
     grid = [(5, 10)] if args.quick else [(5, 10), (5, 50), (10, 10), (10, 50)]
-    print("\n| n | permutations | sets/minute |\n|---|---|---|")
+    print("\n| n | permutations | sets/minute (wall) | sets/minute (CPU time) |\n|---|---|---|---|")
     for n, perms in grid:
         reps = 2 if perms <= 10 else 1
-        spm = sets_per_minute(n, perms, reps, args.threads, args.dtype)
-        print(f"| {n} | {perms} | {spm:.2f} |", flush=True)
-    n, perms = (5, 10) if args.quick else (10, 10)
-    print(f"\nOne set, n={n}, {perms} permutations (permutation passes only):")
-    print("| path | seconds | speed-up |\n|---|---|---|")
-    rows = batching_gain(n, perms, args.threads, args.dtype)
-    base = rows[0][1]
-    for label, dt in rows:
-        print(f"| {label} | {dt:.2f} | {base / dt:.2f}x |", flush=True)
+        spm, spc = sets_per_minute(n, perms, reps, args.threads, args.dtype)
+        print(f"| {n} | {perms} | {spm:.2f} | {spc:.2f} |", flush=True)
+    cases = [(5, 10, "instruct")] if args.quick else [
+        (5, 10, "instruct"), (5, 50, "instruct"), (10, 10, "instruct"), (5, 50, "completion")]
+    for n, perms, fmt in cases:
+        print(f"\nOne set, n={n}, {perms} permutations + {n} unconditional passes, {fmt} format:")
+        print("| path | wall s | CPU s | speed-up (CPU) | forward passes | token positions run "
+              "| output-layer rows |\n|---|---|---|---|---|---|---|")
+        rows = batching_gain(n, perms, args.threads, args.dtype, fmt)
+        base = rows[0][2]
+        for label, dt, dc, st in rows:
+            print(f"| {label} | {dt:.2f} | {dc:.2f} | {base / dc:.2f}x | {st['passes']} "
+                  f"| {st['tokens']} | {st['head_rows']} |", flush=True)
     return 0
 
 

@@ -103,7 +103,8 @@ def main() -> int:
                 continue
             ts = time.perf_counter()
             res = decan(resp, **kw)
-            rec = {"seconds": round(time.perf_counter() - ts, 3),"task": task, "row": int(row), "signature": res.signature,
+            rec = {"seconds": round(time.perf_counter() - ts, 3),
+                   "task": task, "row": int(row), "signature": res.signature,
                    "label": float(r["label_value"]), "D": res.value,
                    "a_n": res.details.get("a_n"), "C": res.details.get("C"),
                    "a_1": res.details.get("a_1"),
@@ -120,7 +121,8 @@ def main() -> int:
         tab = pd.DataFrame(recs)
         labels = tab["label"].to_numpy()
         secs = tab["seconds"].mean() if "seconds" in tab else el / max(computed, 1)
-        lines = [f"### {task} ({len(tab)} of 200 sets, {args.permutations} permutations, "
+        total = len(pd.read_csv(DATA / f"con_test_200_with_hds_{task}.csv"))
+        lines = [f"### {task} ({len(tab)} of {total} sets, {args.permutations} permutations, "
                  f"{secs:.1f} s/set)",
                  "", "| metric | rho | OCA | AUC | paper rho | paper OCA |",
                  "|---|---|---|---|---|---|"]

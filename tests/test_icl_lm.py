@@ -158,14 +158,19 @@ def test_first_position_equals_unconditional_pass() -> None:
 
 def test_shared_prefix_and_batching_match_one_at_a_time() -> None:
     sc = get_scorer(threads=THREADS)
-    items = [format_responses(PROMPT, DIVERSE[i:i + 3], "completion") for i in range(3)]
+    # permutations sharing their first responses (a prefix tree), plus a text that is a prefix
+    # of another one (an unconditional pass)
+    orders = [(0, 1, 2), (0, 1, 3), (0, 2, 1), (1, 0, 2), (3, 2, 1), (0,)]
+    items = [format_responses(PROMPT, [DIVERSE[i] for i in o], "instruct") for o in orders]
+    items.append(format_responses(PROMPT, DIVERSE[:2], "completion"))
     texts = [t for t, _ in items]
     spans = [s for _, s in items]
-    fast = sc.span_bits(texts, spans)
-    slow = sc.span_bits(texts, spans, share_prefix=False, batch=False)
-    for f, s in zip(fast, slow, strict=True):
-        np.testing.assert_allclose(f, s, atol=2e-3)
-        assert np.all(f > 0)
+    slow = sc.span_bits(texts, spans, sharing="none", batch=False)
+    for sharing in ("tree", "prefix"):
+        fast = sc.span_bits(texts, spans, sharing=sharing)
+        for f, s in zip(fast, slow, strict=True):
+            np.testing.assert_allclose(f, s, atol=2e-3)
+            assert np.all(f > 0)
 
 
 def test_completion_format_scores_only_responses() -> None:

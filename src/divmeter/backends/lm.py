@@ -278,6 +278,7 @@ class CausalLMScorer:
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else (self.tokenizer.eos_token_id or 0))
         self._fast_head = True
+        self.last_stats: dict[str, int] = {}
         self._check_head()
 
     # -- loading -----------------------------------------------------------------------------
@@ -344,24 +345,12 @@ class CausalLMScorer:
             logits = self._torch.tanh(logits / self._softcap) * self._softcap
         return logits
 
-    def _bits_at(self, hidden: Any, targets: Any) -> Any:
-        """-log2 p(target | state) for rows of ``hidden`` (M, H), chunked over rows."""
-        torch = self._torch
-        out = torch.empty(hidden.shape[0], dtype=torch.float32)
-        step = 256
-        for i in range(0, hidden.shape[0], step):
-            lg = self._logits(hidden[i : i + step])
-            lse = torch.logsumexp(lg, dim=-1)
-            tgt = lg.gather(1, targets[i : i + step, None])[:, 0]
-            out[i : i + step] = (lse - tgt) / _LN2
-        return out
-
     def token_bits(
         self,
         tokenized: Sequence[TokenizedText],
         needed: Sequence[np.ndarray],
         *,
-        share_prefix: bool = True,
+        sharing: str = "tree",
         batch: bool = True,
     ) -> list[np.ndarray]:
         """Surprise (bits) of selected tokens of several tokenized texts.
@@ -369,93 +358,39 @@ class CausalLMScorer:
         Args:
             tokenized: The texts, as returned by :meth:`encode`.
             needed: For each text, the token indices (>= 1) whose surprise is wanted.
-            share_prefix: Run the texts' longest common token prefix once and reuse its KV cache.
-            batch: Right-pad texts into batches (``False``: one forward pass per text, the
-                one-at-a-time baseline of the benchmarks).
+            sharing: How common token prefixes are reused through the KV cache:
+                ``"tree"`` (default) runs every prefix shared by several texts once (a prefix
+                tree: for Decan the prompt, and the responses that open several permutations),
+                ``"prefix"`` only the prefix common to all texts, ``"none"`` nothing.
+            batch: Right-pad the texts left after sharing into batches (``False``: one forward
+                pass per text; with ``sharing="none"`` the one-at-a-time baseline).
 
         Returns:
             For each text, an array aligned with ``needed`` of ``-log2 p(token | previous)``.
         """
-        torch = self._torch
-        seqs = [t.ids for t in tokenized]
-        out = [np.zeros(len(nd), dtype=np.float64) for nd in needed]
-        todo = [i for i, nd in enumerate(needed) if len(nd)]
+        if sharing not in ("tree", "prefix", "none"):
+            raise ValueError(f"sharing must be tree, prefix or none; got {sharing!r}")
+        seqs = [np.asarray(t.ids, dtype=np.int64) for t in tokenized]
+        nd = [np.asarray(x, dtype=np.int64) for x in needed]
+        out = [np.zeros(len(x), dtype=np.float64) for x in nd]
+        todo = [i for i, x in enumerate(nd) if len(x)]
+        for i in todo:
+            if int(nd[i].min()) < 1:
+                raise ValueError("token 0 has no context to be scored from")
         if not todo:
             return out
-        for i in todo:
-            if int(np.min(needed[i])) < 1:
-                raise ValueError("token 0 has no context to be scored from")
-        # Shared prefix: tokens [0, p) run once; every needed index is >= p + 1, so predictions
-        # (made at index - 1 >= p) all come from the per-text passes.
-        p = 0
-        if share_prefix and len(todo) > 1:
-            first = seqs[todo[0]]
-            lcp = len(first)
-            for i in todo[1:]:
-                s = seqs[i]
-                m = min(lcp, len(s))
-                diff = np.nonzero(first[:m] != s[:m])[0]
-                lcp = int(diff[0]) if diff.size else m
-            p = min(lcp, min(int(np.min(needed[i])) for i in todo) - 1)
-            if p < 4:
-                p = 0
-        prefix_cache = None
-        with torch.no_grad():
-            if p > 0:
-                ids = torch.as_tensor(seqs[todo[0]][:p])[None]
-                res = self._body(input_ids=ids, use_cache=True)
-                prefix_cache = res.past_key_values
-            order = sorted(todo, key=lambda i: len(seqs[i]))
-            groups: list[list[int]] = []
-            cur: list[int] = []
-            for i in order:
-                width = len(seqs[i]) - p
-                if cur and (not batch or (len(cur) + 1) * width > self.max_batch_tokens):
-                    groups.append(cur)
-                    cur = []
-                cur.append(i)
-            if cur:
-                groups.append(cur)
-            for grp in groups:
-                width = max(len(seqs[i]) for i in grp) - p
-                arr = np.full((len(grp), width), self.pad_id, dtype=np.int64)
-                for r, i in enumerate(grp):
-                    arr[r, : len(seqs[i]) - p] = seqs[i][p:]
-                ids = torch.as_tensor(arr)
-                kwargs: dict[str, Any] = {"input_ids": ids}
-                if prefix_cache is not None:
-                    cache = copy.deepcopy(prefix_cache)
-                    if len(grp) > 1:
-                        cache.batch_repeat_interleave(len(grp))
-                    kwargs["past_key_values"] = cache
-                    kwargs["use_cache"] = True
-                    kwargs["position_ids"] = torch.arange(p, p + width)[None].expand(len(grp), -1)
-                if self._fast_head:
-                    hidden = self._body(**kwargs).last_hidden_state
-                    rows, cols, tg = [], [], []
-                    for r, i in enumerate(grp):
-                        nd = np.asarray(needed[i], dtype=np.int64)
-                        rows.append(np.full(len(nd), r))
-                        cols.append(nd - 1 - p)
-                        tg.append(seqs[i][nd])
-                    sel = hidden[torch.as_tensor(np.concatenate(rows)),
-                                 torch.as_tensor(np.concatenate(cols))]
-                    bits = self._bits_at(sel, torch.as_tensor(np.concatenate(tg))).numpy()
-                else:
-                    logits = self.model(**kwargs).logits.float()
-                    lp = torch.log_softmax(logits, dim=-1)
-                    parts = []
-                    for r, i in enumerate(grp):
-                        nd = np.asarray(needed[i], dtype=np.int64)
-                        col = torch.as_tensor(nd - 1 - p)
-                        tgt = torch.as_tensor(seqs[i][nd])
-                        parts.append((-lp[r, col, tgt] / _LN2).numpy())
-                    bits = np.concatenate(parts)
-                k = 0
-                for i in grp:
-                    m = len(needed[i])
-                    out[i] = bits[k : k + m].astype(np.float64)
-                    k += m
+        run = _Run(self, seqs, nd, out, batch)
+        with self._torch.no_grad():
+            if not self._fast_head:
+                for i in todo:
+                    run.full_logits(i)
+            elif sharing == "none":
+                run.leaves(todo, None, 0)
+            elif sharing == "prefix":
+                run.node(todo, None, 0, recurse=False)
+            else:
+                run.node(todo, None, 0, recurse=True)
+        self.last_stats = dict(run.stats)
         return out
 
     def span_bits(
@@ -463,7 +398,7 @@ class CausalLMScorer:
         texts: Sequence[str],
         spans: Sequence[Sequence[tuple[int, int]]],
         *,
-        share_prefix: bool = True,
+        sharing: str = "tree",
         batch: bool = True,
     ) -> list[np.ndarray]:
         """Total surprise (bits) of character spans of texts, in one batched computation.
@@ -476,7 +411,7 @@ class CausalLMScorer:
         Args:
             texts: The full texts.
             spans: For each text, its non-overlapping character spans ``[start, end)``, in order.
-            share_prefix: See :meth:`token_bits`.
+            sharing: See :meth:`token_bits`.
             batch: See :meth:`token_bits`.
 
         Returns:
@@ -488,11 +423,157 @@ class CausalLMScorer:
             idx, own = attribute_tokens(tok.offsets, sp)
             needed.append(idx)
             owner.append(own)
-        bits = self.token_bits(tokenized, needed, share_prefix=share_prefix, batch=batch)
+        bits = self.token_bits(tokenized, needed, sharing=sharing, batch=batch)
         return [
             np.bincount(own, weights=b, minlength=len(sp))
             for own, b, sp in zip(owner, bits, spans, strict=True)
         ]
+
+
+class _Run:
+    """One :meth:`CausalLMScorer.token_bits` computation over a prefix tree of token sequences.
+
+    A forward pass over tokens ``[a, b)`` of a sequence yields hidden states that predict tokens
+    ``a + 1 .. b``; token ``a`` itself was predicted by the previous pass (or is token 0).
+    """
+
+    def __init__(
+        self,
+        scorer: CausalLMScorer,
+        seqs: list[np.ndarray],
+        needed: list[np.ndarray],
+        out: list[np.ndarray],
+        batch: bool,
+    ) -> None:
+        self.sc = scorer
+        self.torch = scorer._torch
+        self.seqs = seqs
+        self.needed = needed
+        self.out = out
+        self.batch = batch
+        #: Work done: forward passes, token positions run (padding included), output-layer rows.
+        self.stats = {"passes": 0, "tokens": 0, "head_rows": 0}
+
+    def _score(self, hidden: Any, entries: list[tuple[int, np.ndarray, np.ndarray]]) -> None:
+        """Fill ``out`` for entries (sequence, positions in ``needed``, hidden row of each).
+
+        Logits are computed once per distinct hidden row (rows shared by several sequences).
+        """
+        if not entries:
+            return
+        torch = self.torch
+        rows = np.concatenate([r for _, _, r in entries])
+        tg = np.concatenate([self.seqs[i][self.needed[i][j]] for i, j, _ in entries])
+        uniq, inv = np.unique(rows, return_inverse=True)
+        self.stats["head_rows"] += int(uniq.size)
+        bits = np.empty(rows.size, dtype=np.float64)
+        step = 256
+        h = hidden[torch.as_tensor(uniq)]
+        for c in range(0, uniq.size, step):
+            lg = self.sc._logits(h[c : c + step])
+            lse = torch.logsumexp(lg, dim=-1)
+            sel = np.nonzero((inv >= c) & (inv < c + step))[0]
+            r = torch.as_tensor(inv[sel] - c)
+            val = lse[r] - lg[r, torch.as_tensor(tg[sel])]
+            bits[sel] = val.double().numpy() / _LN2
+        k = 0
+        for i, j, r in entries:
+            self.out[i][j] = bits[k : k + r.size]
+            k += r.size
+
+    def _forward(self, ids: np.ndarray, cache: Any, start: int) -> tuple[Any, Any]:
+        torch = self.torch
+        x = torch.as_tensor(ids)
+        kwargs: dict[str, Any] = {"input_ids": x, "use_cache": True}
+        if cache is not None:
+            cache = copy.deepcopy(cache)
+            if x.shape[0] > 1:
+                cache.batch_repeat_interleave(x.shape[0])
+            kwargs["past_key_values"] = cache
+            kwargs["position_ids"] = torch.arange(start, start + x.shape[1])[None].expand(
+                x.shape[0], -1
+            )
+        res = self.sc._body(**kwargs)
+        self.stats["passes"] += 1
+        self.stats["tokens"] += int(x.numel())
+        return res.past_key_values, res.last_hidden_state
+
+    def _within(self, i: int, lo: int, hi: int) -> np.ndarray:
+        """Positions in ``needed[i]`` of the tokens with index in [lo, hi]."""
+        x = self.needed[i]
+        return np.nonzero((x >= lo) & (x <= hi))[0]
+
+    def leaves(self, grp: list[int], cache: Any, start: int) -> None:
+        """Score the rest ``[start:]`` of each sequence, right-padded into batches."""
+        order = sorted(grp, key=lambda i: len(self.seqs[i]))
+        batches: list[list[int]] = []
+        cur: list[int] = []
+        for i in order:
+            width = len(self.seqs[i]) - start
+            if cur and (not self.batch or (len(cur) + 1) * width > self.sc.max_batch_tokens):
+                batches.append(cur)
+                cur = []
+            cur.append(i)
+        if cur:
+            batches.append(cur)
+        for b in batches:
+            width = max(len(self.seqs[i]) for i in b) - start
+            arr = np.full((len(b), width), self.sc.pad_id, dtype=np.int64)
+            for r, i in enumerate(b):
+                arr[r, : len(self.seqs[i]) - start] = self.seqs[i][start:]
+            _, hidden = self._forward(arr, cache, start)
+            flat = hidden.reshape(-1, hidden.shape[-1])
+            entries = []
+            for r, i in enumerate(b):
+                j = self._within(i, start + 1, len(self.seqs[i]) - 1)
+                entries.append((i, j, r * width + self.needed[i][j] - 1 - start))
+            self._score(flat, entries)
+
+    def node(self, grp: list[int], cache: Any, start: int, *, recurse: bool) -> None:
+        """Run the prefix shared by ``grp`` beyond ``start`` once, then its branches."""
+        seqs = self.seqs
+        if len(grp) == 1:
+            self.leaves(grp, cache, start)
+            return
+        stop = min(len(seqs[i]) for i in grp) - 1  # leave every sequence >= 1 token of its own
+        first = seqs[grp[0]]
+        lcp = stop
+        for i in grp[1:]:
+            diff = np.nonzero(first[start:stop] != seqs[i][start:stop])[0]
+            if diff.size:
+                lcp = min(lcp, start + int(diff[0]))
+        if lcp > start:
+            cache, hidden = self._forward(first[None, start:lcp], cache, start)
+            entries = []
+            for i in grp:
+                j = self._within(i, start + 1, lcp)
+                entries.append((i, j, self.needed[i][j] - 1 - start))
+            self._score(hidden[0], entries)
+            start = lcp
+        if not recurse:
+            self.leaves(grp, cache, start)
+            return
+        parts: dict[int, list[int]] = {}
+        for i in grp:
+            parts.setdefault(int(seqs[i][start]), []).append(i)
+        if len(parts) == 1:  # no further split possible (a sequence is down to its last token)
+            self.leaves(grp, cache, start)
+            return
+        singles = [p[0] for p in parts.values() if len(p) == 1]
+        for p in parts.values():
+            if len(p) > 1:
+                self.node(p, cache, start, recurse=True)
+        if singles:
+            self.leaves(singles, cache, start)
+
+    def full_logits(self, i: int) -> None:
+        """Fallback for models whose output layer we cannot reproduce: the model's own logits."""
+        torch = self.torch
+        ids = torch.as_tensor(self.seqs[i])[None]
+        lp = torch.log_softmax(self.sc.model(input_ids=ids).logits[0].float(), dim=-1)
+        t = torch.as_tensor(self.needed[i])
+        tgt = torch.as_tensor(self.seqs[i][self.needed[i]])
+        self.out[i][:] = (-lp[t - 1, tgt]).double().numpy() / _LN2
 
 
 def attribute_tokens(

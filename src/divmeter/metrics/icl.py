@@ -398,13 +398,15 @@ def decan_surprisal(
     seed: int = 0,
     threads: int | None = None,
     dtype: str = "float32",
-    share_prefix: bool = True,
+    sharing: str = "tree",
     batch: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Run the LM: per-permutation bits and bytes, and unconditional bits/byte of each response.
 
-    All permutation passes and the n unconditional passes go through one batched call of the
-    scorer (shared prompt prefix computed once).
+    All permutation passes and the n unconditional passes go through one call of the scorer: every
+    token prefix they share (the prompt; in instruct format also the responses that open several
+    permutations, and each response's unconditional pass) runs once (``sharing="tree"``), the
+    rest in right-padded batches. ``sharing="none", batch=False`` is the one-at-a-time baseline.
 
     Returns:
         ``(perm_bits, perm_bytes, unconditional_bpb, perms)`` with shapes (P, n), (P, n), (n,),
@@ -426,7 +428,7 @@ def decan_surprisal(
         t, s = format_responses(prompt, [r], format)
         texts.append(t)
         spans.append(s)
-    bits = scorer.span_bits(texts, spans, share_prefix=share_prefix, batch=batch)
+    bits = scorer.span_bits(texts, spans, sharing=sharing, batch=batch)
     perm_bits = np.stack(bits[:permutations])
     uncond = np.array([b[0] for b in bits[permutations:]]) / nbytes
     return perm_bits, nbytes[perms], uncond, perms
