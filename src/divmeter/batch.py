@@ -155,18 +155,19 @@ def _batched(
     then scored one by one, each with its own error.
     """
     out: dict[int, list[Any]] = {}
+    texts: list[list[str]] = []
+    slots: list[Any] = []  # None for a valid set, else its error
     for j, p in enumerate(plans):
         fn = _batch_fn(p)
         if fn is None:
             continue
-        texts: list[list[str]] = []
-        slots: list[Any] = []
-        for _, s in chunk:
-            try:
-                texts.append(as_texts(s.responses))
-                slots.append(None)
-            except InvalidInputError as exc:
-                slots.append(exc)
+        if not slots:  # validate the sets once, for every batched plan
+            for _, s in chunk:
+                try:
+                    texts.append(as_texts(s.responses))
+                    slots.append(None)
+                except InvalidInputError as exc:
+                    slots.append(exc)
         try:
             results = iter(fn(texts, **p.params))
         except InvalidInputError:

@@ -1287,7 +1287,7 @@ def _self_repetition_per_response(st: _SetTokens, n: int) -> np.ndarray:
         runs = np.diff(np.append(starts, gram.size))
         others = np.repeat(runs - 1, runs).astype(np.float64)  # df - 1, per pair
         doc = text_start[gram // scale] + pair % width
-        sums = np.bincount(doc, weights=others, minlength=n_all)
+        sums = np.bincount(doc, weights=others, minlength=n_all).astype(np.float64)
     return _log1p_ints(sums)
 
 
