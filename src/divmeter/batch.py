@@ -155,6 +155,8 @@ def _batched(
     then scored one by one, each with its own error.
     """
     out: dict[int, list[Any]] = {}
+    if len(chunk) < 2:  # nothing to share: the per-set functions are quicker
+        return out
     texts: list[list[str]] = []
     slots: list[Any] = []  # None for a valid set, else its error
     for j, p in enumerate(plans):
