@@ -593,35 +593,32 @@ def _mtld_factors(prev: np.ndarray, starts: np.ndarray, ends: np.ndarray,
             break
         s = cur[active]
         span = ends[active] - s
-        total = int(span.sum())
-        offs = np.cumsum(span) - span
-        seg = np.repeat(np.arange(active.size), span)
+        offs = np.cumsum(span)
+        total = int(offs[-1])
+        offs -= span  # first flat index of each response's span
+        seg_start = np.repeat(s, span)
         pos = np.arange(total, dtype=np.int64) + np.repeat(s - offs, span)
-        new = prev[pos] < s[seg]
+        new = prev[pos] < seg_start
         cum = np.cumsum(new)
-        base = np.repeat(cum[offs] - new[offs], span)
-        ntok = pos - np.repeat(s, span) + 1
-        ratio = (cum - base) / ntok
+        cum -= np.repeat(cum[offs] - new[offs], span)  # types in the factor so far
+        ratio = cum / (pos - seg_start + 1)
         hit = np.flatnonzero(ratio <= threshold)
-        done = np.ones(active.size, dtype=bool)
-        if hit.size:
-            hseg = seg[hit]
-            first = np.ones(hit.size, dtype=bool)
-            first[1:] = hseg[1:] != hseg[:-1]
-            fseg, fpos = hseg[first], pos[hit[first]]
-            docs = active[fseg]
-            factors[docs] += 1.0
-            cur[docs] = fpos + 1
-            done[fseg] = cur[docs] >= ends[docs]  # finished exactly at the end: no partial
-            unfinished = np.ones(active.size, dtype=bool)
-            unfinished[fseg] = False
-        else:
-            unfinished = np.ones(active.size, dtype=bool)
+        hseg = np.searchsorted(offs, hit, side="right") - 1
+        first = np.ones(hit.size, dtype=bool)
+        first[1:] = hseg[1:] != hseg[:-1]
+        fseg = hseg[first]
+        docs = active[fseg]
+        factors[docs] += 1.0
+        cur[docs] = pos[hit[first]] + 1
+        going = np.zeros(active.size, dtype=bool)
+        going[fseg] = cur[docs] < ends[docs]  # finished exactly at the end: no partial
         # responses with no factor end in their remaining span: partial factor, finished
-        if unfinished.any():
-            last = (offs + span - 1)[unfinished]
-            factors[active[unfinished]] += (1.0 - ratio[last]) / one_minus
-        active = active[~done]
+        partial = np.ones(active.size, dtype=bool)
+        partial[fseg] = False
+        if partial.any():
+            last = (offs + span - 1)[partial]
+            factors[active[partial]] += (1.0 - ratio[last]) / one_minus
+        active = active[going]
     return factors
 
 
