@@ -45,11 +45,11 @@ def score_many(sets: Iterable[Any], metric: str, **params: Any) -> list[MetricRe
     """Score many response sets with one metric: ``[score(s, metric, **params) for s in sets]``,
     faster.
 
-    Metrics with a batched implementation (``divmeter.get_metric(name).batch``: distinct-n,
-    entropy-n, ead, ngram-diversity, self-repetition) score the whole list at once, which on
-    many small sets is several times faster than one call per set; the others are scored one set
-    at a time. Either way each result is identical to :func:`score` on that set (value,
-    reason, signature, details).
+    Metrics with a batched implementation (``divmeter.get_metric(name).batch`` is set, e.g.
+    distinct-n, entropy-n, ead, ngram-diversity, self-repetition, ngram-cosine) score the whole
+    list at once, which on many small sets is about twice as fast as one call per set; the
+    others are scored one set at a time. Either way each result is identical to :func:`score`
+    on that set (value, reason, signature, details).
 
     Args:
         sets: Response sets: lists of strings or :class:`~divmeter.data.ResponseSet` s (or the
