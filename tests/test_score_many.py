@@ -240,3 +240,24 @@ def test_score_sets_uses_batches_with_identical_records() -> None:
             assert rec["signatures"][col] == want.signature
             if want.value is None:
                 assert rec["reasons"][col] == want.reason
+
+
+def test_an_immutable_batch_is_tokenized_once_per_tokenizer() -> None:
+    # divmeter.batch passes each chunk as one tuple of tuples to every batched metric
+    rng = random.Random(5)
+    long_set = tuple(_text(rng, 1000, 1000) for _ in range(6))  # forces compaction at n = 5
+    frozen = tuple(tuple(s) for s in MIXED) + (long_set,)
+    tevet = lexical.get_tokenizer("tevet")
+    first = lexical._interned(frozen, tevet)
+    assert lexical._interned(frozen, tevet) is first
+    assert lexical._interned(frozen, lexical.get_tokenizer("tevet", True)) is not first
+    as_lists = [list(s) for s in frozen]
+    assert lexical._interned(as_lists, tevet) is not lexical._interned(as_lists, tevet)
+    # shared interning, compacted or not, never changes a result
+    for metric, params in [("distinct-n", {}), ("ngram-cosine", {}), ("entropy-n", {"n": 2}),
+                           ("ead", {}), ("distinct-n", {"n": 1}), ("ngram-diversity", {}),
+                           ("self-repetition", {"n": 2})]:
+        batched = get_metric(metric).load_batch()
+        assert batched is not None
+        _assert_same_results(batched(frozen, **params), list(frozen), metric, **params)
+        assert lexical._interned(frozen, tevet) is first

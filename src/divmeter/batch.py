@@ -157,19 +157,23 @@ def _batched(
     out: dict[int, list[Any]] = {}
     if len(chunk) < 2:  # nothing to share: the per-set functions are quicker
         return out
-    texts: list[list[str]] = []
+    texts: tuple[tuple[str, ...], ...] = ()
     slots: list[Any] = []  # None for a valid set, else its error
     for j, p in enumerate(plans):
         fn = _batch_fn(p)
         if fn is None:
             continue
         if not slots:  # validate the sets once, for every batched plan
+            valid: list[tuple[str, ...]] = []
             for _, s in chunk:
                 try:
-                    texts.append(as_texts(s.responses))
+                    valid.append(tuple(as_texts(s.responses)))
                     slots.append(None)
                 except InvalidInputError as exc:
                     slots.append(exc)
+            # immutable, and the same object for every plan: metrics may share work on it
+            # (e.g. the form metrics tokenize it once per tokenizer)
+            texts = tuple(valid)
         try:
             results = iter(fn(texts, **p.params))
         except InvalidInputError:

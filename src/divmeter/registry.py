@@ -8,6 +8,7 @@ only numpy/scipy at module level (models are loaded inside the functions, from `
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import importlib.util
 from collections.abc import Callable, Mapping
@@ -79,15 +80,13 @@ class MetricSpec:
 
     def load(self) -> Callable[..., Any]:
         """Import and return the function implementing the metric."""
-        module, _, attr = self.target.partition(":")
-        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+        return _resolve(self.target)
 
     def load_batch(self) -> Callable[..., Any] | None:
         """Import and return the batched implementation, or ``None`` when there is none."""
         if self.batch is None:
             return None
-        module, _, attr = self.batch.partition(":")
-        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+        return _resolve(self.batch)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -108,6 +107,13 @@ def _jsonable_default(v: Any) -> Any:
     if isinstance(v, float) and v == float("inf"):
         return "inf"
     return v
+
+
+@functools.cache
+def _resolve(target: str) -> Callable[..., Any]:
+    """``"module:function"`` -> the function (imported once, then cached)."""
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
 
 
 _REGISTRY: dict[str, MetricSpec] = {}
@@ -162,8 +168,8 @@ def register(
 def register_batch(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator attaching a batched implementation to the registered metric ``name``.
 
-    The decorated function takes a list of response sets, each already validated as a list of
-    strings, and the metric's keyword parameters; it returns one
+    The decorated function takes a sequence of response sets, each already validated as a list
+    (or tuple) of strings, and the metric's keyword parameters; it returns one
     :class:`~divmeter.result.MetricResult` per set, identical (value, reason, signature, details)
     to calling the metric on each set. It may raise
     :class:`~divmeter.errors.InvalidInputError` for bad parameters. :func:`divmeter.score_many`

@@ -866,18 +866,25 @@ class _SetTokens:
         return out
 
 
-def _encode_sets(text_sets: Sequence[list[str]], tok: Tokenizer, top: int, factor: int = 1
-                 ) -> _SetTokens:
-    """Tokenize every set and give each token a set-local id, in one dict pass per set.
+@dataclass
+class _Interned:
+    """Per-set interned words, before compaction (see :func:`_intern_sets`)."""
+
+    raw: np.ndarray  # 0: end of text, 1: empty word, else 2 + index of first occurrence
+    n_words: list[int]
+    n_texts: list[int]
+    n_types: list[int]
+
+
+def _intern_sets(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> _Interned:
+    """Tokenize every set and intern its words, in one dict pass per set.
 
     For the ``tevet`` and ``whitespace`` tokenizers a set's texts are joined with
     ``" \x00 "`` and tokenized as one string (one ``split`` call instead of one per text); the
     ``\x00`` words mark the text ends. A set whose texts contain ``\x00``, and the ``word``
     tokenizer, take the per-text path, with a sentinel object marking text ends. Each set's
     words go through one ``dict.setdefault`` pass mapping a word to 2 + the index of its first
-    occurrence (0: end of text; 1: the empty word of runs of spaces, dropped). When
-    ``n_sets * (longest set)**top * factor`` would not fit the 62-bit n-gram keys, the ids are
-    compacted to 2 + the rank of the token among its set's distinct tokens.
+    occurrence (0: end of text; 1: the empty word of runs of spaces).
     """
     parts: list[np.ndarray] = []  # one array per set: the words die with their set (cache-hot)
     n_words: list[int] = []
@@ -900,20 +907,52 @@ def _encode_sets(text_sets: Sequence[list[str]], tok: Tokenizer, top: int, facto
                 words = joined.split()
             ids: dict[Any, int] = {_SEP: 0, "": 1}
         else:
-            words = [w for t in tok.many(texts) for w in chain(t, (_END,))]
+            words = [w for t in tok.many(list(texts)) for w in chain(t, (_END,))]
             ids = {_END: 0}
         reserved = len(ids)
         parts.append(np.fromiter(map(ids.setdefault, words, count(2)), dtype=np.int64,
                                  count=len(words)))
         n_words.append(len(words))
         n_types.append(len(ids) - reserved)
-    total = sum(n_words)
     raw = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-    n_sets = len(n_texts)
+    return _Interned(raw, n_words, n_texts, n_types)
+
+
+#: The last interning of an immutable batch (a tuple of tuples of texts, as
+#: :mod:`divmeter.batch` passes) per tokenizer, with the batch itself held so that its identity
+#: stays unique: several metrics scoring one batch with one tokenizer tokenize it once. Lists
+#: (mutable) are never cached.
+_LAST_INTERNED: dict[Tokenizer, tuple[Any, _Interned]] = {}
+
+
+def _interned(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> _Interned:
+    frozen = isinstance(text_sets, tuple) and all(type(t) is tuple for t in text_sets)
+    last = _LAST_INTERNED.get(tok)
+    if frozen and last is not None and last[0] is text_sets:
+        return last[1]
+    out = _intern_sets(text_sets, tok)
+    if frozen:
+        _LAST_INTERNED[tok] = (text_sets, out)
+    return out
+
+
+def _encode_sets(text_sets: Sequence[Sequence[str]], tok: Tokenizer, top: int,
+                 factor: int = 1) -> _SetTokens:
+    """Every set's tokens as one id stream with set-local ids (see :class:`_SetTokens`).
+
+    The interned ids (2 + first-occurrence index) are kept when
+    ``n_sets * (longest set)**top * factor`` fits the 62-bit n-gram keys; otherwise they are
+    compacted to 2 + the rank of the token among its set's distinct tokens. Empty words are
+    dropped.
+    """
+    it = _interned(text_sets, tok)
+    raw, n_words = it.raw, it.n_words
+    total, n_sets = raw.size, len(it.n_texts)
     words_arr = np.array(n_words, dtype=np.int64)
     width = words_arr + 2
     if n_sets * max(int(width.max(initial=1)), 1) ** top * factor >= _KEY_BITS:
         # compact: 2 + rank of the token's first occurrence among its set's first occurrences
+        raw = raw.copy()  # the interning may be shared (cached)
         set_start = np.cumsum(words_arr) - words_arr
         start = np.repeat(set_start, words_arr)
         is_first = raw == np.arange(total, dtype=np.int64) - start + 2
@@ -927,9 +966,9 @@ def _encode_sets(text_sets: Sequence[list[str]], tok: Tokenizer, top: int, facto
     if empty.any():  # runs of spaces (or dots) gave empty words: drop them
         raw = raw[~empty]
         words_arr = words_arr - np.bincount(
-            np.repeat(np.arange(n_sets, dtype=np.int64), n_words)[empty], minlength=n_sets)
-    return _SetTokens(raw, words_arr, np.array(n_texts, dtype=np.int64), width,
-                      np.array(n_types, dtype=np.int64))
+            np.repeat(np.arange(n_sets, dtype=np.int64), words_arr)[empty], minlength=n_sets)
+    return _SetTokens(raw, words_arr, np.array(it.n_texts, dtype=np.int64), width,
+                      np.array(it.n_types, dtype=np.int64))
 
 
 def _fit_groups(st: _SetTokens, top: int, per_set_factor: np.ndarray | None = None
@@ -1007,7 +1046,7 @@ def _pooled_set_stats(st: _SetTokens, orders: Sequence[int], *, xlogx: bool
 
 
 def _pooled_many(
-    text_sets: Sequence[list[str]],
+    text_sets: Sequence[Sequence[str]],
     *,
     metric: str,
     tok: Tokenizer,
@@ -1016,7 +1055,7 @@ def _pooled_many(
     per_order: Callable[[int, int, float], float],
     agg: str,
     xlogx: bool,
-    single: Callable[[list[str]], MetricResult],
+    single: Callable[[Sequence[str]], MetricResult],
 ) -> list[MetricResult]:
     """Batched driver of the pooled-count metrics (distinct-n, entropy-n, EAD, n-gram
     diversity): ``per_order(distinct, total, sum c ln c)`` gives one order's value, ``agg``
@@ -1057,7 +1096,7 @@ def _distinct_value(unique: int, total: int, _: float) -> float:
 
 @register_batch("distinct-n")
 def distinct_n_many(
-    text_sets: Sequence[list[str]],
+    text_sets: Sequence[Sequence[str]],
     *,
     n: int | None = None,
     n_max: int = 5,
@@ -1067,7 +1106,7 @@ def distinct_n_many(
     """Batched :func:`distinct_n`: one result per set, identical to ``distinct_n(set)``.
 
     Args:
-        text_sets: Response sets, each a validated list of strings.
+        text_sets: Response sets, each a validated list (or tuple) of strings.
         n: As in :func:`distinct_n`.
         n_max: As in :func:`distinct_n`.
         tokenizer: As in :func:`distinct_n`.
@@ -1091,7 +1130,7 @@ def distinct_n_many(
 
 @register_batch("entropy-n")
 def entropy_n_many(
-    text_sets: Sequence[list[str]],
+    text_sets: Sequence[Sequence[str]],
     *,
     n: int | None = None,
     n_max: int = 5,
@@ -1102,7 +1141,7 @@ def entropy_n_many(
     """Batched :func:`entropy_n`: one result per set, identical to ``entropy_n(set)``.
 
     Args:
-        text_sets: Response sets, each a validated list of strings.
+        text_sets: Response sets, each a validated list (or tuple) of strings.
         n: As in :func:`entropy_n`.
         n_max: As in :func:`entropy_n`.
         base: As in :func:`entropy_n`.
@@ -1127,7 +1166,7 @@ def entropy_n_many(
 
 @register_batch("ead")
 def ead_many(
-    text_sets: Sequence[list[str]],
+    text_sets: Sequence[Sequence[str]],
     *,
     n: int | None = None,
     n_max: int = 5,
@@ -1138,7 +1177,7 @@ def ead_many(
     """Batched :func:`ead`: one result per set, identical to ``ead(set)``.
 
     Args:
-        text_sets: Response sets, each a validated list of strings.
+        text_sets: Response sets, each a validated list (or tuple) of strings.
         n: As in :func:`ead`.
         n_max: As in :func:`ead`.
         vocab_size: As in :func:`ead`.
@@ -1163,7 +1202,7 @@ def ead_many(
 
 @register_batch("ngram-diversity")
 def ngram_diversity_many(
-    text_sets: Sequence[list[str]],
+    text_sets: Sequence[Sequence[str]],
     *,
     n_max: int = 4,
     tokenizer: str = "whitespace",
@@ -1173,7 +1212,7 @@ def ngram_diversity_many(
     ``ngram_diversity(set)``.
 
     Args:
-        text_sets: Response sets, each a validated list of strings.
+        text_sets: Response sets, each a validated list (or tuple) of strings.
         n_max: As in :func:`ngram_diversity`.
         tokenizer: As in :func:`ngram_diversity`.
         lowercase: As in :func:`ngram_diversity`.
@@ -1206,7 +1245,7 @@ def _segment_means(values: np.ndarray, sizes: list[int]) -> list[float]:
 
 @register_batch("self-repetition")
 def self_repetition_many(
-    text_sets: Sequence[list[str]],
+    text_sets: Sequence[Sequence[str]],
     *,
     n: int = 4,
     tokenizer: str = "whitespace",
@@ -1219,7 +1258,7 @@ def self_repetition_many(
     ``(set, n-gram, response)`` keys; runs of one n-gram give its document frequency.
 
     Args:
-        text_sets: Response sets, each a validated list of strings.
+        text_sets: Response sets, each a validated list (or tuple) of strings.
         n: As in :func:`self_repetition`.
         tokenizer: As in :func:`self_repetition`.
         lowercase: As in :func:`self_repetition`.
@@ -1243,8 +1282,8 @@ def self_repetition_many(
                                    "got 1")
         else:
             live.append(i)
-    st = _encode_sets([text_sets[i] for i in live], tok, k,
-                      max((len(text_sets[i]) for i in live), default=1))
+    sub = text_sets if len(live) == len(text_sets) else [text_sets[i] for i in live]
+    st = _encode_sets(sub, tok, k, max((len(t) for t in sub), default=1))
     for a, b, solo in _fit_groups(st, k, st.n_texts):
         if solo:
             results[live[a]] = self_repetition(text_sets[live[a]], n=n, tokenizer=tokenizer,
@@ -1298,7 +1337,7 @@ _COSINE_BATCH_MAX_DOCS = 64
 
 @register_batch("ngram-cosine")
 def ngram_cosine_many(
-    text_sets: Sequence[list[str]],
+    text_sets: Sequence[Sequence[str]],
     *,
     n: int | None = None,
     n_max: int = 5,
@@ -1316,7 +1355,7 @@ def ngram_cosine_many(
     :func:`ngram_cosine` itself.
 
     Args:
-        text_sets: Response sets, each a validated list of strings.
+        text_sets: Response sets, each a validated list (or tuple) of strings.
         n: As in :func:`ngram_cosine`.
         n_max: As in :func:`ngram_cosine`.
         reduction: As in :func:`ngram_cosine`.
@@ -1332,7 +1371,7 @@ def ngram_cosine_many(
     """
     tok, orders, red, sig = _ngram_cosine_setup(n, n_max, reduction, tokenizer, lowercase)
 
-    def single(texts: list[str]) -> MetricResult:
+    def single(texts: Sequence[str]) -> MetricResult:
         return ngram_cosine(texts, n=n, n_max=n_max, reduction=reduction, tokenizer=tokenizer,
                             lowercase=lowercase)
 
@@ -1349,8 +1388,8 @@ def ngram_cosine_many(
         else:
             live.append(i)
     top = max(orders)
-    st = _encode_sets([text_sets[i] for i in live], tok, top,
-                      max((len(text_sets[i]) for i in live), default=1))
+    sub = text_sets if len(live) == len(text_sets) else [text_sets[i] for i in live]
+    st = _encode_sets(sub, tok, top, max((len(t) for t in sub), default=1))
     n_tok = st.n_tokens().tolist()
     for a, b, solo in _fit_groups(st, top, st.n_texts):
         if solo:
