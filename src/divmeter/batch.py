@@ -20,6 +20,11 @@ order::
 
 Metrics with a ``prompt`` parameter (Decan) get each set's prompt unless the run fixes one.
 
+Sets are scored in chunks (:data:`BATCH_SIZE` in this process): metrics with a batched
+implementation (:func:`divmeter.registry.register_batch`, e.g. distinct-n) score a whole chunk
+in one call, with results identical to per-set calls; the others run set by set. Records are
+still yielded one per set, in input order.
+
 Parameter mistakes are not set problems: they are caught before the first set (every ``form``
 metric, and ``content`` metrics when running in-process, are called once on a small probe set),
 so a bad ``n`` fails the run at once instead of filling a file with nulls. ``lm`` and ``judge``

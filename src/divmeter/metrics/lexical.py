@@ -249,9 +249,16 @@ def _xlogx_sums(group: np.ndarray, counts: np.ndarray, n_groups: int) -> np.ndar
     batch gives the same bits.
     """
     sel = counts > 1
-    c, g = counts[sel], group[sel]
+    c = counts[sel]
     if c.size == 0:
         return np.zeros(n_groups)
+    if n_groups == 1:  # the same sequence of float operations, without the pairing
+        acc = 0.0
+        vals, mult = np.unique(c, return_counts=True)
+        for v, h in zip(vals.tolist(), mult.tolist(), strict=True):
+            acc += h * (v * math.log(v))
+        return np.array([acc])
+    g = group[sel]
     m = int(c.max()) + 1
     pair, h = np.unique(g * m + c, return_counts=True)  # sorted by (group, count value)
     v = pair % m
