@@ -307,7 +307,7 @@ def format_responses(
         >>> format_responses("Rain", ["a", "bc"])
         ('Rain\\n\\nResponse A: a\\n\\nResponse B: bc', [(18, 19), (33, 35)])
         >>> format_responses("It", ["x", "y"], "completion")
-        ('1. It x\\n\\n2. It y', [(6, 7), (14, 15)])
+        ('1. It x\\n\\n2. It y', [(6, 7), (15, 16)])
     """
     parts: list[str] = []
     spans: list[tuple[int, int]] = []
