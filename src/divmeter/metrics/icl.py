@@ -218,6 +218,7 @@ def decan_from_surprisal(
 def _d_values(results: Iterable[Any], what: str) -> np.ndarray:
     vals = []
     for i, r in enumerate(results):
+        v: Any
         if isinstance(r, DecanSurprisal):
             v = r.D
         else:

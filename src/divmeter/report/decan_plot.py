@@ -83,18 +83,19 @@ def plot_decan_curves(
             seq = items
         else:
             seq = [items]
-        curves, ds = [], []
+        cl: list[np.ndarray] = []
+        ds: list[float] = []
         for j, it in enumerate(seq):
             c, d = _curve_and_d(it, f"groups[{label!r}][{j}]")
-            curves.append(c)
+            cl.append(c)
             if d is not None:
                 ds.append(float(d))
-        if len({c.shape for c in curves}) != 1:
+        if len({c.shape for c in cl}) != 1:
             raise InvalidInputError(
                 f"groups[{label!r}]: curves must all have the same length n; got lengths "
-                f"{sorted({c.size for c in curves})}."
+                f"{sorted({c.size for c in cl})}."
             )
-        parsed[str(label)] = (np.stack(curves), ds)
+        parsed[str(label)] = (np.stack(cl), ds)
     with_scores = show_scores and all(len(ds) for _, ds in parsed.values())
     fig, axes = plt.subplots(
         1, 2 if with_scores else 1, figsize=(10 if with_scores else 6, 4), squeeze=False,
@@ -102,8 +103,9 @@ def plot_decan_curves(
     )
     ax = axes[0, 0]
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, (label, (curves, _)) in enumerate(parsed.items()):
+    for i, (label, (group_curves, _)) in enumerate(parsed.items()):
         color = colors[i % len(colors)]
+        curves = np.asarray(group_curves)
         k = np.arange(1, curves.shape[1] + 1)
         if show_individual and curves.shape[0] > 1:
             for c in curves:
