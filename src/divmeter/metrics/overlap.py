@@ -45,7 +45,7 @@ from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError, MissingDependencyError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.reduce import diversity_from_similarity, mean_pairwise
-from divmeter.registry import register
+from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult, make_signature
 from divmeter.text import NgramIndex, get_tokenizer
 
@@ -380,6 +380,7 @@ def _pair_degenerate(tokens: list[list[str]], what: str) -> str | None:
     return None
 
 
+@register_batch("self-bleu")
 def self_bleu_many(
     sets: Sequence[Sequence[str]],
     *,
