@@ -111,8 +111,10 @@ def plot_decan_curves(
             for c in curves:
                 ax.plot(k, c, color=color, alpha=0.15, linewidth=0.8)
         ax.plot(k, curves.mean(axis=0), color=color, linewidth=2.2, marker="o", markersize=3,
-                label=f"{label} (n={curves.shape[0]})" if curves.shape[0] > 1 else label)
-    ax.set_xlabel("k (responses seen + 1)")
+                label=f"{label} ({curves.shape[0]} sets)" if curves.shape[0] > 1 else label)
+    n_max = max(c.shape[1] for c, _ in parsed.values())
+    ax.set_xticks(range(1, n_max + 1) if n_max <= 20 else ax.get_xticks())
+    ax.set_xlabel("k (position; k - 1 responses in context)")
     ax.set_ylabel(r"$\bar a_k$ (bits/byte)")
     ax.set_title("Progressive conditional surprise")
     ax.legend(fontsize=8)
