@@ -191,3 +191,14 @@ def test_seeded_repeatable() -> None:
     b = decan(DIVERSE[:3], prompt=PROMPT, permutations=2, seed=5, threads=THREADS)
     assert a.value == pytest.approx(b.value, abs=1e-9)
     assert a.signature == b.signature
+
+
+def test_local_folder_model_matches_alias() -> None:
+    """A transformers folder works as `model=`; its signature names the folder and a hash."""
+    folder = get_scorer(threads=THREADS).model.name_or_path
+    a = decan(DIVERSE[:2], prompt=PROMPT, permutations=1, threads=THREADS)
+    b = decan(DIVERSE[:2], prompt=PROMPT, permutations=1, threads=THREADS, model=folder)
+    assert b.value == pytest.approx(a.value, abs=1e-4)
+    model_field = b.signature.split("|")[4]
+    assert model_field.startswith("model:gemma-3-270m-a5fd3b62230a@")
+    assert len(model_field.split("@")[1]) == 12
