@@ -58,10 +58,12 @@ def as_texts(responses: Any, *, what: str = "responses") -> list[str]:
     if isinstance(responses, ResponseSet):
         responses = responses.responses
     if isinstance(responses, (str, bytes)):
-        shown = responses if len(responses) <= 30 else responses[:27] + "..."
+        shown = repr(responses if len(responses) <= 30 else responses[:27])
+        if len(responses) > 30:
+            shown += "..."
         raise InvalidInputError(
             f"`{what}` must be a list of strings; got a single {type(responses).__name__}. "
-            f"Wrap it in a list: [{shown!r}]."
+            f"Wrap it in a list: [{shown}]."
         )
     if not isinstance(responses, (Sequence, Iterable)):
         raise InvalidInputError(
