@@ -166,11 +166,18 @@ def test_shared_prefix_and_batching_match_one_at_a_time() -> None:
     texts = [t for t, _ in items]
     spans = [s for _, s in items]
     slow = sc.span_bits(texts, spans, sharing="none", batch=False)
-    for sharing in ("tree", "prefix"):
-        fast = sc.span_bits(texts, spans, sharing=sharing)
-        for f, s in zip(fast, slow, strict=True):
-            np.testing.assert_allclose(f, s, atol=2e-3)
-            assert np.all(f > 0)
+    default = sc.tree_min_saving
+    try:
+        for sharing, min_saving in (("tree", 0), ("tree", default), ("prefix", default)):
+            sc.tree_min_saving = min_saving  # 0: every shared branch gets its own pass
+            fast = sc.span_bits(texts, spans, sharing=sharing)
+            for f, s in zip(fast, slow, strict=True):
+                np.testing.assert_allclose(f, s, atol=2e-3)
+                assert np.all(f > 0)
+            if min_saving == 0:
+                assert sc.last_stats["passes"] > 3  # the tree branched
+    finally:
+        sc.tree_min_saving = default
 
 
 def test_completion_format_scores_only_responses() -> None:

@@ -282,6 +282,8 @@ class CausalLMScorer:
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else (self.tokenizer.eos_token_id or 0))
         self._fast_head = True
+        #: A branch of the prefix tree gets its own pass only if it saves this many positions.
+        self.tree_min_saving = 96
         self.last_stats: dict[str, int] = {}
         self._check_head()
 
@@ -533,42 +535,53 @@ class _Run:
                 entries.append((i, j, r * width + self.needed[i][j] - 1 - start))
             self._score(flat, entries)
 
-    def node(self, grp: list[int], cache: Any, start: int, *, recurse: bool) -> None:
-        """Run the prefix shared by ``grp`` beyond ``start`` once, then its branches."""
+    def _lcp(self, grp: list[int], start: int) -> int:
+        """End of the token prefix shared by ``grp``, leaving every sequence >= 1 own token."""
         seqs = self.seqs
-        if len(grp) == 1:
-            self.leaves(grp, cache, start)
-            return
-        stop = min(len(seqs[i]) for i in grp) - 1  # leave every sequence >= 1 token of its own
+        stop = min(len(seqs[i]) for i in grp) - 1
         first = seqs[grp[0]]
         lcp = stop
         for i in grp[1:]:
             diff = np.nonzero(first[start:stop] != seqs[i][start:stop])[0]
             if diff.size:
                 lcp = min(lcp, start + int(diff[0]))
+        return max(lcp, start)
+
+    def node(self, grp: list[int], cache: Any, start: int, *, recurse: bool) -> None:
+        """Run the prefix shared by ``grp`` beyond ``start`` once, then its branches.
+
+        A branch (sequences sharing more tokens) gets its own pass only when that saves at least
+        ``scorer.tree_min_saving`` token positions: on a CPU a separate small pass costs more than
+        recomputing a few shared tokens inside a large padded batch.
+        """
+        seqs = self.seqs
+        if len(grp) == 1:
+            self.leaves(grp, cache, start)
+            return
+        lcp = self._lcp(grp, start)
         if lcp > start:
-            cache, hidden = self._forward(first[None, start:lcp], cache, start)
+            cache, hidden = self._forward(seqs[grp[0]][None, start:lcp], cache, start)
             entries = []
             for i in grp:
                 j = self._within(i, start + 1, lcp)
                 entries.append((i, j, self.needed[i][j] - 1 - start))
             self._score(hidden[0], entries)
             start = lcp
-        if not recurse:
-            self.leaves(grp, cache, start)
-            return
         parts: dict[int, list[int]] = {}
         for i in grp:
             parts.setdefault(int(seqs[i][start]), []).append(i)
-        if len(parts) == 1:  # no further split possible (a sequence is down to its last token)
+        if not recurse or len(parts) == 1:
             self.leaves(grp, cache, start)
             return
-        singles = [p[0] for p in parts.values() if len(p) == 1]
+        flat: list[int] = []
         for p in parts.values():
-            if len(p) > 1:
+            saving = (len(p) - 1) * (self._lcp(p, start) - start) if len(p) > 1 else 0
+            if len(p) > 1 and saving >= self.sc.tree_min_saving:
                 self.node(p, cache, start, recurse=True)
-        if singles:
-            self.leaves(singles, cache, start)
+            else:
+                flat.extend(p)
+        if flat:
+            self.leaves(flat, cache, start)
 
     def full_logits(self, i: int) -> None:
         """Fallback for models whose output layer we cannot reproduce: the model's own logits."""
