@@ -129,6 +129,38 @@ def _ngram_keys(idx: NgramIndex, n: int) -> tuple[np.ndarray, np.ndarray]:
     return key, doc_of_tok[start]
 
 
+def _pooled_one(
+    texts: list[str],
+    *,
+    metric: str,
+    tok: Tokenizer,
+    orders: list[int],
+    sig: str,
+    per_order: Callable[[int, int, float], float],
+    agg: str,
+    xlogx: bool,
+) -> MetricResult:
+    """Per-set driver of the pooled-count metrics (distinct-n, entropy-n, EAD, n-gram
+    diversity), the single-set twin of :func:`_pooled_many`: ``per_order(distinct, total,
+    sum c ln c)`` gives one order's value, ``agg`` (``mean`` or ``sum``) combines the orders."""
+    if not texts:
+        return undefined(metric, sig, "empty set")
+    idx = _index(texts, tok)
+    if idx.tokens.size == 0:
+        return undefined(metric, sig, "no tokens in any response")
+    per_n = {}
+    for k, c in _pooled_counts(idx, orders).items():
+        s = float(_xlogx_sums(np.zeros(c.size, dtype=np.int64), c, 1)[0]) if xlogx else 0.0
+        per_n[k] = per_order(c.size, int(c.sum()), s)
+    value = float(np.mean(list(per_n.values()))) if agg == "mean" else float(sum(per_n.values()))
+    return MetricResult(metric, value, sig, details={"per_n": per_n})
+
+
+def _distinct_value(unique: int, total: int, _: float) -> float:
+    """``unique / total`` (0 for an order with no n-gram)."""
+    return unique / total if total else 0.0
+
+
 def _base_label(base: float | str, metric: str) -> tuple[float, str]:
     """Resolve an entropy base: ``"e"`` (nats), 2 (bits), or any number > 0 other than 1."""
     if isinstance(base, str):
@@ -212,15 +244,8 @@ def distinct_n(
     """
     texts = as_texts(responses)
     tok, orders, sig = _distinct_setup(n, n_max, tokenizer, lowercase)
-    if not texts:
-        return undefined("distinct-n", sig, "empty set")
-    idx = _index(texts, tok)
-    if idx.tokens.size == 0:
-        return undefined("distinct-n", sig, "no tokens in any response")
-    counts = _pooled_counts(idx, orders)
-    per_n = {k: c.size / int(c.sum()) if c.size else 0.0 for k, c in counts.items()}
-    value = float(np.mean(list(per_n.values())))
-    return MetricResult("distinct-n", value, sig, details={"per_n": per_n})
+    return _pooled_one(texts, metric="distinct-n", tok=tok, orders=orders, sig=sig,
+                       per_order=_distinct_value, agg="mean", xlogx=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -329,18 +354,9 @@ def entropy_n(
     """
     texts = as_texts(responses)
     tok, orders, b, sig = _entropy_setup(n, n_max, base, tokenizer, lowercase)
-    if not texts:
-        return undefined("entropy-n", sig, "empty set")
-    idx = _index(texts, tok)
-    if idx.tokens.size == 0:
-        return undefined("entropy-n", sig, "no tokens in any response")
-    per_n = {}
-    for k, counts in _pooled_counts(idx, orders).items():
-        total = int(counts.sum())
-        s = float(_xlogx_sums(np.zeros(counts.size, dtype=np.int64), counts, 1)[0])
-        per_n[k] = _entropy_value(total, s, b)
-    value = float(np.mean(list(per_n.values())))
-    return MetricResult("entropy-n", value, sig, details={"per_n": per_n})
+    return _pooled_one(texts, metric="entropy-n", tok=tok, orders=orders, sig=sig,
+                       per_order=lambda _, t, s: _entropy_value(t, s, b), agg="mean",
+                       xlogx=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -425,14 +441,8 @@ def ead(
     """
     texts = as_texts(responses)
     tok, orders, v, sig = _ead_setup(n, n_max, vocab_size, tokenizer, lowercase)
-    if not texts:
-        return undefined("ead", sig, "empty set")
-    idx = _index(texts, tok)
-    if idx.tokens.size == 0:
-        return undefined("ead", sig, "no tokens in any response")
-    per_n = {k: _ead_one(c.size, int(c.sum()), v) for k, c in _pooled_counts(idx, orders).items()}
-    value = float(np.mean(list(per_n.values())))
-    return MetricResult("ead", value, sig, details={"per_n": per_n})
+    return _pooled_one(texts, metric="ead", tok=tok, orders=orders, sig=sig,
+                       per_order=lambda u, t, _: _ead_one(u, t, v), agg="mean", xlogx=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -450,16 +460,21 @@ def _count_matrix(doc: np.ndarray, ids: np.ndarray, n_docs: int, m: int) -> Any:
     return sparse.csr_matrix((data, (doc, ids)), shape=(n_docs, m))  # duplicates are summed
 
 
+def _cosine_from_gram(gram: np.ndarray) -> np.ndarray:
+    """Cosines from Gram matrices (the last two axes); 0 where either vector is empty."""
+    norms = np.sqrt(np.diagonal(gram, axis1=-2, axis2=-1).copy())
+    inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+    out: np.ndarray = gram * inv[..., :, None] * inv[..., None, :]
+    return out
+
+
 def _cosine_similarity_matrix(doc: np.ndarray, ids: np.ndarray, n_docs: int, m: int
                               ) -> np.ndarray:
     """Pairwise cosine of count vectors; 0 for a pair where either vector is empty."""
     x = _count_matrix(doc, ids, n_docs, m)
     prod = x @ x.T
     gram = np.asarray(prod.toarray() if hasattr(prod, "toarray") else prod, dtype=np.float64)
-    norms = np.sqrt(np.diag(gram).copy())
-    inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
-    out: np.ndarray = gram * inv[:, None] * inv[None, :]
-    return out
+    return _cosine_from_gram(gram)
 
 
 def _mean_pair_cosine_linear(doc: np.ndarray, ids: np.ndarray, n_docs: int, m: int) -> float:
@@ -627,15 +642,8 @@ def ngram_diversity(
     """
     texts = as_texts(responses)
     tok, orders, sig = _ngram_diversity_setup(n_max, tokenizer, lowercase)
-    if not texts:
-        return undefined("ngram-diversity", sig, "empty set")
-    idx = _index(texts, tok)
-    if idx.tokens.size == 0:
-        return undefined("ngram-diversity", sig, "no tokens in any response")
-    counts = _pooled_counts(idx, orders)
-    per_n = {k: c.size / int(c.sum()) if c.size else 0.0 for k, c in counts.items()}
-    return MetricResult("ngram-diversity", float(sum(per_n.values())), sig,
-                        details={"per_n": per_n})
+    return _pooled_one(texts, metric="ngram-diversity", tok=tok, orders=orders, sig=sig,
+                       per_order=_distinct_value, agg="sum", xlogx=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -732,6 +740,17 @@ def _self_repetition_setup(n: int, tokenizer: str, lowercase: bool
     return tok, k, sig
 
 
+def _df_minus_one(pair: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """From sorted keys ``gram * width + response`` of n-gram occurrences: the distinct
+    (n-gram, response) pairs and, for each, ``df - 1`` (how many *other* responses hold the
+    n-gram), the runs of one n-gram giving its document frequency ``df``."""
+    pair = pair[np.concatenate(([True], pair[1:] != pair[:-1]))]
+    gram = pair // width
+    starts = np.flatnonzero(np.concatenate(([True], gram[1:] != gram[:-1])))
+    runs = np.diff(np.append(starts, gram.size))
+    return pair, np.repeat(runs - 1, runs).astype(np.float64)
+
+
 def _log1p_ints(x: np.ndarray) -> np.ndarray:
     """``ln(1 + x)`` of integer-valued floats, through :func:`math.log1p` of each distinct value
     (the same bits whatever the array's length or alignment, unlike a SIMD ufunc)."""
@@ -804,14 +823,8 @@ def self_repetition(
     keys, doc = _ngram_keys(idx, k)
     per = np.zeros(n_docs)
     if keys.size:
-        # distinct (n-gram, response) pairs, sorted by n-gram: runs of one n-gram give its df
-        pair = np.sort(keys * np.int64(n_docs) + doc)
-        pair = pair[np.concatenate(([True], pair[1:] != pair[:-1]))]
-        gram, pdoc = pair // n_docs, pair % n_docs
-        starts = np.flatnonzero(np.concatenate(([True], gram[1:] != gram[:-1])))
-        runs = np.diff(np.append(starts, gram.size))
-        others = np.repeat(runs - 1, runs).astype(np.float64)  # df - 1, per pair
-        per = _log1p_ints(np.bincount(pdoc, weights=others, minlength=n_docs))
+        pair, others = _df_minus_one(np.sort(keys * np.int64(n_docs) + doc), n_docs)
+        per = _log1p_ints(np.bincount(pair % n_docs, weights=others, minlength=n_docs))
     return MetricResult("self-repetition", float(per.mean()), sig,
                         details={"per_response": per.tolist()})
 
@@ -1097,10 +1110,6 @@ def _pooled_many(
     return results  # type: ignore[return-value]
 
 
-def _distinct_value(unique: int, total: int, _: float) -> float:
-    return unique / total if total else 0.0
-
-
 @register_batch("distinct-n")
 def distinct_n_many(
     text_sets: Sequence[Sequence[str]],
@@ -1240,6 +1249,29 @@ def ngram_diversity_many(
     )
 
 
+def _sets_with_pairs(text_sets: Sequence[Sequence[str]], metric: str, sig: str, one: str
+                     ) -> tuple[list[MetricResult | None], list[int]]:
+    """Results for the sets a pair metric cannot score (empty: "empty set"; one response:
+    ``one``), ``None`` for the others, and the indices of the others."""
+    results: list[MetricResult | None] = [None] * len(text_sets)
+    live: list[int] = []
+    for i, texts in enumerate(text_sets):
+        if not texts:
+            results[i] = undefined(metric, sig, "empty set")
+        elif len(texts) < 2:
+            results[i] = undefined(metric, sig, one)
+        else:
+            live.append(i)
+    return results, live
+
+
+def _encode_live(text_sets: Sequence[Sequence[str]], live: list[int], tok: Tokenizer, top: int
+                 ) -> _SetTokens:
+    """:func:`_encode_sets` of the sets ``live``, with room for the response index in keys."""
+    sub = text_sets if len(live) == len(text_sets) else [text_sets[i] for i in live]
+    return _encode_sets(sub, tok, top, max((len(t) for t in sub), default=1))
+
+
 def _segment_means(values: np.ndarray, sizes: list[int]) -> list[float]:
     """``float(np.mean(segment))`` of consecutive segments (one reshape when sizes are equal,
     which reduces each row exactly as ``np.mean`` reduces it alone)."""
@@ -1278,19 +1310,10 @@ def self_repetition_many(
         [0.6931471805599453, None]
     """
     tok, k, sig = _self_repetition_setup(n, tokenizer, lowercase)
-    results: list[MetricResult | None] = [None] * len(text_sets)
-    live: list[int] = []
-    for i, texts in enumerate(text_sets):
-        if not texts:
-            results[i] = undefined("self-repetition", sig, "empty set")
-        elif len(texts) < 2:
-            results[i] = undefined("self-repetition", sig,
-                                   "needs at least 2 responses (repetition across responses); "
-                                   "got 1")
-        else:
-            live.append(i)
-    sub = text_sets if len(live) == len(text_sets) else [text_sets[i] for i in live]
-    st = _encode_sets(sub, tok, k, max((len(t) for t in sub), default=1))
+    results, live = _sets_with_pairs(
+        text_sets, "self-repetition", sig,
+        "needs at least 2 responses (repetition across responses); got 1")
+    st = _encode_live(text_sets, live, tok, k)
     for a, b, solo in _fit_groups(st, k, st.n_texts):
         if solo:
             results[live[a]] = self_repetition(text_sets[live[a]], n=n, tokenizer=tokenizer,
@@ -1309,30 +1332,39 @@ def self_repetition_many(
     return results  # type: ignore[return-value]
 
 
-def _self_repetition_per_response(st: _SetTokens, n: int) -> np.ndarray:
-    """``ln(1 + s_d)`` for every response of every set (see :func:`self_repetition`)."""
+def _text_starts(st: _SetTokens) -> tuple[int, np.ndarray]:
+    """A bound on a response's index within its set (``width``), and the index of each set's
+    first response among all the group's responses."""
     n_texts = st.n_texts
-    width = max(int(n_texts.max(initial=0)), 1)
-    text_start = np.cumsum(n_texts) - n_texts
-    n_all = int(n_texts.sum())
+    return max(int(n_texts.max(initial=0)), 1), np.cumsum(n_texts) - n_texts
+
+
+def _response_pairs(st: _SetTokens, orders: Sequence[int], width: int, text_start: np.ndarray
+                    ) -> Iterator[tuple[int, np.ndarray, int]]:
+    """For each order ``n``: ``(n, pair, B**n)`` with ``pair`` the sorted keys
+    ``(set * B**n + n-gram) * width + response-in-set`` of every n-gram occurrence of the
+    group (see :func:`_set_ngram_keys`)."""
+    set_of_text = np.repeat(np.arange(st.n_texts.size, dtype=np.int64), st.n_texts)
     ends = st.ids == 0
     text_at = np.cumsum(ends) - ends  # text of each stream position (its index in the group)
-    set_of_text = np.repeat(np.arange(n_texts.size, dtype=np.int64), n_texts)
-    sums = np.zeros(n_all)
-    for _, key, valid, scale in _set_ngram_keys(st, [n]):
+    for n, key, valid, scale in _set_ngram_keys(st, orders):
         pos = np.flatnonzero(valid)
-        if pos.size == 0:
-            continue
         text = text_at[pos]
-        local = text - text_start[set_of_text[text]]
-        pair = key[pos] * width + local  # (set, n-gram, response)
+        pair = key[pos] * width + (text - text_start[set_of_text[text]])
         pair.sort()
-        pair = pair[np.concatenate(([True], pair[1:] != pair[:-1]))]
-        gram = pair // width
-        starts = np.flatnonzero(np.concatenate(([True], gram[1:] != gram[:-1])))
-        runs = np.diff(np.append(starts, gram.size))
-        others = np.repeat(runs - 1, runs).astype(np.float64)  # df - 1, per pair
-        doc = text_start[gram // scale] + pair % width
+        yield n, pair, scale
+
+
+def _self_repetition_per_response(st: _SetTokens, n: int) -> np.ndarray:
+    """``ln(1 + s_d)`` for every response of every set (see :func:`self_repetition`)."""
+    width, text_start = _text_starts(st)
+    n_all = int(st.n_texts.sum())
+    sums = np.zeros(n_all)
+    for _, pair, scale in _response_pairs(st, [n], width, text_start):
+        if pair.size == 0:
+            continue
+        pair, others = _df_minus_one(pair, width)
+        doc = text_start[pair // width // scale] + pair % width
         sums = np.bincount(doc, weights=others, minlength=n_all).astype(np.float64)
     return _log1p_ints(sums)
 
@@ -1382,21 +1414,16 @@ def ngram_cosine_many(
         return ngram_cosine(texts, n=n, n_max=n_max, reduction=reduction, tokenizer=tokenizer,
                             lowercase=lowercase)
 
-    results: list[MetricResult | None] = [None] * len(text_sets)
+    results, paired = _sets_with_pairs(text_sets, "ngram-cosine", sig,
+                                       "needs at least 2 responses (pairs); got 1")
     live: list[int] = []
-    for i, texts in enumerate(text_sets):
-        if not texts:
-            results[i] = undefined("ngram-cosine", sig, "empty set")
-        elif len(texts) < 2:
-            results[i] = undefined("ngram-cosine", sig,
-                                   "needs at least 2 responses (pairs); got 1")
-        elif len(texts) > _COSINE_BATCH_MAX_DOCS:
-            results[i] = single(texts)
+    for i in paired:
+        if len(text_sets[i]) > _COSINE_BATCH_MAX_DOCS:
+            results[i] = single(text_sets[i])
         else:
             live.append(i)
     top = max(orders)
-    sub = text_sets if len(live) == len(text_sets) else [text_sets[i] for i in live]
-    st = _encode_sets(sub, tok, top, max((len(t) for t in sub), default=1))
+    st = _encode_live(text_sets, live, tok, top)
     n_tok = st.n_tokens().tolist()
     for a, b, solo in _fit_groups(st, top, st.n_texts):
         if solo:
@@ -1423,18 +1450,10 @@ def _cosine_set_diversity(st: _SetTokens, orders: Sequence[int], red: str
 
     n_texts = st.n_texts
     n_sets, n_all = n_texts.size, int(n_texts.sum())
-    width = max(int(n_texts.max(initial=0)), 1)
-    text_start = np.cumsum(n_texts) - n_texts
-    set_of_text = np.repeat(np.arange(n_sets, dtype=np.int64), n_texts)
-    ends = st.ids == 0
-    text_at = np.cumsum(ends) - ends
+    width, text_start = _text_starts(st)
     sizes = {k: np.flatnonzero(n_texts == k) for k in np.unique(n_texts).tolist()}
     out: dict[int, np.ndarray] = {}
-    for n, key, valid, scale in _set_ngram_keys(st, orders):
-        pos = np.flatnonzero(valid)
-        text = text_at[pos]
-        pair = key[pos] * width + (text - text_start[set_of_text[text]])
-        pair.sort()
+    for n, pair, scale in _response_pairs(st, orders, width, text_start):
         first = np.concatenate(([True], pair[1:] != pair[:-1])) if pair.size else pair > 0
         starts = np.flatnonzero(first)
         counts = np.diff(np.append(starts, pair.size)).astype(np.float64)
@@ -1455,10 +1474,7 @@ def _cosine_set_diversity(st: _SetTokens, orders: Sequence[int], red: str
             gram = np.zeros(members.size * k * k)
             r, c = local[prod.row[sel]], local[prod.col[sel]]
             gram[(r // k) * k * k + (r % k) * k + (c % k)] = prod.data[sel]
-            gram = gram.reshape(members.size, k, k)
-            norms = np.sqrt(np.diagonal(gram, axis1=1, axis2=2).copy())
-            inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
-            sim = gram * inv[:, :, None] * inv[:, None, :]
+            sim = _cosine_from_gram(gram.reshape(members.size, k, k))
             iu = np.triu_indices(k, k=1)
             # one C-contiguous row of pairs per set: each row is reduced as np.mean reduces it
             mean = np.ascontiguousarray(sim[:, iu[0], iu[1]]).mean(axis=1)
