@@ -653,6 +653,15 @@ def ngram_diversity(
 ALGORITHMS = ("gzip", "xz")
 
 
+def _compressed_size(data: bytes, algo: str) -> int:
+    """Size of ``data`` compressed once in memory: ``gzip`` level 9 (the size of
+    ``gzip.compress(data)``), ``xz`` preset 6 with a CRC64 check (``lzma.compress``'s)."""
+    if algo == "gzip":
+        # gzip container around one deflate stream: 10-byte header + 8-byte trailer (CRC, size)
+        return len(zlib.compress(data, 9, wbits=31))
+    return len(lzma.compress(data, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64, preset=6))
+
+
 @register(
     "compression-ratio",
     family="form",
@@ -718,12 +727,7 @@ def compression_ratio(
     if not any(texts):
         return undefined("compression-ratio", sig, "every response is an empty string")
     data = separator.join(texts).encode("utf-8")
-    if algo == "gzip":
-        # gzip container around one deflate stream: 10-byte header + 8-byte trailer (CRC, size)
-        compressed = len(zlib.compress(data, 9, wbits=31))
-    else:
-        compressed = len(lzma.compress(data, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64,
-                                       preset=6))
+    compressed = _compressed_size(data, algo)
     return MetricResult("compression-ratio", len(data) / compressed, sig,
                         details={"original_bytes": len(data), "compressed_bytes": compressed})
 

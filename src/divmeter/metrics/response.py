@@ -31,10 +31,8 @@ and length are one ``str.split`` and one ``set`` per response, the floor in Pyth
 
 from __future__ import annotations
 
-import lzma
 import math
 import re
-import zlib
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any
@@ -45,6 +43,7 @@ from scipy.special import gammaln
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
+from divmeter.metrics.lexical import ALGORITHMS, _compressed_size
 from divmeter.registry import register
 from divmeter.result import MetricResult
 from divmeter.result import make_signature as _make_signature
@@ -489,15 +488,6 @@ def pattr(
 
 # --------------------------------------------------------------------------------------------
 # per-response compression ratio
-
-ALGORITHMS = ("gzip", "xz")
-
-
-def _compressed_size(data: bytes, algo: str) -> int:
-    if algo == "gzip":  # same size as gzip.compress(data) (level 9): 10-byte header, 8 trailer
-        return len(zlib.compress(data, 9, wbits=31))
-    return len(lzma.compress(data, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64, preset=6))
-
 
 @register(
     "response-compression",
