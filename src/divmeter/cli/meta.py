@@ -159,6 +159,19 @@ def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty
     return table, scores, table.labels[keep], settings, res.signatures, np.flatnonzero(keep)
 
 
+def _score_columns(sets: list[Any], metric: list[str], workers: int) -> dict[str, np.ndarray]:
+    """Each metric's column of values over ``sets`` (NaN where a set's value is null)."""
+    from divmeter.batch import resolve_metrics, score_sets
+
+    plans = resolve_metrics(list(metric))
+    vals = {p.column: np.full(len(sets), math.nan) for p in plans}
+    for rec in score_sets(sets, list(metric), workers=workers):
+        for p in plans:
+            v = rec.get(p.column)
+            vals[p.column][rec["row"]] = math.nan if v is None else float(v)
+    return vals
+
+
 # ---------------------------------------------------------------------------------------------
 # contest / dectest
 
@@ -299,6 +312,16 @@ def nuggets_cmd(
 # paired / stages
 
 
+def _rows_by_key(keys: list[str], conds: list[str], wanted: Any
+                 ) -> dict[str, dict[str, list[int]]]:
+    """For each key, the rows of each condition in ``wanted`` (keys in first-seen order)."""
+    pos: dict[str, dict[str, list[int]]] = {}
+    for j, (k, c) in enumerate(zip(keys, conds, strict=True)):
+        if c in wanted:
+            pos.setdefault(k, {}).setdefault(c, []).append(j)
+    return pos
+
+
 def _cond(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
@@ -353,12 +376,8 @@ def paired_cmd(
     keys = [_cond(_field(table, i, key)) for i in kept_rows]
 
     def matched(a: str, b: str) -> tuple[np.ndarray, np.ndarray, int]:
-        pos: dict[str, dict[str, list[int]]] = {}
-        for j, (k, c) in enumerate(zip(keys, conds, strict=True)):
-            if c in (a, b):
-                pos.setdefault(k, {}).setdefault(c, []).append(j)
         ia, ib, skipped = [], [], 0
-        for groups in pos.values():
+        for groups in _rows_by_key(keys, conds, (a, b)).values():
             if len(groups.get(a, [])) == 1 and len(groups.get(b, [])) == 1:
                 ia.append(groups[a][0])
                 ib.append(groups[b][0])
@@ -389,10 +408,7 @@ def paired_cmd(
         parsed = [parse_contrast(c) for c in contrast]
         stage_names = list(dict.fromkeys(s for c in parsed for s in c[:2]))
         # align every stage on the keys that have one row in each stage
-        pos: dict[str, dict[str, list[int]]] = {}
-        for j, (k, c) in enumerate(zip(keys, conds, strict=True)):
-            if c in stage_names:
-                pos.setdefault(k, {}).setdefault(c, []).append(j)
+        pos = _rows_by_key(keys, conds, stage_names)
         full = [g for g in pos.values() if all(len(g.get(s, [])) == 1 for s in stage_names)]
         if not full:
             raise InvalidInputError(
@@ -488,19 +504,11 @@ def pairwise_cmd(
             )
         s1[c], s2[c] = pairs.scores1[c], pairs.scores2[c]
     if metric:
-        from divmeter.batch import resolve_metrics, score_sets
-
-        plans = resolve_metrics(list(metric))
         n = len(pairs.labels)
         sets = [ResponseSet(f"pair{i}.set1", r) for i, r in enumerate(pairs.set1)] + [
             ResponseSet(f"pair{i}.set2", r) for i, r in enumerate(pairs.set2)]
-        vals = {p.column: np.full(2 * n, math.nan) for p in plans}
-        for rec in score_sets(sets, list(metric), workers=workers):
-            for p in plans:
-                v = rec.get(p.column)
-                vals[p.column][rec["row"]] = math.nan if v is None else float(v)
-        for p in plans:
-            s1[p.column], s2[p.column] = vals[p.column][:n], vals[p.column][n:]
+        for col, vals in _score_columns(sets, metric, workers).items():
+            s1[col], s2[col] = vals[:n], vals[n:]
     if not s1:
         raise InvalidInputError("give at least one metric (-m) or column (-c).")
     result = pairwise(s1, s2, pairs.labels, metric_ties=metric_ties, label_ties=label_ties,
@@ -542,20 +550,14 @@ def length_bias_cmd(
 ) -> None:
     """Length bias (PATTR paper): short-response win rate, Spearman with length, top-k filtering."""
     _fmt(fmt)  # fail on a bad --format before any work
-    from divmeter.batch import resolve_metrics, score_sets
     from divmeter.data.io import read_sets
     from divmeter.data.model import ResponseSet
     from divmeter.meta.protocols import length_bias
 
     pools = [s.responses for s in read_sets(file)]
-    plans = resolve_metrics(list(metric))
     singles = [ResponseSet(f"{p}.{j}", [t]) for p, pool in enumerate(pools)
                for j, t in enumerate(pool)]
-    flat = {p.column: np.full(len(singles), math.nan) for p in plans}
-    for rec in score_sets(singles, list(metric), workers=workers):
-        for p in plans:
-            v = rec.get(p.column)
-            flat[p.column][rec["row"]] = math.nan if v is None else float(v)
+    flat = _score_columns(singles, metric, workers)
     bounds = np.cumsum([0] + [len(p) for p in pools])
     per_pool = {k: [v[bounds[i]:bounds[i + 1]] for i in range(len(pools))]
                 for k, v in flat.items()}
