@@ -232,6 +232,13 @@ def _set_from_object(obj: Any, where: str, index: int) -> ResponseSet:
     return ResponseSet(str(set_id), list(responses), prompt, label, metadata)
 
 
+def _invalid_json(name: str, lineno: int, exc: json.JSONDecodeError) -> InvalidInputError:
+    """The error for a JSON syntax error in file ``name`` at line ``lineno``."""
+    return InvalidInputError(
+        f"{name} line {lineno}: invalid JSON ({exc.msg} at column {exc.colno})."
+    )
+
+
 def _read_jsonl(fh: IO[bytes], name: str) -> Iterator[ResponseSet]:
     counter = [0]
     index = 0
@@ -242,9 +249,7 @@ def _read_jsonl(fh: IO[bytes], name: str) -> Iterator[ResponseSet]:
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InvalidInputError(
-                f"{name} line {lineno}: invalid JSON ({exc.msg} at column {exc.colno})."
-            ) from None
+            raise _invalid_json(name, lineno, exc) from None
         yield _set_from_object(obj, f"{name} line {lineno}", index)
         index += 1
 
@@ -267,9 +272,7 @@ def _read_json_text(text: str, name: str) -> Iterator[ResponseSet]:
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InvalidInputError(
-                f"{name} line {exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})."
-            ) from None
+            raise _invalid_json(name, exc.lineno, exc) from None
         if not isinstance(doc.get("sets"), list):
             raise InvalidInputError(
                 f"{name}: a JSON file must hold a list of sets, or an object with a list "
@@ -292,9 +295,7 @@ def _read_json_text(text: str, name: str) -> Iterator[ResponseSet]:
         try:
             obj, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
-            raise InvalidInputError(
-                f"{name} line {exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})."
-            ) from None
+            raise _invalid_json(name, exc.lineno, exc) from None
         yield _set_from_object(obj, f"{name} line {line_of(start)}", index)
         index += 1
         pos = skip(pos)
