@@ -510,15 +510,24 @@ class _Run:
         return np.nonzero((x >= lo) & (x <= hi))[0]
 
     def leaves(self, grp: list[int], cache: Any, start: int) -> None:
-        """Score the rest ``[start:]`` of each sequence, right-padded into batches."""
+        """Score the rest ``[start:]`` of each sequence, right-padded into batches of similar
+        length (sorted; a batch closes when the padded size would pass ``max_batch_tokens`` or a
+        sequence is over 1.25x the batch's shortest)."""
         order = sorted(grp, key=lambda i: len(self.seqs[i]))
         batches: list[list[int]] = []
         cur: list[int] = []
+        shortest = 0
         for i in order:
             width = len(self.seqs[i]) - start
-            if cur and (not self.batch or (len(cur) + 1) * width > self.sc.max_batch_tokens):
+            if cur and (
+                not self.batch
+                or (len(cur) + 1) * width > self.sc.max_batch_tokens
+                or width > 1.25 * shortest + 8  # keep padding waste small
+            ):
                 batches.append(cur)
                 cur = []
+            if not cur:
+                shortest = width
             cur.append(i)
         if cur:
             batches.append(cur)
