@@ -412,6 +412,11 @@ def decan_surprisal(
     Returns:
         ``(perm_bits, perm_bytes, unconditional_bpb, perms)`` with shapes (P, n), (P, n), (n,),
         (P, n); feed the first three to :func:`decan_from_surprisal`.
+
+    Example:
+        >>> bits, nbytes, h, perms = decan_surprisal(["Rain.", "Snow fell."], permutations=3)
+        >>> bits.shape, h.shape, nbytes[0].tolist() == [[5, 10][i] for i in perms[0]]
+        ((3, 2), (2,), True)
     """
     from divmeter.backends.lm import get_scorer
 
