@@ -26,19 +26,15 @@ definition), then prints times and the ratio peer time / divmeter time (> 1: div
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import lzma
 import math
-import sys
-import time
-import types
 import zlib
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from _common import best_time, load_diversity, zipf_probs
 
 from divmeter.metrics.lexical import (
     compression_ratio,
@@ -50,25 +46,7 @@ from divmeter.metrics.lexical import (
     self_repetition,
 )
 
-
-def _load_diversity() -> types.SimpleNamespace:
-    """Import the `diversity` package's metric modules without its ``__init__`` (needs spaCy)."""
-    spec = importlib.util.find_spec("diversity")
-    if spec is None or not spec.submodule_search_locations:
-        sys.exit("the `diversity` package is missing: run with .venv-bench/bin/python")
-    pkg = types.ModuleType("diversity")
-    pkg.__path__ = list(spec.submodule_search_locations)
-    sys.modules.setdefault("diversity", pkg)
-    return types.SimpleNamespace(
-        compression_ratio=importlib.import_module("diversity.compression").compression_ratio,
-        ngram_diversity_score=importlib.import_module(
-            "diversity.ngram_diversity").ngram_diversity_score,
-        self_repetition_score=importlib.import_module(
-            "diversity.self_repetition").self_repetition_score,
-    )
-
-
-DIV = _load_diversity()
+DIV = load_diversity()
 
 # ---------------------------------------------------------------------------------------------
 # data
@@ -84,8 +62,7 @@ def _vocab(rng: np.random.Generator, size: int) -> list[str]:
 def make_sets(n_sets: int, k: int, seed: int = 0) -> list[list[str]]:
     rng = np.random.default_rng(seed)
     vocab = _vocab(rng, 5000)
-    p = 1.0 / np.arange(1, len(vocab) + 1) ** 1.1
-    p /= p.sum()
+    p = zipf_probs(len(vocab), 1.1)
     phrases = [" ".join(rng.choice(vocab, size=6, p=p)) for _ in range(50)]
     out = []
     for _ in range(n_sets):
@@ -105,8 +82,7 @@ def make_sets(n_sets: int, k: int, seed: int = 0) -> list[list[str]]:
 def make_corpus(n_docs: int, seed: int = 1) -> list[str]:
     rng = np.random.default_rng(seed)
     vocab = _vocab(rng, 20000)
-    p = 1.0 / np.arange(1, len(vocab) + 1) ** 1.05
-    p /= p.sum()
+    p = zipf_probs(len(vocab), 1.05)
     lens = rng.integers(160, 241, size=n_docs)
     words = rng.choice(vocab, size=int(lens.sum()), p=p)
     docs, pos = [], 0
@@ -184,15 +160,7 @@ def make_peer_cosine() -> Callable[[list[str]], float]:
 # timing
 
 
-def timed(fn: Callable[[], Any], repeat: int = 1) -> tuple[float, Any]:
-    """Best CPU time of this process over ``repeat`` runs (the machine is shared: wall-clock
-    time would mostly measure the other processes)."""
-    best, out = math.inf, None
-    for _ in range(repeat):
-        t0 = time.process_time()
-        out = fn()
-        best = min(best, time.process_time() - t0)
-    return best, out
+timed = best_time  # best CPU time of this process over ``repeat`` runs
 
 
 ROWS: list[tuple[str, str, float, float, str]] = []

@@ -30,25 +30,16 @@ machine is shared. Ratios are reference time / divmeter time (> 1: divmeter fast
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
+from _common import best_time
 from scipy import stats
 
 from divmeter import meta
 from divmeter.meta import protocols as pr
 from divmeter.meta import stats as st
 
-
-def timed(fn: Callable[[], Any], repeat: int = 1) -> tuple[float, Any]:
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t = time.process_time()
-        out = fn()
-        best = min(best, time.process_time() - t)
-    return best, out
+timed = best_time  # best CPU time of this process over ``repeat`` runs
 
 
 def make_data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -22,16 +22,16 @@ and on 1 corpus hypothesis (nltk only); divmeter always runs the full workloads.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import logging
 import sys
 import time
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _common import best_time, load_diversity_homogenization
+from _common import zipf_probs as _zipf_probs
 
 from divmeter.metrics.overlap import homogenization, self_bleu, self_bleu_many
 
@@ -42,11 +42,6 @@ SEED = 20261122
 
 
 # ----------------------------------------------------------------------------- data
-
-
-def _zipf_probs(v: int, s: float = 1.1) -> np.ndarray:
-    p = 1.0 / np.arange(1, v + 1) ** s
-    return p / p.sum()
 
 
 def make_sets(n_sets: int = 1000, size: int = 20, seed: int = SEED) -> list[list[str]]:
@@ -127,25 +122,11 @@ def sacrebleu_self_bleu(texts: list[str], n: int) -> float:
     return float(bleu.corpus_score(texts, streams).score / 100.0)
 
 
-def load_diversity_homogenization() -> Callable[..., float]:
-    """``diversity.homogenization_score`` without the package ``__init__`` (imports spaCy)."""
-    spec = importlib.util.find_spec("diversity")
-    assert spec is not None and spec.submodule_search_locations
-    path = Path(next(iter(spec.submodule_search_locations))) / "homogenization.py"
-    mod_spec = importlib.util.spec_from_file_location("diversity_homogenization", path)
-    assert mod_spec is not None and mod_spec.loader is not None
-    mod = importlib.util.module_from_spec(mod_spec)
-    mod_spec.loader.exec_module(mod)
-    return mod.homogenization_score  # type: ignore[no-any-return]
-
-
 # ----------------------------------------------------------------------------- helpers
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    t0 = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t0, out
+    return best_time(fn, 1, time.perf_counter)  # one run, wall time
 
 
 ROWS: list[tuple[str, str, float, str, float, str]] = []

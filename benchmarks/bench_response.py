@@ -20,35 +20,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gzip
-import importlib.util
 import io
 import math
-import os
 import random
-import sys
 import time
-import types
 from collections.abc import Callable
 from typing import Any
 
+from _common import best_time, pkg_resources_shim
 
-def _pkg_resources_shim() -> None:
-    """taaled and lexical-diversity import ``pkg_resources`` (gone from setuptools >= 81) only
-    for ``resource_filename``; provide that one function when the module is missing."""
-    if importlib.util.find_spec("pkg_resources") is not None:
-        return
-    shim = types.ModuleType("pkg_resources")
-
-    def resource_filename(package: str, name: str) -> str:
-        spec = importlib.util.find_spec(package)
-        assert spec is not None and spec.origin is not None
-        return os.path.join(os.path.dirname(spec.origin), name)
-
-    shim.resource_filename = resource_filename  # type: ignore[attr-defined]
-    sys.modules["pkg_resources"] = shim
-
-
-_pkg_resources_shim()
+pkg_resources_shim()
 with contextlib.redirect_stdout(io.StringIO()):  # taaled prints a plotnine notice on import
     from taaled import ld as taaled_ld
 from lexical_diversity import lex_div  # noqa: E402
@@ -81,12 +62,7 @@ CLOCK: Callable[[], float] = time.process_time
 
 
 def timeit(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    best, out = math.inf, None
-    for _ in range(repeat):
-        t0 = CLOCK()
-        out = fn()
-        best = min(best, CLOCK() - t0)
-    return best, out
+    return best_time(fn, repeat, CLOCK)
 
 
 def ours(name: str, **params: Any) -> Callable[[Sets], list[float | None]]:

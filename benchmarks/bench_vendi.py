@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from _common import best_time, zipf_probs
 
 import divmeter
 from divmeter.metrics.vendi import vendi_from_features
@@ -43,11 +44,7 @@ from vendi_score import text_utils, vendi  # noqa: E402
 
 def timed(fn: Callable[[], Any], repeat: int = 1) -> tuple[Any, float]:
     """Result and best wall time of ``repeat`` runs (the machine is shared; best-of is stabler)."""
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
+    best, out = best_time(fn, repeat, time.perf_counter)
     return out, best
 
 
@@ -55,8 +52,7 @@ def make_sets(n_sets: int, size: int, seed: int) -> list[list[str]]:
     """Zipf-distributed words, 5..30 tokens per response, some near-duplicates in each set."""
     rng = np.random.default_rng(seed)
     vocab = np.array([f"w{i}" for i in range(5000)])
-    p = 1.0 / np.arange(1, vocab.size + 1)
-    p /= p.sum()
+    p = zipf_probs(vocab.size, 1.0)
     sets = []
     for _ in range(n_sets):
         lengths = rng.integers(5, 31, size=size)
