@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# fixture-making scripts need the peer libraries (.venv-bench): never collect or import them
+collect_ignore_glob = ["fixtures/*"]
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("DIVMETER_SHARED", REPO.parent / "shared"))
 TEVET_DIR = SHARED / "data" / "tevet" / "with_metrics"
