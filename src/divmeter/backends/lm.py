@@ -283,7 +283,7 @@ class CausalLMScorer:
         self.pad_id = int(pad if pad is not None else (self.tokenizer.eos_token_id or 0))
         self._fast_head = True
         #: A branch of the prefix tree gets its own pass only if it saves this many positions.
-        self.tree_min_saving = 96
+        self.tree_min_saving = 32
         self.last_stats: dict[str, int] = {}
         self._check_head()
 
