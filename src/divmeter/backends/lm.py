@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from divmeter._optional import require
+from divmeter.backends.cache import cache_root
 from divmeter.errors import InvalidInputError
 
 __all__ = [
@@ -82,12 +83,7 @@ def lm_cache_root() -> Path | None:
         '/tmp/dm-doc'
         >>> del os.environ["DIVMETER_CACHE"]
     """
-    env = os.environ.get("DIVMETER_CACHE")
-    if env is not None and env.strip().lower() in {"off", "0", "no", "none", "false"}:
-        return None
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "divmeter"
+    return cache_root()
 
 
 @dataclass(frozen=True)
