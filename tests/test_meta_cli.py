@@ -121,6 +121,25 @@ def test_pairwise_interface_and_tie_policy_echo():
     assert (filt["n"], filt["n_filtered"]) == (6, 2)
 
 
+def test_pairwise_uses_each_metrics_direction(tmp_path):
+    pairs = tmp_path / "pairs.jsonl"
+    rows = [
+        {"set1": ["a cat sat on the mat", "a dog ran in the park", "rain fell on the city"],
+         "set2": ["a cat sat on the mat", "a cat sat on a mat", "the cat sat on the mat"],
+         "label": 0, "scores1": {"sb": 0.1}, "scores2": {"sb": 0.7}},
+        {"set1": ["the cat sat", "the cat sat", "the cat sat"],
+         "set2": ["birds fly south", "engineers build bridges", "rain falls"],
+         "label": 1, "scores1": {"sb": 0.9}, "scores2": {"sb": 0.0}},
+    ]
+    pairs.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = cli_json("pairwise", str(pairs), "-m", "self-bleu:n=2", "-m", "homogenization",
+                   "-c", "sb", "--lower-is-diverse", "sb", "--resamples", "200")
+    for name in ("self-bleu:n=2", "homogenization", "sb"):
+        assert (out[name]["accuracy"], out[name]["direction"]) == (1.0, "lower"), name
+    raw = cli_json("pairwise", str(pairs), "-c", "sb", "--resamples", "200")["sb"]
+    assert (raw["accuracy"], raw["direction"]) == (0.0, "higher")
+
+
 def test_pairwise_bad_file(tmp_path, monkeypatch, capsys):
     bad = tmp_path / "p.jsonl"
     bad.write_text('{"set1": ["a"], "set2": "b", "label": 0}\n')

@@ -199,3 +199,28 @@ def test_stable_python_interface_after_bare_import():
     r = divmeter.meta.paired_contrast([3, 4, 5], [1, 2, 6])
     assert {"p_two_sided", "p_greater", "cohen_d", "sign_accuracy", "mean_diff",
             "sum_diff"} <= set(r.values)
+
+
+def test_pairwise_orients_lower_is_diverse_metrics():
+    # "s" is a self-BLEU-like score: the lower set is the more diverse one
+    s1, s2, labels = {"s": [0.1, 0.8, 0.3]}, {"s": [0.6, 0.2, 0.5]}, [0, 1, 0]
+    raw = pr.pairwise(s1, s2, labels, n_resamples=100)
+    assert raw.results["s"].values["accuracy"] == 0.0
+    assert raw.results["s"].values["direction"] == "higher"
+    turned = pr.pairwise(s1, s2, labels, n_resamples=100, directions={"s": "lower"})
+    assert turned.results["s"].values["accuracy"] == 1.0
+    assert turned.results["s"].values["direction"] == "lower"
+    assert turned.extra["kappa"]["matrix"][0][1] == 1.0  # agrees with the annotator
+    with pytest.raises(InvalidInputError, match="direction of 's' must be 'higher' or 'lower'"):
+        pr.pairwise(s1, s2, labels, directions={"s": "up"})
+
+
+def test_length_bias_top_scored_means_most_diverse():
+    pools = [["a b", "a b c d e f", "a b c d", "z"], ["x", "x y z w", "x y", "q r s"]]
+    scores = {"m": [[0.9, 0.8, 0.7, 0.1], [0.9, 0.1, 0.7, 0.8]]}  # lowest = most diverse
+    v = pr.length_bias(pools, scores, directions={"m": "lower"}).results["m"].values
+    # most diverse: "z" (1 word, a short win) and "x y z w" (no win)
+    assert (v["short_win_rate"], v["direction"]) == (0.5, "lower")
+    raw = pr.length_bias(pools, scores).results["m"].values
+    # highest raw scores: "a b" (2 > 1.75: no win) and "x" (a win)
+    assert (raw["short_win_rate"], raw["direction"]) == (0.5, "higher")

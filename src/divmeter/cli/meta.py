@@ -159,6 +159,26 @@ def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty
     return table, scores, table.labels[keep], settings, res.signatures, np.flatnonzero(keep)
 
 
+def _directions(metric: list[str] | None, lower: list[str] | None) -> dict[str, str]:
+    """``"lower"`` for registry metrics whose value falls as diversity rises, and for the
+    precomputed columns named by ``--lower-is-diverse``; everything else is ``"higher"``."""
+    from divmeter.batch import resolve_metrics
+    from divmeter.registry import get_metric
+
+    dirs = {c: "lower" for c in lower or []}
+    for p in resolve_metrics(list(metric)) if metric else []:
+        dirs[p.column] = "higher" if get_metric(p.name).higher_is_more_diverse else "lower"
+    return dirs
+
+
+LowerOpt = Annotated[
+    list[str] | None,
+    typer.Option("--lower-is-diverse", help="A precomputed column (-c) for which a LOWER value "
+                 "means more diverse; repeatable. Registry metrics (-m) know their direction.",
+                 show_default=False),
+]
+
+
 def _score_columns(sets: list[Any], metric: list[str], workers: int) -> dict[str, np.ndarray]:
     """Each metric's column of values over ``sets`` (NaN where a set's value is null)."""
     from divmeter.batch import resolve_metrics, score_sets
@@ -463,6 +483,7 @@ def pairwise_cmd(
         typer.Option("--column", "-c", help="Precomputed score in the rows' scores1/scores2.",
                      show_default=False),
     ] = None,
+    lower_is_diverse: LowerOpt = None,
     metric_ties: Annotated[str, typer.Option("--metric-ties", help="Metric scores equal: miss, "
                                              "half, drop or match.")] = "miss",
     label_ties: Annotated[str, typer.Option("--label-ties", help="Annotator label 2: drop or "
@@ -514,7 +535,8 @@ def pairwise_cmd(
     result = pairwise(s1, s2, pairs.labels, metric_ties=metric_ties, label_ties=label_ties,
                       rating1=pairs.rating1, rating2=pairs.rating2,
                       min_rating_diff=min_rating_diff, confidence=confidence,
-                      n_resamples=resamples, seed=seed, nan=nan)
+                      n_resamples=resamples, seed=seed, nan=nan,
+                      directions=_directions(metric, lower_is_diverse))
     _emit(result, fmt, source=pairs.source, report=report, plots=not no_plots, quiet=quiet)
 
 
@@ -562,7 +584,7 @@ def length_bias_cmd(
     per_pool = {k: [v[bounds[i]:bounds[i + 1]] for i in range(len(pools))]
                 for k, v in flat.items()}
     result = length_bias(pools, per_pool, quantile=quantile, top_k=top_k or (), n_pairs=pairs,
-                         seed=seed)
+                         seed=seed, directions=_directions(metric, None))
     import os
 
     _emit(result, fmt, source=os.path.basename(file), report=report, plots=not no_plots,

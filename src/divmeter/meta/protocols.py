@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -76,6 +76,27 @@ def _data_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
     """The data-preparation settings that change numbers (empty-set policy, rounding)."""
     s = settings or {}
     return {k: s[k] for k in ("empty", "round") if k in s}
+
+
+def _orient(
+    scores: Mapping[str, Any], directions: Mapping[str, str] | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Scores turned so that higher = more diverse, and each metric's direction.
+
+    Metrics whose headline value falls as diversity rises (self-BLEU, homogenization) are
+    negated; unknown names count as ``higher``.
+    """
+    dirs = {name: (directions or {}).get(name, "higher") for name in scores}
+    for name, d in dirs.items():
+        if d not in ("higher", "lower"):
+            raise InvalidInputError(
+                f"direction of {name!r} must be 'higher' or 'lower' (= more diverse); got {d!r}."
+            )
+    oriented = {
+        name: (-np.asarray(st._vector(v, name)) if dirs[name] == "lower" else v)
+        for name, v in scores.items()
+    }
+    return oriented, dirs
 
 
 def _check_scores(scores: Mapping[str, Any]) -> None:
@@ -539,11 +560,15 @@ def pairwise(
     n_resamples: int = 10_000,
     seed: int = 0,
     nan: str = "error",
+    directions: Mapping[str, str] | None = None,
 ) -> ProtocolResult:
     """Pairwise preference meta-evaluation: accuracy with CIs per metric, and a kappa matrix.
 
     ``extra["kappa"]`` is Cohen's kappa between every two metrics' decisions and the annotator
     (``"annotator"``), over the pairs kept by the filters (rating difference, annotator ties).
+    ``directions`` maps a metric to ``"lower"`` when a lower value means more diverse
+    (self-BLEU, homogenization): its scores are negated before deciding which set it prefers.
+    Every row echoes its ``direction``.
 
     Example:
         >>> r = pairwise({"m": [3, 1, 2]}, {"m": [1, 2, 0]}, [0, 1, 1], n_resamples=100)
@@ -551,6 +576,8 @@ def pairwise(
         0.667
     """
     _check_scores(score1)
+    score1, dirs = _orient(score1, directions)
+    score2, _ = _orient(score2, directions)
     out: dict[str, MetaResult] = {}
     lab = st._vector(labels, "labels")
     keep = np.ones(len(lab), dtype=bool)
@@ -562,11 +589,12 @@ def pairwise(
         keep &= lab != 2
     decisions: dict[str, np.ndarray] = {}
     for name in score1:
-        out[name] = st.preference_accuracy(
+        res = st.preference_accuracy(
             score1[name], score2[name], labels, metric_ties=metric_ties, label_ties=label_ties,
             rating1=rating1, rating2=rating2, min_rating_diff=min_rating_diff,
             confidence=confidence, n_resamples=n_resamples, seed=seed, nan=nan,
         )
+        out[name] = replace(res, values={**res.values, "direction": dirs[name]})
         decisions[name] = st.preferences(score1[name], score2[name])[keep]
     decisions["annotator"] = lab[keep].astype(np.int8)
     kappa = st.kappa_matrix(decisions)
@@ -592,8 +620,12 @@ def length_bias(
     n_pairs: int = 1000,
     seed: int = 0,
     homogenization: Callable[..., dict[str, float]] | None = None,
+    directions: Mapping[str, str] | None = None,
 ) -> ProtocolResult:
     """Length bias of response-level diversity metrics (PATTR paper, Table 2 and Figure 3).
+
+    "Top-scored" and "highest-scored" mean most diverse: a metric listed as ``"lower"`` in
+    ``directions`` is negated first (each row echoes its ``direction``).
 
     * ``short_win_rate``: share of pools whose top-scored response (first one among equal top
       scores) has a word count at or below the pool's ``quantile``-th percentile of word counts
@@ -630,7 +662,14 @@ def length_bias(
     flat_len = np.concatenate(lengths) if lengths else np.array([])
     out: dict[str, MetaResult] = {}
     arrays: dict[str, Any] = {}
+    dirs = {name: (directions or {}).get(name, "higher") for name in response_scores}
     for name, per_pool in response_scores.items():
+        if dirs[name] not in ("higher", "lower"):
+            raise InvalidInputError(
+                f"direction of {name!r} must be 'higher' or 'lower' (= more diverse); "
+                f"got {dirs[name]!r}."
+            )
+        sign = -1.0 if dirs[name] == "lower" else 1.0
         if len(per_pool) != len(pools):
             raise InvalidInputError(
                 f"scores of {name!r} cover {len(per_pool)} pools; expected {len(pools)}."
@@ -638,7 +677,7 @@ def length_bias(
         wins = 0
         counted = 0
         for p, (sc, ln) in enumerate(zip(per_pool, lengths, strict=True)):
-            s = st._vector(sc, f"{name}[{p}]")
+            s = sign * st._vector(sc, f"{name}[{p}]")
             if len(s) != len(ln):
                 raise InvalidInputError(
                     f"pool {p}: {len(s)} scores of {name!r} for {len(ln)} responses."
@@ -649,7 +688,8 @@ def length_bias(
             counted += 1
             best = int(np.flatnonzero(ok)[np.argmax(s[ok])])
             wins += int(ln[best] <= np.percentile(ln, quantile))
-        flat = np.concatenate([st._vector(x, name) for x in per_pool]) if per_pool else np.array([])
+        flat = (sign * np.concatenate([st._vector(x, name) for x in per_pool]) if per_pool
+                else np.array([]))
         okf = ~np.isnan(flat)
         rho = st.spearman(flat[okf], flat_len[okf]).rho if okf.sum() >= 2 else math.nan
         vals: dict[str, Any] = {
@@ -657,6 +697,7 @@ def length_bias(
             "n_pools": counted,
             "spearman_length": rho,
             "n_responses": int(okf.sum()),
+            "direction": dirs[name],
         }
         if counted:
             lo, hi = st._clopper_pearson(wins, counted, 0.95)
