@@ -1,0 +1,476 @@
+"""The one HTTP client of divmeter, for OpenAI-compatible servers.
+
+Generation, the LLM judge, server embeddings and Decan over an API all talk to servers that speak
+the OpenAI REST dialect (vLLM, llama.cpp's server, TGI, hosted APIs). They share this client:
+
+* **Concurrency**: requests run on one ``httpx.AsyncClient`` with at most ``concurrency`` in
+  flight; :meth:`HttpClient.post_many` keeps the input order and reports each result as it lands
+  (so callers can stream it to disk).
+* **Retries**: 429, 5xx, time-outs, dropped connections and malformed (non-JSON) bodies are
+  retried with exponential back-off and jitter by ``tenacity``, honouring ``Retry-After``; other
+  4xx answers are final. A request that still fails becomes a :class:`Failure` with its kind,
+  and the run goes on.
+* **Cache**: successful answers are stored on disk, keyed by the request (URL path, JSON body and
+  an optional salt such as a sample index), written atomically; a rerun of the same requests
+  sends none. The API key is not part of the key and is never written anywhere.
+* **Counts**: :class:`ClientStats` counts requests sent, cache hits, retries and failures by kind,
+  and the prompt/completion tokens the server reported.
+
+The key comes from ``api_key=`` or the ``DIVMETER_API_KEY`` / ``OPENAI_API_KEY`` environment
+variables; it is sent as a bearer token and redacted from every message and ``repr``.
+
+Needs the ``http`` extra (``httpx`` and ``tenacity``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import hashlib
+import json
+import os
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from divmeter._optional import require
+from divmeter.errors import DivmeterError, InvalidInputError
+
+__all__ = [
+    "HttpClient",
+    "ClientStats",
+    "Failure",
+    "RequestCache",
+    "ServerError",
+    "request_key",
+    "resolve_base_url",
+    "resolve_api_key",
+]
+
+#: Failure kinds, in the order summaries print them.
+KINDS = ("429", "5xx", "timeout", "connection", "malformed", "4xx")
+
+
+class ServerError(DivmeterError):
+    """A server could not be used at all (unreachable, or it refused the request outright)."""
+
+
+@dataclass
+class Failure:
+    """A request that failed for good: its kind (one of :data:`KINDS`), a one-line message and
+    the number of attempts made."""
+
+    kind: str
+    message: str
+    attempts: int = 1
+
+    def __bool__(self) -> bool:  # a failure is falsy, so `if result:` reads naturally
+        return False
+
+
+@dataclass
+class ClientStats:
+    """What a client did: HTTP requests sent, cache hits, retries and failures by kind, and the
+    token counts servers reported in ``usage``."""
+
+    requests: int = 0
+    cache_hits: int = 0
+    retries: Counter[str] = field(default_factory=Counter)
+    failures: Counter[str] = field(default_factory=Counter)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "cache_hits": self.cache_hits,
+            "retries": {k: self.retries[k] for k in KINDS if self.retries[k]},
+            "failures": {k: self.failures[k] for k in KINDS if self.failures[k]},
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
+
+
+class _Retryable(Exception):
+    def __init__(self, kind: str, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.retry_after = retry_after
+
+
+class _Final(Exception):
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+def resolve_base_url(base_url: str | None) -> str:
+    """``base_url``, else ``$DIVMETER_BASE_URL``, else ``$OPENAI_BASE_URL``, without a trailing
+    slash; an error naming the option when none is given.
+
+    Example:
+        >>> resolve_base_url("http://127.0.0.1:8000/v1/")
+        'http://127.0.0.1:8000/v1'
+    """
+    url = base_url or os.environ.get("DIVMETER_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+    if not url:
+        raise InvalidInputError(
+            "no server URL: pass base_url= (CLI: --base-url), e.g. http://127.0.0.1:8000/v1, "
+            "or set DIVMETER_BASE_URL."
+        )
+    if not url.startswith(("http://", "https://")):
+        raise InvalidInputError(f"server URL must start with http:// or https://; got {url!r}.")
+    return url.rstrip("/")
+
+
+def resolve_api_key(api_key: str | None) -> str | None:
+    """``api_key``, else ``$DIVMETER_API_KEY``, else ``$OPENAI_API_KEY``, else ``None``."""
+    return api_key or os.environ.get("DIVMETER_API_KEY") or os.environ.get("OPENAI_API_KEY")
+
+
+def request_key(url: str, payload: Any, salt: Any = None) -> str:
+    """The cache key of a request: SHA-256 of the URL and the canonical JSON of body and salt.
+
+    Example:
+        >>> request_key("http://h/v1/completions", {"b": 1, "a": 2}) == request_key(
+        ...     "http://h/v1/completions", {"a": 2, "b": 1})
+        True
+    """
+    blob = json.dumps({"url": url, "payload": payload, "salt": salt}, sort_keys=True,
+                      ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class RequestCache:
+    """Answers of successful requests on disk, one JSON file per request key, written atomically
+    (a temporary file renamed into place), so an interrupted run never leaves half an entry."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self._path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def put(self, key: str, data: dict[str, Any]) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, ensure_ascii=False)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def _default_cache() -> RequestCache | None:
+    from divmeter.backends.cache import cache_root
+
+    root = cache_root()
+    return None if root is None else RequestCache(root / "http")
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _error_text(resp: Any) -> str:
+    """The message of an OpenAI-style error body (``{"error": {"message": ...}}``), else the
+    body itself."""
+    try:
+        err = resp.json().get("error")
+    except (ValueError, AttributeError):
+        return str(resp.text)
+    if isinstance(err, dict) and err.get("message"):
+        return str(err["message"])
+    return str(err) if err else str(resp.text)
+
+
+def _short(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class HttpClient:
+    """A client for one OpenAI-compatible server.
+
+    Args:
+        base_url: The API root, e.g. ``http://127.0.0.1:8000/v1`` (default from
+            ``$DIVMETER_BASE_URL`` / ``$OPENAI_BASE_URL``).
+        api_key: Bearer token (default from ``$DIVMETER_API_KEY`` / ``$OPENAI_API_KEY``); never
+            logged, cached or shown.
+        concurrency: Requests in flight at once.
+        timeout: Seconds per request (connect, read and write).
+        max_attempts: Attempts per request, the first included.
+        backoff: Base of the exponential back-off in seconds (doubled per retry, with jitter,
+            capped at ``backoff_max``); a ``Retry-After`` header overrides it when longer.
+        backoff_max: Longest wait between two attempts.
+        cache: ``"default"`` (``$DIVMETER_CACHE``/http, off when the cache is off), a folder, or
+            ``None`` for no cache.
+
+    Example:
+        >>> c = HttpClient("http://127.0.0.1:9/v1", api_key="sk-secret", cache=None)
+        >>> "sk-secret" in repr(c)
+        False
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        concurrency: int = 4,
+        timeout: float = 60.0,
+        max_attempts: int = 5,
+        backoff: float = 0.5,
+        backoff_max: float = 30.0,
+        cache: str | Path | None = "default",
+    ) -> None:
+        self.base_url = resolve_base_url(base_url)
+        self._key = resolve_api_key(api_key)
+        if concurrency < 1:
+            raise InvalidInputError(f"`concurrency` must be an integer >= 1; got {concurrency}.")
+        if max_attempts < 1:
+            raise InvalidInputError(f"`max_attempts` must be an integer >= 1; got {max_attempts}.")
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.max_attempts = max_attempts
+        self.backoff = backoff
+        self.backoff_max = backoff_max
+        if cache == "default":
+            self.cache = _default_cache()
+        elif cache is None:
+            self.cache = None
+        else:
+            self.cache = RequestCache(Path(cache))
+        self.stats = ClientStats()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        key = "set" if self._key else "none"
+        return f"HttpClient({self.base_url!r}, api_key=<{key}>, concurrency={self.concurrency})"
+
+    # ------------------------------------------------------------------------------------------
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        return headers
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._key, "<api-key>") if self._key else text
+
+    def _wait(self, retry_state: Any) -> float:
+        tenacity = require("tenacity", extra="http")
+        expo = tenacity.wait_exponential_jitter(
+            multiplier=self.backoff, max=self.backoff_max, jitter=self.backoff
+        )
+        wait = float(expo(retry_state))
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        if isinstance(exc, _Retryable) and exc.retry_after is not None:
+            wait = max(wait, min(exc.retry_after, self.backoff_max))
+        return wait
+
+    async def _attempt(self, client: Any, method: str, url: str, payload: Any) -> dict[str, Any]:
+        httpx = require("httpx", extra="http")
+        with self._lock:
+            self.stats.requests += 1
+        try:
+            resp = await client.request(method, url, json=payload)
+        except httpx.TimeoutException as exc:
+            raise _Retryable("timeout", f"no answer within {self.timeout:g} s") from exc
+        except httpx.TransportError as exc:
+            raise _Retryable("connection", _short(self._redact(str(exc)) or type(exc).__name__)
+                             ) from exc
+        status = resp.status_code
+        if status == 429:
+            raise _Retryable("429", "rate limited (HTTP 429)",
+                             _retry_after(resp.headers.get("retry-after")))
+        if status >= 500:
+            raise _Retryable("5xx", f"server error (HTTP {status}): {_short(resp.text)}")
+        if status >= 400:
+            raise _Final("4xx", f"HTTP {status}: {_short(self._redact(_error_text(resp)))}")
+        try:
+            data = resp.json()
+        except ValueError as exc:
+            raise _Retryable("malformed", f"answer is not JSON: {_short(resp.text)!r}") from exc
+        if not isinstance(data, dict):
+            raise _Retryable("malformed", f"answer is JSON but not an object: {_short(resp.text)}")
+        return data
+
+    async def _one(self, client: Any, sem: asyncio.Semaphore, method: str, path: str,
+                   payload: Any, salt: Any) -> dict[str, Any] | Failure:
+        tenacity = require("tenacity", extra="http")
+        url = f"{self.base_url}/{path.lstrip('/')}"
+        key = request_key(url, payload, salt) if self.cache is not None and method == "POST" \
+            else None
+        if key is not None:
+            hit = self.cache.get(key)  # type: ignore[union-attr]
+            if hit is not None:
+                with self._lock:
+                    self.stats.cache_hits += 1
+                return hit
+
+        def note_retry(state: Any) -> None:
+            exc = state.outcome.exception()
+            with self._lock:
+                self.stats.retries[getattr(exc, "kind", "connection")] += 1
+
+        retrying = tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(self.max_attempts),
+            wait=self._wait,
+            retry=tenacity.retry_if_exception_type(_Retryable),
+            before_sleep=note_retry,
+            reraise=True,
+        )
+        attempts = 0
+        try:
+            async with sem:
+                async for attempt in retrying:
+                    with attempt:
+                        attempts += 1
+                        data = await self._attempt(client, method, url, payload)
+        except (_Retryable, _Final) as exc:
+            with self._lock:
+                self.stats.failures[exc.kind] += 1
+            return Failure(exc.kind, exc.message, attempts)
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            with self._lock:
+                self.stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+                self.stats.completion_tokens += int(usage.get("completion_tokens") or 0)
+        if key is not None:
+            self.cache.put(key, data)  # type: ignore[union-attr]
+        return data
+
+    async def _many(self, method: str, path: str, payloads: Sequence[Any],
+                    salts: Sequence[Any] | None,
+                    on_result: Callable[[int, dict[str, Any] | Failure], None] | None
+                    ) -> list[dict[str, Any] | Failure]:
+        httpx = require("httpx", extra="http")
+        sem = asyncio.Semaphore(self.concurrency)
+        limits = httpx.Limits(max_connections=self.concurrency,
+                              max_keepalive_connections=self.concurrency)
+        out: list[dict[str, Any] | Failure] = [Failure("connection", "not sent")] * len(payloads)
+        async with httpx.AsyncClient(headers=self._headers(), timeout=self.timeout,
+                                     limits=limits) as client:
+
+            async def run(i: int) -> None:
+                salt = salts[i] if salts is not None else None
+                out[i] = await self._one(client, sem, method, path, payloads[i], salt)
+                if on_result is not None:
+                    on_result(i, out[i])
+
+            await asyncio.gather(*(run(i) for i in range(len(payloads))))
+        return out
+
+    # ------------------------------------------------------------------------------------------
+    def post_many(
+        self,
+        path: str,
+        payloads: Sequence[dict[str, Any]],
+        *,
+        salts: Sequence[Any] | None = None,
+        on_result: Callable[[int, dict[str, Any] | Failure], None] | None = None,
+    ) -> list[dict[str, Any] | Failure]:
+        """POST every payload to ``path`` (e.g. ``"completions"``), ``concurrency`` at a time.
+
+        Args:
+            path: Endpoint below the base URL.
+            payloads: JSON bodies.
+            salts: Optional per-request values that join the cache key without being sent (e.g.
+                the sample index of the 5 samples a judge draws for one item).
+            on_result: Called as ``on_result(i, result)`` as each request finishes (in
+                completion order, from the event loop's thread), e.g. to stream rows to disk.
+
+        Returns:
+            Per payload, in input order, the decoded JSON answer or a :class:`Failure`.
+        """
+        if salts is not None and len(salts) != len(payloads):
+            raise InvalidInputError(
+                f"`salts` must have one value per payload ({len(payloads)}); got {len(salts)}."
+            )
+        return _run(self._many("POST", path, list(payloads), salts, on_result))
+
+    def post(self, path: str, payload: dict[str, Any], *, salt: Any = None) -> dict[str, Any]:
+        """POST one payload; raises :class:`ServerError` (one line) when it fails for good."""
+        result = self.post_many(path, [payload], salts=[salt])[0]
+        if isinstance(result, Failure):
+            raise ServerError(self._failure_line(result))
+        return result
+
+    def get(self, path: str) -> dict[str, Any]:
+        """GET ``path`` (not cached); raises :class:`ServerError` when it fails for good."""
+        result = _run(self._many("GET", path, [None], None, None))[0]
+        if isinstance(result, Failure):
+            raise ServerError(self._failure_line(result))
+        return result
+
+    def check(self) -> list[str]:
+        """Ask the server for its models (``GET /models``): the model ids, or a one-line
+        :class:`ServerError` that says how to fix the URL when the server cannot be reached."""
+        saved = self.max_attempts
+        self.max_attempts = min(saved, 2)
+        try:
+            data = self.get("models")
+        except ServerError as exc:
+            raise ServerError(
+                f"{exc} Is the server running, and is --base-url right (it usually ends in /v1)?"
+            ) from None
+        finally:
+            self.max_attempts = saved
+        models = data.get("data")
+        return [str(m.get("id")) for m in models if isinstance(m, dict)] if isinstance(
+            models, list) else []
+
+    def _failure_line(self, f: Failure) -> str:
+        tries = f"after {f.attempts} attempt{'s' if f.attempts != 1 else ''}"
+        return f"{self.base_url}: {f.message} ({f.kind}, {tries})."
+
+
+def _run(coro: Any) -> Any:
+    """Run a coroutine to completion, also from inside a running event loop (Jupyter)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

@@ -1,0 +1,111 @@
+"""A small OpenAI-shaped HTTP server on 127.0.0.1 that misbehaves on purpose, for fault tests.
+
+Each request body carries an ``id``; the server counts attempts per (path, id) and answers by the
+path's script: a list of behaviours for attempt 1, 2, ... (the last one repeats). Behaviours:
+
+* ``"ok"``: 200 with ``{"id": ..., "attempt": k, "choices": [...], "usage": {...}}``
+* ``"429"``: 429 with ``Retry-After: 0``
+* ``"500"``: 500 with a plain-text body
+* ``"drop"``: close the connection without answering
+* ``"garbage"``: 200 with a body that is not JSON
+* ``"truncated"``: 200 with a JSON body cut in the middle
+* ``"slow"``: sleep 2 s, then answer ok (longer than the tests' time-outs)
+* ``"400"``: 400 with an OpenAI-style error object
+
+Bounded by construction: it only answers the requests the tests send, on loopback, and stops when
+the test's fixture closes it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["FaultServer"]
+
+
+class FaultServer:
+    """Start with ``FaultServer(scripts)``; ``.url`` is the ``/v1`` base; ``.close()`` stops it.
+
+    ``scripts`` maps an endpoint path below ``/v1/`` to its list of behaviours.
+    """
+
+    def __init__(self, scripts: dict[str, list[str]]) -> None:
+        self.scripts = scripts
+        self.attempts: Counter[tuple[str, Any]] = Counter()
+        self.total = 0
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None
+                      ) -> None:
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Content-Type", "application/json")
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+                with outer.lock:
+                    outer.total += 1
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, json.dumps({"data": [{"id": "fault-model"}]}).encode())
+                else:
+                    self._send(404, b'{"error": {"message": "no such path"}}')
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                path = self.path.split("/v1/", 1)[-1]
+                with outer.lock:
+                    outer.total += 1
+                    outer.attempts[(path, body.get("id"))] += 1
+                    k = outer.attempts[(path, body.get("id"))]
+                script = outer.scripts.get(path, ["ok"])
+                how = script[min(k, len(script)) - 1]
+                ok = json.dumps({
+                    "id": body.get("id"), "attempt": k,
+                    "auth": self.headers.get("Authorization") is not None,
+                    "choices": [{"text": f"answer {body.get('id')}", "index": 0}],
+                    "usage": {"prompt_tokens": 3, "completion_tokens": 2},
+                }).encode()
+                if how == "ok":
+                    self._send(200, ok)
+                elif how == "429":
+                    self._send(429, b'{"error": "slow down"}', {"Retry-After": "0"})
+                elif how == "500":
+                    self._send(500, b"internal error")
+                elif how == "drop":
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                elif how == "garbage":
+                    self._send(200, b"<html>not json</html>")
+                elif how == "truncated":
+                    self._send(200, ok[: len(ok) // 2])
+                elif how == "slow":
+                    time.sleep(2.0)
+                    self._send(200, ok)
+                elif how == "400":
+                    self._send(400, b'{"error": {"message": "model \'nope\' not found"}}')
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
