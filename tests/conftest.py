@@ -32,3 +32,37 @@ def tevet_dir() -> Path:
 def tevet_files() -> list[Path]:
     """Every Tevet CSV (empty when the shared data is absent), for parametrisation."""
     return sorted(TEVET_DIR.glob("*/*.csv")) if TEVET_DIR.is_dir() else []
+
+
+# ------------------------------------------------------------------------------------------------
+# A real OpenAI-compatible server (llama-cpp-python) on loopback, shared by the client tests.
+
+
+def _llama_fixture(alias: str, tmp_path_factory: pytest.TempPathFactory):
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("needs llama-cpp-python[server] (installed by .ci/run)")
+    from llama_server import gguf_path, start_llama_server
+
+    if gguf_path(alias) is None:
+        pytest.skip(f"the packaged model {alias!r} is not installed")
+    server = start_llama_server(alias, tmp_path_factory.mktemp("llama"))
+    return server
+
+
+@pytest.fixture(scope="session")
+def llama_gemma(tmp_path_factory: pytest.TempPathFactory):
+    """llama.cpp's server serving the packaged Gemma-3-270m base GGUF (completions, echo +
+    logprobs); ``.url`` is its /v1 base, ``.model`` the name to ask for."""
+    server = _llama_fixture("gemma-3-270m", tmp_path_factory)
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def llama_smollm2(tmp_path_factory: pytest.TempPathFactory):
+    """llama.cpp's server serving SmolLM2-135M-Instruct (chat completions)."""
+    server = _llama_fixture("smollm2-135m-instruct", tmp_path_factory)
+    yield server
+    server.close()
