@@ -141,9 +141,9 @@ def _bin_label(lo: float, hi: float) -> str:
 
 
 def decan_confound(
-    values: Mapping[str, Sequence[Any]],
-    labels: Sequence[Any],
-    lengths: Sequence[Any],
+    values: Mapping[str, Sequence[Any] | np.ndarray],
+    labels: Sequence[Any] | np.ndarray,
+    lengths: Sequence[Any] | np.ndarray,
     *,
     bins: Sequence[float] = PAPER_BINS,
     high_label: float = 1.0,
