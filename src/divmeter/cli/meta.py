@@ -589,3 +589,108 @@ def length_bias_cmd(
 
     _emit(result, fmt, source=os.path.basename(file), report=report, plots=not no_plots,
           quiet=quiet)
+
+
+# ---------------------------------------------------------------------------------------------
+# decan confound (Khoriaty et al. 2026, appendix E)
+
+
+@meta_app.command("decan-confound")
+def decan_confound_cmd(
+    file: Annotated[str, typer.Argument(
+        help="Per-set results (.jsonl .json .csv .parquet): one record per set with the columns, "
+        "a label and a length (or --sets), e.g. benchmarks/results_contest_decan.jsonl.",
+        show_default=False)],
+    column: Annotated[
+        list[str] | None,
+        typer.Option("--column", "-c", help="Numeric field to tabulate; repeatable. Default: a_1 "
+                     "and D.", show_default=False),
+    ] = None,
+    label: Annotated[str, typer.Option("--label", help="Field holding the class label.")] =
+    "label",
+    length: Annotated[str, typer.Option("--length", help="Field holding the set length "
+                                        "(ignored with --sets).")] = "mean_bytes",
+    sets: Annotated[
+        str | None,
+        typer.Option("--sets", help="Response-set file the results were scored from (e.g. a "
+                     "Tevet conTest CSV): the length of a record is the mean UTF-8 bytes of the "
+                     "responses of set number `row` there.", show_default=False),
+    ] = None,
+    where: Annotated[
+        list[str] | None,
+        typer.Option("--where", help="KEY=VALUE: keep records whose field equals VALUE (as "
+                     "text), e.g. task=story_gen; repeatable.", show_default=False),
+    ] = None,
+    bins: Annotated[str, typer.Option("--bins", help="Length bin edges, comma-separated; bin i "
+                                      "is [e_i, e_i+1). Default: the paper's Table 8.")] =
+    "20,40,60,80,120",
+    high_label: Annotated[float, typer.Option("--high-label", help="Label of the high-diversity "
+                                              "class.")] = 1.0,
+    low_label: Annotated[float, typer.Option("--low-label", help="Label of the low-diversity "
+                                             "class.")] = 0.0,
+    fmt: FormatOpt = None,
+    report: ReportOpt = None,
+    no_plots: NoPlotOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Decan confound check (appendix E): class means of a_1 and D overall and by length bin.
+
+    Prints Table 7 (high / low class means, gap = low - high, mean length, n) and, per column,
+    Table 8 (the same within length bins). --report DIR writes report.json, report.md and
+    confound.png (class histograms and per-bin means).
+    """
+    chosen = _fmt(fmt)
+    from divmeter.meta.confound import DEFAULT_COLUMNS, decan_confound, load_confound_inputs
+
+    conds: dict[str, str] = {}
+    for w in where or []:
+        key, eq, value = w.partition("=")
+        if not eq or not key:
+            raise InvalidInputError(f"--where must be KEY=VALUE; got {w!r}.")
+        conds[key] = value
+    try:
+        edges = [float(e) for e in bins.split(",")]
+    except ValueError:
+        raise InvalidInputError(
+            f"--bins must be comma-separated numbers, e.g. 20,40,60,80,120; got {bins!r}."
+        ) from None
+    values, labels, lengths, info = load_confound_inputs(
+        file, columns=column or DEFAULT_COLUMNS, label=label, length=length, sets=sets,
+        where=conds,
+    )
+    result = decan_confound(values, labels, lengths, bins=edges, high_label=high_label,
+                            low_label=low_label, length_name=info["length"])
+    title = f"decan-confound — {info['source']}" + (
+        f" ({', '.join(f'{k}={v}' for k, v in conds.items())})" if conds else "")
+    payload = {**result.to_dict(), "input": info}
+    if chosen == "json":
+        typer.echo(json.dumps(payload, indent=2, allow_nan=False))
+    elif chosen == "markdown":
+        typer.echo(result.markdown(title=title), nl=False)
+    else:
+        from rich.console import Console
+        from rich.markdown import Markdown
+
+        Console().print(Markdown(result.markdown(title=title)))
+    if report:
+        from pathlib import Path
+
+        from divmeter import __version__
+
+        out = Path(report)
+        out.mkdir(parents=True, exist_ok=True)
+        doc = {"protocol": result.protocol, "source": info["source"],
+               "divmeter_version": __version__, "settings": result.settings,
+               "results": payload, "extra": {}}
+        files = [out / "report.json", out / "report.md"]
+        files[0].write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        files[1].write_text(result.markdown(title=title), encoding="utf-8")
+        if not no_plots:
+            from divmeter.report.decan_plot import plot_decan_confound
+
+            fig = plot_decan_confound(result, path=out / "confound.png", title=title)
+            files.append(out / "confound.png")
+            import matplotlib.pyplot as plt
+
+            plt.close(fig)
+        _note(f"report written to {report} ({len(files)} files)", quiet)

@@ -2,11 +2,13 @@
 
 Stable interface: :func:`oca`, :func:`spearman`, :func:`paired_contrast` (and the rest of
 :mod:`divmeter.meta.stats`); protocols (conTest, decTest, McDiv_nuggets re-sampling, paired,
-pairwise preference, length bias) live in :mod:`divmeter.meta.protocols`.
+pairwise preference, length bias) live in :mod:`divmeter.meta.protocols`; the Decan confound check
+(appendix E of Khoriaty et al. 2026) in :mod:`divmeter.meta.confound`.
 """
 
 from __future__ import annotations
 
+from divmeter.meta.confound import decan_confound
 from divmeter.meta.stats import (
     adjust_pvalues,
     bootstrap_ci,
@@ -35,4 +37,5 @@ __all__ = [
     "cohen_kappa",
     "kappa_matrix",
     "bootstrap_ci",
+    "decan_confound",
 ]

@@ -10,8 +10,11 @@ Two layers (the same split as vectors/encoders for the content metrics):
   byte count, plus each response's unconditional bits/byte, and returns the per-byte curve
   a_1..a_n (eq. 6: mean over permutations of per-position *ratios*), a_n, the coherence
   C = 2^(-mean_i h(r_i|p)) (eq. 4), its spread sigma, D = C x a_n (eq. 5) and the excess entropies
-  E (bits, eq. 8) and E_rate (bits/byte, eq. 12). :func:`decan_over_prompts` and
-  :func:`decan_difference` aggregate across prompts (appendix F, eqs. 14-15).
+  E (bits, eq. 8) and E_rate (bits/byte, eq. 12), and the appendix-D derived outputs: C x E and
+  C x E_rate (eq. 13) and the four-parameter sigmoid fit of the per-byte curve (eq. 9,
+  :func:`fit_sigmoid_curve`) with its floor a_inf, E_fit and D_fit = C x E_fit.
+  :func:`decan_over_prompts` and :func:`decan_difference` aggregate across prompts (appendix F,
+  eqs. 14-15).
 * The **scoring layer** (:func:`decan`, registered as ``decan``) formats the responses (instruct or
   completion format, appendix A.1), runs a causal LM (:mod:`divmeter.backends.lm`) once per
   permutation and once per response alone, attributes tokens to responses by character-span
@@ -42,6 +45,10 @@ from divmeter.result import MetricResult, make_signature
 __all__ = [
     "DecanSurprisal",
     "decan_from_surprisal",
+    "SigmoidFit",
+    "fit_sigmoid_curve",
+    "sigmoid_curve",
+    "SIGMOID_RECIPE",
     "decan",
     "decan_surprisal",
     "decan_over_prompts",
@@ -66,6 +73,155 @@ FORMATS = ("instruct", "completion")
 # ------------------------------------------------------------------------------------------------
 
 
+#: Fixed recipe of the appendix-D sigmoid fit (eq. 9), echoed as ``fit_recipe`` in the details.
+SIGMOID_RECIPE = (
+    "sigmoid-eq9|a_k=a_inf+alpha/(1+exp(beta*(k-k0)))|k=1..n|curve:per-byte|"
+    "p0:a_n,a_1-a_n,1,n/2|bounds:a_inf[0,inf),alpha[0,inf),beta[0.01,50],k0[-10,3n]|"
+    "min_n:5|method:trf|max_nfev:10000|E_fit:sum_k(a_k-a_inf)"
+)
+#: The fit needs more points than its four parameters (appendix D.5: it "fails to converge on only
+#: five points" in the paper's runs; with four or fewer it is not attempted).
+SIGMOID_MIN_N = 5
+
+
+def sigmoid_curve(k: Any, a_inf: float, alpha: float, beta: float, k0: float) -> np.ndarray:
+    """The sigmoid of appendix D, eq. 9: a_k = a_inf + alpha / (1 + e^(beta (k - k0))).
+
+    Computed as ``a_inf + alpha * expit(-beta (k - k0))`` (no overflow for steep curves).
+
+    Example:
+        >>> sigmoid_curve([1.0, 3.0], 0.5, 1.0, 2.0, 3.0).tolist()
+        [1.4820137900379085, 1.0]
+    """
+    from scipy.special import expit
+
+    kk = np.asarray(k, dtype=np.float64)
+    return np.asarray(a_inf + alpha * expit(-beta * (kk - k0)), dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class SigmoidFit:
+    """Least-squares fit of eq. 9 to an a_k curve (appendix D.1), or why there is none.
+
+    Attributes:
+        a_inf: Fitted asymptotic floor (same unit as the curve), ``None`` when the fit failed.
+        alpha: Fitted total drop from the plateau to the floor.
+        beta: Fitted steepness (> 0).
+        k0: Fitted inflection point (k0 < 1: pure exponential decay; the paper's Qwen fits sit
+            at the lower bound -10, Table 6).
+        rmse: Root mean squared residual of the fit.
+        r_squared: 1 - SS_res / SS_tot (``None`` for a constant curve, SS_tot = 0).
+        reason: Why the fit is missing (``None`` when it succeeded).
+    """
+
+    a_inf: float | None
+    alpha: float | None
+    beta: float | None
+    k0: float | None
+    rmse: float | None
+    r_squared: float | None
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the fit converged to finite parameters."""
+        return self.reason is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-Python dict of the fitted parameters and fit quality."""
+        return {
+            "a_inf": self.a_inf,
+            "alpha": self.alpha,
+            "beta": self.beta,
+            "k0": self.k0,
+            "rmse": self.rmse,
+            "r_squared": self.r_squared,
+            "reason": self.reason,
+        }
+
+
+def _failed_fit(reason: str) -> SigmoidFit:
+    return SigmoidFit(None, None, None, None, None, None, reason)
+
+
+def fit_sigmoid_curve(curve: Any) -> SigmoidFit:
+    """Fit the sigmoid of eq. 9 (appendix D.1) to a curve a_1..a_n by bounded least squares.
+
+    The recipe is fixed (:data:`SIGMOID_RECIPE`): ``scipy.optimize.curve_fit`` with the trust-region
+    reflective method over k = 1..n, starting from a_inf = a_n (clipped at 0), alpha = a_1 - a_n
+    (clipped at 0), beta = 1, k0 = n / 2, within the bounds a_inf >= 0, alpha >= 0,
+    0.01 <= beta <= 50 (the paper requires beta > 0), -10 <= k0 <= 3n (the paper's fitted k0 sits
+    at the lower bound -10, Table 6), at most 10000 evaluations. The fit is not attempted for
+    n < 5 (no more points than parameters); a fit that does not converge, or that ends on
+    non-finite values, is reported as missing with the optimiser's message, never replaced by
+    another number.
+
+    Args:
+        curve: The curve a_1..a_n (1-D, finite).
+
+    Returns:
+        A :class:`SigmoidFit` (``reason`` set and every parameter ``None`` when there is no fit).
+
+    Raises:
+        InvalidInputError: If ``curve`` is not a finite 1-D numeric array.
+
+    Example:
+        >>> k = np.arange(1, 11)
+        >>> f = fit_sigmoid_curve(sigmoid_curve(k, 0.8, 1.2, 1.5, 4.0))
+        >>> round(f.a_inf, 6), round(f.alpha, 6), round(f.beta, 6), round(f.k0, 6)
+        (0.8, 1.2, 1.5, 4.0)
+        >>> fit_sigmoid_curve([2.0, 1.5, 1.2]).reason
+        'the 4-parameter sigmoid fit (eq. 9) needs n >= 5 points; got n = 3'
+    """
+    try:
+        y = np.asarray(curve, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"`curve` must be a numeric 1-D array; got {type(curve).__name__}."
+        ) from exc
+    if y.ndim != 1 or y.size == 0:
+        raise InvalidInputError(f"`curve` must be a non-empty 1-D array; got shape {y.shape}.")
+    if not np.all(np.isfinite(y)):
+        raise InvalidInputError("`curve` must be finite; got NaN or inf.")
+    n = int(y.size)
+    if n < SIGMOID_MIN_N:
+        return _failed_fit(
+            f"the 4-parameter sigmoid fit (eq. 9) needs n >= {SIGMOID_MIN_N} points; got n = {n}"
+        )
+    import warnings
+
+    from scipy.optimize import OptimizeWarning, curve_fit
+
+    k = np.arange(1, n + 1, dtype=np.float64)
+    lower = [0.0, 0.0, 0.01, -10.0]
+    upper = [np.inf, np.inf, 50.0, 3.0 * n]
+    p0 = [max(float(y[-1]), 0.0), max(float(y[0] - y[-1]), 0.0), 1.0, n / 2.0]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OptimizeWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            popt, _ = curve_fit(
+                sigmoid_curve, k, y, p0=p0, bounds=(lower, upper), method="trf", max_nfev=10000
+            )
+    except (RuntimeError, ValueError) as exc:
+        return _failed_fit(f"sigmoid fit (eq. 9) did not converge: {exc}")
+    if not np.all(np.isfinite(popt)):
+        return _failed_fit("sigmoid fit (eq. 9) ended on non-finite parameters")
+    a_inf, alpha, beta, k0 = (float(v) for v in popt)
+    resid = y - sigmoid_curve(k, a_inf, alpha, beta, k0)
+    ss_res = float(np.sum(resid**2))
+    ss_tot = float(np.sum((y - y.mean()) ** 2))
+    return SigmoidFit(
+        a_inf=a_inf,
+        alpha=alpha,
+        beta=beta,
+        k0=k0,
+        rmse=float(np.sqrt(ss_res / n)),
+        r_squared=1.0 - ss_res / ss_tot if ss_tot > 0 else None,
+    )
+
+
+
 @dataclass(frozen=True)
 class DecanSurprisal:
     """The Decan quantities of one response set (all per-byte unless stated).
@@ -85,6 +241,15 @@ class DecanSurprisal:
         a_1: First point of the per-byte curve.
         unconditional_bpb: h(r_i|p) of each response, shape (n,).
         perm_bpb: Per-permutation bits/byte curves, shape (permutations, n).
+        CxE: C x E (bits; appendix D.3, eq. 13, left).
+        CxE_rate: C x E_rate (bits/byte; eq. 13, right; the "C x E" column of Table 5, whose E
+            is per-byte).
+        fit: The sigmoid fit (eq. 9) of the per-byte curve, :class:`SigmoidFit`.
+        a_inf: Fitted floor of the per-byte curve (bits/byte), ``None`` without a fit.
+        E_fit: sum_k (a_k - a_inf) over the observed k = 1..n of the per-byte curve: eq. 12 with
+            the fitted floor in place of a_n (bits/byte), ``None`` without a fit.
+        D_fit: C x E_fit (bits/byte; appendix D.5, Figure 12), ``None`` without a fit.
+        fit_reason: Why a_inf, E_fit and D_fit are ``None`` (``None`` when the fit succeeded).
     """
 
     D: float
@@ -98,6 +263,13 @@ class DecanSurprisal:
     a_1: float
     unconditional_bpb: np.ndarray
     perm_bpb: np.ndarray = field(repr=False)
+    CxE: float
+    CxE_rate: float
+    fit: SigmoidFit
+    a_inf: float | None
+    E_fit: float | None
+    D_fit: float | None
+    fit_reason: str | None
 
     @property
     def n(self) -> int:
@@ -124,6 +296,14 @@ class DecanSurprisal:
             "unconditional_bpb": self.unconditional_bpb.tolist(),
             "n": self.n,
             "permutations": self.permutations,
+            "CxE": self.CxE,
+            "CxE_rate": self.CxE_rate,
+            "a_inf": self.a_inf,
+            "E_fit": self.E_fit,
+            "D_fit": self.D_fit,
+            "fit_reason": self.fit_reason,
+            "fit": self.fit.to_dict(),
+            "fit_recipe": SIGMOID_RECIPE,
         }
 
 
@@ -160,7 +340,9 @@ def decan_from_surprisal(
 
     Returns:
         A :class:`DecanSurprisal` with ``D``, ``a_n``, ``C``, ``sigma``, ``E``, ``E_rate``,
-        ``curve`` and more.
+        ``curve``, and the appendix-D outputs ``CxE``, ``CxE_rate`` (eq. 13), the sigmoid ``fit``
+        of the per-byte curve (eq. 9, :func:`fit_sigmoid_curve`), ``a_inf``, ``E_fit`` and
+        ``D_fit`` (``None`` with ``fit_reason`` when the fit is missing, e.g. n < 5).
 
     Raises:
         InvalidInputError: On wrong shapes, non-finite values, or a zero-byte response (its
@@ -200,18 +382,29 @@ def decan_from_surprisal(
     curve_bits = bits.mean(axis=0)
     a_n = float(curve[-1])
     C = float(2.0 ** (-h.mean()))  # eq. 4
+    E = float(np.sum(curve_bits - curve_bits[-1]))  # eq. 8 (bits)
+    E_rate = float(np.sum(curve - curve[-1]))  # eq. 12 (bits/byte)
+    fit = fit_sigmoid_curve(curve)  # eq. 9 on the per-byte curve
+    E_fit = None if fit.a_inf is None else float(np.sum(curve - fit.a_inf))
     return DecanSurprisal(
         D=C * a_n,  # eq. 5
         a_n=a_n,
         C=C,
         sigma=float(h.std(ddof=0)),
-        E=float(np.sum(curve_bits - curve_bits[-1])),  # eq. 8 (bits)
-        E_rate=float(np.sum(curve - curve[-1])),  # eq. 12 (bits/byte)
+        E=E,
+        E_rate=E_rate,
         curve=curve,
         curve_bits=curve_bits,
         a_1=float(curve[0]),
         unconditional_bpb=h,
         perm_bpb=rates,
+        CxE=C * E,  # eq. 13 (bits)
+        CxE_rate=C * E_rate,  # eq. 13 (bits/byte)
+        fit=fit,
+        a_inf=fit.a_inf,
+        E_fit=E_fit,
+        D_fit=None if E_fit is None else C * E_fit,  # appendix D.5
+        fit_reason=fit.reason,
     )
 
 
@@ -497,7 +690,9 @@ def decan(
 
     Returns:
         MetricResult with ``value`` = D (bits/byte) and ``details`` D, a_n, C, sigma, E (bits),
-        E_rate, a_1, curve (per-byte a_k), curve_bits, unconditional_bpb, bytes, n, permutations.
+        E_rate, a_1, curve (per-byte a_k), curve_bits, unconditional_bpb, bytes, n, permutations,
+        and the appendix-D outputs CxE (bits), CxE_rate, a_inf, E_fit, D_fit (bits/byte; ``None``
+        with fit_reason when the sigmoid fit is missing), fit (eq. 9 parameters) and fit_recipe.
         ``value`` is ``None`` (with a reason) for an empty set, a single response, or an empty
         response.
 

@@ -2,8 +2,9 @@
 
 Khoriaty, Williams-King & Feng 2026 (arXiv:2606.01811), Figure 2: the mean a_k curve of each policy
 (or set) over a prompt suite, faint per-prompt curves behind it, and next to it the distribution of
-per-prompt D = C x a_n per policy. matplotlib is imported lazily with the Agg backend
-(``divmeter[plot]``).
+per-prompt D = C x a_n per policy. :func:`plot_decan_confound` draws the appendix-E confound check
+(Figure 15's class distributions of a_1, and the class means per length bin of Table 8).
+matplotlib is imported lazily with the Agg backend (``divmeter[plot]``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import numpy as np
 from divmeter._optional import require
 from divmeter.errors import InvalidInputError
 
-__all__ = ["plot_decan_curves"]
+_HIGH, _LOW = "#1f77b4", "#ff7f0e"  # the class colours of divmeter.report.plots
+
+__all__ = ["plot_decan_curves", "plot_decan_confound"]
 
 
 def _curve_and_d(item: Any, where: str) -> tuple[np.ndarray, float | None]:
@@ -138,4 +141,89 @@ def plot_decan_curves(
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=150)
+    return fig
+
+
+def plot_decan_confound(
+    result: Any,
+    *,
+    path: str | Path | None = None,
+    title: str | None = None,
+    bins: int = 20,
+) -> Any:
+    """Appendix E confound check: per column, class histograms and class means per length bin.
+
+    One row per column of a :class:`~divmeter.meta.confound.ConfoundResult`: on the left the
+    distributions of the high- and low-diversity sets with dashed lines at the class means (Figure
+    15 of Khoriaty et al. 2026, for a_1), on the right the class means within each length bin
+    (Table 8), with the set counts under the bins.
+
+    Args:
+        result: From :func:`divmeter.meta.confound.decan_confound`.
+        path: Save the figure there (PNG/PDF/SVG by suffix) when given.
+        title: Figure title.
+        bins: Histogram bins.
+
+    Returns:
+        The matplotlib ``Figure``.
+
+    Raises:
+        InvalidInputError: A result without the per-set arrays.
+
+    Example:
+        >>> from divmeter.meta.confound import decan_confound
+        >>> r = decan_confound({"a_1": [1.0, 1.2, 0.9, 1.5]}, [1, 0, 1, 0], [30, 30, 50, 50])
+        >>> len(plot_decan_confound(r).axes)
+        2
+    """
+    arrays = getattr(result, "arrays", None)
+    if not arrays:
+        raise InvalidInputError(
+            "plot_decan_confound needs the result of decan_confound (with its per-set arrays)."
+        )
+    mpl = require("matplotlib", extra="plot")
+    mpl.use("Agg", force=False)
+    plt = require("matplotlib.pyplot", extra="plot")
+    names = list(arrays)
+    hi_lab, lo_lab = result.settings["high_label"], result.settings["low_label"]
+    fig, axes = plt.subplots(len(names), 2, figsize=(11, 3.6 * len(names)), squeeze=False)
+    for row, name in enumerate(names):
+        v, high = arrays[name]["values"], arrays[name]["high"]
+        ok = ~np.isnan(v)
+        h_vals, l_vals = v[ok & high], v[ok & ~high]
+        ax = axes[row, 0]
+        both = np.concatenate([h_vals, l_vals])
+        rng = (float(both.min()), float(both.max())) if both.size else (0.0, 1.0)
+        if rng[0] == rng[1]:
+            rng = (rng[0] - 0.5, rng[1] + 0.5)
+        for vals, color, lab in ((h_vals, _HIGH, f"high (label {hi_lab:g})"),
+                                 (l_vals, _LOW, f"low (label {lo_lab:g})")):
+            if vals.size:
+                ax.hist(vals, bins=bins, range=rng, alpha=0.5, color=color,
+                        label=f"{lab}, n={vals.size}")
+                ax.axvline(float(vals.mean()), color=color, linestyle="--", linewidth=2)
+        st = result.overall[name]
+        gap = "n/a" if st["gap"] is None else f"{st['gap']:+.3f}"
+        ax.set_title(f"{name}: gap (low - high) {gap}")
+        ax.set_xlabel(name)
+        ax.set_ylabel("sets")
+        ax.legend(fontsize=8)
+        ax = axes[row, 1]
+        rows = result.by_bin[name]
+        x = np.arange(len(rows))
+        for key, color, dx, lab in (("high_mean", _HIGH, -0.1, "high"),
+                                    ("low_mean", _LOW, 0.1, "low")):
+            y = np.array([np.nan if r[key] is None else r[key] for r in rows], dtype=float)
+            ax.plot(x + dx, y, marker="o", linestyle="-", color=color, label=f"{lab} mean")
+        ax.set_xticks(x, [f"{r['bin']}\n{r['n_high']}/{r['n_low']}" for r in rows], fontsize=8)
+        ax.set_xlabel(f"{result.settings['length']} bin (n high / n low)")
+        ax.set_ylabel(f"mean {name}")
+        ax.set_title(f"{name} by length bin")
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=100)
     return fig
