@@ -8,7 +8,9 @@ with response length, raw sign), Section 3.3 (Hugging Face BLEU over unique pair
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -238,3 +240,44 @@ def test_pair_similarities_hf_and_homogenization_agree() -> None:
     with pytest.raises(InvalidInputError, match=r"`bleu` of the homogenisation must be one "
                        r"of bleu, hf; got 'x'\."):
         homogenization(texts, bleu="x")
+
+
+# ------------------------------------------------------------------ command line
+
+
+def _cli(*args: str) -> dict:
+    from typer.testing import CliRunner
+
+    from divmeter.cli import app
+
+    res = CliRunner().invoke(app, ["meta", *args, "--format", "json"])
+    assert res.exit_code == 0, (res.output, res.exception)
+    return json.loads(res.stdout)
+
+
+POOLS_FILE = Path(__file__).resolve().parent / "fixtures" / "meta_pools.jsonl"
+
+
+def test_length_bias_cli_raw_spearman_range_and_hf_bleu() -> None:
+    """PATTR Table 1 (raw rho), 4.3 (--length-range), 3.3 (--bleu hf) from the command line."""
+    row = _cli("length-bias", str(POOLS_FILE), "-m", "pattr:target_length=2", "--top-k", "3",
+               "--length-range", "2-8", "--bleu", "hf")["pattr:target_length=2"]
+    texts = [t for line in POOLS_FILE.read_text().splitlines()
+             for t in json.loads(line)["responses"]]
+    scores = divmeter.score(texts, "pattr", target_length=2).details["per_response"]
+    ref = ss.spearmanr(scores, [len(t.split()) for t in texts])
+    assert row["spearman_raw"] == pytest.approx(ref.statistic, abs=1e-12)
+    assert row["spearman_length"] == pytest.approx(ref.statistic, abs=1e-12)
+    assert row["n_in_range"] == sum(2 <= len(t.split()) <= 8 for t in texts)
+    assert "top3_bleu-hf" in row and "top3_bleu" not in row
+    assert row["length_range"] == [2.0, 8.0] and row["bleu"] == "hf"
+    assert "|range:2-8|bleu:hf|" in row["signature"]
+
+
+def test_pattr_sensitivity_cli() -> None:
+    out = _cli("pattr-sensitivity", str(POOLS_FILE), "--target-length", "4",
+               "--target-length", "8", "--window", "2", "--top-k", "3")
+    assert list(out) == ["LT=4,W=2", "LT=8,W=2"]
+    row = out["LT=8,W=2"]
+    assert row["target_length"] == 8 and row["window"] == 2 and row["test"] == "student"
+    assert {"t_rouge1", "p_rougeL", "t_bleu-hf", "length_diff"} <= set(row)
