@@ -60,6 +60,9 @@ def _coco_by_hand(matches: list[int], totals: list[int], c: int, r: int) -> floa
         (["a b c d", "a b c e"], 2, [6, 4], [8, 6], 8, 8, math.sqrt(0.5)),
         # identical responses: 1 - ~6.25e-10 (the +1e-9 in every denominator and in r)
         (["a b", "a b"], 2, [4, 2], [4, 2], 4, 4, 1.0),
+        # texts shorter than n: T_3 = T_4 = 0, so p_3 = p_4 = 1e-15 / 1e-9 = 1e-6 and
+        # BLEU-4 = (1 * 1 * 1e-6 * 1e-6) ** (1/4) = 1e-3 (exact BLEU: 0)
+        (["a b", "a b"], 4, [4, 2, 0, 0], [4, 2, 0, 0], 4, 4, 1e-3),
     ],
 )
 def test_self_bleu_coco_hand_computed(
