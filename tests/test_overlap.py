@@ -294,8 +294,8 @@ def test_homogenization_signatures() -> None:
     [
         (
             {"measure": "rougeLsum"},
-            r"^`measure` of homogenization must be one of rouge1, rouge2, rougeL, bleu; "
-            r"got 'rougeLsum'\.$",
+            r"^`measure` of homogenization must be one of rouge1, rouge2, rougeL, bleu, "
+            r"bleu-hf; got 'rougeLsum'\.$",
         ),
         (
             {"use_stemmer": True, "tokenizer": "whitespace"},

@@ -57,6 +57,7 @@ ALTERNATIVES = {
     "use_stemmer": True,
     "reduction": "one-minus-mean",
     "separator": " | ",
+    "smooth": "coco",
 }
 SIG_RE = re.compile(r"^[a-z0-9-]+(\|[A-Za-z0-9_-]+:[^|]+)*\|v:\d+\.\d+\.\d+$")
 

@@ -179,6 +179,19 @@ LowerOpt = Annotated[
 ]
 
 
+LengthRangeOpt = Annotated[
+    str | None,
+    typer.Option("--length-range", help="LOW-HIGH: keep only responses of LOW..HIGH words "
+                 "(inclusive) before the top-k selection (PATTR paper, Section 4.3).",
+                 show_default=False),
+]
+BleuOpt = Annotated[
+    str,
+    typer.Option("--bleu", help="BLEU of the homogenisation: bleu (divmeter's, both directions) "
+                 "or hf (the PATTR paper's Hugging Face BLEU: 13a, case kept, one direction)."),
+]
+
+
 def _score_columns(sets: list[Any], metric: list[str], workers: int) -> dict[str, np.ndarray]:
     """Each metric's column of values over ``sets`` (NaN where a set's value is null)."""
     from divmeter.batch import resolve_metrics, score_sets
@@ -563,6 +576,8 @@ def length_bias_cmd(
     ] = None,
     pairs: Annotated[int, typer.Option("--pairs", help="Pairs sampled for homogenisation.")]
     = 1000,
+    length_range: LengthRangeOpt = None,
+    bleu: BleuOpt = "bleu",
     seed: SeedOpt = 0,
     fmt: FormatOpt = None,
     report: ReportOpt = None,
@@ -570,11 +585,15 @@ def length_bias_cmd(
     workers: WorkersOpt = 1,
     quiet: QuietOpt = False,
 ) -> None:
-    """Length bias (PATTR paper): short-response win rate, Spearman with length, top-k filtering."""
+    """Length bias (PATTR paper): short-response win rate, Spearman with length (raw, as in its
+    Table 1, and oriented to diversity), top-k filtering (after an optional length range)."""
     _fmt(fmt)  # fail on a bad --format before any work
     from divmeter.data.io import read_sets
     from divmeter.data.model import ResponseSet
+    from divmeter.meta.pattr import parse_length_range
     from divmeter.meta.protocols import length_bias
+
+    rng = parse_length_range(length_range) if length_range is not None else None
 
     pools = [s.responses for s in read_sets(file)]
     singles = [ResponseSet(f"{p}.{j}", [t]) for p, pool in enumerate(pools)
@@ -584,7 +603,8 @@ def length_bias_cmd(
     per_pool = {k: [v[bounds[i]:bounds[i + 1]] for i in range(len(pools))]
                 for k, v in flat.items()}
     result = length_bias(pools, per_pool, quantile=quantile, top_k=top_k or (), n_pairs=pairs,
-                         seed=seed, directions=_directions(metric, None))
+                         seed=seed, directions=_directions(metric, None), length_range=rng,
+                         bleu=bleu)
     import os
 
     _emit(result, fmt, source=os.path.basename(file), report=report, plots=not no_plots,
@@ -694,3 +714,47 @@ def decan_confound_cmd(
 
             plt.close(fig)
         _note(f"report written to {report} ({len(files)} files)", quiet)
+
+
+@meta_app.command("pattr-sensitivity")
+def pattr_sensitivity_cmd(
+    file: Annotated[str, typer.Argument(help="Response sets; all their responses form the "
+                                        "corpus to filter (e.g. one model's).",
+                                        show_default=False)],
+    target_length: Annotated[
+        list[int] | None,
+        typer.Option("--target-length", help="PATTR target length L_T; repeatable (default: "
+                     "100 275 400, the paper's Table 4).", show_default=False),
+    ] = None,
+    window: Annotated[
+        list[int] | None,
+        typer.Option("--window", help="MATTR window W; repeatable (default: 32 128 512).",
+                     show_default=False),
+    ] = None,
+    k: Annotated[int, typer.Option("--top-k", help="Responses selected per metric.")] = 10,
+    length_range: LengthRangeOpt = None,
+    bleu: BleuOpt = "hf",
+    welch: Annotated[bool, typer.Option("--welch", help="Welch's t-test instead of Student's "
+                                        "(scipy's default, used by the paper).")] = False,
+    pairs: Annotated[int, typer.Option("--pairs", help="Pairs per selection (all when fewer).")]
+    = 1000,
+    seed: SeedOpt = 0,
+    fmt: FormatOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """PATTR's L_T x W sensitivity table (its Section 4.4, Table 4 / F.1): independent t-tests of
+    the pair similarities of PATTR's and MATTR's top-k selections (negative t: PATTR's more
+    diverse)."""
+    _fmt(fmt)
+    from divmeter.data.io import read_sets
+    from divmeter.meta.pattr import parse_length_range, pattr_sensitivity
+
+    rng = parse_length_range(length_range) if length_range is not None else None
+    texts = [t for s in read_sets(file) for t in s.responses]
+    result = pattr_sensitivity(
+        texts, target_lengths=target_length or (100, 275, 400), windows=window or (32, 128, 512),
+        k=k, length_range=rng, bleu=bleu, n_pairs=pairs, seed=seed, equal_var=not welch,
+    )
+    import os
+
+    _emit(result, fmt, source=os.path.basename(file), report=None, plots=False, quiet=quiet)

@@ -1,5 +1,12 @@
 """Homogenisation of a selected corpus: mean pairwise ROUGE-1/2/L F1 and BLEU (PATTR, Sec. 3).
 
+Two BLEU settings, named: ``bleu="bleu"`` (the default, divmeter's: the registry measure
+``bleu``, rouge-score tokens lowercased, both directions of a pair averaged) and ``bleu="hf"``
+(the PATTR paper's: Hugging Face ``evaluate``'s BLEU with its defaults, i.e. 13a tokens, case
+kept, one direction per unordered pair; the registry measure ``bleu-hf``), reported under the
+key ``bleu-hf``. :func:`pair_similarities` gives the per-pair values the PATTR paper's t-tests
+(Section 4.4, Table 4 / F.1) compare.
+
 Used by the length-bias protocol (the top-k responses a diversity metric selects should be *less*
 homogeneous). The pair similarities are the registry metric ``homogenization``
 (:func:`divmeter.metrics.overlap.homogenization`: rouge-score's F-measures, sentence BLEU-4
@@ -15,9 +22,22 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["homogenization", "MEASURES"]
+from divmeter.errors import InvalidInputError
+
+__all__ = ["homogenization", "pair_similarities", "MEASURES", "BLEU_SETTINGS"]
 
 MEASURES = ("rouge1", "rouge2", "rougeL", "bleu")
+#: ``bleu`` setting -> registry measure of ``homogenization``.
+BLEU_SETTINGS = {"bleu": "bleu", "hf": "bleu-hf"}
+
+
+def _measures(bleu: str) -> tuple[str, ...]:
+    if bleu not in BLEU_SETTINGS:
+        raise InvalidInputError(
+            f"`bleu` of the homogenisation must be one of {', '.join(BLEU_SETTINGS)}; "
+            f"got {bleu!r}."
+        )
+    return MEASURES[:3] + (BLEU_SETTINGS[bleu],)
 
 
 def _pairs(n: int, n_pairs: int, seed: int) -> list[tuple[int, int]]:
@@ -36,10 +56,27 @@ def _pairs(n: int, n_pairs: int, seed: int) -> list[tuple[int, int]]:
     return out
 
 
-def homogenization(texts: Sequence[str], *, n_pairs: int = 1000, seed: int = 0) -> dict[str, float]:
+def homogenization(
+    texts: Sequence[str], *, n_pairs: int = 1000, seed: int = 0, bleu: str = "bleu"
+) -> dict[str, float]:
     """Mean pairwise ROUGE-1, ROUGE-2, ROUGE-L F1 and BLEU of a corpus (higher = more homogeneous).
 
     Pairs on which a measure is undefined (no token) are left out of its mean.
+
+    Args:
+        texts: The corpus (e.g. a top-k selection).
+        n_pairs: Pair budget: all unordered pairs when there are at most this many, else this
+            many distinct pairs drawn with ``seed``.
+        seed: Seed of the pair draw.
+        bleu: ``"bleu"`` (divmeter's, key ``bleu``) or ``"hf"`` (the PATTR paper's Hugging Face
+            BLEU, one direction per pair ``(i, j)``, ``i < j``: ``texts[i]`` is the
+            prediction; key ``bleu-hf``).
+
+    Returns:
+        ``{measure: mean, ..., "n_pairs": number of pairs}``.
+
+    Raises:
+        InvalidInputError: For an unknown ``bleu`` setting.
 
     Example:
         >>> h = homogenization(["a b c", "a b d", "x y z"])
@@ -48,21 +85,63 @@ def homogenization(texts: Sequence[str], *, n_pairs: int = 1000, seed: int = 0) 
     """
     from divmeter.api import score
 
+    measures = _measures(bleu)
     texts = list(texts)
     n = len(texts)
     out: dict[str, float] = {}
     if n * (n - 1) // 2 <= n_pairs:
         m = n * (n - 1) // 2
-        for measure in MEASURES:
+        for measure in measures:
             v = score(texts, "homogenization", measure=measure).value if m else None
             out[measure] = math.nan if v is None else float(v)
     else:
         pairs = _pairs(n, n_pairs, seed)
         m = len(pairs)
-        for measure in MEASURES:
+        for measure in measures:
             vals = [score([texts[i], texts[j]], "homogenization", measure=measure).value
                     for i, j in pairs]
             arr = np.array([math.nan if v is None else v for v in vals], dtype=float)
             out[measure] = float(np.nanmean(arr)) if (~np.isnan(arr)).any() else math.nan
     out["n_pairs"] = m
+    return out
+
+
+def pair_similarities(
+    texts: Sequence[str], *, n_pairs: int = 1000, seed: int = 0, bleu: str = "hf"
+) -> dict[str, np.ndarray]:
+    """Per-pair ROUGE-1/2/L F1 and BLEU of a corpus: the samples of the PATTR t-tests.
+
+    The PATTR paper (Section 4.4) measures a top-10 selection by its "45 inter-sample pairwise
+    similarity scores from all unique response pairs" and compares two selections with an
+    independent t-test on those samples. Pairs are chosen as in :func:`homogenization` (all
+    unordered pairs ``i < j`` within the budget, else a seeded draw); a pair on which a
+    measure is undefined (no token in either text) gives NaN.
+
+    Args:
+        texts: The corpus.
+        n_pairs: Pair budget.
+        seed: Seed of the pair draw beyond the budget.
+        bleu: ``"hf"`` (default here: the paper's Hugging Face BLEU, key ``bleu-hf``) or
+            ``"bleu"``.
+
+    Returns:
+        ``{measure: array of pair similarities}``, pairs in the same order for every measure.
+
+    Example:
+        >>> p = pair_similarities(["a b c", "a b d", "x y z"])
+        >>> [round(float(v), 4) for v in p["rouge1"]]
+        [0.6667, 0.0, 0.0]
+    """
+    from divmeter.api import score
+
+    measures = _measures(bleu)
+    texts = list(texts)
+    pairs = _pairs(len(texts), n_pairs, seed)
+    out: dict[str, np.ndarray] = {}
+    for measure in measures:
+        vals = np.full(len(pairs), math.nan)
+        for q, (i, j) in enumerate(pairs):
+            v = score([texts[i], texts[j]], "homogenization", measure=measure).value
+            vals[q] = math.nan if v is None else v
+        out[measure] = vals
     return out

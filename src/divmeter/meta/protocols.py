@@ -621,8 +621,10 @@ def length_bias(
     seed: int = 0,
     homogenization: Callable[..., dict[str, float]] | None = None,
     directions: Mapping[str, str] | None = None,
+    length_range: tuple[float, float] | None = None,
+    bleu: str = "bleu",
 ) -> ProtocolResult:
-    """Length bias of response-level diversity metrics (PATTR paper, Table 2 and Figure 3).
+    """Length bias of response-level diversity metrics (PATTR paper, Tables 1-2 and Figure 3).
 
     "Top-scored" and "highest-scored" mean most diverse: a metric listed as ``"lower"`` in
     ``directions`` is negated first (each row echoes its ``direction``).
@@ -630,10 +632,18 @@ def length_bias(
     * ``short_win_rate``: share of pools whose top-scored response (first one among equal top
       scores) has a word count at or below the pool's ``quantile``-th percentile of word counts
       (numpy's linear interpolation), with a Clopper-Pearson 95% interval;
-    * ``spearman_length``: Spearman rho of the score with the word count over all responses;
+    * ``spearman_raw``: Spearman rho of the metric's own score with the word count over all
+      responses, the sign of the PATTR paper's Table 1 ("correlation between PATTR and
+      response length"), with its two-sided ``spearman_p``;
+    * ``spearman_length``: the same for the oriented score (diversity, higher = more diverse),
+      i.e. ``spearman_raw`` with its sign flipped for a ``"lower"`` metric;
     * for every k in ``top_k``: the k highest-scored responses of the whole corpus and their
       homogenisation (mean pairwise ROUGE-1/2/L F1 and BLEU over up to ``n_pairs`` seeded pairs;
-      lower = more diverse), beside the same for k random responses (``random_*``).
+      lower = more diverse), beside the same for k random responses (``random_*``). With
+      ``length_range=(lo, hi)`` both are drawn only from the responses with
+      ``lo <= words <= hi`` (PATTR Section 4.3: "we first exclude video scripts that fall
+      outside predefined length ranges ... before applying MATTR or CR-based ranking";
+      ``n_in_range`` counts them).
 
     Args:
         pools: Responses grouped by prompt (the pool within which the win is decided).
@@ -643,7 +653,15 @@ def length_bias(
         n_pairs: Pair budget for the pairwise homogenisation scores.
         seed: Seed for pair sampling and the random baseline.
         homogenization: ``f(texts, n_pairs=, seed=) -> dict`` (default: ROUGE/BLEU of
-            :mod:`divmeter.meta.homogenization`).
+            :mod:`divmeter.meta.homogenization`; it also receives ``bleu=`` when that is not
+            the default).
+        directions: Metric name -> ``"higher"`` / ``"lower"`` (= more diverse).
+        length_range: Inclusive word-count range applied before the top-k selection.
+        bleu: BLEU of the homogenisation: ``"bleu"`` (divmeter's, both directions) or
+            ``"hf"`` (the PATTR paper's Hugging Face BLEU; keys ``top{k}_bleu-hf``).
+
+    Raises:
+        InvalidInputError: For a bad quantile, direction, range, top-k or score shape.
 
     Example:
         >>> pools = [["a b", "a b c d e f", "a b c d"], ["x", "x y z w", "x y"]]
@@ -653,6 +671,13 @@ def length_bias(
     """
     if not (0 < quantile < 100):
         raise InvalidInputError(f"`quantile` must be in (0, 100); got {quantile!r}.")
+    if length_range is not None:
+        from divmeter.meta.pattr import check_length_range
+
+        length_range = check_length_range(length_range)
+    if bleu not in ("bleu", "hf"):
+        raise InvalidInputError(f"`bleu` must be 'bleu' or 'hf'; got {bleu!r}.")
+    h_kwargs: dict[str, Any] = {} if bleu == "bleu" else {"bleu": bleu}
     if homogenization is None:
         from divmeter.meta.homogenization import homogenization as homogenization_fn
 
@@ -691,10 +716,17 @@ def length_bias(
         flat = (sign * np.concatenate([st._vector(x, name) for x in per_pool]) if per_pool
                 else np.array([]))
         okf = ~np.isnan(flat)
-        rho = st.spearman(flat[okf], flat_len[okf]).rho if okf.sum() >= 2 else math.nan
+        if okf.sum() >= 2:
+            raw = st.spearman(sign * flat[okf], flat_len[okf])
+            rho_raw, p_raw = raw.rho, raw.values["p"]
+            rho = st.spearman(flat[okf], flat_len[okf]).rho
+        else:
+            rho_raw = p_raw = rho = math.nan
         vals: dict[str, Any] = {
             "short_win_rate": wins / counted if counted else math.nan,
             "n_pools": counted,
+            "spearman_raw": rho_raw,
+            "spearman_p": p_raw,
             "spearman_length": rho,
             "n_responses": int(okf.sum()),
             "direction": dirs[name],
@@ -704,16 +736,24 @@ def length_bias(
             vals.update({"win_ci_low": lo, "win_ci_high": hi})
         rng = np.random.default_rng(seed)
         valid = np.flatnonzero(okf)
+        what = "scored responses"
+        if length_range is not None:
+            lo, hi = length_range
+            valid = valid[(flat_len[valid] >= lo) & (flat_len[valid] <= hi)]
+            vals["n_in_range"] = int(valid.size)
+            what = f"scored responses of {lo:g}-{hi:g} words"
         for k in top_k:
             if k < 2 or k > len(valid):
                 raise InvalidInputError(
-                    f"top-k must be between 2 and the number of scored responses "
+                    f"top-k must be between 2 and the number of {what} "
                     f"({len(valid)}); got {k}."
                 )
             top = valid[np.argsort(-flat[valid], kind="stable")[:k]]
-            h = homogenization([flat_texts[i] for i in top], n_pairs=n_pairs, seed=seed)
+            h = homogenization([flat_texts[i] for i in top], n_pairs=n_pairs, seed=seed,
+                               **h_kwargs)
             rnd = rng.choice(valid, k, replace=False)
-            hr = homogenization([flat_texts[i] for i in rnd], n_pairs=n_pairs, seed=seed)
+            hr = homogenization([flat_texts[i] for i in rnd], n_pairs=n_pairs, seed=seed,
+                                **h_kwargs)
             for key, v in h.items():
                 vals[f"top{k}_{key}"] = v
             for key, v in hr.items():
@@ -723,9 +763,15 @@ def length_bias(
             "length-bias", vals,
             make_signature("length-bias", quantile=float(quantile), length="whitespace-words",
                            top_k=list(top_k) or None, pairs=n_pairs if top_k else None,
+                           range=(f"{length_range[0]:g}-{length_range[1]:g}"
+                                  if length_range is not None and top_k else None),
+                           bleu=bleu if bleu != "bleu" and top_k else None,
                            seed=seed),
         )
         arrays[name] = {"scores": flat, "lengths": flat_len}
-    return ProtocolResult(
-        "length-bias", out, {"quantile": quantile, "top_k": list(top_k), "seed": seed}, arrays
-    )
+    settings: dict[str, Any] = {"quantile": quantile, "top_k": list(top_k), "seed": seed}
+    if length_range is not None:
+        settings["length_range"] = list(length_range)
+    if bleu != "bleu":
+        settings["bleu"] = bleu
+    return ProtocolResult("length-bias", out, settings, arrays)

@@ -14,9 +14,10 @@ the set as references. Two aggregations are found in the literature and are name
   it returns ``~1e-77`` instead of 0 when an order has no match. ``pycocoevalcap`` (the
   paper's code) adds ``1e-15`` / ``1e-9`` to each order's matches / totals, which moves the
   value by < 1e-9 when every order matches, and leaves a small positive number instead of 0
-  when one does not. With whitespace tokens and case kept (the paper's code splits on
-  whitespace), ``1 - self-BLEU-3`` of the two sets of the paper's Figure 1 is 0.486 and 0.593,
-  the published numbers.
+  when one does not: that arithmetic is the named smoothing ``smooth="coco"`` (see
+  :func:`self_bleu`); the default ``smooth="none"`` is exact BLEU. With whitespace tokens and
+  case kept (the paper's code splits on whitespace), ``1 - self-BLEU-3`` of the two sets of the
+  paper's Figure 1 is 0.486 and 0.593, the published numbers, under both smoothings.
 * ``variant="sentence"`` (Texygen, Zhu et al. 2018): the mean over responses of nltk's
   ``sentence_bleu`` with smoothing ``method1`` (a zero match count becomes ``0.1``, over the
   ``max(1, total)`` denominator); a hypothesis with no unigram match scores 0, and a
@@ -29,7 +30,9 @@ only needs each length's neighbours in the sorted lengths. Everything is a few s
 ``bincount`` calls over the n-gram occurrences.
 
 **homogenization** (Shaib et al. 2024) is the mean pairwise similarity of the set under
-ROUGE-1/2/L F-measure (Google's ``rouge-score`` definitions and tokenizer) or sentence BLEU.
+ROUGE-1/2/L F-measure (Google's ``rouge-score`` definitions and tokenizer) or sentence BLEU
+(``bleu``: both directions averaged; ``bleu-hf``: Hugging Face ``evaluate``'s BLEU with its
+defaults, one direction per pair, as the PATTR paper's Section 3.3 uses it).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ __all__ = [
     "self_bleu_many",
     "homogenization",
     "rouge_tokenize",
+    "tokenize_13a",
     "lcs_length",
 ]
 
@@ -62,15 +66,23 @@ COMMONSENSE = (
     "Bollegala et al. 2025, Evaluating the Evaluation of Diversity in Commonsense Generation "
     "(corpus-level self-BLEU, footnote 1: diversity = 1 - self-BLEU)"
 )
+PATTR2025 = (
+    "Deshpande et al. 2025, A Penalty Goes a Long Way: Measuring Lexical Diversity in Synthetic "
+    "Texts Under Prompt-Influenced Length Variations (Section 3.3: Hugging Face BLEU)"
+)
 SHAIB2024 = (
     "Shaib et al. 2024, Standardizing the Measurement of Text Diversity: A Tool and a "
     "Comparative Analysis of Scores (homogenization score)"
 )
 
 VARIANTS: tuple[str, ...] = ("corpus", "sentence")
-MEASURES: tuple[str, ...] = ("rouge1", "rouge2", "rougeL", "bleu")
+#: Smoothings of self-BLEU per variant; the first is the variant's default.
+SMOOTHINGS: dict[str, tuple[str, ...]] = {"corpus": ("none", "coco"), "sentence": ("method1",)}
+MEASURES: tuple[str, ...] = ("rouge1", "rouge2", "rougeL", "bleu", "bleu-hf")
 TOKENIZER_NAMES: tuple[str, ...] = ("tevet", "whitespace", "word", "rouge")
 EPSILON_METHOD1 = 0.1  # nltk SmoothingFunction().method1 default epsilon
+COCO_TINY = 1e-15  # pycocoevalcap bleu_scorer: added to every order's clipped matches
+COCO_SMALL = 1e-9  # pycocoevalcap bleu_scorer: added to every order's totals and to ref_len
 
 # --------------------------------------------------------------------------------------------
 # Tokenization (the divmeter tokenizers plus Google rouge-score's tokenizer)
@@ -104,6 +116,43 @@ def rouge_tokenize(text: str, stem: bool = False, lowercase: bool = True) -> lis
         tokens = [stemmer.stem(t) if len(t) > 3 else t for t in tokens]
         tokens = [t for t in tokens if _ROUGE_VALID.match(t)]
     return tokens
+
+
+# mteval-v13a rules (the WMT tokenizer; sacrebleu's "13a", which Hugging Face evaluate's BLEU
+# copies), written out: every character of the symbol class below becomes its own token; a period
+# or comma becomes its own token unless it sits between digits (two passes, one per side); a
+# dash after a digit becomes its own token.
+_13A_SYMBOL = re.compile(r"([{|}~\[\\\]^_`!\"#$%&()*+:;<=>?@/])")
+_13A_PUNCT_AFTER_NONDIGIT = re.compile(r"([^0-9])([.,])")
+_13A_PUNCT_BEFORE_NONDIGIT = re.compile(r"([.,])([^0-9])")
+_13A_DASH_AFTER_DIGIT = re.compile(r"([0-9])(-)")
+
+
+def tokenize_13a(text: str) -> list[str]:
+    """The ``13a`` tokenizer of mteval-v13a / sacrebleu, as Hugging Face ``evaluate``'s BLEU has it.
+
+    Case is kept. Steps: drop ``<skipped>``; join words hyphenated over a line break (``-\\n``);
+    newlines become spaces; when the text holds ``&``, unescape ``&quot;`` ``&amp;`` ``&lt;``
+    ``&gt;`` (in that order); pad with a space on each side; then split off as separate tokens
+    every ASCII symbol in ``{ | } ~ [ \\ ] ^ _ ` ! " # $ % & ( ) * + : ; < = > ? @ /`` (not
+    ``'``, ``-``, ``.``, ``,``), a ``.`` or ``,`` preceded by a non-digit, a ``.`` or ``,``
+    followed by a non-digit, and a ``-`` preceded by a digit; finally split on whitespace
+    (``evaluate``'s copy returns the token list where sacrebleu joins it with single spaces).
+
+    Example:
+        >>> tokenize_13a("Hello, world! It's 3.5-4 km (approx.).")
+        ['Hello', ',', 'world', '!', "It's", '3.5', '-', '4', 'km', '(', 'approx', '.', ')', '.']
+    """
+    line = text.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
+    if "&" in line:
+        line = (line.replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<")
+                .replace("&gt;", ">"))
+    line = f" {line} "
+    line = _13A_SYMBOL.sub(r" \1 ", line)
+    line = _13A_PUNCT_AFTER_NONDIGIT.sub(r"\1 \2 ", line)
+    line = _13A_PUNCT_BEFORE_NONDIGIT.sub(r" \1 \2", line)
+    line = _13A_DASH_AFTER_DIGIT.sub(r"\1 \2 ", line)
+    return line.split()
 
 
 _PORTER: Any = None
@@ -231,8 +280,31 @@ def _brevity_penalty(sys_len: np.ndarray, ref_len: np.ndarray) -> np.ndarray:
     return np.where(c > r, 1.0, np.where(c == 0, 0.0, bp))
 
 
+def _coco_bleu(
+    c_sum: np.ndarray, t_sum: np.ndarray, sys_len: np.ndarray, ref_len: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """pycocoevalcap's corpus BLEU-n (``compute_score(option="closest")``), per column.
+
+    ``prod_{k<=n} (c_k + 1e-15) / (t_k + 1e-9)`` multiplied order by order, to the power
+    ``1/n``; ``ratio = (sys_len + 1e-15) / (ref_len + 1e-9)``; if ``ratio < 1`` the value is
+    multiplied by ``exp(1 - 1/ratio)``. Same operations in the same order as the scorer, so the
+    floating-point result is the scorer's. Returns (value, smoothed precisions, bp).
+    """
+    prec = (c_sum + COCO_TINY) / (t_sum + COCO_SMALL)
+    prod = np.ones(c_sum.shape[1])
+    for k in range(n):
+        prod = prod * prec[k]
+    ratio = (sys_len + COCO_TINY) / (ref_len + COCO_SMALL)
+    bp = np.where(ratio < 1, np.exp(1.0 - 1.0 / ratio), 1.0)
+    return prod ** (1.0 / n) * bp, prec, bp
+
+
 def _self_bleu_groups(
-    token_lists: Sequence[Sequence[str]], sizes: Sequence[int], n: int, variant: str
+    token_lists: Sequence[Sequence[str]],
+    sizes: Sequence[int],
+    n: int,
+    variant: str,
+    smooth: str = "none",
 ) -> dict[str, np.ndarray]:
     """self-BLEU of several groups (sets) at once; groups need >= 2 texts each."""
     sizes_arr = np.asarray(sizes, dtype=np.int64)
@@ -249,6 +321,17 @@ def _self_bleu_groups(
         t_sum = np.stack([np.bincount(group, weights=row, minlength=g) for row in totals])
         sys_len = np.bincount(group, weights=lengths, minlength=g)
         ref_len = np.bincount(group, weights=closest, minlength=g)
+        if smooth == "coco":
+            value, prec, bp = _coco_bleu(c_sum, t_sum, sys_len, ref_len, n)
+            return {
+                "value": value,
+                "matches": c_sum,
+                "totals": t_sum,
+                "precisions": prec,
+                "bp": bp,
+                "sys_len": sys_len,
+                "ref_len": ref_len,
+            }
         with np.errstate(divide="ignore", invalid="ignore"):
             prec = np.where(t_sum > 0, c_sum / np.where(t_sum > 0, t_sum, 1), 0.0)
             log_mean = np.log(np.where(c_sum > 0, prec, 1.0)).sum(axis=0) / n
@@ -273,13 +356,22 @@ def _self_bleu_groups(
     return {"value": value, "per_response": per, "group": group}
 
 
-def _self_bleu_signature(n: int, variant: str, tok: str, case: str) -> str:
-    smooth = "none" if variant == "corpus" else "method1"
+def _self_bleu_signature(n: int, variant: str, smooth: str, tok: str, case: str) -> str:
     return make_signature("self-bleu", n=n, variant=variant, smooth=smooth, tok=tok, case=case)
 
 
-def _check_self_bleu_params(n: Any, variant: Any) -> tuple[int, str]:
-    return check_int(n, "n", "self-bleu"), check_choice(variant, "variant", "self-bleu", VARIANTS)
+def _check_self_bleu_params(n: Any, variant: Any, smooth: Any) -> tuple[int, str, str]:
+    n = check_int(n, "n", "self-bleu")
+    variant = check_choice(variant, "variant", "self-bleu", VARIANTS)
+    allowed = SMOOTHINGS[variant]
+    if smooth is None:
+        return n, variant, allowed[0]
+    if smooth not in allowed:
+        raise InvalidInputError(
+            f"`smooth` of self-bleu with variant={variant} must be one of "
+            f"{', '.join(allowed)}; got {smooth!r}."
+        )
+    return n, variant, str(smooth)
 
 
 @register(
@@ -289,7 +381,13 @@ def _check_self_bleu_params(n: Any, variant: Any) -> tuple[int, str]:
     higher_is_more_diverse=False,
     bounds=(0.0, 1.0),
     citation=f"corpus: {COMMONSENSE}; sentence: {ZHU2018}",
-    params={"n": 4, "variant": "corpus", "tokenizer": "whitespace", "lowercase": False},
+    params={
+        "n": 4,
+        "variant": "corpus",
+        "tokenizer": "whitespace",
+        "lowercase": False,
+        "smooth": None,
+    },
     description="BLEU-n of each response against all the others (corpus-level or mean "
     "sentence-level); details['diversity'] = 1 - self-BLEU",
 )
@@ -300,6 +398,7 @@ def self_bleu(
     variant: str = "corpus",
     tokenizer: str = "whitespace",
     lowercase: bool = False,
+    smooth: str | None = None,
 ) -> MetricResult:
     """self-BLEU-n: each response is a hypothesis, all the other responses its references.
 
@@ -309,6 +408,19 @@ def self_bleu(
     ``sentence_bleu`` with smoothing method1 (Texygen). See the module docstring for every
     convention, including texts shorter than ``n``. Never quadratic in the number of responses.
 
+    ``smooth="coco"`` (corpus variant only) is the arithmetic of ``pycocoevalcap``'s BLEU
+    scorer (nlg-eval), which the commonsense meta-evaluation's code calls: with ``C_k`` and
+    ``T_k`` the summed clipped matches and totals of order ``k``, ``c`` the summed hypothesis
+    lengths and ``r`` the summed closest reference lengths,
+    ``BLEU = (prod_k (C_k + 1e-15) / (T_k + 1e-9)) ** (1/n) * BP`` with
+    ``BP = exp(1 - 1/ratio)`` if ``ratio = (c + 1e-15) / (r + 1e-9) < 1``, else 1. A set whose
+    responses share no ``k``-gram for some order then scores a tiny positive,
+    length-dependent value (e.g. ``~3.5e-16`` for ``["a b", "c d"]`` at ``n=2``) instead of
+    exactly 0, which breaks the ties that exact BLEU gives such sets; an order with no
+    ``k``-gram at all (every text shorter than ``k``) gets ``1e-15 / 1e-9 = 1e-6``; when every
+    order matches, the value moves by less than 1e-9 (identical responses score
+    ``1 - ~6e-10``, not 1).
+
     Args:
         responses: The response set.
         n: Highest n-gram order (BLEU-n).
@@ -316,12 +428,15 @@ def self_bleu(
         tokenizer: ``whitespace`` (the default: the commonsense paper's code splits on
             whitespace), ``tevet``, ``word`` or ``rouge``.
         lowercase: Lowercase before tokenizing.
+        smooth: ``None`` (the variant's own: ``none`` for corpus, ``method1`` for sentence),
+            ``"none"`` or ``"coco"`` (corpus), ``"method1"`` (sentence).
 
     Returns:
         MetricResult whose ``value`` is self-BLEU in [0, 1] (higher = less diverse), with
         ``details["diversity"] = 1 - self-BLEU``. The corpus variant adds the sufficient
         statistics (``matches``, ``totals`` per order, ``sys_len``, ``ref_len``, ``bp``,
-        ``precisions``); the sentence variant adds ``per_response``. ``value`` is ``None``
+        ``precisions``; with ``coco`` the smoothed precisions and its BP); the sentence
+        variant adds ``per_response``. ``value`` is ``None``
         for an empty set, a single response, or a set without any token.
 
     Raises:
@@ -333,21 +448,23 @@ def self_bleu(
         (0.707107, 0.292893)
         >>> r.signature
         'self-bleu|n:2|variant:corpus|smooth:none|tok:whitespace|case:mixed|v:0.1.0'
+        >>> f"{self_bleu(['a b', 'c d'], n=2, smooth='coco').value:.4e}"
+        '3.5355e-16'
     """
     texts = as_texts(responses)
-    n, variant = _check_self_bleu_params(n, variant)
+    n, variant, smooth = _check_self_bleu_params(n, variant, smooth)
     tokens, tok_name, case = _tokenize(texts, tokenizer, lowercase, False, "self-bleu")
-    sig = _self_bleu_signature(n, variant, tok_name, case)
-    return _self_bleu_result(tokens, n, variant, sig)
+    sig = _self_bleu_signature(n, variant, smooth, tok_name, case)
+    return _self_bleu_result(tokens, n, variant, smooth, sig)
 
 
 def _self_bleu_result(
-    tokens: list[list[str]], n: int, variant: str, sig: str
+    tokens: list[list[str]], n: int, variant: str, smooth: str, sig: str
 ) -> MetricResult:
     reason = _pair_degenerate(tokens, "self-BLEU")
     if reason:
         return undefined("self-bleu", sig, reason)
-    stats = _self_bleu_groups(tokens, [len(tokens)], n, variant)
+    stats = _self_bleu_groups(tokens, [len(tokens)], n, variant, smooth)
     return _self_bleu_pack(stats, 0, n, variant, sig)
 
 
@@ -388,6 +505,7 @@ def self_bleu_many(
     variant: str = "corpus",
     tokenizer: str = "whitespace",
     lowercase: bool = False,
+    smooth: str | None = None,
 ) -> list[MetricResult]:
     """:func:`self_bleu` of many sets in one vectorised pass (same numbers, less overhead).
 
@@ -395,11 +513,11 @@ def self_bleu_many(
         >>> [round(r.value, 4) for r in self_bleu_many([["a b", "a b"], ["a b", "c d"]], n=1)]
         [1.0, 0.0]
     """
-    n, variant = _check_self_bleu_params(n, variant)
+    n, variant, smooth = _check_self_bleu_params(n, variant, smooth)
     all_texts = [as_texts(s) for s in sets]
     flat = [t for s in all_texts for t in s]
     tokens, tok_name, case = _tokenize(flat, tokenizer, lowercase, False, "self-bleu")
-    sig = _self_bleu_signature(n, variant, tok_name, case)
+    sig = _self_bleu_signature(n, variant, smooth, tok_name, case)
     per_set: list[list[list[str]]] = []
     pos = 0
     for s in all_texts:
@@ -413,7 +531,11 @@ def self_bleu_many(
             results[i] = undefined("self-bleu", sig, reason)
     if ok:
         stats = _self_bleu_groups(
-            [tok for i in ok for tok in per_set[i]], [len(per_set[i]) for i in ok], n, variant
+            [tok for i in ok for tok in per_set[i]],
+            [len(per_set[i]) for i in ok],
+            n,
+            variant,
+            smooth,
         )
         for g, i in enumerate(ok):
             results[i] = _self_bleu_pack(stats, g, n, variant, sig)
@@ -526,6 +648,35 @@ def _pairwise_bleu(idx: NgramIndex, n: int) -> np.ndarray:
     return np.where(all_pos, bp * np.exp(log_sum / n), 0.0)
 
 
+def _pairwise_bleu_hf(idx: NgramIndex, n: int) -> np.ndarray:
+    """``S[i, j]``: Hugging Face ``evaluate`` BLEU-n of prediction ``i`` against reference ``j``.
+
+    The arithmetic of its ``compute_bleu`` (tensorflow/nmt) for one prediction and one
+    reference: ``p_k = matches_k / (len_i - k + 1)``, and ``p_k = 0`` when the prediction has no
+    ``k``-gram; geometric mean ``exp(sum_k log(p_k) / n)`` if every ``p_k > 0``, else 0; with
+    ``ratio = len_i / len_j``, ``BP = 1`` if ``ratio > 1``, else ``exp(1 - 1/ratio)``; an empty
+    prediction or reference scores 0 (no n-gram can match).
+    """
+    lengths = idx.lengths.astype(float)
+    d = lengths.size
+    log_sum = np.zeros((d, d))
+    all_pos = np.ones((d, d), dtype=bool)
+    for k in range(1, n + 1):
+        o = _min_overlap(idx, k)  # symmetric: min(count_i, count_j) is the clipped match count
+        tot = np.maximum(lengths - k + 1, 0.0)
+        all_pos &= o > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = np.where(o > 0, o, 1.0) / np.where(tot > 0, tot, 1.0)[:, None]
+            log_sum += (1.0 / n) * np.log(p)
+    hyp = np.broadcast_to(lengths[:, None], (d, d))
+    ref = np.broadcast_to(lengths[None, :], (d, d))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = hyp / np.where(ref > 0, ref, 1.0)
+        bp = np.where(ratio > 1.0, 1.0, np.exp(1.0 - 1.0 / np.where(ratio > 0, ratio, 1.0)))
+    ok = all_pos & (hyp > 0) & (ref > 0)
+    return np.where(ok, np.exp(log_sum) * bp, 0.0)
+
+
 @register(
     "homogenization",
     family="form",
@@ -560,6 +711,18 @@ def homogenization(
     brevity penalty, no smoothing), averaged over the ordered pairs ``i != j`` since BLEU is
     not symmetric.
 
+    ``bleu-hf`` is the PATTR paper's setting (Section 3.3: "the implementations of ROUGE-1/2/L
+    and BLEU scores in the Hugging Face library with default parameters", over the
+    ``m(m-1)/2`` *unique* pairs): ``evaluate``'s BLEU with its defaults, i.e. the ``13a``
+    tokenizer (:func:`tokenize_13a`), case kept, ``max_order=4``, no smoothing, and **one
+    direction** per unordered pair: for ``i < j`` (input order) ``r_i`` is the prediction and
+    ``r_j`` its single reference, ``bleu.compute(predictions=[r_i], references=[r_j])``; the
+    value is the mean over the ``i < j`` pairs. Its brevity penalty is ``exp(1 - r/c)`` for
+    ``c <= r`` (with one reference, shortest = closest). The tokenizer is part of the setting:
+    ``tokenizer`` and ``lowercase`` must stay at their defaults (they are not used) and the
+    signature records ``tok:13a|case:mixed``. Where ``evaluate`` divides by zero (an empty
+    prediction or reference) the pair scores 0.
+
     Differences from ``diversity.homogenization_score`` (v0.3.1), named: it rounds the result
     to 3 decimals; it returns 1.0 when every pair scores 0 (its "all strings identical" branch
     fires for totally dissimilar sets); and its ``bleu`` divides one corpus-level BLEU (of
@@ -569,7 +732,8 @@ def homogenization(
 
     Args:
         responses: The response set.
-        measure: ``rouge1``, ``rouge2``, ``rougeL`` or ``bleu``.
+        measure: ``rouge1``, ``rouge2``, ``rougeL``, ``bleu`` (both directions, divmeter
+            tokens) or ``bleu-hf`` (the PATTR paper's Hugging Face BLEU, one direction).
         tokenizer: ``rouge`` (rouge-score's: lowercase, non-alphanumerics split), ``tevet``,
             ``whitespace`` or ``word``.
         lowercase: Lowercase first (default, as rouge-score; ``False`` keeps case).
@@ -579,9 +743,10 @@ def homogenization(
     Returns:
         MetricResult whose ``value`` is the mean pairwise similarity in [0, 1] (higher = less
         diverse), with ``details["diversity"] = 1 - value`` and ``details["similarity"]``, the
-        symmetric ``(m, m)`` pair matrix (for BLEU the mean of both directions; the diagonal
-        is not used). ``None`` for an empty set, a single response, or a set without any
-        token.
+        symmetric ``(m, m)`` pair matrix (for ``bleu`` the mean of both directions; for
+        ``bleu-hf`` entry ``[i, j]`` and ``[j, i]`` hold the BLEU of ``r_min(i,j)`` against
+        ``r_max(i,j)``; the diagonal is not used). ``None`` for an empty set, a single
+        response, or a set without any token.
 
     Raises:
         InvalidInputError: For a bad parameter or input.
@@ -591,18 +756,31 @@ def homogenization(
         0.333333
         >>> homogenization(["a b", "a c"]).signature
         'homogenization|measure:rougeL|tok:rouge|case:lc|stem:no|v:0.1.0'
+        >>> homogenization(["a b", "a c"], measure="bleu-hf").signature.split("|")[:5]
+        ['homogenization', 'measure:bleu-hf', 'n:4', 'smooth:none', 'tok:13a']
     """
     texts = as_texts(responses)
     measure = check_choice(measure, "measure", "homogenization", MEASURES)
-    tokens, tok_name, case = _tokenize(
-        texts, tokenizer, lowercase, use_stemmer, "homogenization"
-    )
+    if measure == "bleu-hf":
+        if tokenizer != "rouge" or lowercase is not True or use_stemmer is not False:
+            raise InvalidInputError(
+                "measure bleu-hf of homogenization fixes its tokenization (13a, case kept, no "
+                "stemming); expected tokenizer, lowercase and use_stemmer left at their "
+                f"defaults; got tokenizer={tokenizer!r}, lowercase={lowercase!r}, "
+                f"use_stemmer={use_stemmer!r}."
+            )
+        tokens, tok_name, case = [tokenize_13a(t) for t in texts], "13a", "mixed"
+    else:
+        tokens, tok_name, case = _tokenize(
+            texts, tokenizer, lowercase, use_stemmer, "homogenization"
+        )
     n = 4
+    bleu = measure in ("bleu", "bleu-hf")
     sig = make_signature(
         "homogenization",
         measure=measure,
-        n=n if measure == "bleu" else None,
-        smooth="none" if measure == "bleu" else None,
+        n=n if bleu else None,
+        smooth="none" if bleu else None,
         tok=tok_name,
         case=case,
         stem=use_stemmer if tok_name == "rouge" else None,
@@ -622,6 +800,10 @@ def homogenization(
     elif measure in ("rouge1", "rouge2"):
         k = int(measure[-1])
         sim = _f_from_overlap(_min_overlap(idx, k), idx.doc_totals(k).astype(float))
+    elif measure == "bleu-hf":
+        s = _pairwise_bleu_hf(idx, n)
+        upper = np.triu(s, k=1)
+        sim = upper + upper.T  # one direction: prediction r_i, reference r_j for i < j
     else:
         s = _pairwise_bleu(idx, n)
         sim = (s + s.T) / 2.0  # mean over ordered pairs == mean over unordered of the average

@@ -28,8 +28,15 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
                  ("cp_low", "CP low"), ("cp_high", "CP high"), ("n", "n"),
                  ("n_metric_ties", "metric ties")],
     "length-bias": [("short_win_rate", "short win rate"), ("win_ci_low", "CI low"),
-                    ("win_ci_high", "CI high"), ("spearman_length", "ρ(length)"),
-                    ("n_pools", "pools")],
+                    ("win_ci_high", "CI high"), ("spearman_raw", "ρ(score, length)"),
+                    ("spearman_p", "p(ρ)"), ("spearman_length", "ρ(diversity, length)"),
+                    ("n_in_range", "in range"), ("n_pools", "pools")],
+    "pattr-sensitivity": [("target_length", "L_T"), ("window", "W"),
+                          ("pattr_mean_length", "PATTR len"), ("mattr_mean_length", "MATTR len"),
+                          ("length_diff", "Δ length"), ("t_rouge1", "R1 t"), ("p_rouge1", "R1 p"),
+                          ("t_rouge2", "R2 t"), ("p_rouge2", "R2 p"), ("t_rougeL", "RL t"),
+                          ("p_rougeL", "RL p"), ("t_bleu-hf", "B t"), ("p_bleu-hf", "B p"),
+                          ("t_bleu", "B t"), ("p_bleu", "B p")],
 }
 
 
@@ -64,7 +71,7 @@ def columns_for(result: ProtocolResult) -> list[tuple[str, str]]:
 
 def _rows(result: ProtocolResult) -> tuple[list[str], list[list[str]]]:
     cols = columns_for(result)
-    first = "contrast" if result.protocol == "stages" else "metric"
+    first = {"stages": "contrast", "pattr-sensitivity": "setting"}.get(result.protocol, "metric")
     header = [first] + [h for _, h in cols]
     rows = [[name] + [format_value(res.values.get(k)) for k, _ in cols]
             for name, res in result.results.items()]
