@@ -432,7 +432,7 @@ def chamfer(responses: Sequence[str], *, model: str = "minilm") -> MetricResult:
     ``mean_i min_{j != i} (1 - cos(e_i, e_j))``: a one-direction cosine variant of the commonsense
     meta-evaluation's Chamfer distance. The paper's own form (appendix B, eq. 3: squared
     Euclidean distances, both directions) is ``chamfer-sqeuclidean``
-    (:func:`chamfer_sqeuclidean`); on unit-norm embeddings (``minilm``, ``mpnet``) it is exactly
+    (:func:`chamfer_sqeuclidean`); on unit-norm embeddings (``minilm``'s, for one) it is exactly
     4 times this value, so both order sets the same way. The two-set form of eq. 3 is
     :func:`chamfer_distance`.
 
@@ -480,9 +480,10 @@ def chamfer_sqeuclidean(responses: Sequence[str], *, model: str = "minilm") -> M
     both directions contribute the same term (see :func:`chamfer_within_sqeuclidean`).
 
     Relation to ``chamfer`` (``mean_i min_{j != i} (1 - cos(e_i, e_j))``): on unit-norm
-    embeddings (``minilm`` and ``mpnet`` return them) ``chamfer-sqeuclidean = 4 * chamfer``
-    exactly, so the two order sets identically; on unnormalised embeddings (``glove``'s mean
-    word vectors) they differ, because vector length then counts.
+    embeddings (``minilm`` returns them, as does any L2-normalising encoder)
+    ``chamfer-sqeuclidean = 4 * chamfer`` exactly, so the two order sets identically; on
+    unnormalised embeddings (``glove``'s mean word vectors) they differ, because vector length
+    then counts.
 
     Args:
         responses: The response set.
