@@ -351,10 +351,13 @@ def dectest(
         if pair_accuracy:
             acc, npairs = _pair_accuracy(s, v)
             row.update({"pair_accuracy": acc, "n_pairs": npairs})
+        details: dict[str, Any] = {"metric_signature": sigs[name]} if name in sigs else {}
         if contexts is not None:
             rk = st.ranking_test(sc, values, contexts, order=ranking_order, nan=nan)
             row.update({k: rk.values[k] for k in
                         ("rank_spearman", "rank_spearman_p", "rank_accuracy", "n_rank_pairs")})
+            if "reason" in rk.details:
+                details["ranking_reason"] = rk.details["reason"]
         if bootstrap is not None:
             row.update(_boot_cis({"spearman": st.spearman_stat, "pearson": st._pearson_stat},
                                  [s, v], bootstrap, ci_method, confidence, seed))
@@ -369,7 +372,6 @@ def dectest(
             resamples=bootstrap, seed=seed if (resampled or bootstrap) else None, nan=nan,
             **_data_settings(settings),
         )
-        details = {"metric_signature": sigs[name]} if name in sigs else {}
         out[name] = MetaResult("dectest", row, sig, details)
         arrays[name] = {"scores": s, "values": v}
     return ProtocolResult("dectest", out, {"nan": nan, **dict(settings or {})}, arrays)

@@ -426,6 +426,8 @@ def adjust_pvalues(pvalues: ArrayLike, method: str = "bonferroni") -> np.ndarray
 # decTest sub-sampling and ranking (Tevet & Berant section 6.3, appendix C.1)
 
 RANK_ORDERS = ("ascending", "row")
+#: Decimals kept in the ranking test's pair differences (float noise must not break ties).
+DIFF_DECIMALS = 12
 
 
 def per_value_indices(
@@ -474,7 +476,9 @@ def context_pairs(
     Only pairs with different parameter values count. ``order="ascending"`` takes every pair
     as (higher-parameter row) - (lower-parameter row), so the parameter difference is > 0;
     ``order="row"`` takes (later row) - (earlier row) in input order, as the pair would be
-    shown (set 2 minus set 1). Pairs come in row order of their first member.
+    shown (set 2 minus set 1). Pairs come in row order of their first member. Differences are
+    rounded to 12 decimals (``DIFF_DECIMALS``) so that equal differences of decimal inputs tie
+    for Spearman's average ranks (in floats, 0.6 - 0.2 != 1.0 - 0.6).
     """
     groups: dict[Any, list[int]] = {}
     for i, c in enumerate(contexts):
@@ -490,8 +494,8 @@ def context_pairs(
     if len(i):
         perm = np.lexsort((j, i))
         i, j = i[perm], j[perm]
-    dv = values[j] - values[i]
-    ds = scores[j] - scores[i]
+    dv = np.round(values[j] - values[i], DIFF_DECIMALS)
+    ds = np.round(scores[j] - scores[i], DIFF_DECIMALS)
     if order == "ascending":
         flip = np.where(dv < 0, -1.0, 1.0)
         dv, ds = dv * flip, ds * flip
