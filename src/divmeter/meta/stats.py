@@ -481,19 +481,18 @@ def context_pairs(
     for Spearman's average ranks (in floats, 0.6 - 0.2 != 1.0 - 0.6).
     """
     groups: dict[Any, list[int]] = {}
-    for i, c in enumerate(contexts):
-        groups.setdefault(c, []).append(i)
-    first, second = [], []
+    for row, c in enumerate(contexts):
+        groups.setdefault(c, []).append(row)
+    first: list[int] = []
+    second: list[int] = []
     for rows in groups.values():
         for a in range(len(rows)):
             for b in range(a + 1, len(rows)):
                 first.append(rows[a])
                 second.append(rows[b])
-    i = np.asarray(first, dtype=int)
-    j = np.asarray(second, dtype=int)
-    if len(i):
-        perm = np.lexsort((j, i))
-        i, j = i[perm], j[perm]
+    perm = np.lexsort((np.asarray(second, dtype=int), np.asarray(first, dtype=int)))
+    i = np.asarray(first, dtype=int)[perm]
+    j = np.asarray(second, dtype=int)[perm]
     dv = np.round(values[j] - values[i], DIFF_DECIMALS)
     ds = np.round(scores[j] - scores[i], DIFF_DECIMALS)
     if order == "ascending":
