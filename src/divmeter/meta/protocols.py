@@ -2,11 +2,15 @@
 
 * :func:`contest` (Tevet & Berant conTest): binary label -> Spearman rho, OCA, ROC AUC.
 * :func:`dectest` (Tevet & Berant decTest): continuous parameter -> Spearman / Pearson, the
-  repeated sub-sampling (e.g. 200 of the sets, 100 times) with mean and std, and the pairwise
-  ranking accuracy of their Table 5 (sign agreement, metric ties are misses).
+  repeated sub-sampling of section 6.3 (2 sets per temperature, or k uniform rows, 100 times)
+  with mean and std, pairwise sign accuracy, and the ranking test of appendix C.1 / Table 5
+  over pairs of sets of the same context.
 * :func:`nuggets_resample` (Tevet & Berant Appendix C.2): a form-neutralised subset.
 * :func:`paired` (CDM P1 vs P2) and :func:`stages` (Decan pipeline stages) with Wilcoxon tests,
-  d_z, sign accuracy and Bonferroni/Holm correction.
+  d_z, sign accuracy and Bonferroni/Holm correction over the pre-registered contrasts
+  (exploratory ones reported uncorrected); both orient lower-is-more-diverse metrics first.
+  :func:`paired_matched` / :func:`paired_stages` match the rows of one table by a key
+  (:func:`match_conditions`) before calling them.
 * :func:`pairwise` (Zhang et al. 2025): preference accuracy with CIs and the kappa matrix.
 * :func:`length_bias` (PATTR paper): short-response win rate, correlation with length, top-k
   filtering evaluated with ROUGE-1/2/L and BLEU homogenisation.
