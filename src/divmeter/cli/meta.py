@@ -159,13 +159,26 @@ def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty
     return table, scores, table.labels[keep], settings, res.signatures, np.flatnonzero(keep)
 
 
-def _directions(metric: list[str] | None, lower: list[str] | None) -> dict[str, str]:
-    """``"lower"`` for registry metrics whose value falls as diversity rises, and for the
-    precomputed columns named by ``--lower-is-diverse``; everything else is ``"higher"``."""
-    from divmeter.batch import resolve_metrics
-    from divmeter.registry import get_metric
+def _directions(metric: list[str] | None, lower: list[str] | None,
+                columns: list[str] | None = None) -> dict[str, str]:
+    """``"lower"`` for metrics whose value falls as diversity rises, ``"higher"`` otherwise.
 
-    dirs = {c: "lower" for c in lower or []}
+    Registry metrics (-m) know their direction; a precomputed column named like a registry
+    metric (``self-bleu:n=3``, as ``divmeter score`` writes it) takes that metric's direction;
+    columns named by ``--lower-is-diverse`` are ``"lower"`` whatever their name.
+    """
+    from divmeter.batch import resolve_metrics
+    from divmeter.errors import UnknownMetricError
+    from divmeter.registry import get_metric, parse_metric_arg
+
+    dirs: dict[str, str] = {}
+    for c in columns or []:
+        try:
+            spec = get_metric(parse_metric_arg(c)[0])
+        except (InvalidInputError, UnknownMetricError):
+            continue
+        dirs[c] = "higher" if spec.higher_is_more_diverse else "lower"
+    dirs.update({c: "lower" for c in lower or []})
     for p in resolve_metrics(list(metric)) if metric else []:
         dirs[p.column] = "higher" if get_metric(p.name).higher_is_more_diverse else "lower"
     return dirs
@@ -253,7 +266,28 @@ def dectest_cmd(
         typer.Option("--subsample", help="Tevet's repeated sub-sampling: rows per repetition "
                      "(e.g. 200).", show_default=False),
     ] = None,
+    sample: Annotated[
+        str | None,
+        typer.Option("--sample", help="Sub-sampling: per-temperature (Tevet 6.3: --per-value "
+                     "sets of each parameter value per repetition) or uniform (--subsample "
+                     "rows). Default: none, or uniform when --subsample is given.",
+                     show_default=False),
+    ] = None,
+    per_value: Annotated[int, typer.Option("--per-value", help="Sets drawn per parameter "
+                                           "value with --sample per-temperature.")] = 2,
     repeats: Annotated[int, typer.Option("--repeats", help="Sub-sampling repetitions.")] = 100,
+    ranking: Annotated[
+        bool, typer.Option("--ranking", help="Tevet's ranking test (C.1, Table 5): pairs of sets "
+                           "of the same context (--context-field), Spearman of metric vs "
+                           "parameter differences and sign accuracy.")
+    ] = False,
+    context_field: Annotated[str, typer.Option("--context-field", help="What tells contexts "
+                                               "apart for --ranking: prompt or a metadata "
+                                               "field.")] = "prompt",
+    ranking_order: Annotated[str, typer.Option("--ranking-order", help="Pair orientation for "
+                                               "--ranking: ascending (higher minus lower "
+                                               "parameter) or row (later minus earlier row).")]
+    = "ascending",
     pair_accuracy: Annotated[
         bool, typer.Option("--pair-accuracy", help="Also the pairwise ranking accuracy "
                            "(Tevet Table 5; metric ties count as misses).")
@@ -274,11 +308,13 @@ def dectest_cmd(
     _fmt(fmt)  # fail on a bad --format before any work
     from divmeter.meta.protocols import dectest
 
-    table, scores, labels, settings, sigs, _ = _scores(file, metric, column, empty, round_, workers,
-                                                    quiet)
+    table, scores, labels, settings, sigs, rows = _scores(file, metric, column, empty, round_,
+                                                       workers, quiet)
+    contexts = [_cond(_field(table, i, context_field)) for i in rows] if ranking else None
     result = dectest(scores, labels, subsample=subsample, repeats=repeats, seed=seed,
-                     pair_accuracy=pair_accuracy, bootstrap=bootstrap, ci_method=ci, nan=nan,
-                     metric_signatures=sigs, settings=settings)
+                     sample=sample, per_value=per_value, pair_accuracy=pair_accuracy,
+                     contexts=contexts, ranking_order=ranking_order, bootstrap=bootstrap,
+                     ci_method=ci, nan=nan, metric_signatures=sigs, settings=settings)
     _emit(result, fmt, source=table.source, report=report, plots=not no_plots,
           xlabel=table.label_name or "parameter", quiet=quiet)
 
@@ -345,16 +381,6 @@ def nuggets_cmd(
 # paired / stages
 
 
-def _rows_by_key(keys: list[str], conds: list[str], wanted: Any
-                 ) -> dict[str, dict[str, list[int]]]:
-    """For each key, the rows of each condition in ``wanted`` (keys in first-seen order)."""
-    pos: dict[str, dict[str, list[int]]] = {}
-    for j, (k, c) in enumerate(zip(keys, conds, strict=True)):
-        if c in wanted:
-            pos.setdefault(k, {}).setdefault(c, []).append(j)
-    return pos
-
-
 def _cond(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
@@ -366,6 +392,7 @@ def paired_cmd(
     file: FileArg,
     metric: MetricOpt = None,
     column: ColumnOpt = None,
+    lower_is_diverse: LowerOpt = None,
     by: Annotated[str, typer.Option("--by", help="What tells the conditions apart: 'label' or a "
                                     "metadata field (e.g. stage).")] = "label",
     key: Annotated[str, typer.Option("--key", help="What matches items across conditions: "
@@ -375,8 +402,15 @@ def paired_cmd(
     low: Annotated[str, typer.Option("--low", help="Its matched counterpart (P2).")] = "0",
     contrast: Annotated[
         list[str] | None,
-        typer.Option("--contrast", help="Stage contrasts instead of --high/--low: 'base>sft' "
-                     "(one-sided), 'dpo!=rlvr' (two-sided); repeatable.", show_default=False),
+        typer.Option("--contrast", help="Pre-registered stage contrasts instead of --high/--low: "
+                     "'base>sft' (one-sided), 'dpo!=rlvr' (two-sided); repeatable; one "
+                     "correction family.", show_default=False),
+    ] = None,
+    exploratory: Annotated[
+        list[str] | None,
+        typer.Option("--exploratory", help="Exploratory stage contrast, reported uncorrected "
+                     "and outside the family (Decan Table 4's DPO != RLVR); repeatable.",
+                     show_default=False),
     ] = None,
     correction: Annotated[str, typer.Option("--correction", help="bonferroni, holm or none.")]
     = "bonferroni",
@@ -397,71 +431,27 @@ def paired_cmd(
     """Paired contrasts (CDM P1 vs P2, Decan stages): Wilcoxon two/one-sided, d, sign accuracy.
 
     Items are matched by --key; the conditions come from --by. A key without exactly one item
-    in each compared condition is skipped (counted in n_unmatched).
+    in each compared condition is skipped (counted in n_unmatched). Lower-is-more-diverse
+    metrics (self-BLEU, homogenization) are negated first; each row echoes its direction.
     """
     _fmt(fmt)  # fail on a bad --format before any work
-    from divmeter.meta.protocols import ProtocolResult, paired, parse_contrast, stages
+    from divmeter.meta.protocols import paired_matched, paired_stages
 
     table, scores, _, settings, _, kept_rows = _scores(file, metric, column, empty, round_,
                                                        workers, quiet,
                                                        need_labels=by == "label")
     conds = [_cond(_field(table, i, by)) for i in kept_rows]
     keys = [_cond(_field(table, i, key)) for i in kept_rows]
-
-    def matched(a: str, b: str) -> tuple[np.ndarray, np.ndarray, int]:
-        ia, ib, skipped = [], [], 0
-        for groups in _rows_by_key(keys, conds, (a, b)).values():
-            if len(groups.get(a, [])) == 1 and len(groups.get(b, [])) == 1:
-                ia.append(groups[a][0])
-                ib.append(groups[b][0])
-            else:
-                skipped += 1
-        if not ia:
-            raise InvalidInputError(
-                f"no item matched by {key!r} has exactly one row with {by}={a} and one with "
-                f"{by}={b}; conditions found: {', '.join(sorted(set(conds))) or 'none'}."
-            )
-        return np.asarray(ia), np.asarray(ib), skipped
-
-    if not contrast:
-        ia, ib, skipped = matched(high, low)
-        settings.update({"by": by, "key": key, "high": high, "low": low,
-                         "n_unmatched": skipped})
-        result = paired({k: v[ia] for k, v in scores.items()},
-                        {k: v[ib] for k, v in scores.items()},
-                        correction=correction, zero_method=zero_method, nan=nan,
-                        bootstrap=bootstrap, ci_method=ci, seed=seed, settings=settings)
-        _emit(result, fmt, source=table.source, report=report, plots=not no_plots, quiet=quiet)
-        return
-    merged: dict[str, Any] = {}
-    arrays: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
-    for mname, sc in scores.items():
-        stage_scores: dict[str, np.ndarray] = {}
-        parsed = [parse_contrast(c) for c in contrast]
-        stage_names = list(dict.fromkeys(s for c in parsed for s in c[:2]))
-        # align every stage on the keys that have one row in each stage
-        pos = _rows_by_key(keys, conds, stage_names)
-        full = [g for g in pos.values() if all(len(g.get(s, [])) == 1 for s in stage_names)]
-        if not full:
-            raise InvalidInputError(
-                f"no {key!r} has exactly one row in each of the stages "
-                f"{', '.join(stage_names)} (by {by!r})."
-            )
-        for s in stage_names:
-            stage_scores[s] = sc[[g[s][0] for g in full]]
-        r = stages(stage_scores, contrast, correction=correction, zero_method=zero_method,
-                   nan=nan, metric=mname)
-        prefix = "" if len(scores) == 1 else f"{mname} "
-        for k2, v in r.results.items():
-            merged[prefix + k2] = v
-        for k2, v in r.arrays.items():
-            arrays[prefix + k2] = v
-        extra.setdefault("stages", {}).update(
-            {prefix + s: v for s, v in r.extra["stages"].items()})
-        settings.update({"n_unmatched": len(pos) - len(full)})
-    settings.update({"by": by, "key": key, "correction": correction, "nan": nan})
-    result = ProtocolResult("stages", merged, settings, arrays, extra)
+    dirs = _directions(metric, lower_is_diverse, list(scores))
+    if contrast or exploratory:
+        result = paired_stages(scores, conds, keys, contrast or [], exploratory=exploratory or [],
+                               by=by, key=key, correction=correction, zero_method=zero_method,
+                               nan=nan, directions=dirs, settings=settings)
+    else:
+        result = paired_matched(scores, conds, keys, high=high, low=low, by=by, key=key,
+                                directions=dirs, settings=settings, correction=correction,
+                                zero_method=zero_method, nan=nan, bootstrap=bootstrap,
+                                ci_method=ci, seed=seed)
     _emit(result, fmt, source=table.source, report=report, plots=not no_plots, quiet=quiet)
 
 

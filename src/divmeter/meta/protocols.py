@@ -2,11 +2,15 @@
 
 * :func:`contest` (Tevet & Berant conTest): binary label -> Spearman rho, OCA, ROC AUC.
 * :func:`dectest` (Tevet & Berant decTest): continuous parameter -> Spearman / Pearson, the
-  repeated sub-sampling (e.g. 200 of the sets, 100 times) with mean and std, and the pairwise
-  ranking accuracy of their Table 5 (sign agreement, metric ties are misses).
+  repeated sub-sampling of section 6.3 (2 sets per temperature, or k uniform rows, 100 times)
+  with mean and std, pairwise sign accuracy, and the ranking test of appendix C.1 / Table 5
+  over pairs of sets of the same context.
 * :func:`nuggets_resample` (Tevet & Berant Appendix C.2): a form-neutralised subset.
 * :func:`paired` (CDM P1 vs P2) and :func:`stages` (Decan pipeline stages) with Wilcoxon tests,
-  d_z, sign accuracy and Bonferroni/Holm correction.
+  d_z, sign accuracy and Bonferroni/Holm correction over the pre-registered contrasts
+  (exploratory ones reported uncorrected); both orient lower-is-more-diverse metrics first.
+  :func:`paired_matched` / :func:`paired_stages` match the rows of one table by a key
+  (:func:`match_conditions`) before calling them.
 * :func:`pairwise` (Zhang et al. 2025): preference accuracy with CIs and the kappa matrix.
 * :func:`length_bias` (PATTR paper): short-response win rate, correlation with length, top-k
   filtering evaluated with ROUGE-1/2/L and BLEU homogenisation.
@@ -34,6 +38,9 @@ __all__ = [
     "dectest",
     "nuggets_resample",
     "paired",
+    "paired_matched",
+    "paired_stages",
+    "match_conditions",
     "stages",
     "parse_contrast",
     "pairwise",
@@ -225,6 +232,40 @@ def _pair_accuracy(s: np.ndarray, v: np.ndarray, chunk: int = 512) -> tuple[floa
     return (hits / total if total else math.nan), total
 
 
+SAMPLES = ("uniform", "per-temperature")
+
+
+def _check_positive_int(value: Any, what: str, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidInputError(f"`{what}` must be an integer >= {minimum}; got {value!r}.")
+
+
+def _subsample_rows(
+    s: np.ndarray, v: np.ndarray, sample: str | None, subsample: int | None, per_value: int,
+    repeats: int, seed: int,
+) -> dict[str, Any]:
+    """Mean and std (ddof=0) of Spearman / Pearson over the repeated sub-samples."""
+    if sample == "per-temperature":
+        idx = st.per_value_indices(v, per_value, repeats, seed)
+        info: dict[str, Any] = {"sample": sample, "per_value": per_value,
+                                "subsample_n": int(idx.shape[1]), "repeats": repeats}
+    else:
+        assert subsample is not None  # checked by dectest
+        if subsample > len(s):
+            raise InvalidInputError(
+                f"`subsample` ({subsample}) is larger than the number of rows ({len(s)})."
+            )
+        rng = np.random.default_rng(seed)
+        idx = np.argsort(rng.random((repeats, len(s))), axis=1)[:, :subsample]
+        info = {"subsample": subsample, "repeats": repeats}
+    rs = st.spearman_stat(s[idx], v[idx])
+    rp = st._pearson_stat(s[idx], v[idx])
+    return {
+        "spearman_mean": float(np.nanmean(rs)), "spearman_std": float(np.nanstd(rs)),
+        "pearson_mean": float(np.nanmean(rp)), "pearson_std": float(np.nanstd(rp)), **info,
+    }
+
+
 def dectest(
     scores: Mapping[str, Any],
     values: Any,
@@ -232,7 +273,11 @@ def dectest(
     subsample: int | None = None,
     repeats: int = 100,
     seed: int = 0,
+    sample: str | None = None,
+    per_value: int = 2,
     pair_accuracy: bool = False,
+    contexts: Any = None,
+    ranking_order: str = "ascending",
     bootstrap: int | None = None,
     ci_method: str = "percentile",
     confidence: float = 0.95,
@@ -242,11 +287,30 @@ def dectest(
 ) -> ProtocolResult:
     """Tevet & Berant's decTest: correlation of each metric with a decoding parameter.
 
-    Spearman and Pearson (with p-values) on all rows; with ``subsample=k`` also the paper's
-    repeated sub-sampling (``repeats`` random subsets of k rows without replacement, one seeded
-    index matrix, vectorised) giving ``spearman_mean``/``spearman_std`` and
-    ``pearson_mean``/``pearson_std``; with ``pair_accuracy`` the Table 5 ranking accuracy;
-    with ``bootstrap=B`` seeded CIs ``spearman_ci`` and ``pearson_ci``.
+    Spearman and Pearson (with p-values) on all rows, and optionally:
+
+    * repeated sub-sampling (section 6.3: "evaluated 200 (2 random sets per temperature). For
+      automatic metrics, we repeat this 100 times ... to present the mean and standard
+      deviation"), giving ``spearman_mean``/``spearman_std`` and ``pearson_mean``/
+      ``pearson_std`` (std with ddof=0) over ``repeats`` seeded sub-samples:
+      ``sample="per-temperature"`` draws ``per_value`` sets of every distinct parameter value
+      without replacement (the paper: 2 per temperature, 100 repeats;
+      :func:`divmeter.meta.stats.per_value_indices`); ``sample="uniform"`` (or just
+      ``subsample=k``) draws k rows without replacement, whatever their value;
+    * ``pair_accuracy``: sign agreement over all pairs of rows with different values (metric
+      ties are misses);
+    * ``contexts``: the ranking test of appendix C.1 / Table 5 over pairs of sets of the same
+      context (``rank_spearman``, ``rank_accuracy``, ``n_rank_pairs``; see
+      :func:`divmeter.meta.stats.ranking_test`, ``ranking_order`` orients the pairs);
+    * ``bootstrap=B``: seeded CIs ``spearman_ci`` and ``pearson_ci``.
+
+    No sub-sampling is the default: the full-data Spearman is what the published figures
+    (Tevet Table 2's means agree with it to their two decimals; Decan Table 3) need, and the
+    sub-sampling only adds the spread.
+
+    Raises:
+        InvalidInputError: Bad ``sample``/``subsample``/``per_value``/``repeats``, a
+            ``subsample`` larger than the data, ``contexts`` of the wrong length.
 
     Example:
         >>> r = dectest({"m": [0.1, 0.3, 0.2, 0.9]}, [0.2, 0.5, 0.8, 1.1])
@@ -254,11 +318,27 @@ def dectest(
         0.8
     """
     _check_scores(scores)
+    if sample is not None and sample not in SAMPLES:
+        raise InvalidInputError(
+            f"`sample` must be one of {', '.join(SAMPLES)}; got {sample!r}."
+        )
+    if sample == "uniform" and subsample is None:
+        raise InvalidInputError("`sample='uniform'` needs `subsample` (rows per repetition).")
+    if sample == "per-temperature" and subsample is not None:
+        raise InvalidInputError(
+            "`subsample` is for sample='uniform'; with 'per-temperature' give `per_value`."
+        )
     if subsample is not None:
-        if isinstance(subsample, bool) or not isinstance(subsample, int) or subsample < 3:
-            raise InvalidInputError(f"`subsample` must be an integer >= 3; got {subsample!r}.")
-        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-            raise InvalidInputError(f"`repeats` must be an integer >= 1; got {repeats!r}.")
+        _check_positive_int(subsample, "subsample", 3)
+    if sample == "per-temperature":
+        _check_positive_int(per_value, "per_value", 1)
+    resampled = sample == "per-temperature" or subsample is not None
+    if resampled:
+        _check_positive_int(repeats, "repeats", 1)
+    if contexts is not None and ranking_order not in st.RANK_ORDERS:
+        raise InvalidInputError(
+            f"`ranking_order` must be one of {', '.join(st.RANK_ORDERS)}; got {ranking_order!r}."
+        )
     out: dict[str, MetaResult] = {}
     arrays: dict[str, Any] = {}
     sigs = metric_signatures or {}
@@ -270,34 +350,32 @@ def dectest(
             "spearman": sp.rho, "spearman_p": sp.p, "pearson": pe.r, "pearson_p": pe.p,
             "n": len(s), "n_excluded": n_bad,
         }
-        if subsample is not None:
-            if subsample > len(s):
-                raise InvalidInputError(
-                    f"`subsample` ({subsample}) is larger than the number of rows ({len(s)})."
-                )
-            rng = np.random.default_rng(seed)
-            idx = np.argsort(rng.random((repeats, len(s))), axis=1)[:, :subsample]
-            rs = st.spearman_stat(s[idx], v[idx])
-            rp = st._pearson_stat(s[idx], v[idx])
-            row.update({
-                "spearman_mean": float(np.nanmean(rs)), "spearman_std": float(np.nanstd(rs)),
-                "pearson_mean": float(np.nanmean(rp)), "pearson_std": float(np.nanstd(rp)),
-                "subsample": subsample, "repeats": repeats,
-            })
+        if resampled:
+            row.update(_subsample_rows(s, v, sample, subsample, per_value, repeats, seed))
         if pair_accuracy:
             acc, npairs = _pair_accuracy(s, v)
             row.update({"pair_accuracy": acc, "n_pairs": npairs})
+        details: dict[str, Any] = {"metric_signature": sigs[name]} if name in sigs else {}
+        if contexts is not None:
+            rk = st.ranking_test(sc, values, contexts, order=ranking_order, nan=nan)
+            row.update({k: rk.values[k] for k in
+                        ("rank_spearman", "rank_spearman_p", "rank_accuracy", "n_rank_pairs")})
+            if "reason" in rk.details:
+                details["ranking_reason"] = rk.details["reason"]
         if bootstrap is not None:
             row.update(_boot_cis({"spearman": st.spearman_stat, "pearson": st._pearson_stat},
                                  [s, v], bootstrap, ci_method, confidence, seed))
+        per_t = sample == "per-temperature"
         sig = make_signature(
-            "dectest", subsample=subsample, repeats=repeats if subsample else None,
+            "dectest", sample="per-temperature" if per_t else None,
+            per_value=per_value if per_t else None, subsample=subsample,
+            repeats=repeats if resampled else None,
             pairs="ties-miss" if pair_accuracy else None,
+            ranking=f"same-context/{ranking_order}" if contexts is not None else None,
             ci=ci_method if bootstrap else None, level=confidence if bootstrap else None,
-            resamples=bootstrap, seed=seed if (subsample or bootstrap) else None, nan=nan,
+            resamples=bootstrap, seed=seed if (resampled or bootstrap) else None, nan=nan,
             **_data_settings(settings),
         )
-        details = {"metric_signature": sigs[name]} if name in sigs else {}
         out[name] = MetaResult("dectest", row, sig, details)
         arrays[name] = {"scores": s, "values": v}
     return ProtocolResult("dectest", out, {"nan": nan, **dict(settings or {})}, arrays)
@@ -381,6 +459,7 @@ def paired(
     confidence: float = 0.95,
     seed: int = 0,
     settings: Mapping[str, Any] | None = None,
+    directions: Mapping[str, str] | None = None,
 ) -> ProtocolResult:
     """CDM-style P1 vs P2: per metric, the paired contrast of matched high (a) and low (b) items.
 
@@ -388,6 +467,12 @@ def paired(
     (``p_greater_adj``, ``p_two_sided_adj``; ``bonferroni``, ``holm`` or ``none``). With
     ``bootstrap=B``, seeded pair-bootstrap CIs ``mean_diff_ci``, ``cohen_d_ci`` and
     ``sign_accuracy_ci``.
+
+    The CDM paper (section 6.4) turns every baseline into a dissimilarity before asking whether
+    M(P1) > M(P2): a metric listed as ``"lower"`` in ``directions`` (self-BLEU, homogenization:
+    lower = more diverse) is negated first, so differences, sign accuracy and the one-sided test
+    all read "a more diverse than b". Negation keeps the paper's Table 2/4 numbers for
+    1 - self-BLEU: the differences are the same. Every row echoes its ``direction``.
 
     Example:
         >>> r = paired({"m": [3, 4, 5, 6]}, {"m": [1, 2, 6, 2]})
@@ -397,6 +482,8 @@ def paired(
     _check_scores(a)
     if set(a) != set(b):
         raise InvalidInputError("`a` and `b` must name the same metrics.")
+    a, dirs = _orient(a, directions)
+    b, _ = _orient(b, directions)
     res = {k: st.paired_contrast(a[k], b[k], zero_method=zero_method, nan=nan) for k in a}
     names = list(res)
     adj_g = st.adjust_pvalues([res[k].values["p_greater"] for k in names], correction)
@@ -405,6 +492,7 @@ def paired(
     arrays: dict[str, Any] = {}
     for i, k in enumerate(names):
         vals = dict(res[k].values)
+        vals["direction"] = dirs[k]
         vals["p_greater_adj"] = float(adj_g[i])
         vals["p_two_sided_adj"] = float(adj_2[i])
         x, _ = st._aligned([(a[k], "a"), (b[k], "b")], nan)
@@ -459,31 +547,61 @@ def parse_contrast(text: str) -> tuple[str, str, str]:
     )
 
 
+def _parse_contrasts(contrasts: Sequence[str | tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    out = []
+    for c in contrasts:
+        left, right, alt = parse_contrast(c) if isinstance(c, str) else tuple(c)
+        if alt == "less":
+            left, right, alt = right, left, "greater"
+        out.append((left, right, alt))
+    return out
+
+
+def _contrast_key(left: str, right: str, alt: str) -> str:
+    return f"{left}>{right}" if alt == "greater" else f"{left}!={right}"
+
+
 def stages(
     scores: Mapping[str, Any],
     contrasts: Sequence[str | tuple[str, str, str]],
     *,
+    exploratory: Sequence[str | tuple[str, str, str]] = (),
     correction: str = "bonferroni",
     zero_method: str = "wilcox",
     nan: str = "error",
     metric: str = "metric",
+    direction: str = "higher",
 ) -> ProtocolResult:
     """Decan-style stage contrasts: one metric scored per prompt at several pipeline stages.
 
+    Decan paper, section 6 and Table 4: three *pre-registered* one-sided paired Wilcoxon tests
+    (H1a base>SFT, H1b SFT>DPO, H1c base>RLVR) Bonferroni-corrected as a family of three
+    (p x 3), and one *exploratory* two-sided contrast (DPO != RLVR) reported uncorrected. So
+    ``contrasts`` form the corrected family and ``exploratory`` ones are tested but never join
+    it: their ``p_adj`` equals ``p``, ``exploratory`` is ``True`` and their signature says
+    ``correction:none|role:exploratory``.
+
     Args:
         scores: Stage name -> per-prompt scores (aligned: row i is the same prompt everywhere).
-        contrasts: ``"base>sft"`` (one-sided Wilcoxon, H1: base more diverse), ``"a<b"`` or
-            ``"dpo!=instruct"`` (two-sided), or ``(a, b, alternative)`` tuples.
-        correction: Family-wise correction over the contrasts (``bonferroni``, ``holm``,
-            ``none``); the Decan paper corrects its three one-sided contrasts by Bonferroni.
+        contrasts: Pre-registered contrasts: ``"base>sft"`` (one-sided Wilcoxon, H1: base more
+            diverse), ``"a<b"`` or ``"dpo!=instruct"`` (two-sided), or ``(a, b, alternative)``.
+        exploratory: Contrasts reported without correction (same syntax).
+        correction: Family-wise correction over the pre-registered contrasts (``bonferroni``,
+            ``holm``, ``none``).
         zero_method: Wilcoxon zero handling.
         nan: ``error`` or ``omit`` (per contrast).
         metric: Name of the metric, recorded in the settings.
+        direction: ``"lower"`` when a lower value means more diverse (self-BLEU): the scores
+            are negated first, so ``delta`` > 0 always means the left stage is more diverse.
 
     Returns:
         ProtocolResult keyed by contrast text, each with ``delta`` (mean difference), ``d_z``,
-        ``p`` (the contrast's alternative), ``p_adj``, ``sign_accuracy``, ``n``; ``extra`` holds
-        per-stage ``mean``/``std``/``n``.
+        ``p`` (the contrast's alternative), ``p_adj``, ``exploratory``, ``sign_accuracy``,
+        ``n``, ``direction``; ``extra`` holds per-stage ``mean``/``std``/``n`` of the raw
+        scores.
+
+    Raises:
+        InvalidInputError: No contrast, an unknown stage, a contrast given twice.
 
     Example:
         >>> r = stages({"base": [5, 6, 7, 8], "sft": [4, 4, 6, 5]}, ["base>sft"])
@@ -491,44 +609,55 @@ def stages(
         (1.75, 0.0625)
     """
     _check_scores(scores)
-    parsed = [parse_contrast(c) if isinstance(c, str) else tuple(c) for c in contrasts]
-    if not parsed:
+    pre = _parse_contrasts(contrasts)
+    exp = _parse_contrasts(exploratory)
+    if not pre and not exp:
         raise InvalidInputError("give at least one contrast, e.g. 'base>sft'.")
+    keys = [_contrast_key(*c) for c in pre + exp]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise InvalidInputError(
+            f"each contrast may be given once (pre-registered or exploratory); got "
+            f"{', '.join(twice)} twice."
+        )
+    oriented, _ = _orient(scores, {s: direction for s in scores})
     rows: dict[str, dict[str, Any]] = {}
-    pvals = []
     arrays: dict[str, Any] = {}
     details: dict[str, Any] = {}
-    for left, right, alt in parsed:
+    for i, (left, right, alt) in enumerate(pre + exp):
         for s_name in (left, right):
             if s_name not in scores:
                 raise InvalidInputError(
                     f"stage {s_name!r} not found; stages: {', '.join(scores)}."
                 )
-        if alt == "less":
-            left, right, alt = right, left, "greater"
-        key = f"{left}>{right}" if alt == "greater" else f"{left}!={right}"
-        pc = st.paired_contrast(scores[left], scores[right], zero_method=zero_method, nan=nan)
+        key = keys[i]
+        pc = st.paired_contrast(oriented[left], oriented[right], zero_method=zero_method,
+                                nan=nan)
         v = pc.values
-        p = v["p_greater"] if alt == "greater" else v["p_two_sided"]
-        pvals.append(p)
         rows[key] = {
-            "delta": v["mean_diff"], "d_z": v["cohen_d"], "p": p,
+            "delta": v["mean_diff"], "d_z": v["cohen_d"],
+            "p": v["p_greater"] if alt == "greater" else v["p_two_sided"],
             "alternative": alt, "sign_accuracy": v["sign_accuracy"], "n": v["n"],
             "n_excluded": v["n_excluded"],
         }
-        (x, z), _ = st._aligned([(scores[left], "a"), (scores[right], "b")], nan)
+        (x, z), _ = st._aligned([(oriented[left], "a"), (oriented[right], "b")], nan)
         arrays[key] = {"a": x, "b": z}
         details[key] = pc.details
-    adj = st.adjust_pvalues(pvals, correction)
+    adj = st.adjust_pvalues([rows[k]["p"] for k in keys[:len(pre)]], correction)
     out = {}
-    for i, (key, vals) in enumerate(rows.items()):
-        vals["p_adj"] = float(adj[i])
-        out[key] = MetaResult(
-            "stages", vals,
-            make_signature("stages", test="wilcoxon", zeros=zero_method, correction=correction,
-                           family=len(rows), nan=nan),
-            details[key],
+    for i, key in enumerate(keys):
+        vals = rows[key]
+        is_exp = i >= len(pre)
+        vals["p_adj"] = float(vals["p"] if is_exp else adj[i])
+        vals["exploratory"] = is_exp
+        vals["direction"] = direction
+        sig = make_signature(
+            "stages", test="wilcoxon", zeros=zero_method,
+            correction="none" if is_exp else correction,
+            family=None if is_exp else len(pre), role="exploratory" if is_exp else None,
+            direction=None if direction == "higher" else direction, nan=nan,
         )
+        out[key] = MetaResult("stages", vals, sig, details[key])
     per_stage = {}
     for name, sc in scores.items():
         arr = st._vector(sc, name)
@@ -540,6 +669,173 @@ def stages(
         "stages", out, {"nan": nan, "correction": correction, "metric": metric}, arrays,
         {"stages": per_stage},
     )
+
+
+def match_conditions(
+    keys: Sequence[str],
+    conditions: Sequence[str],
+    wanted: Sequence[str],
+    *,
+    key_name: str = "key",
+    by_name: str = "condition",
+) -> tuple[dict[str, np.ndarray], int]:
+    """Row indices that match items across conditions (CDM P1/P2 pairs, Decan stages).
+
+    An item (a ``key``: set id, prompt, ...) is kept when it has exactly one row in each
+    condition of ``wanted``; the others are skipped and counted. Items keep first-seen order.
+
+    Args:
+        keys: Per row, what matches items across conditions.
+        conditions: Per row, its condition (label, stage, ...).
+        wanted: The conditions to align.
+        key_name: Name of the key field, for the error message.
+        by_name: Name of the condition field, for the error message.
+
+    Returns:
+        (condition -> row indices, aligned so position i is the same item everywhere;
+        number of items skipped).
+
+    Raises:
+        InvalidInputError: No item has one row in every wanted condition.
+
+    Example:
+        >>> rows, skipped = match_conditions(["a", "a", "b", "c", "c"], ["1", "0", "1", "0", "1"],
+        ...                                  ["1", "0"])
+        >>> rows["1"].tolist(), rows["0"].tolist(), skipped
+        ([0, 4], [1, 3], 1)
+    """
+    if len(keys) != len(conditions):
+        raise InvalidInputError(
+            f"keys and conditions must have one entry per row; got {len(keys)} and "
+            f"{len(conditions)}."
+        )
+    want = list(dict.fromkeys(wanted))
+    pos: dict[str, dict[str, list[int]]] = {}
+    for j, (k, c) in enumerate(zip(keys, conditions, strict=True)):
+        if c in want:
+            pos.setdefault(k, {}).setdefault(c, []).append(j)
+    full = [g for g in pos.values() if all(len(g.get(c, [])) == 1 for c in want)]
+    if not full:
+        raise InvalidInputError(
+            f"no item matched by {key_name!r} has exactly one row in each of {by_name}="
+            f"{', '.join(want)}; conditions found: "
+            f"{', '.join(sorted(set(conditions))) or 'none'}."
+        )
+    rows = {c: np.asarray([g[c][0] for g in full], dtype=int) for c in want}
+    return rows, len(pos) - len(full)
+
+
+def paired_matched(
+    scores: Mapping[str, Any],
+    conditions: Sequence[str],
+    keys: Sequence[str],
+    *,
+    high: str = "1",
+    low: str = "0",
+    by: str = "label",
+    key: str = "set_id",
+    directions: Mapping[str, str] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> ProtocolResult:
+    """CDM P1 vs P2 from one table: match rows by ``keys``, then :func:`paired` per metric.
+
+    Args:
+        scores: Metric/column name -> one score per row.
+        conditions: Per row, its condition (e.g. the label ``"1"``/``"0"``).
+        keys: Per row, the item it belongs to (e.g. the scenario / sample id).
+        high: Condition expected more diverse (P1).
+        low: Its matched counterpart (P2).
+        by: Name of the condition field (echoed in the settings).
+        key: Name of the key field (echoed in the settings).
+        directions: Metric -> ``"higher"``/``"lower"`` (= more diverse), as in :func:`paired`.
+        settings: Extra settings to echo.
+        **options: Passed on to :func:`paired` (correction, zero_method, nan, bootstrap, ...).
+
+    Returns:
+        :func:`paired`'s result; settings add ``by``, ``key``, ``high``, ``low``,
+        ``n_unmatched`` (items without exactly one row in each condition).
+
+    Example:
+        >>> r = paired_matched({"m": [3, 1, 4, 2, 5, 1]}, ["1", "0"] * 3, ["a", "a", "b", "b",
+        ...                    "c", "c"])
+        >>> r.results["m"].values["sign_accuracy"], r.settings["n_unmatched"]
+        (1.0, 0)
+    """
+    _check_scores(scores)
+    rows, skipped = match_conditions(keys, conditions, [high, low], key_name=key, by_name=by)
+    info = {**dict(settings or {}), "by": by, "key": key, "high": high, "low": low,
+            "n_unmatched": skipped}
+    return paired({k: st._vector(v, k)[rows[high]] for k, v in scores.items()},
+                  {k: st._vector(v, k)[rows[low]] for k, v in scores.items()},
+                  directions=directions, settings=info, **options)
+
+
+def paired_stages(
+    scores: Mapping[str, Any],
+    conditions: Sequence[str],
+    keys: Sequence[str],
+    contrasts: Sequence[str],
+    *,
+    exploratory: Sequence[str] = (),
+    by: str = "stage",
+    key: str = "set_id",
+    correction: str = "bonferroni",
+    zero_method: str = "wilcox",
+    nan: str = "error",
+    directions: Mapping[str, str] | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> ProtocolResult:
+    """Decan stage contrasts from one table: align stages by ``keys``, then :func:`stages`.
+
+    Every stage named in any contrast (pre-registered or exploratory) is aligned on the items
+    that have exactly one row in each of them (Decan's length-matched subset is the same
+    prompts at every stage); the rest are counted in ``n_unmatched``. With several metrics,
+    results are keyed ``"<metric> <contrast>"``.
+
+    Args:
+        scores: Metric/column name -> one score per row.
+        conditions: Per row, its stage.
+        keys: Per row, the prompt / item id that matches rows across stages.
+        contrasts: Pre-registered contrasts (``"base>sft"``, ``"dpo!=rlvr"``): one
+            correction family.
+        exploratory: Contrasts reported uncorrected (Decan Table 4's DPO != RLVR row).
+        by: Name of the stage field (echoed).
+        key: Name of the key field (echoed).
+        correction: ``bonferroni`` (the paper), ``holm`` or ``none``.
+        zero_method: Wilcoxon zero handling.
+        nan: ``error`` or ``omit``.
+        directions: Metric -> ``"higher"``/``"lower"`` (= more diverse).
+        settings: Extra settings to echo.
+
+    Returns:
+        ProtocolResult of protocol ``stages`` (see :func:`stages`).
+
+    Example:
+        >>> r = paired_stages({"m": [5, 6, 7, 4, 4, 6]}, ["base"] * 3 + ["sft"] * 3,
+        ...                   ["p0", "p1", "p2"] * 2, ["base>sft"])
+        >>> r.results["base>sft"].values["delta"], r.results["base>sft"].values["p"]
+        (1.3333333333333333, 0.125)
+    """
+    _check_scores(scores)
+    parsed = _parse_contrasts(list(contrasts) + list(exploratory))
+    names = list(dict.fromkeys(s for c in parsed for s in c[:2]))
+    rows, skipped = match_conditions(keys, conditions, names, key_name=key, by_name=by)
+    merged: dict[str, MetaResult] = {}
+    arrays: dict[str, Any] = {}
+    per_stage: dict[str, Any] = {}
+    for mname, sc in scores.items():
+        vec = st._vector(sc, mname)
+        r = stages({s: vec[rows[s]] for s in names}, contrasts, exploratory=exploratory,
+                   correction=correction, zero_method=zero_method, nan=nan, metric=mname,
+                   direction=(directions or {}).get(mname, "higher"))
+        prefix = "" if len(scores) == 1 else f"{mname} "
+        merged.update({prefix + k: v for k, v in r.results.items()})
+        arrays.update({prefix + k: v for k, v in r.arrays.items()})
+        per_stage.update({prefix + s: v for s, v in r.extra["stages"].items()})
+    info = {**dict(settings or {}), "n_unmatched": skipped, "by": by, "key": key,
+            "correction": correction, "nan": nan}
+    return ProtocolResult("stages", merged, info, arrays, {"stages": per_stage})
 
 
 # --------------------------------------------------------------------------------------------

@@ -41,6 +41,9 @@ __all__ = [
     "cohen_kappa",
     "kappa_matrix",
     "bootstrap_ci",
+    "per_value_indices",
+    "context_pairs",
+    "ranking_test",
     "NAN_POLICIES",
 ]
 
@@ -417,6 +420,166 @@ def adjust_pvalues(pvalues: ArrayLike, method: str = "bonferroni") -> np.ndarray
     adj = np.minimum(np.maximum.accumulate(adj), 1.0)
     out[order] = adj
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# decTest sub-sampling and ranking (Tevet & Berant section 6.3, appendix C.1)
+
+RANK_ORDERS = ("ascending", "row")
+#: Decimals kept in the ranking test's pair differences (float noise must not break ties).
+DIFF_DECIMALS = 12
+
+
+def per_value_indices(
+    values: ArrayLike, per_value: int, repeats: int, seed: int
+) -> np.ndarray:
+    """Row indices of ``repeats`` stratified sub-samples: ``per_value`` rows of each value.
+
+    Tevet & Berant section 6.3: of 1K sets (10 per temperature, 100 temperatures) they
+    "evaluated 200 (2 random sets per temperature)" and repeated this 100 times. Each
+    repetition draws, for every distinct value, ``per_value`` of its rows without replacement
+    (all of them when the value has fewer rows); repetitions are independent. One seeded
+    ``numpy.random.default_rng(seed)`` draws a ``(repeats, n)`` matrix of uniform keys; within a
+    value the rows with the smallest keys are taken.
+
+    Args:
+        values: The parameter per row (temperature, ...), without NaN.
+        per_value: Rows drawn per distinct value (2 in the paper).
+        repeats: Number of sub-samples (100 in the paper).
+        seed: Seed of the numpy Generator.
+
+    Returns:
+        Integer array of shape ``(repeats, m)``, ``m = sum(min(per_value, count(value)))``;
+        each row lists its indices grouped by value (ascending), in random order within a value.
+
+    Example:
+        >>> idx = per_value_indices([0.2, 0.2, 0.2, 0.7, 0.7, 1.2], 2, 3, seed=0)
+        >>> idx.shape, sorted(np.asarray([0.2, 0.2, 0.2, 0.7, 0.7, 1.2])[idx[0]].tolist())
+        ((3, 5), [0.2, 0.2, 0.7, 0.7, 1.2])
+    """
+    v = _vector(values, "values")
+    codes = np.unique(v, return_inverse=True)[1].ravel()
+    counts = np.bincount(codes)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rand = np.random.default_rng(seed).random((repeats, len(v)))
+    order = np.lexsort((rand, np.broadcast_to(codes, rand.shape)), axis=-1)
+    sorted_codes = np.sort(codes, kind="stable")
+    keep = (np.arange(len(v)) - starts[sorted_codes]) < per_value
+    return order[:, keep]
+
+
+def context_pairs(
+    scores: np.ndarray, values: np.ndarray, contexts: Sequence[Any], order: str = "ascending"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Score and parameter differences over the pairs of rows that share a context.
+
+    Only pairs with different parameter values count. ``order="ascending"`` takes every pair
+    as (higher-parameter row) - (lower-parameter row), so the parameter difference is > 0;
+    ``order="row"`` takes (later row) - (earlier row) in input order, as the pair would be
+    shown (set 2 minus set 1). Pairs come in row order of their first member. Differences are
+    rounded to 12 decimals (``DIFF_DECIMALS``) so that equal differences of decimal inputs tie
+    for Spearman's average ranks (in floats, 0.6 - 0.2 != 1.0 - 0.6).
+    """
+    groups: dict[Any, list[int]] = {}
+    for row, c in enumerate(contexts):
+        groups.setdefault(c, []).append(row)
+    first: list[int] = []
+    second: list[int] = []
+    for rows in groups.values():
+        for a in range(len(rows)):
+            for b in range(a + 1, len(rows)):
+                first.append(rows[a])
+                second.append(rows[b])
+    perm = np.lexsort((np.asarray(second, dtype=int), np.asarray(first, dtype=int)))
+    i = np.asarray(first, dtype=int)[perm]
+    j = np.asarray(second, dtype=int)[perm]
+    dv = np.round(values[j] - values[i], DIFF_DECIMALS)
+    ds = np.round(scores[j] - scores[i], DIFF_DECIMALS)
+    if order == "ascending":
+        flip = np.where(dv < 0, -1.0, 1.0)
+        dv, ds = dv * flip, ds * flip
+    keep = dv != 0
+    return ds[keep], dv[keep]
+
+
+def ranking_test(
+    scores: ArrayLike,
+    values: ArrayLike,
+    contexts: Sequence[Any],
+    *,
+    order: str = "ascending",
+    nan: str = "error",
+) -> MetaResult:
+    """The ranking version of decTest (Tevet & Berant, appendix C.1 and Table 5).
+
+    "Each context is given along with two sets ... produced with different temperature
+    values"; "the automatic metrics are the difference between the scores each of the two sets
+    got". Over every pair of sets of the same context with different parameter values:
+
+    - ``rank_spearman``: Spearman rho between the metric difference and the parameter
+      difference (with ``rank_spearman_p``);
+    - ``rank_accuracy``: share of pairs where the sign of the metric difference agrees with
+      the sign of the parameter difference; a metric tie is a miss (footnote 7).
+
+    Args:
+        scores: One metric value per set.
+        values: The decoding parameter per set.
+        contexts: The context (prompt) of each set; pairs never cross contexts.
+        order: How a pair is oriented (changes the Spearman value, not the accuracy):
+            ``ascending`` (higher minus lower parameter) or ``row`` (later minus earlier row).
+        nan: ``error`` or ``omit``.
+
+    Returns:
+        MetaResult with ``rank_spearman``, ``rank_spearman_p``, ``rank_accuracy``,
+        ``n_rank_pairs``, ``n_excluded``; NaN statistics (with ``details["reason"]``) when
+        fewer than 2 pairs exist.
+
+    Raises:
+        InvalidInputError: Bad ``order``, or ``contexts`` of another length.
+
+    Example:
+        >>> r = ranking_test([0.1, 0.5, 0.2, 0.3], [0.2, 1.0, 0.4, 0.9], ["a", "a", "b", "b"])
+        >>> r.rank_accuracy, r.n_rank_pairs, round(r.rank_spearman, 3)
+        (1.0, 2, 1.0)
+    """
+    if order not in RANK_ORDERS:
+        raise InvalidInputError(
+            f"`order` of the ranking test must be one of {', '.join(RANK_ORDERS)}; got {order!r}."
+        )
+    if isinstance(contexts, (str, bytes)):
+        raise InvalidInputError("`contexts` must be a sequence (one context per set); got str.")
+    ctx = list(contexts)
+    n_rows = len(_vector(scores, "scores"))
+    if len(ctx) != n_rows:
+        raise InvalidInputError(
+            f"`contexts` must have one entry per set ({n_rows}); got {len(ctx)}."
+        )
+    (s, v, rows), n_bad = _aligned(
+        [(scores, "scores"), (values, "values"), (np.arange(n_rows), "rows")], nan, min_n=1
+    )
+    ds, dv = context_pairs(s, v, [ctx[int(r)] for r in rows], order)
+    details: dict[str, Any] = {}
+    if len(ds) >= 2 and np.ptp(ds) > 0 and np.ptp(dv) > 0:
+        res = ss.spearmanr(ds, dv)
+        rho, p = float(res.statistic), float(res.pvalue)
+    else:
+        rho = p = math.nan
+        details["reason"] = (
+            "fewer than 2 same-context pairs with different parameter values"
+            if len(ds) < 2 else "the differences are constant: Spearman is undefined"
+        )
+    values_out = {
+        "rank_spearman": rho,
+        "rank_spearman_p": p,
+        "rank_accuracy": float((np.sign(ds) == np.sign(dv)).mean()) if len(ds) else math.nan,
+        "n_rank_pairs": int(len(ds)),
+        "n_excluded": n_bad,
+    }
+    return MetaResult(
+        "ranking-test", values_out,
+        make_signature("ranking-test", pairs="same-context", order=order, ties="miss", nan=nan),
+        details,
+    )
 
 
 # --------------------------------------------------------------------------------------------
