@@ -294,16 +294,22 @@ def describe(p: Param) -> str:
         >>> describe(Param(int, ge=1, allow_none=True, default=None))
         'int>=1|None=None'
         >>> describe(Param(float, gt=0, lt=1, default=0.72))
-        'float>0<1=0.72'
+        'float(0,1)=0.72'
     """
     if p.choices is not None:
         kind = "{" + ",".join(str(c) for c in p.choices) + "}"
     else:
         kind = _TYPE_NAMES.get(p.type, "any")
-        if p.predicate is None:
-            for op, bound in ((">=", p.ge), (">", p.gt), ("<=", p.le), ("<", p.lt)):
-                if bound is not None:
-                    kind += f"{op}{_num(bound)}"
+        lo = ("[", p.ge) if p.ge is not None else ("(", p.gt) if p.gt is not None else None
+        hi = ("]", p.le) if p.le is not None else (")", p.lt) if p.lt is not None else None
+        if p.predicate is not None:
+            kind = f"({p.expected()})"
+        elif lo and hi:
+            kind += f"{lo[0]}{_num(lo[1])},{_num(hi[1])}{hi[0]}"
+        elif lo:
+            kind += (">=" if lo[0] == "[" else ">") + _num(lo[1])
+        elif hi:
+            kind += ("<=" if hi[0] == "]" else "<") + _num(hi[1])
     if p.allow_none:
         kind += "|None"
     default = _jsonable(p.default)
