@@ -313,5 +313,6 @@ def describe(p: Param) -> str:
     if p.allow_none:
         kind += "|None"
     default = _jsonable(p.default)
-    shown = repr(default) if isinstance(default, str) and default.strip() != default else default
+    blank = isinstance(default, str) and (not default or default.strip() != default)
+    shown = repr(default) if blank else default
     return f"{kind}={shown}"
