@@ -237,3 +237,19 @@ def test_set_prompt_is_passed_unless_fixed(prompt_metric: str) -> None:
     assert [r["test-prompt"] for r in score_sets(sets, [prompt_metric])] == [3.0, 0.0]
     fixed = list(score_sets(sets, ["test-prompt:prompt=four"]))
     assert [r["test-prompt:prompt=four"] for r in fixed] == [1.0, 1.0]
+
+
+def test_evaluate_is_one_core_for_score_many_and_score_sets() -> None:
+    """Batched (distinct-n) and per-set (ttr) plans over one chunk with a malformed set: every
+    outcome equals divmeter.score on that set, or the set's error (named as asked)."""
+    from divmeter.batch import evaluate
+
+    chunk = [["a b c", "a b d"], ["x", 3], [], ["one"]]
+    plans = resolve_metrics(["distinct-n:n=1", "ttr"])
+    for what, bad in ((None, "`responses[1]` must be a string; got int."),
+                      ("sets", "`sets[1][1]` must be a string; got int.")):
+        out = evaluate(chunk, plans, what=what)
+        for plan, per_set in zip(plans, out, strict=True):
+            assert str(per_set[1]) == bad and isinstance(per_set[1], InvalidInputError)
+            for i in (0, 2, 3):
+                assert per_set[i] == divmeter.score(chunk[i], plan.name, **plan.params)

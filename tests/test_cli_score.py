@@ -217,3 +217,70 @@ def test_ctrl_c_keeps_what_was_written_and_resume_finishes(tmp_path: Path) -> No
     )
     assert again.returncode == 0, again.stderr
     assert list(read_records(out)) == list(score_sets(sets, ["homogenization:measure=rougeL"]))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-m", "decan:permutations=0", "-j", "2"],
+         "metric 'decan:permutations=0': `permutations` of decan must be an integer >= 1; got 0."),
+        (["-m", "decan:format=x"],
+         "metric 'decan:format=x': `format` of decan must be one of instruct, completion; "
+         "got 'x'."),
+        (["-m", "embedding-cosine:reduction=mean", "-j", "2"],
+         "metric 'embedding-cosine:reduction=mean': `reduction` of embedding-cosine must be one "
+         "of neg-mean, one-minus-mean; got 'mean'."),
+        (["-m", "distinct-n:lowercase=maybe"],
+         "metric 'distinct-n:lowercase=maybe': `lowercase` of distinct-n must be true or false; "
+         "got 'maybe'."),
+    ],
+)
+def test_bad_parameters_exit_2_before_any_set(tmp_path: Path, args: list[str],
+                                              message: str) -> None:
+    """Issue 16: every family, every -j: one error line, exit 2, no output file."""
+    out = tmp_path / "out.jsonl"
+    proc = run("score", str(EXAMPLE), *args, "-o", str(out))
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == f"divmeter: error: {message}\n"
+    assert not out.exists()
+
+
+def test_list_shows_parameter_types_and_choices() -> None:
+    result = CliRunner().invoke(app, ["list", "--format", "json"])
+    assert result.exit_code == 0
+    specs = {s["name"]: s for s in json.loads(result.output)}
+    assert specs["self-bleu"]["parameters"]["variant"] == {
+        "type": "str", "default": "corpus", "choices": ["corpus", "sentence"],
+        "constraint": "one of corpus, sentence", "doc": "corpus BLEU or mean sentence BLEU",
+    }
+    assert specs["distinct-n"]["parameters"]["n"]["constraint"] == "an integer >= 1 or none"
+    assert specs["distinct-n"]["params"] == {"n": None, "n_max": 5, "tokenizer": "tevet",
+                                             "lowercase": False}
+    table = CliRunner().invoke(app, ["list", "--family", "form"], env={"COLUMNS": "250"})
+    assert "variant: {corpus,sentence}=corpus" in table.output
+    assert "n: int>=1|None=None" in table.output
+
+
+def test_score_file_is_what_the_command_runs(tmp_path: Path) -> None:
+    """The library run (divmeter.runner.score_file) writes the same bytes as the command."""
+    from divmeter.runner import score_file
+
+    lib, cli = tmp_path / "lib.jsonl", tmp_path / "cli.jsonl"
+    run_ = score_file(EXAMPLE, ["distinct-n", "distinct-n:n=2"], str(lib))
+    assert (run_.scored, run_.skipped, run_.has_label) == (8, 0, True)
+    proc = run("score", str(EXAMPLE), *METRICS, "-o", str(cli), "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert lib.read_bytes() == cli.read_bytes()
+    assert score_file(EXAMPLE, ["distinct-n", "distinct-n:n=2"]).records == expected()
+
+
+def test_score_command_stays_thin() -> None:
+    """Issue 9: the command parses and prints; no function of cli/score.py is over 80 lines."""
+    import ast
+
+    import divmeter.cli.score as mod
+
+    tree = ast.parse(Path(mod.__file__).read_text(encoding="utf-8"))
+    long = [(f.name, f.end_lineno - f.lineno + 1) for f in ast.walk(tree)
+            if isinstance(f, ast.FunctionDef) and f.end_lineno - f.lineno + 1 > 80]
+    assert long == []

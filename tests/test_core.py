@@ -129,3 +129,13 @@ def test_ngram_index_no_cross_document_ngrams() -> None:
     assert doc.tolist() == [0, 3] and m == 2
     ids3, doc3, m3 = idx.order(3)
     assert ids3.size == 0 and m3 == 0
+
+
+def test_ngram_index_order_beyond_every_text_is_empty_at_once() -> None:
+    """Issue 16: an order longer than every text has no n-gram; it must not build the orders in
+    between (n=10**9 used to run for ever)."""
+    idx = NgramIndex.from_tokens([["a", "b", "c"], ["a", "b", "d"]])
+    ids, doc, m = idx.order(10**9)
+    assert (ids.size, doc.size, m) == (0, 0, 0)
+    assert max(idx._orders) == 10**9 and len(idx._orders) == 5  # orders 1..4, then 10**9
+    assert idx.order(2)[2] == 3 and idx.pooled_counts(10**9).size == 0

@@ -261,3 +261,46 @@ def test_an_immutable_batch_is_tokenized_once_per_tokenizer() -> None:
         assert batched is not None
         _assert_same_results(batched(frozen, **params), list(frozen), metric, **params)
         assert lexical._interned(frozen, tevet) is first
+
+
+def test_on_error_null_gives_a_null_with_the_reason_and_goes_on() -> None:
+    sets = [["a b", "a c"], ["a", 3], "a b"]
+    got = score_many(sets, "distinct-n:n=1", on_error="null")
+    assert got[0] == score(["a b", "a c"], "distinct-n:n=1")
+    assert got[1] == MetricResult("distinct-n", None, "",
+                                  reason="`sets[1][1]` must be a string; got int.")
+    assert got[2].value is None and got[2].reason is not None
+    assert got[2].reason.startswith("`sets[2]` must be a list of strings; got a single str.")
+    with pytest.raises(InvalidInputError, match=r"^`sets\[1\]\[1\]` must be a string; got int\."):
+        score_many(sets, "distinct-n:n=1")
+    with pytest.raises(InvalidInputError, match="`on_error` must be one of raise, null; got 'x'"):
+        score_many(sets, "distinct-n", on_error="x")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="`n` of distinct-n must be an integer >= 1"):
+        score_many(sets, "distinct-n", on_error="null", n=0)  # parameters raise either way
+
+
+def _renamed_many(sets: list[list[str]]) -> list[MetricResult]:
+    return [_demo(s) for s in sets]
+
+
+def test_a_batch_target_bound_under_another_name_still_resolves() -> None:
+    """The registry stores the callables, so a batched function whose module name differs from
+    its __qualname__ (the kmeans-inertia case) cannot break the batch path."""
+    renamed = _renamed_many
+    renamed.__qualname__ = "no_such_attribute"
+    register("demo-renamed", family="form", granularity="set", higher_is_more_diverse=True,
+             bounds=(0, None), citation="none")(_demo)
+    try:
+        register_batch("demo-renamed")(renamed)
+        assert get_metric("demo-renamed").load_batch() is renamed
+        assert [r.value for r in score_many([["a"], ["a", "b"]], "demo-renamed")] == [1.0, 2.0]
+        with pytest.raises(ValueError, match="batch target of 'demo-renamed' is not callable"):
+            register_batch("demo-renamed")(3)  # type: ignore[arg-type]
+    finally:
+        _REGISTRY.pop("demo-renamed")
+        renamed.__qualname__ = "_renamed_many"
+
+
+@pytest.mark.parametrize("spec", [s for s in list_metrics() if s.batch], ids=lambda s: s.name)
+def test_every_batch_path_resolves(spec: Any) -> None:
+    assert callable(spec.load_batch())

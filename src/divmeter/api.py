@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from divmeter.data.model import as_texts
+from divmeter.batch import OnError, evaluate, resolve_metrics
+from divmeter.errors import InvalidInputError
 from divmeter.registry import check_params, get_metric, parse_metric_arg
 from divmeter.result import MetricResult
 
@@ -28,7 +29,9 @@ def score(responses: Any, metric: str, **params: Any) -> MetricResult:
 
     Raises:
         UnknownMetricError: If the metric is not registered.
-        InvalidInputError: For malformed responses or unknown parameters.
+        InvalidInputError: For malformed responses, or parameters the metric does not declare
+            or whose value breaks its declaration (``"`n` of distinct-n must be an integer >=
+            1; got 0."``).
 
     Example:
         >>> score(["a b c", "a b d"], "distinct-n", n=1).value
@@ -41,7 +44,9 @@ def score(responses: Any, metric: str, **params: Any) -> MetricResult:
     return spec.load()(responses, **merged)  # type: ignore[no-any-return]
 
 
-def score_many(sets: Iterable[Any], metric: str, **params: Any) -> list[MetricResult]:
+def score_many(
+    sets: Iterable[Any], metric: str, *, on_error: OnError = "raise", **params: Any
+) -> list[MetricResult]:
     """Score many response sets with one metric: ``[score(s, metric, **params) for s in sets]``,
     faster.
 
@@ -49,12 +54,18 @@ def score_many(sets: Iterable[Any], metric: str, **params: Any) -> list[MetricRe
     distinct-n, entropy-n, ead, ngram-diversity, self-repetition, ngram-cosine) score the whole
     list at once, which on many small sets is about twice as fast as one call per set; the
     others are scored one set at a time. Either way each result is identical to :func:`score`
-    on that set (value, reason, signature, details).
+    on that set (value, reason, signature, details). This is the same core that ``divmeter
+    score`` runs (:func:`divmeter.batch.evaluate`).
 
     Args:
         sets: Response sets: lists of strings or :class:`~divmeter.data.ResponseSet` s (or the
             metric's own input kind, for metrics that do not take texts).
         metric: A registered name, optionally with parameters, as in :func:`score`.
+        on_error: ``"raise"``: a malformed set (or one the metric rejects) raises its
+            :class:`~divmeter.errors.InvalidInputError`; ``"null"``: it gets a result with
+            ``value=None``, an empty signature and the error message as ``reason``, and the
+            other sets are scored (as ``divmeter score`` does). Bad parameters raise either way,
+            before any set is scored.
         **params: The metric's parameters.
 
     Returns:
@@ -62,22 +73,29 @@ def score_many(sets: Iterable[Any], metric: str, **params: Any) -> list[MetricRe
 
     Raises:
         UnknownMetricError: If the metric is not registered.
-        InvalidInputError: For unknown or bad parameters, or a malformed set (the message
-            names it: ``"`sets[3][1]` must be a string; got int."``).
+        InvalidInputError: For unknown or bad parameters, a bad ``on_error``, or (with
+            ``on_error="raise"``) a malformed set (the message names it:
+            ``"`sets[3][1]` must be a string; got int."``).
 
     Example:
         >>> [r.value for r in score_many([["a b c", "a b d"], []], "distinct-n", n=1)]
         [0.6666666666666666, None]
+        >>> score_many([["a b"], "oops"], "ttr", on_error="null")[1].reason
+        "`sets[1]` must be a list of strings; got a single str. Wrap it in a list: ['oops']."
     """
+    if on_error not in ("raise", "null"):
+        raise InvalidInputError(f"`on_error` must be one of raise, null; got {on_error!r}.")
     name, inline = parse_metric_arg(metric)
     spec = get_metric(name)
     merged = {**inline, **params}
     check_params(spec, merged)
+    (plan,) = resolve_metrics([(spec.name, merged)])
     items = list(sets)
-    if spec.input == "texts":
-        texts = [as_texts(s, what=f"sets[{i}]") for i, s in enumerate(items)]
-        batched = spec.load_batch()
-        if batched is not None:
-            return batched(texts, **merged)  # type: ignore[no-any-return]
-    fn = spec.load()
-    return [fn(s, **merged) for s in items]
+    out: list[MetricResult] = []
+    for res in evaluate(items, [plan], what="sets", min_batch=1)[0]:
+        if isinstance(res, InvalidInputError):
+            if on_error == "raise":
+                raise res
+            res = MetricResult(spec.name, None, "", reason=str(res))
+        out.append(res)
+    return out

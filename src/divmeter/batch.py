@@ -20,15 +20,15 @@ order::
 
 Metrics with a ``prompt`` parameter (Decan) get each set's prompt unless the run fixes one.
 
-Sets are scored in chunks (:data:`BATCH_SIZE` in this process): metrics with a batched
-implementation (:func:`divmeter.registry.register_batch`, e.g. distinct-n) score a whole chunk
-in one call, with results identical to per-set calls; the others run set by set. Records are
-still yielded one per set, in input order.
+One core, :func:`evaluate`, scores a chunk of sets with every metric, for
+:func:`divmeter.score_many` and for :func:`score_sets` (in this process or in workers): metrics
+with a batched implementation (:func:`divmeter.registry.register_batch`, e.g. distinct-n) score a
+whole chunk in one call, with results identical to per-set calls; the others run set by set.
+Records are still yielded one per set, in input order.
 
-Parameter mistakes are not set problems: they are caught before the first set (every ``form``
-metric, and ``content`` metrics when running in-process, are called once on a small probe set),
-so a bad ``n`` fails the run at once instead of filling a file with nulls. ``lm`` and ``judge``
-metrics are not probed (too costly); a bad parameter there shows as a null on every set.
+Parameter mistakes are not set problems: every parameter of every metric is checked against the
+metric's declaration (:mod:`divmeter.params`) before the first set, for every family and any
+number of workers, so a bad ``n`` fails the run at once instead of filling a file with nulls.
 """
 
 from __future__ import annotations
@@ -40,16 +40,18 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from divmeter.data.io import detect_format, read_records
 from divmeter.data.model import ResponseSet, as_texts
-from divmeter.errors import InvalidInputError
+from divmeter.errors import InvalidInputError, UnknownMetricError
 from divmeter.registry import check_params, column_name, get_metric, parse_metric_arg
+from divmeter.result import MetricResult
 
 __all__ = [
     "MetricPlan",
     "resolve_metrics",
+    "evaluate",
     "score_sets",
     "Summary",
     "RECORD_KEYS",
@@ -62,8 +64,7 @@ RECORD_KEYS = ("set_id", "row", "label", "reasons", "per_response", "signatures"
 
 MetricArg = str | tuple[str, Mapping[str, Any]]
 ProgressFn = Callable[[int, int | None], None]
-
-_PROBE = ["the cat sat on the mat today", "a dog ran across the green park"]
+OnError = Literal["raise", "null"]
 
 #: Sets scored together, in this process, by metrics with a batched implementation
 #: (:func:`divmeter.registry.register_batch`); records still come out one per set, in order.
@@ -84,11 +85,13 @@ class MetricPlan:
 
 
 def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
-    """Resolve ``"name:k=v"`` strings or ``(name, params)`` pairs into :class:`MetricPlan` s.
+    """Resolve ``"name:k=v"`` strings or ``(name, params)`` pairs into :class:`MetricPlan` s,
+    checking every parameter against the metric's declaration.
 
     Raises:
         UnknownMetricError: For an unregistered name (with suggestions).
-        InvalidInputError: For undocumented parameters, no metrics, or two requests that give
+        InvalidInputError: For undeclared or bad parameters (``"metric 'distinct-n:n=0': `n` of
+            distinct-n must be an integer >= 1; got 0."``), no metrics, or two requests that give
             the same column.
 
     Example:
@@ -100,12 +103,21 @@ def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
     plans: list[MetricPlan] = []
     seen: set[str] = set()
     for m in metrics:
-        if isinstance(m, str):
-            name, params = parse_metric_arg(m)
-        else:
-            name, params = m[0], dict(m[1])
-        spec = get_metric(name)
-        check_params(spec, params)
+        label = m.strip() if isinstance(m, str) else None
+        try:
+            if isinstance(m, str):
+                name, params = parse_metric_arg(m)
+            else:
+                name, params = m[0], dict(m[1])
+            spec = get_metric(name)
+            label = label or column_name(name, params)
+            check_params(spec, params)
+        except UnknownMetricError:
+            raise
+        except InvalidInputError as exc:
+            if str(exc).startswith("metric ") or label is None:
+                raise
+            raise InvalidInputError(f"metric {label!r}: {exc}") from None
         col = column_name(name, params)
         if col in seen:
             raise InvalidInputError(f"metric column {col!r} is requested twice.")
@@ -125,96 +137,110 @@ def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
 
 
 # --------------------------------------------------------------------------------------------
-# scoring one set (runs in the main process or in workers)
+# the core: a chunk of sets x the plans (runs in the main process or in workers)
 
-_FN_CACHE: dict[str, Callable[..., Any]] = {}
-
-
-def _fn(name: str) -> Callable[..., Any]:
-    fn = _FN_CACHE.get(name)
-    if fn is None:
-        fn = _FN_CACHE[name] = get_metric(name).load()
-    return fn
-
-
-_BATCH_CACHE: dict[str, Callable[..., Any] | None] = {}
+Outcome = MetricResult | InvalidInputError
 
 
 def _batch_fn(p: MetricPlan) -> Callable[..., Any] | None:
     """The batched implementation of a plan's metric, when it has one and it applies."""
     if p.input != "texts" or p.uses_prompt:
         return None
-    if p.name not in _BATCH_CACHE:
-        _BATCH_CACHE[p.name] = get_metric(p.name).load_batch()
-    return _BATCH_CACHE[p.name]
+    return get_metric(p.name).load_batch()
 
 
-def _batched(
-    chunk: Sequence[tuple[int, ResponseSet]], plans: Sequence[MetricPlan]
-) -> dict[int, list[Any]]:
-    """Results of the plans with a batched implementation for every set of ``chunk``:
-    ``{plan index: [MetricResult, or the InvalidInputError of a malformed set, per set]}``.
+def evaluate(
+    inputs: Sequence[Any],
+    plans: Sequence[MetricPlan],
+    *,
+    prompts: Sequence[str | None] | None = None,
+    what: str | None = None,
+    min_batch: int = 2,
+) -> list[list[Outcome]]:
+    """Score a chunk of sets with every plan: ``out[plan][set]`` is the
+    :class:`~divmeter.result.MetricResult`, or the :class:`~divmeter.errors.InvalidInputError`
+    that set raised (a malformed set, or a set the metric cannot take).
 
-    Each result is identical to the per-set call's. A plan whose batched call raises
-    :class:`InvalidInputError` (a parameter the probe could not check) is left out: its sets are
-    then scored one by one, each with its own error.
+    Parameters are taken as already checked (:func:`resolve_metrics`). Sets of texts are
+    validated once for every plan; plans with a batched implementation score all valid sets in
+    one call (on one immutable tuple of tuples, so metrics may share work on it, e.g. tokenize it
+    once per tokenizer) when there are at least ``min_batch`` of them; the others call the metric
+    once per set. Each result is identical to :func:`divmeter.score` on that set.
+
+    Args:
+        inputs: What each set is passed to the metric as (a list of strings, or the metric's
+            own input kind).
+        plans: The metrics.
+        prompts: Each set's prompt, for metrics that take the set's prompt.
+        what: How a malformed set is named in its error: ``"sets"`` gives ``sets[3][1]``; by
+            default the metric's own wording (``responses[1]``).
+        min_batch: The fewest sets worth a batched call.
+
+    Example:
+        >>> [[r.value for r in per_plan]
+        ...  for per_plan in evaluate([["a b", "a c"], []], resolve_metrics(["distinct-n:n=1"]))]
+        [[0.75, None]]
     """
-    out: dict[int, list[Any]] = {}
-    if len(chunk) < 2:  # nothing to share: the per-set functions are quicker
-        return out
-    texts: tuple[tuple[str, ...], ...] = ()
-    slots: list[Any] = []  # None for a valid set, else its error
-    for j, p in enumerate(plans):
-        fn = _batch_fn(p)
-        if fn is None:
-            continue
-        if not slots:  # validate the sets once, for every batched plan
+    texts: tuple[tuple[str, ...], ...] | None = None
+    errors: list[InvalidInputError | None] = []
+
+    def validated() -> tuple[tuple[str, ...], ...]:
+        nonlocal texts
+        if texts is None:
             valid: list[tuple[str, ...]] = []
-            for _, s in chunk:
+            for i, s in enumerate(inputs):
                 try:
-                    valid.append(tuple(as_texts(s.responses)))
-                    slots.append(None)
+                    label = {} if what is None else {"what": f"{what}[{i}]"}
+                    valid.append(tuple(as_texts(s, **label)))
+                    errors.append(None)
                 except InvalidInputError as exc:
-                    slots.append(exc)
-            # immutable, and the same object for every plan: metrics may share work on it
-            # (e.g. the form metrics tokenize it once per tokenizer)
+                    errors.append(exc)
             texts = tuple(valid)
-        try:
-            results = iter(fn(texts, **p.params))
-        except InvalidInputError:
-            continue
-        out[j] = [next(results) if slot is None else slot for slot in slots]
+        return texts
+
+    out: list[list[Outcome]] = []
+    for p in plans:
+        if p.input == "texts":
+            validated()
+        many = _batch_fn(p)
+        if many is not None and len(inputs) >= min_batch:
+            try:
+                results = iter(many(validated(), **p.params))
+                out.append([next(results) if err is None else err for err in errors])
+                continue
+            except InvalidInputError:  # not expected after the checks: score set by set
+                pass
+        fn = get_metric(p.name).load()
+        row: list[Outcome] = []
+        for i, s in enumerate(inputs):
+            bad = errors[i] if p.input == "texts" else None
+            if bad is not None:
+                row.append(bad)
+                continue
+            kwargs = dict(p.params)
+            if p.uses_prompt and prompts is not None and prompts[i] is not None:
+                kwargs["prompt"] = prompts[i]
+            try:
+                row.append(fn(s, **kwargs))
+            except InvalidInputError as exc:
+                row.append(exc)
+        out.append(row)
     return out
 
 
-def _score_one(
-    row: int,
-    s: ResponseSet,
-    plans: Sequence[MetricPlan],
-    done: Mapping[int, Any] | None = None,
-) -> dict[str, Any]:
-    """The record of one set; ``done`` holds results already computed by :func:`_batched`
-    (``{plan index: MetricResult or InvalidInputError}``)."""
+def _record(row: int, s: ResponseSet, plans: Sequence[MetricPlan], outcomes: Sequence[Outcome]
+            ) -> dict[str, Any]:
+    """The flat record of one set from its outcome under each plan."""
     rec: dict[str, Any] = {"set_id": s.set_id, "row": row}
     if s.label is not None:
         rec["label"] = s.label
     reasons: dict[str, str] = {}
     per_response: dict[str, Any] = {}
     signatures: dict[str, str] = {}
-    for j, p in enumerate(plans):
-        kwargs = dict(p.params)
-        if p.uses_prompt and s.prompt is not None:
-            kwargs["prompt"] = s.prompt
-        try:
-            if done is not None and j in done:
-                res = done[j]
-                if isinstance(res, InvalidInputError):
-                    raise res
-            else:
-                res = _fn(p.name)(s.responses, **kwargs)
-        except InvalidInputError as exc:
+    for p, res in zip(plans, outcomes, strict=True):
+        if isinstance(res, InvalidInputError):
             rec[p.column] = None
-            reasons[p.column] = str(exc)
+            reasons[p.column] = str(res)
             continue
         value = res.value
         if value is not None:
@@ -248,23 +274,13 @@ def _floats(values: Any) -> list[float | None] | None:
 def _score_chunk(
     chunk: list[tuple[int, ResponseSet]], plans: Sequence[MetricPlan]
 ) -> list[dict[str, Any]]:
-    done = _batched(chunk, plans)
+    """Records of a chunk of ``(row, set)`` (in this process or a worker)."""
+    outcomes = evaluate([s.responses for _, s in chunk], plans,
+                        prompts=[s.prompt for _, s in chunk])
     return [
-        _score_one(row, s, plans, {j: r[i] for j, r in done.items()})
+        _record(row, s, plans, [per_plan[i] for per_plan in outcomes])
         for i, (row, s) in enumerate(chunk)
     ]
-
-
-def _probe(plans: Sequence[MetricPlan], *, in_process: bool) -> None:
-    for p in plans:
-        if p.input != "texts" or p.family in {"lm", "judge"}:
-            continue
-        if p.family != "form" and not in_process:
-            continue
-        try:
-            _fn(p.name)(list(_PROBE), **p.params)
-        except InvalidInputError as exc:
-            raise InvalidInputError(f"metric {p.column!r}: {exc}") from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -402,7 +418,6 @@ def score_sets(
         raise InvalidInputError(f"`workers` must be an integer >= 1; got {workers!r}.")
     if total is None and hasattr(sets, "__len__"):
         total = len(sets)  # type: ignore[arg-type]
-    _probe(plans, in_process=workers == 1)
     skip = skip or {}
     done = 0
 
@@ -435,9 +450,8 @@ def score_sets(
     if workers == 1:
         batched = any(_batch_fn(p) is not None for p in plans)
         for chunk in _chunks(pending(), (chunk_size or BATCH_SIZE) if batched else 1):
-            pre = _batched(chunk, plans)
-            for i, (row, s) in enumerate(chunk):
-                yield finish(_score_one(row, s, plans, {j: r[i] for j, r in pre.items()}))
+            for rec in _score_chunk(chunk, plans):
+                yield finish(rec)
         return
 
     size = chunk_size or (

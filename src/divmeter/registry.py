@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from divmeter.errors import InvalidInputError, UnknownMetricError
+from divmeter.params import Param, parse_value, validate
 
 __all__ = [
     "MetricSpec",
@@ -24,6 +25,7 @@ __all__ = [
     "get_metric",
     "list_metrics",
     "parse_metric_arg",
+    "check_params",
     "column_name",
 ]
 
@@ -57,12 +59,16 @@ class MetricSpec:
         bounds: (low, high) of the headline value; ``None`` for unbounded.
         citation: The paper that defines the metric (as implemented here).
         target: ``"module:function"`` implementing it.
-        params: Documented parameters with their defaults.
+        params: Documented parameters with their defaults (``{name: default}``).
+        schema: The declared parameters (``{name: Param}``): type, constraint, default, doc;
+            :func:`check_params` validates a call against them.
         description: One line for ``divmeter list``.
         extra: The pip extra the metric needs, or ``None`` for the core.
         input: ``texts`` (a list of strings) or ``instantiations`` (CDM: lists of phrases).
         batch: ``"module:function"`` of an optional batched implementation (see
             :func:`register_batch`), or ``None``: then many sets are scored one by one.
+        fn: The registered function itself (so the name in ``target`` cannot fail to resolve).
+        batch_fn: The registered batched function itself.
     """
 
     name: str
@@ -77,13 +83,18 @@ class MetricSpec:
     extra: str | None = None
     input: str = "texts"
     batch: str | None = None
+    schema: Mapping[str, Param] = field(default_factory=dict)
+    fn: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
+    batch_fn: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
 
     def load(self) -> Callable[..., Any]:
-        """Import and return the function implementing the metric."""
-        return _resolve(self.target)
+        """The function implementing the metric."""
+        return self.fn if self.fn is not None else _resolve(self.target)
 
     def load_batch(self) -> Callable[..., Any] | None:
-        """Import and return the batched implementation, or ``None`` when there is none."""
+        """The batched implementation, or ``None`` when there is none."""
+        if self.batch_fn is not None:
+            return self.batch_fn
         if self.batch is None:
             return None
         return _resolve(self.batch)
@@ -96,6 +107,7 @@ class MetricSpec:
             "direction": "higher" if self.higher_is_more_diverse else "lower",
             "bounds": list(self.bounds),
             "params": {k: _jsonable_default(v) for k, v in self.params.items()},
+            "parameters": {k: p.to_dict() for k, p in self.schema.items()},
             "extra": self.extra,
             "input": self.input,
             "description": self.description,
@@ -128,12 +140,16 @@ def register(
     higher_is_more_diverse: bool,
     bounds: tuple[float | None, float | None],
     citation: str,
-    params: Mapping[str, Any] | None = None,
+    params: Mapping[str, Param | Any] | None = None,
     description: str = "",
     extra: str | None = None,
     input: str = "texts",
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering a metric function under ``name``.
+
+    ``params`` declares the metric's keyword parameters, each a
+    :class:`~divmeter.params.Param` (type, constraint, default, doc); a bare value is taken as an
+    undeclared default (no check beyond the name).
 
     Example:
         >>> @register("demo-metric", family="form", granularity="set",
@@ -147,6 +163,10 @@ def register(
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         if name in _REGISTRY and _REGISTRY[name].target != f"{fn.__module__}:{fn.__name__}":
             raise ValueError(f"metric {name!r} is registered twice")
+        schema = {
+            k: v if isinstance(v, Param) else Param(object, default=v)
+            for k, v in (params or {}).items()
+        }
         _REGISTRY[name] = MetricSpec(
             name=name,
             family=family,
@@ -155,10 +175,12 @@ def register(
             bounds=bounds,
             citation=citation,
             target=f"{fn.__module__}:{fn.__name__}",
-            params=dict(params or {}),
+            params={k: p.default for k, p in schema.items()},
             description=description or ((fn.__doc__ or "").strip().splitlines() or [""])[0],
             extra=extra,
             input=input,
+            schema=schema,
+            fn=fn,
         )
         return fn
 
@@ -171,9 +193,10 @@ def register_batch(name: str) -> Callable[[Callable[..., Any]], Callable[..., An
     The decorated function takes a sequence of response sets, each already validated as a list
     (or tuple) of strings, and the metric's keyword parameters; it returns one
     :class:`~divmeter.result.MetricResult` per set, identical (value, reason, signature, details)
-    to calling the metric on each set. It may raise
-    :class:`~divmeter.errors.InvalidInputError` for bad parameters. :func:`divmeter.score_many`
-    and ``divmeter score`` use it; metrics without one are scored set by set.
+    to calling the metric on each set. Its parameters are already validated against the
+    metric's declarations. :func:`divmeter.score_many` and ``divmeter score`` use it; metrics
+    without one are scored set by set. The function itself is stored, so whatever name it is
+    bound to in its module, the batch path resolves.
 
     Example:
         >>> @register("demo-metric", family="form", granularity="set",
@@ -189,7 +212,11 @@ def register_batch(name: str) -> Callable[[Callable[..., Any]], Callable[..., An
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         if name not in _REGISTRY:
             raise ValueError(f"register_batch: metric {name!r} is not registered (yet)")
-        _REGISTRY[name] = replace(_REGISTRY[name], batch=f"{fn.__module__}:{fn.__qualname__}")
+        if not callable(fn):
+            raise ValueError(f"register_batch: the batch target of {name!r} is not callable")
+        _REGISTRY[name] = replace(
+            _REGISTRY[name], batch=f"{fn.__module__}:{fn.__qualname__}", batch_fn=fn
+        )
         return fn
 
     return deco
@@ -237,35 +264,22 @@ def get_metric(name: str) -> MetricSpec:
         ) from None
 
 
-def _coerce(value: str) -> Any:
-    low = value.lower()
-    if low in {"true", "yes"}:
-        return True
-    if low in {"false", "no"}:
-        return False
-    if low in {"inf", "+inf", "infinity"}:
-        return float("inf")
-    if low in {"none", "null"}:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        pass
-    try:
-        return float(value)
-    except ValueError:
-        return value
-
-
 def parse_metric_arg(arg: str) -> tuple[str, dict[str, Any]]:
-    """Parse ``NAME[:k=v,k=v]`` as used on the command line.
+    """Parse ``NAME[:k=v,k=v]`` as used on the command line, each value read as its declared
+    type (:meth:`divmeter.params.Param.parse`) and checked. Values of a name that is not
+    registered are read by :func:`divmeter.params.parse_value`.
+
+    Raises:
+        InvalidInputError: For malformed ``k=v`` items, undeclared parameters or bad values
+            (``lowercase=maybe``).
 
     Example:
         >>> parse_metric_arg("self-bleu:variant=corpus,n=4")
         ('self-bleu', {'variant': 'corpus', 'n': 4})
     """
     name, _, rest = arg.partition(":")
-    params: dict[str, Any] = {}
+    name = name.strip()
+    raw: dict[str, str] = {}
     if rest:
         for item in rest.split(","):
             key, eq, value = item.partition("=")
@@ -274,18 +288,27 @@ def parse_metric_arg(arg: str) -> tuple[str, dict[str, Any]]:
                     f"metric argument {arg!r}: parameters must be written k=v separated by "
                     f"commas, e.g. 'self-bleu:n=3,variant=corpus'; got {item!r}."
                 )
-            params[key.strip()] = _coerce(value.strip())
-    return name.strip(), params
+            raw[key.strip()] = value.strip()
+    _load_families()
+    spec = _REGISTRY.get(name)
+    if spec is None:  # callers report the unknown name (with suggestions)
+        return name, {k: parse_value(v) for k, v in raw.items()}
+    validate(spec.name, spec.schema, {k: None for k in raw if k not in spec.schema})
+    params = {k: spec.schema[k].parse(v, k, spec.name) for k, v in raw.items()}
+    return name, params
 
 
 def check_params(spec: MetricSpec, params: Mapping[str, Any]) -> None:
-    """Reject parameters the metric does not document."""
-    unknown = [k for k in params if k not in spec.params]
-    if unknown:
-        valid = ", ".join(spec.params) or "none"
-        raise InvalidInputError(
-            f"metric {spec.name!r} has no parameter {unknown[0]!r}; its parameters are: {valid}."
-        )
+    """Validate a call's parameters against the metric's declarations
+    (:func:`divmeter.params.validate`): undeclared names, bad values, bad combinations.
+
+    Example:
+        >>> check_params(get_metric("distinct-n"), {"n": 0})
+        Traceback (most recent call last):
+        ...
+        divmeter.errors.InvalidInputError: `n` of distinct-n must be an integer >= 1; got 0.
+    """
+    validate(spec.name, spec.schema, params)
 
 
 def column_name(name: str, params: Mapping[str, Any]) -> str:

@@ -48,7 +48,9 @@ def list_cmd(
     ] = None,
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
-    """List every registered metric with its family, granularity, direction and parameters."""
+    """List every registered metric with its family, granularity, direction and parameters
+    (each as name: type and constraint = default; --format json adds each one's doc)."""
+    from divmeter.params import describe
     from divmeter.registry import list_metrics
 
     specs = list_metrics(family)
@@ -64,7 +66,7 @@ def list_cmd(
     for col in ("name", "family", "granularity", "direction", "params", "needs", "description"):
         table.add_column(col, overflow="fold")
     for s in specs:
-        params = ", ".join(f"{k}={v}" for k, v in s.params.items())
+        params = "\n".join(f"{k}: {describe(p)}" for k, p in s.schema.items())
         table.add_row(
             s.name,
             s.family,

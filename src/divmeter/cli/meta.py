@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated, Any
 
 import numpy as np
 import typer
 
+from divmeter.cli.progress import progress_bar
 from divmeter.errors import InvalidInputError
 
 meta_app = typer.Typer(
@@ -86,21 +85,6 @@ def _note(msg: str, quiet: bool) -> None:
         typer.echo(f"divmeter: note: {msg}", err=True)
 
 
-@contextmanager
-def _progress(show: bool, total: int) -> Iterator[Any]:
-    """A rich progress bar on stderr while metrics are computed (nothing when not shown)."""
-    if not show:
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    with Progress("scoring", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("scoring", total=total)
-        yield lambda done, _total: bar.update(task, completed=done)
-
-
 def _fmt(fmt: str | None) -> str:
     if fmt is None:
         return "table" if sys.stdout.isatty() else "json"
@@ -137,7 +121,7 @@ def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty
     from divmeter.meta.loaders import load_table, resolve_scores
 
     table = load_table(file)
-    with _progress(bool(metric) and not quiet and sys.stderr.isatty(), len(table)) as callback:
+    with progress_bar(bool(metric) and not quiet and sys.stderr.isatty(), len(table)) as callback:
         res = resolve_scores(table, metrics=metric or (), columns=column or (), empty=empty,
                              workers=workers, progress=callback)
     if res.n_empty and empty == "drop":

@@ -1,14 +1,12 @@
 """``divmeter score``: score every set of a file with one or more metrics.
 
-Parsing and formatting only; the work is :func:`divmeter.batch.score_sets`.
+Parsing and printing only; the work is :func:`divmeter.runner.score_file`.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -19,78 +17,67 @@ __all__ = ["score_cmd"]
 
 _OUT_FORMATS = ("table", "json", "jsonl", "csv", "parquet")
 
+InputArg = Annotated[str, typer.Argument(
+    help="Response sets: .jsonl, .json, .csv (long or Tevet wide form), .parquet, "
+    "optionally .gz; '-' reads stdin.", metavar="INPUT", show_default=False)]
+MetricOpt = Annotated[list[str], typer.Option(
+    "--metric", "-m",
+    help="Metric to compute, NAME[:k=v,...]; repeat for several (see `divmeter list`).",
+    metavar="NAME[:k=v,...]", show_default=False)]
+OutputOpt = Annotated[str | None, typer.Option(
+    "--output", "-o",
+    help="Write results here, streaming (format from the extension unless --format).",
+    metavar="OUT")]
+FormatOpt = Annotated[str | None, typer.Option(
+    "--format", "-f",
+    help="Output format: table, json, jsonl, csv, parquet. Default: from -o's "
+    "extension; without -o a table on a terminal and JSONL when piped.", metavar="FORMAT")]
+InputFormatOpt = Annotated[str | None, typer.Option(
+    "--input-format", help="jsonl, json, csv or parquet (default: from the extension).",
+    metavar="FORMAT")]
+SummaryOpt = Annotated[bool, typer.Option(
+    "--summary",
+    help="Print mean, std, count and nulls per metric at the end (stderr, or after the "
+    "table); with --format json also stored in the output as 'summary'.")]
+ResumeOpt = Annotated[bool, typer.Option(
+    "--resume", help="Skip the sets already in OUTPUT (from an interrupted run) and append.")]
+WorkersOpt = Annotated[int, typer.Option(
+    "--workers", "-j", help="Processes to spread the sets over.", min=1)]
+SignaturesOpt = Annotated[bool, typer.Option(
+    "--signatures", help="Add each metric's signature to every record.")]
+QuietOpt = Annotated[bool, typer.Option(
+    "--quiet", "-q", help="No progress bar and no closing note.")]
+
+
+def _destination(output: str | None, fmt: str | None, resume: bool) -> tuple[str | None, str]:
+    """Where records go (``None``: a table on the terminal, ``"-"``: stdout) and the format."""
+    if fmt is not None and fmt.lower() not in _OUT_FORMATS:
+        raise InvalidInputError(f"--format must be one of {', '.join(_OUT_FORMATS)}; got {fmt!r}.")
+    if output is not None and output != "-":
+        if fmt is not None and fmt.lower() == "table":
+            raise InvalidInputError(
+                "--format table prints to the terminal; for a file use json, jsonl, csv or parquet."
+            )
+        return output, (fmt or "").lower()
+    if resume:
+        raise InvalidInputError("--resume needs an output file (-o OUT) to resume from.")
+    chosen = (fmt or ("table" if sys.stdout.isatty() else "jsonl")).lower()
+    if chosen == "parquet":
+        raise InvalidInputError("Parquet output needs a file: add -o OUT.parquet.")
+    return (None if chosen == "table" else "-"), chosen
+
 
 def score_cmd(
-    input: Annotated[
-        str,
-        typer.Argument(
-            help="Response sets: .jsonl, .json, .csv (long or Tevet wide form), .parquet, "
-            "optionally .gz; '-' reads stdin.",
-            metavar="INPUT",
-            show_default=False,
-        ),
-    ],
-    metric: Annotated[
-        list[str],
-        typer.Option(
-            "--metric",
-            "-m",
-            help="Metric to compute, NAME[:k=v,...]; repeat for several (see `divmeter list`).",
-            metavar="NAME[:k=v,...]",
-            show_default=False,
-        ),
-    ],
-    output: Annotated[
-        str | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Write results here, streaming (format from the extension unless --format).",
-            metavar="OUT",
-        ),
-    ] = None,
-    fmt: Annotated[
-        str | None,
-        typer.Option(
-            "--format",
-            "-f",
-            help="Output format: table, json, jsonl, csv, parquet. Default: from -o's "
-            "extension; without -o a table on a terminal and JSONL when piped.",
-            metavar="FORMAT",
-        ),
-    ] = None,
-    input_format: Annotated[
-        str | None,
-        typer.Option(
-            "--input-format",
-            help="jsonl, json, csv or parquet (default: from the extension).",
-            metavar="FORMAT",
-        ),
-    ] = None,
-    summary: Annotated[
-        bool,
-        typer.Option(
-            "--summary",
-            help="Print mean, std, count and nulls per metric at the end (stderr, or after the "
-            "table); with --format json also stored in the output as 'summary'.",
-        ),
-    ] = False,
-    resume: Annotated[
-        bool,
-        typer.Option(
-            "--resume", help="Skip the sets already in OUTPUT (from an interrupted run) and append."
-        ),
-    ] = False,
-    workers: Annotated[
-        int, typer.Option("--workers", "-j", help="Processes to spread the sets over.", min=1)
-    ] = 1,
-    signatures: Annotated[
-        bool,
-        typer.Option("--signatures", help="Add each metric's signature to every record."),
-    ] = False,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="No progress bar and no closing note.")
-    ] = False,
+    input: InputArg,
+    metric: MetricOpt,
+    output: OutputOpt = None,
+    fmt: FormatOpt = None,
+    input_format: InputFormatOpt = None,
+    summary: SummaryOpt = False,
+    resume: ResumeOpt = False,
+    workers: WorkersOpt = 1,
+    signatures: SignaturesOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Score every response set in INPUT with the given metrics.
 
@@ -100,157 +87,36 @@ def score_cmd(
 
     Example: divmeter score examples/stories.jsonl -m distinct-n -m self-bleu:n=3 -o scores.jsonl
     """
-    from divmeter.batch import Summary, completed_rows, resolve_metrics, score_sets
-    from divmeter.data.io import detect_format, open_record_writer, read_sets
+    from divmeter.batch import resolve_metrics
+    from divmeter.cli.progress import progress_bar
+    from divmeter.runner import score_file
 
-    plans = resolve_metrics(metric)
-    columns = [p.column for p in plans]
-
-    # where the results go -------------------------------------------------------------------
-    if fmt is not None and fmt.lower() not in _OUT_FORMATS:
-        raise InvalidInputError(f"--format must be one of {', '.join(_OUT_FORMATS)}; got {fmt!r}.")
-    to_stdout = output is None or output == "-"
-    if to_stdout:
-        out_fmt = (fmt or ("table" if sys.stdout.isatty() else "jsonl")).lower()
-        if out_fmt == "parquet":
-            raise InvalidInputError("Parquet output needs a file: add -o OUT.parquet.")
-        if resume:
-            raise InvalidInputError("--resume needs an output file (-o OUT) to resume from.")
-    else:
-        if fmt is not None and fmt.lower() == "table":
-            raise InvalidInputError(
-                "--format table prints to the terminal; for a file use json, jsonl, csv or parquet."
-            )
-        out_fmt = detect_format(output, fmt)  # type: ignore[arg-type]
-        parent = Path(output).parent  # type: ignore[arg-type]
-        if not parent.is_dir():
-            raise InvalidInputError(f"output folder {str(parent)!r} does not exist.")
-
-    # what is already done (--resume) ----------------------------------------------------------
-    skip: dict[int, str] = {}
-    agg = Summary(columns)
-    appending = False
-    if resume and output is not None:
-        skip, old = completed_rows(output, out_fmt, columns=columns)
-        for rec in old:
-            agg.add(rec)
-        appending = bool(old) or Path(output).exists()
-
-    # the input: a validating counting pass for files (so a malformed file stops before any
-    # output is written, and the progress bar knows the total) ----------------------------------
-    total: int | None = None
-    if input != "-":
-        total = sum(1 for _ in read_sets(input, input_format))
-    sets = read_sets(input, input_format)
-    first = next(sets, None)
-    has_label = first is not None and first.label is not None
-    sets = itertools.chain([first] if first is not None else [], sets)
-
-    record_cols = ["set_id", "row"] + (["label"] if has_label else []) + columns + ["reasons"]
-    if any(p.granularity == "response" for p in plans):
-        record_cols.append("per_response")
-    if signatures:
-        record_cols.append("signatures")
-
-    show_progress = not quiet and sys.stderr.isatty()
-    table_rows: list[dict[str, Any]] = []
-    writer = None
-    if out_fmt != "table":
-        writer = open_record_writer(
-            "-" if to_stdout else output,  # type: ignore[arg-type]
-            out_fmt,
-            columns=record_cols,
-            append=appending,
-        )
-
-    progress_cm, callback = _progress(show_progress, total, len(skip))
-    new = 0
+    resolve_metrics(metric)  # bad metrics and parameters before any option problem
+    dest, out_fmt = _destination(output, fmt, resume)
     try:
-        with progress_cm:
-            for rec in score_sets(
-                sets,
-                [(p.name, p.params) for p in plans],
-                workers=workers,
-                progress=callback,
-                total=total,
-                skip=skip,
-                summary=agg,
-                with_signatures=True,
-            ):
-                if not signatures:
-                    rec.pop("signatures", None)
-                new += 1
-                if writer is None:
-                    table_rows.append(rec)
-                else:
-                    writer.write(rec)
-        if writer is not None:
-            if summary and out_fmt == "json":
-                writer.extra = {"summary": agg.to_dict()}
-            writer.close()
-            writer = None
+        with progress_bar(not quiet and sys.stderr.isatty()) as callback:
+            run = score_file(input, metric, dest, fmt=out_fmt or None, input_format=input_format,
+                             resume=resume, workers=workers, signatures=signatures,
+                             summary_in_output=summary, progress=callback)
     except BrokenPipeError:  # e.g. `divmeter score ... | head`
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         raise typer.Exit(0) from None
-    finally:
-        if writer is not None:  # interrupted: keep what was written (JSON/Parquet: the sidecar)
-            writer.__exit__(KeyboardInterrupt, None, None)
 
-    # report ---------------------------------------------------------------------------------
     from rich.console import Console
 
-    if out_fmt == "table":
-        out_console = Console()
-        out_console.print(_results_table(table_rows, columns, has_label))
+    stats = run.summary.to_dict()
+    if dest is None:
+        Console().print(_results_table(run.records, run.columns, run.has_label))
         if summary:
-            out_console.print(_summary_table(agg.to_dict()))
+            Console().print(_summary_table(stats))
     elif summary:
-        Console(stderr=True).print(_summary_table(agg.to_dict()))
-    if not quiet and not to_stdout:
-        resumed = f" ({len(skip)} already there)" if skip else ""
-        nulls = agg.to_dict()["metrics"]
-        null_note = ", ".join(f"{c}: {v['nulls']}" for c, v in nulls.items() if v["nulls"])
-        typer.echo(
-            f"divmeter: scored {new} sets{resumed} -> {output}"
-            + (f"; nulls {null_note}" if null_note else ""),
-            err=True,
-        )
-
-
-def _progress(show: bool, total: int | None, already: int) -> tuple[Any, Any]:
-    """A rich progress bar on stderr (a no-op context when not shown) and its callback."""
-    import contextlib
-
-    if not show:
-        return contextlib.nullcontext(), None
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("scoring"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-    task = progress.add_task("score", total=total, completed=0)
-
-    def callback(done: int, total_: int | None) -> None:
-        progress.update(task, completed=done)
-
-    return progress, callback
+        Console(stderr=True).print(_summary_table(stats))
+    if not quiet and dest not in (None, "-"):
+        resumed = f" ({run.skipped} already there)" if run.skipped else ""
+        nulls = ", ".join(f"{c}: {v['nulls']}" for c, v in stats["metrics"].items() if v["nulls"])
+        typer.echo(f"divmeter: scored {run.scored} sets{resumed} -> {output}"
+                   + (f"; nulls {nulls}" if nulls else ""), err=True)
 
 
 def _fmt_value(v: Any) -> str:

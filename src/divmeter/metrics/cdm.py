@@ -53,6 +53,7 @@ import numpy as np
 
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_positive, undefined
+from divmeter.params import Param
 from divmeter.registry import register
 from divmeter.result import MetricResult, make_signature
 
@@ -255,7 +256,15 @@ def _phi_for(model: str) -> tuple[Callable[[list[str]], np.ndarray], Any, int | 
     higher_is_more_diverse=True,
     bounds=(0.0, 1.0),
     citation=CITATION,
-    params={"model": "minilm", "family": None, "lam": None, "zeta": None, "gamma": None},
+    params={"model": Param(str, default="minilm", doc="encoder: minilm, glove, a path or a name"),
+            "family": Param(str, choices=FAMILIES, allow_none=True, default=None,
+                            doc="embedding family of the defaults (None: from the model)"),
+            "lam": Param(float, ge=0, le=1, allow_none=True, default=None,
+                         expect="a number in [0, 1]", doc="lambda (None: family default)"),
+            "zeta": Param(float, gt=0, allow_none=True, default=None,
+                          doc="zeta (None: family default)"),
+            "gamma": Param(float, gt=0, allow_none=True, default=None,
+                           doc="gamma (None: family default)")},
     description="Contextual Diversity Measure of k position-aligned filler lists (mean over "
     "positions and instantiation pairs of a tanh-scaled directional/orthogonal change)",
     extra="embed",

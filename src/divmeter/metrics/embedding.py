@@ -24,6 +24,7 @@ from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, check_positive, undefined
 from divmeter.metrics.reduce import REDUCTIONS, diversity_from_similarity
 from divmeter.metrics.vendi import vendi_from_features
+from divmeter.params import Param
 from divmeter.registry import register
 from divmeter.result import MetricResult, make_signature
 
@@ -373,7 +374,9 @@ def _sig(name: str, model: str, **items: Any) -> str:
     higher_is_more_diverse=True,
     bounds=(-1.0, 2.0),
     citation=f"{TEVET} (sent-BERT, neg-mean); {COMMONSENSE} (one-minus-mean); {SBERT}",
-    params={"model": "minilm", "reduction": "neg-mean"},
+    params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
+            "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
+                               doc="how similarities become a diversity")},
     description="Mean pairwise cosine of sentence embeddings, flipped to a diversity "
     "(neg-mean: Tevet's sent-BERT; one-minus-mean: self-cosSim)",
     extra="embed",
@@ -421,7 +424,7 @@ def embedding_cosine(
     higher_is_more_diverse=True,
     bounds=(0.0, 2.0),
     citation=COMMONSENSE,
-    params={"model": "minilm"},
+    params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name")},
     description="Mean cosine distance of each response to its nearest other response (cosine "
     "variant; the paper's eq. 3 form is chamfer-sqeuclidean)",
     extra="embed",
@@ -466,7 +469,7 @@ def chamfer(responses: Sequence[str], *, model: str = "minilm") -> MetricResult:
     higher_is_more_diverse=True,
     bounds=(0.0, None),
     citation=f"{COMMONSENSE}: eq. 3 with B = A, self-matches left out",
-    params={"model": "minilm"},
+    params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name")},
     description="Chamfer distance of eq. 3 of a set with itself: twice the mean squared "
     "Euclidean distance of each response's embedding to its nearest other (4 x chamfer on unit "
     "vectors)",
@@ -518,7 +521,8 @@ def chamfer_sqeuclidean(responses: Sequence[str], *, model: str = "minilm") -> M
     higher_is_more_diverse=True,
     bounds=(1.0, None),
     citation=f"{FRIEDMAN}; VS-embed as in {COMMONSENSE}",
-    params={"q": 1.0, "model": "minilm"},
+    params={"q": Param(float, gt=0, default=1.0, doc="order of the Vendi score (inf allowed)"),
+            "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name")},
     description="Vendi score of order q with the cosine kernel of sentence embeddings",
     extra="embed",
 )
@@ -556,7 +560,10 @@ def vendi_embedding(
     higher_is_more_diverse=True,
     bounds=(0.0, None),
     citation=DU_BLACK,
-    params={"k": 2, "seed": 0, "n_init": 10, "model": "minilm"},
+    params={"k": Param(int, ge=1, default=2, doc="clusters"),
+            "seed": Param(int, ge=0, default=0, doc="seed of the k-means initialisations"),
+            "n_init": Param(int, ge=1, default=10, doc="k-means restarts"),
+            "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name")},
     description="Inertia of seeded k-means (k clusters) on L2-normalised sentence embeddings",
     extra="embed",
 )
@@ -602,7 +609,9 @@ def kmeans_inertia_metric(
     higher_is_more_diverse=True,
     bounds=(0.0, 2.0),
     citation=REMOTE_CLIQUE,
-    params={"distance": "euclidean", "model": "minilm"},
+    params={"distance": Param(str, choices=("euclidean", "cosine"), default="euclidean",
+                              doc="pairwise distance"),
+            "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name")},
     description="Mean pairwise distance of L2-normalised sentence embeddings",
     extra="embed",
 )
@@ -669,7 +678,12 @@ def set_idf(ids: Sequence[np.ndarray]) -> list[np.ndarray]:
     higher_is_more_diverse=True,
     bounds=(-1.0, 1.0),
     citation=f"{BERTSCORE}; reduced to a set diversity as in {TEVET}",
-    params={"model": "minilm", "layer": None, "idf": False, "reduction": "neg-mean"},
+    params={"model": Param(str, default="minilm", doc="token encoder: alias, path or name"),
+            "layer": Param(int, ge=0, allow_none=True, default=None,
+                           doc="hidden layer (None: the model's default)"),
+            "idf": Param(bool, default=False, doc="idf-weighted matching"),
+            "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
+                               doc="how similarities become a diversity")},
     description="BERTScore F1 between responses (greedy matching of contextual token "
     "embeddings), flipped to a diversity",
     extra="embed",

@@ -39,6 +39,7 @@ import numpy as np
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
+from divmeter.params import Param
 from divmeter.registry import register
 from divmeter.result import MetricResult, make_signature
 
@@ -641,14 +642,16 @@ def decan_surprisal(
     bounds=(0.0, None),
     citation=DECAN,
     params={
-        "prompt": "",
-        "permutations": 50,
-        "format": "instruct",
-        "model": "gemma-3-270m",
-        "seed": 0,
-        "max_bytes": None,
-        "threads": None,
-        "dtype": "float32",
+        "prompt": Param(str, allow_none=True, default="", doc="the prompt (default: the set's)"),
+        "permutations": Param(int, ge=1, default=50, doc="response orders averaged"),
+        "format": Param(str, choices=FORMATS, default="instruct", doc="prompt template"),
+        "model": Param(str, default="gemma-3-270m", doc="base LM: alias or GGUF path"),
+        "seed": Param(int, ge=0, default=0, doc="seed of the permutations"),
+        "max_bytes": Param(int, ge=1, allow_none=True, default=None,
+                           doc="truncate each response to this many UTF-8 bytes"),
+        "threads": Param(int, ge=1, allow_none=True, default=None, doc="torch threads"),
+        "dtype": Param(str, choices=("float32", "bfloat16"), default="float32",
+                       doc="LM weights' dtype"),
     },
     description="Decan D = C x a_n: residual per-byte surprise of a base LM after in-context "
     "reading of the other responses, weighted by coherence",

@@ -36,6 +36,7 @@ from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.reduce import REDUCTIONS, diversity_from_similarity
+from divmeter.params import LOWERCASE, Param, tokenizer_param
 from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult, make_signature
 from divmeter.text import NgramIndex, Tokenizer, get_tokenizer
@@ -207,7 +208,10 @@ def _distinct_setup(n: int | None, n_max: int, tokenizer: str, lowercase: bool
     higher_is_more_diverse=True,
     bounds=(0.0, 1.0),
     citation=f"{LI2016}; averaged over n=1..5 as in {TEVET}",
-    params={"n": None, "n_max": 5, "tokenizer": "tevet", "lowercase": False},
+    params={"n": Param(int, ge=1, allow_none=True, default=None,
+                       doc="one n-gram order (None: mean over 1..n_max)"),
+            "n_max": Param(int, ge=1, default=5, doc="highest n-gram order when n is None"),
+            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Unique n-grams / all n-grams pooled over the set; mean over n=1..n_max "
     "unless `n` is given",
 )
@@ -310,7 +314,15 @@ def _entropy_value(total: int, xlogx: float, base: float) -> float:
     citation="Shannon entropy of n-gram frequencies (Ent-n), e.g. Zhang et al. 2018, "
     "Generating Informative and Diverse Conversational Responses via Adversarial "
     "Information Maximization (NeurIPS)",
-    params={"n": None, "n_max": 5, "base": "e", "tokenizer": "tevet", "lowercase": False},
+    params={"n": Param(int, ge=1, allow_none=True, default=None,
+                       doc="one n-gram order (None: mean over 1..n_max)"),
+            "n_max": Param(int, ge=1, default=5, doc="highest n-gram order when n is None"),
+            "base": Param(float, default="e", doc="logarithm base",
+                          predicate=lambda b: b in ("e", "nats", "bits") or (
+                              isinstance(b, (int, float)) and not isinstance(b, bool)
+                              and 0 < b < float("inf") and b != 1),
+                          expect="'e', 'bits' or a number > 0 other than 1"),
+            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Shannon entropy of the n-gram distribution pooled over the set (nats by "
     "default, bits with base=2); mean over n=1..n_max unless `n` is given",
 )
@@ -388,8 +400,11 @@ def _ead_one(unique: int, total: int, v: int) -> float:
     higher_is_more_diverse=True,
     bounds=(0.0, None),
     citation=f"{LIU2022}; averaged over n=1..5 with V=50257 as in {KIRK2023}",
-    params={"n": None, "n_max": 5, "vocab_size": GPT2_VOCAB, "tokenizer": "tevet",
-            "lowercase": False},
+    params={"n": Param(int, ge=1, allow_none=True, default=None,
+                       doc="one n-gram order (None: mean over 1..n_max)"),
+            "n_max": Param(int, ge=1, default=5, doc="highest n-gram order when n is None"),
+            "vocab_size": Param(int, ge=1, default=GPT2_VOCAB, doc="vocabulary size V"),
+            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Expectation-adjusted distinct: unique n-grams / V(1-((V-1)/V)^C); mean over "
     "n=1..n_max unless `n` is given",
 )
@@ -509,8 +524,12 @@ def _ngram_cosine_setup(n: int | None, n_max: int, reduction: str, tokenizer: st
     higher_is_more_diverse=True,
     bounds=(-1.0, 0.0),
     citation=f"{TEVET} (cos-sim, section 5 reduction)",
-    params={"n": None, "n_max": 5, "reduction": "neg-mean", "tokenizer": "tevet",
-            "lowercase": False},
+    params={"n": Param(int, ge=1, allow_none=True, default=None,
+                       doc="one n-gram order (None: mean over 1..n_max)"),
+            "n_max": Param(int, ge=1, default=5, doc="highest n-gram order when n is None"),
+            "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
+                               doc="how similarities become a diversity"),
+            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Minus the mean pairwise cosine of n-gram count vectors, mean over n=1..n_max "
     "(Tevet & Berant's cos-sim)",
 )
@@ -601,7 +620,8 @@ def _ngram_diversity_setup(n_max: int, tokenizer: str, lowercase: bool
     higher_is_more_diverse=True,
     bounds=(0.0, None),
     citation=f"{SHAIB2024} (NGD; `diversity` package's ngram_diversity_score)",
-    params={"n_max": 4, "tokenizer": "whitespace", "lowercase": False},
+    params={"n_max": Param(int, ge=1, default=4, doc="sum over n-gram orders 1..n_max"),
+            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="N-gram diversity score: sum over n=1..n_max of unique/total n-grams, "
     "n-grams not crossing response boundaries",
 )
@@ -669,7 +689,8 @@ def _compressed_size(data: bytes, algo: str) -> int:
     higher_is_more_diverse=False,
     bounds=(0.0, None),
     citation=f"{SHAIB2024} (CR; `diversity` package's compression_ratio)",
-    params={"algorithm": "gzip", "separator": " "},
+    params={"algorithm": Param(str, choices=ALGORITHMS, default="gzip", doc="compressor"),
+            "separator": Param(str, default=" ", doc="joins the texts before compressing")},
     description="UTF-8 size of the texts joined by `separator` / their compressed size "
     "(gzip level 9 or xz preset 6), compressed once; higher = more repetitive",
 )
@@ -773,7 +794,8 @@ def _log1p_ints(x: np.ndarray) -> np.ndarray:
     higher_is_more_diverse=False,
     bounds=(0.0, None),
     citation=f"{SALKAR2022}; score as defined in {SHAIB2024} and its `diversity` package",
-    params={"n": 4, "tokenizer": "whitespace", "lowercase": False},
+    params={"n": Param(int, ge=1, default=4, doc="n-gram order"),
+            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Mean over responses of ln(1 + number of (n-gram, other response) matches of "
     "the response's distinct n-grams); higher = more repetitive",
 )

@@ -48,6 +48,7 @@ from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError, MissingDependencyError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.reduce import diversity_from_similarity, mean_pairwise
+from divmeter.params import LOWERCASE, Param, tokenizer_param
 from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult, make_signature
 from divmeter.text import NgramIndex, get_tokenizer
@@ -381,13 +382,18 @@ def _check_self_bleu_params(n: Any, variant: Any, smooth: Any) -> tuple[int, str
     higher_is_more_diverse=False,
     bounds=(0.0, 1.0),
     citation=f"corpus: {COMMONSENSE}; sentence: {ZHU2018}",
-    params={
-        "n": 4,
-        "variant": "corpus",
-        "tokenizer": "whitespace",
-        "lowercase": False,
-        "smooth": None,
-    },
+    params={"n": Param(int, ge=1, default=4, doc="highest n-gram order of BLEU"),
+            "variant": Param(str, choices=VARIANTS, default="corpus",
+                             doc="corpus BLEU or mean sentence BLEU"),
+            "tokenizer": tokenizer_param("whitespace", TOKENIZER_NAMES), "lowercase": LOWERCASE,
+            "smooth": Param(
+                str, choices=("none", "coco", "method1"), allow_none=True, default=None,
+                doc="smoothing; none = the variant's own (corpus: none, sentence: method1)",
+                relation=lambda sm, p: None if sm is None or sm in SMOOTHINGS.get(
+                    p["variant"], ()) else (
+                    f"with variant={p['variant']} must be one of "
+                    f"{', '.join(SMOOTHINGS.get(p['variant'], ()))}; got {sm!r}.")),
+            },
     description="BLEU-n of each response against all the others (corpus-level or mean "
     "sentence-level); details['diversity'] = 1 - self-BLEU",
 )
@@ -685,10 +691,14 @@ def _pairwise_bleu_hf(idx: NgramIndex, n: int) -> np.ndarray:
     bounds=(0.0, 1.0),
     citation=SHAIB2024,
     params={
-        "measure": "rougeL",
-        "tokenizer": "rouge",
-        "lowercase": True,
-        "use_stemmer": False,
+        "measure": Param(str, choices=MEASURES, default="rougeL", doc="pairwise similarity"),
+        "tokenizer": tokenizer_param("rouge", TOKENIZER_NAMES),
+        "lowercase": Param(bool, default=True, doc="lowercase before tokenizing"),
+        "use_stemmer": Param(
+            bool, default=False, doc="Porter stemming (rouge tokenizer only)",
+            relation=lambda stem, p: None if not stem or p["tokenizer"] == "rouge" else (
+                "applies to the rouge tokenizer only (as in rouge-score); got use_stemmer=True "
+                f"with tokenizer={p['tokenizer']!r}.")),
     },
     description="Mean pairwise ROUGE-1/2/L F-measure or sentence BLEU over the set "
     "(higher = more homogeneous); details['diversity'] = 1 - score",

@@ -44,6 +44,7 @@ from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.lexical import ALGORITHMS, _compressed_size
+from divmeter.params import LOWERCASE, Param, tokenizer_param
 from divmeter.registry import register
 from divmeter.result import MetricResult
 from divmeter.result import make_signature as _make_signature
@@ -306,7 +307,7 @@ def _tok_sig(tok: Tokenizer) -> dict[str, str]:
     higher_is_more_diverse=True,
     bounds=(0.0, 1.0),
     citation=f"Johnson 1944; as defined (eq. 4) in {PATTR_PAPER}",
-    params=dict(_TOK),
+    params={"tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Type-token ratio of each response (unique words / words), mean over the set",
 )
 def ttr(
@@ -375,7 +376,8 @@ def _mattr_values(enc: _Encoded, window: int) -> tuple[np.ndarray, np.ndarray]:
     higher_is_more_diverse=True,
     bounds=(0.0, 1.0),
     citation=f"{COVINGTON2010}; used per response in {PATTR_PAPER}",
-    params={"window": 50, **_TOK},
+    params={"window": Param(int, ge=1, default=50, doc="window length in words"),
+            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Moving-average type-token ratio over windows of `window` words, per response; "
     "a response shorter than the window gets its plain TTR",
 )
@@ -439,7 +441,9 @@ def mattr(
     higher_is_more_diverse=True,
     bounds=(0.0, 1.0),
     citation=f"{PATTR_PAPER} (eq. 6)",
-    params={"target_length": 400, **_TOK},
+    params={"target_length": Param(int, ge=1, default=400,
+                                   doc="the task's target length L_T in words"),
+            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Penalty-adjusted TTR: unique words / (L + |L - L_T|) per response, L_T the "
     "task's target length in words",
 )
@@ -497,7 +501,10 @@ def pattr(
     bounds=(0.0, None),
     citation=f"{SHAIB2024} (CR); per response, truncated to the first L words, as in "
     f"{PATTR_PAPER}",
-    params={"algorithm": "gzip", "truncate": 128, **_TOK},
+    params={"algorithm": Param(str, choices=ALGORITHMS, default="gzip", doc="compressor"),
+            "truncate": Param(int, ge=1, allow_none=True, default=128,
+                              doc="words kept per response (None: all)"),
+            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Compression ratio (UTF-8 bytes / compressed bytes) of each response's first "
     "`truncate` words; higher = more repetitive",
 )
@@ -676,7 +683,9 @@ def _check_threshold(value: Any) -> float:
     higher_is_more_diverse=True,
     bounds=(0.0, None),
     citation=MCCARTHY2010,
-    params={"threshold": 0.72, **_TOK},
+    params={"threshold": Param(float, gt=0, lt=1, default=0.72, doc="TTR factor threshold",
+                               expect="a number strictly between 0 and 1"),
+            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Measure of textual lexical diversity (mean factor length, TTR threshold 0.72, "
     "forward and backward averaged), per response",
 )
@@ -782,7 +791,8 @@ def _hdd_values(enc: _Encoded, sample_size: int) -> np.ndarray:
     higher_is_more_diverse=True,
     bounds=(0.0, 1.0),
     citation=f"{MCCARTHY2007}; {MCCARTHY2010}",
-    params={"sample_size": 42, **_TOK},
+    params={"sample_size": Param(int, ge=1, default=42, doc="tokens drawn"),
+            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="HD-D: expected TTR of a random sample of `sample_size` tokens (hypergeometric), "
     "per response",
 )
@@ -845,7 +855,8 @@ UNITS = ("words", "bytes")
     higher_is_more_diverse=True,
     bounds=(0.0, None),
     citation=f"{PATTR_PAPER} (response length in whitespace-separated words, Appendix B)",
-    params={"unit": "words", **_TOK},
+    params={"unit": Param(str, choices=UNITS, default="words", doc="unit of length"),
+            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Response length in words or UTF-8 bytes (a length, not a diversity: used by "
     "length-bias analyses)",
 )

@@ -52,6 +52,7 @@ import scipy.sparse as sp
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_int, check_positive, undefined
+from divmeter.params import LOWERCASE, Param, tokenizer_param
 from divmeter.registry import register
 from divmeter.result import MetricResult, make_signature
 from divmeter.text import NgramIndex, get_tokenizer
@@ -415,7 +416,9 @@ def _gram_from_triples(
     higher_is_more_diverse=True,
     bounds=(1.0, None),
     citation=f"{FRIEDMAN2023}; order q: {PASARKAR2024}; n-gram kernel as in {COMMONSENSE}",
-    params={"q": 1.0, "n_max": 4, "tokenizer": "tevet", "lowercase": False},
+    params={"q": Param(float, gt=0, default=1.0, doc="order of the Vendi score (inf allowed)"),
+            "n_max": Param(int, ge=1, default=4, doc="kernel over n-gram orders 1..n_max"),
+            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Vendi score of order q (effective number of distinct responses) with the mean "
     "per-order n-gram cosine kernel, n=1..n_max",
 )

@@ -85,6 +85,9 @@ class NgramIndex:
         k = max(o for o in self._orders if o <= n)
         while k < n:
             ids, doc, pos, _ = self._orders[k]
+            if ids.shape[0] == 0:  # no k-gram, so no longer one: skip to n at once
+                self._orders[n] = (ids, doc, pos, 0)
+                break
             nxt = pos + k  # index of the token that extends the k-gram
             keep = nxt < self._ends[pos]
             pos2 = pos[keep]

@@ -1,0 +1,47 @@
+"""The one progress bar of the command line (``divmeter score``, ``divmeter meta``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+__all__ = ["progress_bar"]
+
+
+@contextmanager
+def progress_bar(
+    show: bool, total: int | None = None, label: str = "scoring"
+) -> Iterator[Callable[[int, int | None], None] | None]:
+    """A rich progress bar on stderr, removed when done; yields its callback
+    ``callback(done, total)`` (``None`` when not shown, e.g. with ``--quiet`` or off a terminal).
+    """
+    if not show:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    with Progress(
+        SpinnerColumn(),
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=total, completed=0)
+
+        def callback(done: int, total_: int | None) -> None:
+            bar.update(task, completed=done, total=total_ if total_ is not None else total)
+
+        yield callback
