@@ -147,7 +147,7 @@ def test_cli_values_are_read_as_their_declared_type(arg: str, expected: dict[str
                                          "got None."),
         ("decan:permutations=0", "`permutations` of decan must be an integer >= 1; got 0."),
         ("self-bleu:m=2", "metric 'self-bleu' has no parameter 'm'; its parameters are: n, "
-                          "variant, tokenizer, lowercase."),
+                          "variant, tokenizer, lowercase, smooth."),
     ],
 )
 def test_cli_values_that_are_not_their_type_are_errors(arg: str, message: str) -> None:
