@@ -42,8 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from divmeter.data.io import detect_format, read_records
+from divmeter.data.lines import detect_format
 from divmeter.data.model import ResponseSet, as_texts
+from divmeter.data.readers import read_records
 from divmeter.errors import InvalidInputError
 from divmeter.registry import check_params, column_name, get_metric, parse_metric_arg
 

@@ -101,7 +101,9 @@ def score_cmd(
     Example: divmeter score examples/stories.jsonl -m distinct-n -m self-bleu:n=3 -o scores.jsonl
     """
     from divmeter.batch import Summary, completed_rows, resolve_metrics, score_sets
-    from divmeter.data.io import detect_format, open_record_writer, read_sets
+    from divmeter.data.lines import detect_format
+    from divmeter.data.readers import read_sets
+    from divmeter.data.writers import open_record_writer
 
     plans = resolve_metrics(metric)
     columns = [p.column for p in plans]
