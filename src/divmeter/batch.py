@@ -188,6 +188,19 @@ def _batched(
     return out
 
 
+def _metric_input(s: ResponseSet, p: MetricPlan) -> Any:
+    """What a metric is called on: the set's texts, or its instantiations for CDM-like metrics
+    (``input="instantiations"``; sets read by :func:`divmeter.data.read_instantiation_sets`)."""
+    if p.input == "texts":
+        return s.responses
+    if s.instantiations is None:
+        raise InvalidInputError(
+            f"{p.name} scores instantiations (lists of filler phrases), not texts; expected a "
+            "JSONL of {'instantiations': [[...], ...]} or {'texts': [...]} with [[marked]] fillers."
+        )
+    return s.instantiations
+
+
 def _score_one(
     row: int,
     s: ResponseSet,
@@ -212,7 +225,7 @@ def _score_one(
                 if isinstance(res, InvalidInputError):
                     raise res
             else:
-                res = _fn(p.name)(s.responses, **kwargs)
+                res = _fn(p.name)(_metric_input(s, p), **kwargs)
         except InvalidInputError as exc:
             rec[p.column] = None
             reasons[p.column] = str(exc)

@@ -25,7 +25,7 @@ def score_cmd(
         str,
         typer.Argument(
             help="Response sets: .jsonl, .json, .csv (long or Tevet wide form), .parquet, "
-            "optionally .gz; '-' reads stdin.",
+            "optionally .gz; '-' reads stdin. With -m cdm: a JSONL of instantiations.",
             metavar="INPUT",
             show_default=False,
         ),
@@ -102,7 +102,7 @@ def score_cmd(
     """
     from divmeter.batch import Summary, completed_rows, resolve_metrics, score_sets
     from divmeter.data.lines import detect_format
-    from divmeter.data.readers import read_sets
+    from divmeter.data.readers import read_instantiation_sets, read_sets
     from divmeter.data.writers import open_record_writer
 
     plans = resolve_metrics(metric)
@@ -140,10 +140,14 @@ def score_cmd(
 
     # the input: a validating counting pass for files (so a malformed file stops before any
     # output is written, and the progress bar knows the total) ----------------------------------
+    # (CDM-like metrics read instantiations: data.read_instantiation_sets) ---------------------
+    reader = read_sets
+    if any(p.input == "instantiations" for p in plans):
+        reader = read_instantiation_sets
     total: int | None = None
     if input != "-":
-        total = sum(1 for _ in read_sets(input, input_format))
-    sets = read_sets(input, input_format)
+        total = sum(1 for _ in reader(input, input_format))
+    sets = reader(input, input_format)
     first = next(sets, None)
     has_label = first is not None and first.label is not None
     sets = itertools.chain([first] if first is not None else [], sets)
