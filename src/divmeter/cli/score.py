@@ -138,9 +138,8 @@ def score_cmd(
             agg.add(rec)
         appending = bool(old) or Path(output).exists()
 
-    # the input: a validating counting pass for files (so a malformed file stops before any
-    # output is written, and the progress bar knows the total) ----------------------------------
-    # (CDM-like metrics read instantiations: data.read_instantiation_sets) ---------------------
+    # the input (instantiations for CDM-like metrics): a validating counting pass for files (so
+    # a malformed file stops before any output is written, and the progress bar knows the total)
     reader = read_sets
     if any(p.input == "instantiations" for p in plans):
         reader = read_instantiation_sets
