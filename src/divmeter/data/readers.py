@@ -242,7 +242,6 @@ def read_sets(path: str | os.PathLike[str], fmt: str | None = None) -> Iterator[
         yield from _READERS[chosen](fh, name)
 
 
-
 # --------------------------------------------------------------------------------------------
 # CDM instantiations
 
