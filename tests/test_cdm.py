@@ -185,7 +185,7 @@ def test_read_cdm_jsonl(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="bad.jsonl line 1: invalid JSON"):
         read_cdm_jsonl(bad)
     bad.write_text('{"id": 1}\n')
-    with pytest.raises(InvalidInputError, match="line 1: needs a field 'instantiations'"):
+    with pytest.raises(InvalidInputError, match="line 1: field 'instantiations' is missing"):
         read_cdm_jsonl(bad)
 
 

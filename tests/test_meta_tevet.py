@@ -220,7 +220,7 @@ def test_contest_pairs_by_sample_id(tevet_dir):
 
 
 def test_repeated_sample_ids_are_kept(tevet_dir):
-    from divmeter.meta.loaders import load_table
+    from divmeter.data.tables import load_table
 
     t = load_table(_path("McDiv_nuggets", "mcdiv_nuggets_no_hds_prompt_gen.csv"))
     assert len(t) == 1008 and len(set(t.ids)) < len(t)

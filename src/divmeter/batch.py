@@ -42,8 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from divmeter.data.io import detect_format, read_records
+from divmeter.data.lines import detect_format
 from divmeter.data.model import ResponseSet, as_texts
+from divmeter.data.readers import read_records
 from divmeter.errors import InvalidInputError, UnknownMetricError
 from divmeter.registry import check_params, column_name, get_metric, parse_metric_arg
 from divmeter.result import MetricResult
@@ -154,6 +155,7 @@ def evaluate(
     plans: Sequence[MetricPlan],
     *,
     prompts: Sequence[str | None] | None = None,
+    instantiations: Sequence[Any] | None = None,
     what: str | None = None,
     min_batch: int = 2,
 ) -> list[list[Outcome]]:
@@ -172,6 +174,8 @@ def evaluate(
             own input kind).
         plans: The metrics.
         prompts: Each set's prompt, for metrics that take the set's prompt.
+        instantiations: Each set's instantiations (``None`` for a set of plain texts), passed
+            to metrics that take them (``input="instantiations"``, CDM) instead of ``inputs``.
         what: How a malformed set is named in its error: ``"sets"`` gives ``sets[3][1]``; by
             default the metric's own wording (``responses[1]``).
         min_batch: The fewest sets worth a batched call.
@@ -217,6 +221,11 @@ def evaluate(
             if bad is not None:
                 row.append(bad)
                 continue
+            if p.input != "texts" and instantiations is not None:
+                if instantiations[i] is None:
+                    row.append(_not_instantiations(p.name))
+                    continue
+                s = instantiations[i]
             kwargs = dict(p.params)
             if p.uses_prompt and prompts is not None and prompts[i] is not None:
                 kwargs["prompt"] = prompts[i]
@@ -226,6 +235,14 @@ def evaluate(
                 row.append(exc)
         out.append(row)
     return out
+
+
+def _not_instantiations(name: str) -> InvalidInputError:
+    """The error of a CDM-like metric (``input="instantiations"``) given a set of plain texts."""
+    return InvalidInputError(
+        f"{name} scores instantiations (lists of filler phrases), not texts; expected a "
+        "JSONL of {'instantiations': [[...], ...]} or {'texts': [...]} with [[marked]] fillers."
+    )
 
 
 def _record(row: int, s: ResponseSet, plans: Sequence[MetricPlan], outcomes: Sequence[Outcome]
@@ -276,7 +293,8 @@ def _score_chunk(
 ) -> list[dict[str, Any]]:
     """Records of a chunk of ``(row, set)`` (in this process or a worker)."""
     outcomes = evaluate([s.responses for _, s in chunk], plans,
-                        prompts=[s.prompt for _, s in chunk])
+                        prompts=[s.prompt for _, s in chunk],
+                        instantiations=[s.instantiations for _, s in chunk])
     return [
         _record(row, s, plans, [per_plan[i] for per_plan in outcomes])
         for i, (row, s) in enumerate(chunk)

@@ -24,7 +24,12 @@ from divmeter.batch import (
     resolve_metrics,
     score_sets,
 )
-from divmeter.data import detect_format, open_record_writer, read_sets
+from divmeter.data import (
+    detect_format,
+    open_record_writer,
+    read_instantiation_sets,
+    read_sets,
+)
 from divmeter.errors import InvalidInputError
 
 __all__ = ["FileRun", "score_file", "record_columns"]
@@ -148,10 +153,14 @@ def score_file(
         appending = bool(old) or Path(output).exists()
     run.skipped = len(skip)
 
+    # CDM-like metrics read a JSONL of instantiations (marked texts become the responses)
+    reader = read_sets
+    if any(p.input == "instantiations" for p in plans):
+        reader = read_instantiation_sets
     total: int | None = None
     if src != "-":  # validates the whole file before any output is written
-        total = sum(1 for _ in read_sets(src, input_format))
-    sets = read_sets(src, input_format)
+        total = sum(1 for _ in reader(src, input_format))
+    sets = reader(src, input_format)
     first = next(sets, None)
     run.has_label = first is not None and first.label is not None
     sets = itertools.chain([first] if first is not None else [], sets)

@@ -118,7 +118,8 @@ def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty
                                                                      np.ndarray, dict[str, Any],
                                                                      dict[str, str], np.ndarray]:
     """Load, score, apply the empty-set policy and rounding; settings echo every choice."""
-    from divmeter.meta.loaders import load_table, resolve_scores
+    from divmeter.data.tables import load_table
+    from divmeter.meta.loaders import resolve_scores
 
     table = load_table(file)
     with progress_bar(bool(metric) and not quiet and sys.stderr.isatty(), len(table)) as callback:
@@ -328,7 +329,8 @@ def nuggets_cmd(
     Sorts sets by one form metric (exactly one -m or -c), cuts fixed-size groups and keeps equal
     numbers of high and low sets from each, so the metric no longer separates the classes.
     """
-    from divmeter.meta.loaders import load_table, resolve_scores
+    from divmeter.data.tables import load_table
+    from divmeter.meta.loaders import resolve_scores
     from divmeter.meta.protocols import nuggets_resample
 
     _fmt(fmt)
@@ -344,7 +346,7 @@ def nuggets_cmd(
     if output:
         if table.sets is None:
             raise InvalidInputError("-o needs a response-set input (this file holds scores).")
-        from divmeter.data.io import write_sets
+        from divmeter.data.writers import write_sets
 
         wide = output.endswith((".csv", ".csv.gz")) and all(
             len(table.sets[i].responses) == len(table.sets[0].responses) for i in selected)
@@ -498,7 +500,7 @@ def pairwise_cmd(
     """
     _fmt(fmt)  # fail on a bad --format before any work
     from divmeter.data.model import ResponseSet
-    from divmeter.meta.loaders import read_pairs
+    from divmeter.data.tables import read_pairs
     from divmeter.meta.protocols import pairwise
 
     pairs = read_pairs(file)

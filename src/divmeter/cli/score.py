@@ -19,7 +19,8 @@ _OUT_FORMATS = ("table", "json", "jsonl", "csv", "parquet")
 
 InputArg = Annotated[str, typer.Argument(
     help="Response sets: .jsonl, .json, .csv (long or Tevet wide form), .parquet, "
-    "optionally .gz; '-' reads stdin.", metavar="INPUT", show_default=False)]
+    "optionally .gz; '-' reads stdin. With -m cdm: a JSONL of instantiations.", metavar="INPUT",
+    show_default=False)]
 MetricOpt = Annotated[list[str], typer.Option(
     "--metric", "-m",
     help="Metric to compute, NAME[:k=v,...]; repeat for several (see `divmeter list`).",

@@ -1,15 +1,20 @@
-"""Response sets, readers and writers."""
+"""Response sets, readers and writers.
 
-from divmeter.data.io import (
-    FORMATS,
-    RecordWriter,
-    detect_format,
-    open_record_writer,
+:mod:`~divmeter.data.lines` opens sources and reads JSON lines (one wording for every error),
+:mod:`~divmeter.data.records` and :mod:`~divmeter.data.items` validate record shapes,
+:mod:`~divmeter.data.readers` and :mod:`~divmeter.data.writers` read and write files, and
+:mod:`~divmeter.data.tables` loads the inputs of meta-evaluation (score tables, pair files).
+"""
+
+from divmeter.data.lines import FORMATS, detect_format
+from divmeter.data.model import ResponseSet, as_texts
+from divmeter.data.readers import (
+    read_cdm_jsonl,
+    read_instantiation_sets,
     read_records,
     read_sets,
-    write_sets,
 )
-from divmeter.data.model import ResponseSet, as_texts
+from divmeter.data.writers import RecordWriter, open_record_writer, write_sets
 
 __all__ = [
     "ResponseSet",
@@ -21,4 +26,6 @@ __all__ = [
     "RecordWriter",
     "open_record_writer",
     "read_records",
+    "read_cdm_jsonl",
+    "read_instantiation_sets",
 ]

@@ -22,6 +22,9 @@ class ResponseSet:
         label: A label (e.g. 1 = high / 0 = low content diversity) or a parameter value
             (e.g. sampling temperature), if known.
         metadata: Anything else (precomputed metric columns, label names, ...).
+        instantiations: For metrics whose input is not texts (CDM): ``k`` position-aligned lists
+            of filler phrases, as read by :func:`divmeter.data.read_instantiation_sets`; ``None``
+            for an ordinary set. Not written by the set writers.
     """
 
     set_id: str
@@ -29,6 +32,7 @@ class ResponseSet:
     prompt: str | None = None
     label: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    instantiations: list[list[str]] | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"set_id": self.set_id}

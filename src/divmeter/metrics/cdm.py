@@ -35,22 +35,23 @@ Interpretation choices (the paper leaves them open):
 * Note ``G`` is not 0 for identical phrases: ``g = 0`` gives ``(1 - tanh(gamma)) / 2``
   (0.0832 with MiniLM's gamma = 1.2), as the formula says.
 
-Also here: reading CDM input from JSONL (:func:`read_cdm_jsonl`) and building the filler lists
-from texts with marked phrases (:func:`fillers_from_marked`).
+Reading CDM input from JSONL (:func:`read_cdm_jsonl`) and building the filler lists from texts
+with marked phrases (:func:`fillers_from_marked`) live in :mod:`divmeter.data.readers` and
+:mod:`divmeter.data.items`; they are re-exported here, their former home.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from divmeter.data.items import CDMItem, fillers_from_marked
+from divmeter.data.readers import read_cdm_jsonl
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_positive, undefined
 from divmeter.params import Param
@@ -360,123 +361,3 @@ def cdm(
     res = cdm_from_embeddings(E, lam=float(lam), zeta=zeta, gamma=gamma)
     value = res.pop("cdm")
     return MetricResult("cdm", value, sig, details=res)
-
-
-# --------------------------------------------------------------------------- input helpers
-
-
-
-def fillers_from_marked(
-    texts: Sequence[str], *, open_mark: str = "[[", close_mark: str = "]]"
-) -> tuple[list[list[str]], list[str]]:
-    """Build CDM filler lists from texts whose fillers are marked, e.g. ``[[Armin]]``.
-
-    Args:
-        texts: One text per instantiation, fillers marked in the same order in every text.
-        open_mark: Opening mark.
-        close_mark: Closing mark.
-
-    Returns:
-        ``(instantiations, plain_texts)``: the filler lists (position-aligned by order of
-        appearance) and the texts with the marks removed.
-
-    Raises:
-        InvalidInputError: Unbalanced marks, an empty filler, or texts with different numbers of
-            fillers.
-
-    Example:
-        >>> texts = ["[[Armin]] does [[fieldwork]].", "[[Jessica]] does [[market research]]."]
-        >>> fillers_from_marked(texts)[0]
-        [['Armin', 'fieldwork'], ['Jessica', 'market research']]
-    """
-    if isinstance(texts, (str, bytes)):
-        raise InvalidInputError("`texts` must be a list of strings; got a single str.")
-    pat = re.compile(re.escape(open_mark) + r"(.*?)" + re.escape(close_mark), re.S)
-    insts: list[list[str]] = []
-    plains: list[str] = []
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise InvalidInputError(f"`texts[{i}]` must be a string; got {type(t).__name__}.")
-        found = [m.strip() for m in pat.findall(t)]
-        rest = pat.sub("", t)
-        if open_mark in rest or close_mark in rest:
-            raise InvalidInputError(
-                f"text {i}: unbalanced {open_mark}...{close_mark} marks in {t!r}."
-            )
-        if any(not f for f in found):
-            raise InvalidInputError(f"text {i}: an empty filler {open_mark}{close_mark}.")
-        insts.append(found)
-        plains.append(pat.sub(lambda m: m.group(1), t))
-    if insts and any(len(x) != len(insts[0]) for x in insts):
-        counts = [len(x) for x in insts]
-        raise InvalidInputError(
-            f"every text must mark the same number of fillers; got {counts}."
-        )
-    return insts, plains
-
-
-@dataclass
-class CDMItem:
-    """One CDM input: an id, the instantiations, optional texts and label, other fields."""
-
-    item_id: str
-    instantiations: list[list[str]]
-    texts: list[str] | None = None
-    label: Any = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-def read_cdm_jsonl(path: str | Path, *, open_mark: str = "[[", close_mark: str = "]]"
-                   ) -> list[CDMItem]:
-    """Read CDM input from JSONL: one abstract representation (k instantiations) per line.
-
-    Each line is an object with ``"instantiations"`` (list of equal-length lists of phrases) or
-    ``"texts"`` (list of texts with fillers marked ``[[...]]``); optional ``"id"``, ``"label"``;
-    other fields go to ``metadata``.
-
-    Raises:
-        InvalidInputError: Naming the file and line, for malformed JSON or fields.
-
-    Example:
-        >>> import tempfile, os
-        >>> f = os.path.join(tempfile.mkdtemp(), "c.jsonl")
-        >>> _ = open(f, "w").write('{"id": "s1", "texts": ["[[a]] x", "[[b]] y"]}\\n')
-        >>> read_cdm_jsonl(f)[0].instantiations
-        [['a'], ['b']]
-    """
-    p = Path(path)
-    items: list[CDMItem] = []
-    with open(p, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{p.name} line {lineno}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(f"{where}: invalid JSON ({exc.msg}).") from None
-            if not isinstance(obj, dict):
-                raise InvalidInputError(f"{where}: expected a JSON object; got "
-                                        f"{type(obj).__name__}.")
-            texts = None
-            try:
-                if "instantiations" in obj:
-                    insts = as_instantiations(obj["instantiations"])
-                elif "texts" in obj:
-                    texts_in = obj["texts"]
-                    if not isinstance(texts_in, list):
-                        raise InvalidInputError("field 'texts' must be a list of strings.")
-                    insts, texts = fillers_from_marked(texts_in, open_mark=open_mark,
-                                                       close_mark=close_mark)
-                else:
-                    raise InvalidInputError(
-                        "needs a field 'instantiations' (lists of phrases) or 'texts' "
-                        f"(texts with {open_mark}filler{close_mark} marks)."
-                    )
-            except InvalidInputError as exc:
-                raise InvalidInputError(f"{where}: {exc}") from None
-            meta = {k: v for k, v in obj.items()
-                    if k not in {"id", "instantiations", "texts", "label"}}
-            items.append(CDMItem(str(obj.get("id", len(items))), insts, texts,
-                                 obj.get("label"), meta))
-    return items

@@ -1,0 +1,251 @@
+"""Sources and lines: the one place that opens input files and reads JSON lines.
+
+Every reader of divmeter (response sets, pairs, CDM instantiations, score records for
+``--resume``) goes through here, so they agree on:
+
+* **sources**: a path, a ``.gz`` path (decompressed), or ``"-"`` for stdin (shown as
+  ``<stdin>`` in messages); files are named by their base name in messages;
+* **encoding**: UTF-8 only; a byte-order mark at the start of the file is skipped (``utf-8-sig``
+  on the first line), nowhere else; a bad byte is reported with its line and column;
+* **JSON lines**: blank lines are skipped; line numbers count every line, blank ones included;
+* **one phrasing** for every error, ``NAME line N: what was wrong; what was expected``, e.g.
+  ``pairs.jsonl line 3: invalid JSON (Expecting value at column 12).`` or
+  ``pairs.jsonl line 3: each pair must be a JSON object; got list.``
+
+It also decides the format of a path from its extension (:func:`detect_format`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from divmeter.errors import InvalidInputError
+
+__all__ = [
+    "FORMATS",
+    "detect_format",
+    "display_name",
+    "type_name",
+    "open_source",
+    "decode_lines",
+    "decode_all",
+    "invalid_json",
+    "json_lines",
+    "read_json_lines",
+    "require_object",
+]
+
+#: Formats understood by the readers and writers.
+FORMATS: tuple[str, ...] = ("jsonl", "json", "csv", "parquet")
+
+_EXTENSIONS = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+
+
+def display_name(path: str | os.PathLike[str]) -> str:
+    """How a source is named in messages: its base name, or ``<stdin>`` for ``"-"``.
+
+    Example:
+        >>> display_name("runs/a/sets.jsonl"), display_name("-")
+        ('sets.jsonl', '<stdin>')
+    """
+    return "<stdin>" if str(path) == "-" else Path(path).name
+
+
+def type_name(value: Any) -> str:
+    """The JSON-ish name of a value's type, for messages (``null``, ``bool``, ``object``, ...).
+
+    Example:
+        >>> type_name(None), type_name(True), type_name({}), type_name([1]), type_name("x")
+        ('null', 'bool', 'object', 'list', 'str')
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def detect_format(path: str | os.PathLike[str], fmt: str | None = None) -> str:
+    """The format of ``path``: ``fmt`` if given, else from the extension (``.gz`` looked through).
+
+    Args:
+        path: A file path, or ``"-"`` for stdin/stdout.
+        fmt: An explicit format (``jsonl``, ``json``, ``csv``, ``parquet``), or ``None``.
+
+    Returns:
+        The format name.
+
+    Raises:
+        InvalidInputError: For an unknown format or extension. For ``"-"`` without ``fmt`` the
+            answer is ``"jsonl"`` (readers sniff stdin instead of calling this).
+
+    Example:
+        >>> detect_format("runs/scores.jsonl")
+        'jsonl'
+        >>> detect_format("sets.csv.gz")
+        'csv'
+    """
+    if fmt is not None:
+        low = fmt.lower()
+        if low == "ndjson":
+            low = "jsonl"
+        if low not in FORMATS:
+            raise InvalidInputError(f"format must be one of {', '.join(FORMATS)}; got {fmt!r}.")
+        return low
+    if str(path) == "-":
+        return "jsonl"
+    name = Path(path).name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    ext = os.path.splitext(name)[1]
+    if ext not in _EXTENSIONS:
+        raise InvalidInputError(
+            f"{Path(path).name}: cannot tell the format from the extension {ext or '(none)'!r}; "
+            f"expected one of {', '.join(sorted(_EXTENSIONS))}, or give the format explicitly."
+        )
+    return _EXTENSIONS[ext]
+
+
+@contextmanager
+def open_source(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
+    """Open a source for reading bytes: a file, a ``.gz`` file, or stdin for ``"-"``.
+
+    Raises:
+        FileNotFoundError: If the file does not exist.
+    """
+    if str(path) == "-":
+        yield sys.stdin.buffer
+        return
+    if str(path).lower().endswith(".gz"):
+        fh: IO[bytes] = gzip.open(path, "rb")  # type: ignore[assignment]
+    else:
+        fh = open(path, "rb")  # noqa: SIM115
+    try:
+        yield fh
+    finally:
+        fh.close()
+
+
+def _bad_utf8(name: str, lineno: int, line: bytes, exc: UnicodeDecodeError) -> InvalidInputError:
+    return InvalidInputError(
+        f"{name} line {lineno}: not valid UTF-8 (byte 0x{line[exc.start]:02x} at "
+        f"column {exc.start + 1}); divmeter reads UTF-8 only."
+    )
+
+
+def decode_lines(raw: Iterable[bytes], name: str, counter: list[int]) -> Iterator[str]:
+    """Decode byte lines as UTF-8 one at a time, so a bad byte is reported with its line.
+
+    ``counter[0]`` holds the 1-based number of the line last decoded (for readers, such as
+    :mod:`csv`, that consume several lines per record). A BOM is skipped on the first line only.
+    """
+    for i, line in enumerate(raw):
+        counter[0] = i + 1
+        try:
+            text = line.decode("utf-8-sig" if i == 0 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise _bad_utf8(name, i + 1, line, exc) from None
+        yield text
+
+
+def decode_all(data: bytes, name: str) -> str:
+    """Decode a whole file as UTF-8 (BOM skipped), naming the line of a bad byte."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InvalidInputError(
+            f"{name} line {line}: not valid UTF-8 (byte 0x{data[exc.start]:02x}); "
+            "divmeter reads UTF-8 only."
+        ) from None
+
+
+def invalid_json(name: str, lineno: int, exc: json.JSONDecodeError) -> InvalidInputError:
+    """The error for a JSON syntax error in file ``name`` at line ``lineno``."""
+    msg = exc.msg.removesuffix(" at")  # "Invalid control character at" (json's own wording)
+    return InvalidInputError(f"{name} line {lineno}: invalid JSON ({msg} at column {exc.colno}).")
+
+
+def require_object(value: Any, where: str, what: str) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else the one-phrasing error.
+
+    Example:
+        >>> require_object([1], "p.jsonl line 2", "pair")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        divmeter.errors.InvalidInputError: p.jsonl line 2: each pair must be a JSON object; got ...
+    """
+    if not isinstance(value, dict):
+        raise InvalidInputError(
+            f"{where}: each {what} must be a JSON object; got {type_name(value)}."
+        )
+    return value
+
+
+def json_lines(
+    raw: Iterable[bytes], name: str, *, torn_tail: bool = False
+) -> Iterator[tuple[str, Any]]:
+    """Parse JSON lines: yield ``(where, value)`` per non-blank line, ``where`` = ``NAME line N``.
+
+    Args:
+        raw: The byte lines of the source (an open binary file iterates so).
+        name: The source's name in messages.
+        torn_tail: Drop, silently, a last line that has no newline and is not valid UTF-8/JSON
+            (what an interrupted writer leaves); used when resuming a run.
+
+    Raises:
+        InvalidInputError: For a line that is not valid UTF-8 or not valid JSON.
+
+    Example:
+        >>> list(json_lines([b'{"a": 1}\\n', b'\\n', b'[2]\\n'], "x.jsonl"))
+        [('x.jsonl line 1', {'a': 1}), ('x.jsonl line 3', [2])]
+    """
+    for i, line in enumerate(raw):
+        lineno = i + 1
+        try:
+            text = line.decode("utf-8-sig" if i == 0 else "utf-8")
+        except UnicodeDecodeError as exc:
+            if torn_tail and not line.endswith(b"\n"):
+                return
+            raise _bad_utf8(name, lineno, line, exc) from None
+        if not text.strip():
+            continue
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if torn_tail and not line.endswith(b"\n"):
+                return
+            raise invalid_json(name, lineno, exc) from None
+        yield f"{name} line {lineno}", value
+
+
+def read_json_lines(
+    path: str | os.PathLike[str], *, torn_tail: bool = False
+) -> Iterator[tuple[str, Any]]:
+    """Read a JSONL source (path, ``.gz`` or ``"-"``) lazily with :func:`json_lines`.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
+        >>> _ = p.write_bytes(b'\\xef\\xbb\\xbf{"a": 1}\\n{"a": 2')
+        >>> list(read_json_lines(p, torn_tail=True))
+        [('r.jsonl line 1', {'a': 1})]
+    """
+    with open_source(path) as fh:
+        yield from json_lines(fh, display_name(path), torn_tail=torn_tail)
