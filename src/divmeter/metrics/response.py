@@ -199,18 +199,8 @@ def ttr_many(
     tokenizer: str = "whitespace",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """The kernel of :func:`ttr`: one result per set, as ``ttr(set)``.
-
-    Every set's responses are tokenized and scored together; a response's value does not depend
-    on the other responses of the batch, and each set's mean is taken over its own responses.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        tokenizer: As in :func:`ttr`.
-        lowercase: As in :func:`ttr`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
+    """The kernel of :func:`ttr` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``ttr(set)``.
 
     Example:
         >>> [r.value for r in ttr_many([["a b a b", "a b c"], [""]])]
@@ -312,19 +302,8 @@ def mattr_many(
     tokenizer: str = "whitespace",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """The kernel of :func:`mattr`: one result per set, as ``mattr(set)``.
-
-    Every set's responses are tokenized and scored together; a response's value does not depend
-    on the other responses of the batch, and each set's mean is taken over its own responses.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        window: As in :func:`mattr`.
-        tokenizer: As in :func:`mattr`.
-        lowercase: As in :func:`mattr`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
+    """The kernel of :func:`mattr` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``mattr(set)``.
 
     Example:
         >>> [r.value for r in mattr_many([["a a b a"], ["x y"]], window=3)]
@@ -400,19 +379,8 @@ def pattr_many(
     tokenizer: str = "whitespace",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """The kernel of :func:`pattr`: one result per set, as ``pattr(set)``.
-
-    Every set's responses are tokenized and scored together; a response's value does not depend
-    on the other responses of the batch, and each set's mean is taken over its own responses.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        target_length: As in :func:`pattr`.
-        tokenizer: As in :func:`pattr`.
-        lowercase: As in :func:`pattr`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
+    """The kernel of :func:`pattr` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``pattr(set)``.
 
     Example:
         >>> [r.value for r in pattr_many([["a b a b"], []], target_length=4)]
@@ -493,21 +461,8 @@ def response_compression_many(
     tokenizer: str = "whitespace",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """The kernel of :func:`response_compression`: one result per set, as
-    ``response_compression(set)``.
-
-    Every set's responses are tokenized and scored together; a response's value does not depend
-    on the other responses of the batch, and each set's mean is taken over its own responses.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        algorithm: As in :func:`response_compression`.
-        truncate: As in :func:`response_compression`.
-        tokenizer: As in :func:`response_compression`.
-        lowercase: As in :func:`response_compression`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
+    """The kernel of :func:`response_compression` (same parameters): one result per set of
+    ``text_sets`` (validated lists or tuples of strings), as ``response_compression(set)``.
 
     Example:
         >>> [r.value for r in response_compression_many([["ab " * 50], []], truncate=None)]
@@ -707,19 +662,8 @@ def mtld_many(
     tokenizer: str = "whitespace",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """The kernel of :func:`mtld`: one result per set, as ``mtld(set)``.
-
-    Every set's responses are tokenized and scored together; a response's value does not depend
-    on the other responses of the batch, and each set's mean is taken over its own responses.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        threshold: As in :func:`mtld`.
-        tokenizer: As in :func:`mtld`.
-        lowercase: As in :func:`mtld`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
+    """The kernel of :func:`mtld` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``mtld(set)``.
 
     Example:
         >>> [r.value for r in mtld_many([["a b a c a d"], ["one two three"]])]
@@ -838,19 +782,8 @@ def hdd_many(
     tokenizer: str = "whitespace",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """The kernel of :func:`hdd`: one result per set, as ``hdd(set)``.
-
-    Every set's responses are tokenized and scored together; a response's value does not depend
-    on the other responses of the batch, and each set's mean is taken over its own responses.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        sample_size: As in :func:`hdd`.
-        tokenizer: As in :func:`hdd`.
-        lowercase: As in :func:`hdd`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
+    """The kernel of :func:`hdd` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``hdd(set)``.
 
     Example:
         >>> [r.value for r in hdd_many([["a b"], ["a"]], sample_size=2)]
@@ -927,19 +860,8 @@ def length_many(
     tokenizer: str = "whitespace",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """The kernel of :func:`length`: one result per set, as ``length(set)``.
-
-    Every set's responses are tokenized and scored together; a response's value does not depend
-    on the other responses of the batch, and each set's mean is taken over its own responses.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        unit: As in :func:`length`.
-        tokenizer: As in :func:`length`.
-        lowercase: As in :func:`length`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
+    """The kernel of :func:`length` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``length(set)``.
 
     Example:
         >>> [r.value for r in length_many([["a b c", "a"], []])]
