@@ -911,17 +911,8 @@ def distinct_n_many(
     tokenizer: str = "tevet",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """The kernel of :func:`distinct_n`: one result per set, as ``distinct_n(set)``.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        n: As in :func:`distinct_n`.
-        n_max: As in :func:`distinct_n`.
-        tokenizer: As in :func:`distinct_n`.
-        lowercase: As in :func:`distinct_n`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
+    """The kernel of :func:`distinct_n` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``distinct_n(set)``.
 
     Example:
         >>> [r.value for r in distinct_n_many([["a b a b", "a b c"], []], n=2)]
@@ -944,18 +935,8 @@ def entropy_n_many(
     tokenizer: str = "tevet",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """The kernel of :func:`entropy_n`: one result per set, as ``entropy_n(set)``.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        n: As in :func:`entropy_n`.
-        n_max: As in :func:`entropy_n`.
-        base: As in :func:`entropy_n`.
-        tokenizer: As in :func:`entropy_n`.
-        lowercase: As in :func:`entropy_n`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
+    """The kernel of :func:`entropy_n` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``entropy_n(set)``.
 
     Example:
         >>> [r.value for r in entropy_n_many([["a b", "a c"], ["x x"]], n=1, base=2)]
@@ -978,18 +959,8 @@ def ead_many(
     tokenizer: str = "tevet",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """The kernel of :func:`ead`: one result per set, as ``ead(set)``.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        n: As in :func:`ead`.
-        n_max: As in :func:`ead`.
-        vocab_size: As in :func:`ead`.
-        tokenizer: As in :func:`ead`.
-        lowercase: As in :func:`ead`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
+    """The kernel of :func:`ead` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``ead(set)``.
 
     Example:
         >>> [r.value for r in ead_many([["a b", "a c"], [""]], n=1, vocab_size=2)]
@@ -1010,16 +981,8 @@ def ngram_diversity_many(
     tokenizer: str = "whitespace",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """The kernel of :func:`ngram_diversity`: one result per set, as ``ngram_diversity(set)``.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        n_max: As in :func:`ngram_diversity`.
-        tokenizer: As in :func:`ngram_diversity`.
-        lowercase: As in :func:`ngram_diversity`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
+    """The kernel of :func:`ngram_diversity` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``ngram_diversity(set)``.
 
     Example:
         >>> [r.value for r in ngram_diversity_many([["a b a", "a b"]], n_max=2)]
@@ -1073,19 +1036,11 @@ def self_repetition_many(
     tokenizer: str = "whitespace",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """The kernel of :func:`self_repetition`: one result per set, as ``self_repetition(set)``.
+    """The kernel of :func:`self_repetition` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``self_repetition(set)``.
 
     All sets' distinct (n-gram, response) pairs come from one sort of
     ``(set, n-gram, response)`` keys; runs of one n-gram give its document frequency.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        n: As in :func:`self_repetition`.
-        tokenizer: As in :func:`self_repetition`.
-        lowercase: As in :func:`self_repetition`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
 
     Example:
         >>> [r.value for r in self_repetition_many([["a b", "a b"], ["a b"]], n=2)]
@@ -1166,7 +1121,8 @@ def ngram_cosine_many(
     tokenizer: str = "tevet",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """The kernel of :func:`ngram_cosine`: one result per set, as ``ngram_cosine(set)``.
+    """The kernel of :func:`ngram_cosine` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``ngram_cosine(set)``.
 
     Per order, one sort of ``(set, n-gram, response)`` keys gives every set's count vectors;
     one sparse product gives every set's Gram matrix. Its entries are sums of products of
@@ -1175,17 +1131,6 @@ def ngram_cosine_many(
     the same bits as one set's dense count-matrix product. Sets of more than 64 responses, and
     a batch with a single scorable set (small-input branch: one dense product is quicker than
     the sparse blocks), go through that dense (or, above 2,048 responses, linear-time) path.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        n: As in :func:`ngram_cosine`.
-        n_max: As in :func:`ngram_cosine`.
-        reduction: As in :func:`ngram_cosine`.
-        tokenizer: As in :func:`ngram_cosine`.
-        lowercase: As in :func:`ngram_cosine`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
 
     Example:
         >>> [round(r.value, 12) for r in ngram_cosine_many([["a b", "a c", "d"]], n=1)]
