@@ -1,11 +1,13 @@
 """Set-level form (n-gram) metrics pooled over a response set.
 
 distinct-n, entropy-n, expectation-adjusted distinct (EAD), n-gram cosine diversity, n-gram
-diversity score, compression ratio and self-repetition. All n-gram counting starts from
-:class:`divmeter.text.NgramIndex` (exact integer token ids; n-grams never cross response
-boundaries). Where the base-``V`` number of an n-gram's token ids fits in 62 bits it is used as an
-exact key (one sort per order, no interning of lower orders); otherwise the index's interned
-n-gram ids are. Every metric is therefore exact and vectorised: a few numpy calls per order.
+diversity score, compression ratio and self-repetition. All n-gram counting starts from exact
+integer token ids (:func:`divmeter.text.encode_sets`; n-grams never cross response boundaries):
+the base-``B`` number of an n-gram's token ids, next to its set's index, is an exact key while
+it fits in 62 bits (one sort per order for every set of a batch, no interning of lower orders);
+a set too wide for that on its own is counted from the interned n-gram ids of
+:class:`divmeter.text.NgramIndex`. Every metric is therefore exact and vectorised: a few numpy
+calls per order.
 
 Degenerate sets, shared conventions (each metric's docstring says which apply):
 
@@ -79,59 +81,6 @@ def _index(texts: list[str], tok: Tokenizer) -> NgramIndex:
     return NgramIndex.from_tokens(tok.many(texts))
 
 
-def _pooled_counts(idx: NgramIndex, orders: Sequence[int]) -> dict[int, np.ndarray]:
-    """For each order, the multiplicity of every distinct n-gram pooled over the set (in no
-    particular order; empty when no text has n tokens).
-
-    When ``V**max(orders)`` fits in 62 bits the n-grams are exact base-``V`` keys of their token
-    ids, extended one token per order and counted with one sort (no interning); otherwise the
-    interned ids of :meth:`NgramIndex.order` are counted.
-    """
-    top, v = max(orders), max(idx.vocab_size, 1)
-    out: dict[int, np.ndarray] = {}
-    if top * math.log2(v) >= 62:
-        for k in orders:
-            ids, _, m = idx.order(k)
-            out[k] = np.bincount(ids, minlength=m)
-        return out
-    wanted = set(orders)
-    end = np.repeat(np.cumsum(idx.lengths), idx.lengths)  # exclusive end of each token's text
-    pos = np.arange(idx.tokens.size, dtype=np.int64)
-    key = idx.tokens
-    for k in range(1, top + 1):
-        if k > 1:
-            keep = pos + (k - 1) < end
-            pos, end = pos[keep], end[keep]
-            key = key[keep] * np.int64(v) + idx.tokens[pos + (k - 1)]
-        if k in wanted:
-            srt = np.sort(key)
-            first = np.ones(srt.size, dtype=bool)
-            first[1:] = srt[1:] != srt[:-1]
-            out[k] = np.diff(np.append(np.flatnonzero(first), srt.size))
-    return out
-
-
-def _ngram_keys(idx: NgramIndex, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact integer keys of every n-gram occurrence (equal keys iff equal n-grams) and the
-    response each comes from, for a single order ``n``.
-
-    When ``V**n * n_docs`` fits in 62 bits the key is the base-``V`` number of the n token ids,
-    computed directly (no interning of the lower orders); otherwise the ids of
-    :meth:`NgramIndex.order` are used.
-    """
-    v, n_docs = max(idx.vocab_size, 1), max(idx.n_docs, 1)
-    if n * math.log2(v) + math.log2(n_docs) >= 62:
-        ids, doc, _ = idx.order(n)
-        return ids, doc
-    ends = np.cumsum(idx.lengths)
-    doc_of_tok = np.repeat(np.arange(idx.n_docs, dtype=np.int64), idx.lengths)
-    start = np.flatnonzero(np.arange(idx.tokens.size) + n <= ends[doc_of_tok])
-    key = idx.tokens[start].copy()
-    for j in range(1, n):
-        key = key * np.int64(v) + idx.tokens[start + j]
-    return key, doc_of_tok[start]
-
-
 #: One order's statistics for each set of a group: distinct n-grams, n-gram occurrences and
 #: (when asked) ``sum c ln c`` over the n-grams' counts ``c``.
 _OrderStats = tuple[list[int], list[int], list[float] | None]
@@ -140,9 +89,11 @@ _OrderStats = tuple[list[int], list[int], list[float] | None]
 def _pooled_wide_stats(texts: Sequence[str], tok: Tokenizer, orders: Sequence[int], *,
                        xlogx: bool) -> dict[int, _OrderStats]:
     """:func:`_pooled_set_stats` of one set too wide for the batched keys (its n-grams need more
-    than 62 bits even alone), from the exact ids of :class:`NgramIndex`."""
+    than 62 bits even alone), from the exact interned ids of :class:`NgramIndex`."""
+    idx = _index(list(texts), tok)
     out: dict[int, _OrderStats] = {}
-    for k, c in _pooled_counts(_index(list(texts), tok), orders).items():
+    for k in orders:
+        c = idx.pooled_counts(k)
         s = _xlogx_sums(np.zeros(c.size, dtype=np.int64), c, 1).tolist() if xlogx else None
         out[k] = ([int(c.size)], [int(c.sum())], s)
     return out
@@ -806,9 +757,8 @@ def self_repetition(
 
 def _self_repetition_wide(texts: Sequence[str], tok: Tokenizer, n: int) -> np.ndarray:
     """``ln(1 + s_d)`` of every response of one set too wide for the batched keys."""
-    idx = _index(list(texts), tok)
     n_docs = len(texts)
-    keys, doc = _ngram_keys(idx, n)
+    keys, doc, _ = _index(list(texts), tok).order(n)
     if not keys.size:
         return np.zeros(n_docs)
     pair, others = _df_minus_one(np.sort(keys * np.int64(n_docs) + doc), n_docs)
