@@ -218,6 +218,12 @@ def _xlogx_sums(group: np.ndarray, counts: np.ndarray, n_groups: int) -> np.ndar
     c = counts[sel]
     if c.size == 0:
         return np.zeros(n_groups)
+    if n_groups == 1:  # small-input branch: the same sum, term by term, without the pairing
+        acc = 0.0
+        vals, mult = np.unique(c, return_counts=True)
+        for v, h in zip(vals.tolist(), mult.tolist(), strict=True):
+            acc += h * (v * math.log(v))
+        return np.array([acc])
     g = group[sel]
     m = int(c.max()) + 1
     pair, h = np.unique(g * m + c, return_counts=True)  # sorted by (group, count value)
@@ -755,10 +761,38 @@ def self_repetition(
     return self_repetition_many([texts], n=n, tokenizer=tokenizer, lowercase=lowercase)[0]
 
 
-def _self_repetition_wide(texts: Sequence[str], tok: Tokenizer, n: int) -> np.ndarray:
-    """``ln(1 + s_d)`` of every response of one set too wide for the batched keys."""
+def _ngram_keys(idx: NgramIndex, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact integer keys of every n-gram occurrence (equal keys iff equal n-grams) and the
+    response each comes from, for a single order ``n``.
+
+    When ``V**n * n_docs`` fits in 62 bits the key is the base-``V`` number of the n token ids,
+    computed directly (no interning of the lower orders); otherwise the ids of
+    :meth:`NgramIndex.order` are used.
+    """
+    v, n_docs = max(idx.vocab_size, 1), max(idx.n_docs, 1)
+    if n * math.log2(v) + math.log2(n_docs) >= 62:
+        ids, doc, _ = idx.order(n)
+        return ids, doc
+    ends = np.cumsum(idx.lengths)
+    doc_of_tok = np.repeat(np.arange(idx.n_docs, dtype=np.int64), idx.lengths)
+    start = np.flatnonzero(np.arange(idx.tokens.size) + n <= ends[doc_of_tok])
+    key = idx.tokens[start].copy()
+    for j in range(1, n):
+        key = key * np.int64(v) + idx.tokens[start + j]
+    return key, doc_of_tok[start]
+
+
+#: One order's statistics for each set of a group: distinct n-grams, n-gram occurrences and
+#: (when asked) ``sum c ln c`` over the n-grams' counts ``c``.
+_OrderStats = tuple[list[int], list[int], list[float] | None]
+
+
+def _self_repetition_one_set(texts: Sequence[str], tok: Tokenizer, n: int) -> np.ndarray:
+    """``ln(1 + s_d)`` of every response of one set, from its own n-gram keys: the path of a
+    lone set (small-input branch of :func:`self_repetition_many`) and of a set too wide for the
+    batched keys."""
     n_docs = len(texts)
-    keys, doc, _ = _index(list(texts), tok).order(n)
+    keys, doc = _ngram_keys(_index(list(texts), tok), n)
     if not keys.size:
         return np.zeros(n_docs)
     pair, others = _df_minus_one(np.sort(keys * np.int64(n_docs) + doc), n_docs)
@@ -796,15 +830,17 @@ def _pooled_set_stats(st: SetTokens, orders: Sequence[int], *, xlogx: bool
         first = np.empty(srt.size, dtype=bool)
         first[:1] = True
         np.not_equal(srt[1:], srt[:-1], out=first[1:])
-        uniq = srt[first]
-        cuts = np.arange(n_sets + 1, dtype=np.int64) * scale
-        total = np.diff(np.searchsorted(srt, cuts))
-        distinct = np.diff(np.searchsorted(uniq, cuts))
+        starts = np.flatnonzero(first)
         sums = None
         if xlogx:
-            starts = np.flatnonzero(first)
             runs = np.diff(np.append(starts, srt.size))
-            sums = _xlogx_sums(uniq // scale, runs, n_sets).tolist()
+            sums = _xlogx_sums(srt[starts] // scale, runs, n_sets).tolist()
+        if n_sets == 1:  # small-input branch (a batch of one): no cut into sets
+            out[n] = ([int(starts.size)], [int(srt.size)], sums)
+            continue
+        cuts = np.arange(n_sets + 1, dtype=np.int64) * scale
+        total = np.diff(np.searchsorted(srt, cuts))
+        distinct = np.diff(np.searchsorted(srt[starts], cuts))
         out[n] = (distinct.tolist(), total.tolist(), sums)
     return out
 
@@ -1000,11 +1036,13 @@ def self_repetition_many(
     results, live = _sets_with_pairs(
         text_sets, "self-repetition", sig,
         "needs at least 2 responses (repetition across responses); got 1")
-    st = _encode_live(text_sets, live, tok, k)
-    for a, b, solo in _fit_groups(st, k, st.n_texts):
-        if solo:  # too wide for the batched keys even alone: interned ids
+    st = None if len(live) == 1 else _encode_live(text_sets, live, tok, k)
+    # a batch of one set (small-input branch) is scored from its own keys, as a set too wide
+    groups = [(0, 1, True)] if st is None else _fit_groups(st, k, st.n_texts)
+    for a, b, solo in groups:
+        if solo or st is None:
             sizes = [len(text_sets[live[a]])]
-            per = _self_repetition_wide(text_sets[live[a]], tok, k)
+            per = _self_repetition_one_set(text_sets[live[a]], tok, k)
         else:
             g = st.group(a, b)
             sizes = g.n_texts.tolist()
