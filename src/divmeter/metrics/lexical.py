@@ -1133,6 +1133,8 @@ def ngram_cosine_many(
             results[i] = _cosine_one_set(text_sets[i], tok, orders, red, sig)
         else:
             live.append(i)
+    if not live:
+        return results  # type: ignore[return-value]
     top = max(orders)
     st = _encode_live(text_sets, live, tok, top)
     n_tok = st.n_tokens().tolist()

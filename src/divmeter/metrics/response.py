@@ -88,6 +88,8 @@ _TOK = {"tokenizer": "whitespace", "lowercase": False}
 
 def _flatten(text_sets: Sequence[Sequence[str]]) -> tuple[list[str], list[int]]:
     """Every set's responses in one list, and the number of responses of each set."""
+    if len(text_sets) == 1:  # a batch of one: its list as it is
+        return list(text_sets[0]), [len(text_sets[0])]
     return list(chain.from_iterable(text_sets)), [len(t) for t in text_sets]
 
 
@@ -132,6 +134,8 @@ def _per_set_results(metric: str, sig: str, per: list[float | None], sizes: list
                      none_reason: str, short: np.ndarray | None = None) -> list[MetricResult]:
     """:func:`_per_response_result` of each set, from the values of all the sets' responses in
     order (``sizes``: responses per set); ``short`` adds ``n_short`` (MATTR)."""
+    if len(sizes) == 1 and short is None:  # a batch of one
+        return [_per_response_result(metric, sig, per, none_reason)]
     out: list[MetricResult] = []
     start = 0
     for size in sizes:
