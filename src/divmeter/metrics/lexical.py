@@ -782,11 +782,6 @@ def _ngram_keys(idx: NgramIndex, n: int) -> tuple[np.ndarray, np.ndarray]:
     return key, doc_of_tok[start]
 
 
-#: One order's statistics for each set of a group: distinct n-grams, n-gram occurrences and
-#: (when asked) ``sum c ln c`` over the n-grams' counts ``c``.
-_OrderStats = tuple[list[int], list[int], list[float] | None]
-
-
 def _self_repetition_one_set(texts: Sequence[str], tok: Tokenizer, n: int) -> np.ndarray:
     """``ln(1 + s_d)`` of every response of one set, from its own n-gram keys: the path of a
     lone set (small-input branch of :func:`self_repetition_many`) and of a set too wide for the
