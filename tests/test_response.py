@@ -32,6 +32,7 @@ from divmeter.metrics.response import (
     ttr,
 )
 from divmeter.text import encode_tokens, get_tokenizer
+from divmeter.text import intern as intern_module
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PARITY = json.loads((FIXTURES / "response_parity.json").read_text(encoding="utf-8"))
@@ -417,7 +418,7 @@ def test_fast_path_declines_and_the_fallback_agrees(monkeypatch: pytest.MonkeyPa
     # identical keys for different tokens (forced collision): detected, dictionary path used
     texts = ["abcdefghX abcdefghY abcdefghX"]
     before = per(mattr(texts, window=2))
-    monkeypatch.setattr(response_module, "_MIX", np.zeros(8, dtype=np.uint64))
+    monkeypatch.setattr(intern_module, "_MIX", np.zeros(8, dtype=np.uint64))
     assert _Encoded._fast_whitespace(texts, False) is None
     assert per(mattr(texts, window=2)) == before == [1.0]
 
@@ -451,7 +452,7 @@ def test_hash32_sort_is_the_stable_sort(monkeypatch: pytest.MonkeyPatch, collide
     key = rng.integers(0, 50, 400).astype(np.int64)
     enc = _Encoded(key, np.array([150, 0, 250]))
     if collide:  # every key gets hash32 0: detected, exact stable sort used instead
-        monkeypatch.setattr(response_module, "_MIX", np.zeros(8, dtype=np.uint64))
+        monkeypatch.setattr(intern_module, "_MIX", np.zeros(8, dtype=np.uint64))
         assert enc._sort_by_hash32() is None
     order, same = enc.sorted_keys()
     ref_order, ref_same = enc._sort_stable()

@@ -1,11 +1,13 @@
 """Set-level form (n-gram) metrics pooled over a response set.
 
 distinct-n, entropy-n, expectation-adjusted distinct (EAD), n-gram cosine diversity, n-gram
-diversity score, compression ratio and self-repetition. All n-gram counting starts from
-:class:`divmeter.text.NgramIndex` (exact integer token ids; n-grams never cross response
-boundaries). Where the base-``V`` number of an n-gram's token ids fits in 62 bits it is used as an
-exact key (one sort per order, no interning of lower orders); otherwise the index's interned
-n-gram ids are. Every metric is therefore exact and vectorised: a few numpy calls per order.
+diversity score, compression ratio and self-repetition. All n-gram counting starts from exact
+integer token ids (:func:`divmeter.text.encode_sets`; n-grams never cross response boundaries):
+the base-``B`` number of an n-gram's token ids, next to its set's index, is an exact key while
+it fits in 62 bits (one sort per order for every set of a batch, no interning of lower orders);
+a set too wide for that on its own is counted from the interned n-gram ids of
+:class:`divmeter.text.NgramIndex`. Every metric is therefore exact and vectorised: a few numpy
+calls per order.
 
 Degenerate sets, shared conventions (each metric's docstring says which apply):
 
@@ -13,11 +15,12 @@ Degenerate sets, shared conventions (each metric's docstring says which apply):
 * an n-gram order with no n-gram at all (every text shorter than n) contributes 0 to averages
   and sums over orders, as in Tevet & Berant's code.
 
-Batched versions (``distinct_n_many``, ``entropy_n_many``, ``ead_many``,
-``ngram_diversity_many``, ``self_repetition_many``, ``ngram_cosine_many``; registered with
+One kernel per metric, over many sets: ``distinct_n_many``, ``entropy_n_many``, ``ead_many``,
+``ngram_diversity_many``, ``self_repetition_many`` and ``ngram_cosine_many`` (registered with
 :func:`divmeter.registry.register_batch`, used by :func:`divmeter.score_many` and
 ``divmeter score``) score many sets with one tokenizing pass and one sort per order for all of
-them, and return results identical to the per-set functions (see the end of this module).
+them (see the end of this module). The single-set functions (``distinct_n`` ...) are these
+kernels on a batch of one.
 """
 
 from __future__ import annotations
@@ -26,8 +29,6 @@ import lzma
 import math
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from itertools import chain, count
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,11 @@ from divmeter.metrics.reduce import REDUCTIONS, diversity_from_similarity
 from divmeter.params import LOWERCASE, Param, tokenizer_param
 from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult, make_signature
-from divmeter.text import NgramIndex, Tokenizer, get_tokenizer
+from divmeter.text import NgramIndex, SetTokens, Tokenizer, get_tokenizer
+from divmeter.text import encode_sets as _encode_sets
+from divmeter.text import fit_groups as _fit_groups
+from divmeter.text import interned as _interned  # noqa: F401  (tests check its cache)
+from divmeter.text import set_ngram_keys as _set_ngram_keys
 
 TEVET = "Tevet & Berant 2021, Evaluating the Evaluation of Diversity in NLG (EACL)"
 LI2016 = "Li et al. 2016, A Diversity-Promoting Objective Function for Neural Conversation Models"
@@ -77,84 +82,22 @@ def _index(texts: list[str], tok: Tokenizer) -> NgramIndex:
     return NgramIndex.from_tokens(tok.many(texts))
 
 
-def _pooled_counts(idx: NgramIndex, orders: Sequence[int]) -> dict[int, np.ndarray]:
-    """For each order, the multiplicity of every distinct n-gram pooled over the set (in no
-    particular order; empty when no text has n tokens).
+#: One order's statistics for each set of a group: distinct n-grams, n-gram occurrences and
+#: (when asked) ``sum c ln c`` over the n-grams' counts ``c``.
+_OrderStats = tuple[list[int], list[int], list[float] | None]
 
-    When ``V**max(orders)`` fits in 62 bits the n-grams are exact base-``V`` keys of their token
-    ids, extended one token per order and counted with one sort (no interning); otherwise the
-    interned ids of :meth:`NgramIndex.order` are counted.
-    """
-    top, v = max(orders), max(idx.vocab_size, 1)
-    out: dict[int, np.ndarray] = {}
-    if top * math.log2(v) >= 62:
-        for k in orders:
-            ids, _, m = idx.order(k)
-            out[k] = np.bincount(ids, minlength=m)
-        return out
-    wanted = set(orders)
-    end = np.repeat(np.cumsum(idx.lengths), idx.lengths)  # exclusive end of each token's text
-    pos = np.arange(idx.tokens.size, dtype=np.int64)
-    key = idx.tokens
-    for k in range(1, top + 1):
-        if k > 1:
-            keep = pos + (k - 1) < end
-            pos, end = pos[keep], end[keep]
-            key = key[keep] * np.int64(v) + idx.tokens[pos + (k - 1)]
-        if k in wanted:
-            srt = np.sort(key)
-            first = np.ones(srt.size, dtype=bool)
-            first[1:] = srt[1:] != srt[:-1]
-            out[k] = np.diff(np.append(np.flatnonzero(first), srt.size))
+
+def _pooled_wide_stats(texts: Sequence[str], tok: Tokenizer, orders: Sequence[int], *,
+                       xlogx: bool) -> dict[int, _OrderStats]:
+    """:func:`_pooled_set_stats` of one set too wide for the batched keys (its n-grams need more
+    than 62 bits even alone), from the exact interned ids of :class:`NgramIndex`."""
+    idx = _index(list(texts), tok)
+    out: dict[int, _OrderStats] = {}
+    for k in orders:
+        c = idx.pooled_counts(k)
+        s = _xlogx_sums(np.zeros(c.size, dtype=np.int64), c, 1).tolist() if xlogx else None
+        out[k] = ([int(c.size)], [int(c.sum())], s)
     return out
-
-
-def _ngram_keys(idx: NgramIndex, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact integer keys of every n-gram occurrence (equal keys iff equal n-grams) and the
-    response each comes from, for a single order ``n``.
-
-    When ``V**n * n_docs`` fits in 62 bits the key is the base-``V`` number of the n token ids,
-    computed directly (no interning of the lower orders); otherwise the ids of
-    :meth:`NgramIndex.order` are used.
-    """
-    v, n_docs = max(idx.vocab_size, 1), max(idx.n_docs, 1)
-    if n * math.log2(v) + math.log2(n_docs) >= 62:
-        ids, doc, _ = idx.order(n)
-        return ids, doc
-    ends = np.cumsum(idx.lengths)
-    doc_of_tok = np.repeat(np.arange(idx.n_docs, dtype=np.int64), idx.lengths)
-    start = np.flatnonzero(np.arange(idx.tokens.size) + n <= ends[doc_of_tok])
-    key = idx.tokens[start].copy()
-    for j in range(1, n):
-        key = key * np.int64(v) + idx.tokens[start + j]
-    return key, doc_of_tok[start]
-
-
-def _pooled_one(
-    texts: list[str],
-    *,
-    metric: str,
-    tok: Tokenizer,
-    orders: list[int],
-    sig: str,
-    per_order: Callable[[int, int, float], float],
-    agg: str,
-    xlogx: bool,
-) -> MetricResult:
-    """Per-set driver of the pooled-count metrics (distinct-n, entropy-n, EAD, n-gram
-    diversity), the single-set twin of :func:`_pooled_many`: ``per_order(distinct, total,
-    sum c ln c)`` gives one order's value, ``agg`` (``mean`` or ``sum``) combines the orders."""
-    if not texts:
-        return undefined(metric, sig, "empty set")
-    idx = _index(texts, tok)
-    if idx.tokens.size == 0:
-        return undefined(metric, sig, "no tokens in any response")
-    per_n = {}
-    for k, c in _pooled_counts(idx, orders).items():
-        s = float(_xlogx_sums(np.zeros(c.size, dtype=np.int64), c, 1)[0]) if xlogx else 0.0
-        per_n[k] = per_order(c.size, int(c.sum()), s)
-    value = float(np.mean(list(per_n.values()))) if agg == "mean" else float(sum(per_n.values()))
-    return MetricResult(metric, value, sig, details={"per_n": per_n})
 
 
 def _distinct_value(unique: int, total: int, _: float) -> float:
@@ -247,9 +190,8 @@ def distinct_n(
         'distinct-n|n:2|tok:tevet|case:mixed|v:0.1.0'
     """
     texts = as_texts(responses)
-    tok, orders, sig = _distinct_setup(n, n_max, tokenizer, lowercase)
-    return _pooled_one(texts, metric="distinct-n", tok=tok, orders=orders, sig=sig,
-                       per_order=_distinct_value, agg="mean", xlogx=False)
+    return distinct_n_many([texts], n=n, n_max=n_max, tokenizer=tokenizer,
+                           lowercase=lowercase)[0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -274,14 +216,13 @@ def _xlogx_sums(group: np.ndarray, counts: np.ndarray, n_groups: int) -> np.ndar
     ``v`` with multiplicity ``h_v``; counts of 1 add exactly 0 and are skipped), one group after
     the other in a single sequential ``bincount``, with ``v ln v`` from :func:`math.log`. The
     float result therefore depends only on the multiset of counts of a group, not on the order
-    in which the n-grams were found nor on the other groups: scoring a set alone or inside a
-    batch gives the same bits.
+    in which the n-grams were found nor on the other groups.
     """
     sel = counts > 1
     c = counts[sel]
     if c.size == 0:
         return np.zeros(n_groups)
-    if n_groups == 1:  # the same sequence of float operations, without the pairing
+    if n_groups == 1:  # small-input branch: the same sum, term by term, without the pairing
         acc = 0.0
         vals, mult = np.unique(c, return_counts=True)
         for v, h in zip(vals.tolist(), mult.tolist(), strict=True):
@@ -365,10 +306,8 @@ def entropy_n(
         'entropy-n|n:1|base:2|tok:tevet|case:mixed|v:0.1.0'
     """
     texts = as_texts(responses)
-    tok, orders, b, sig = _entropy_setup(n, n_max, base, tokenizer, lowercase)
-    return _pooled_one(texts, metric="entropy-n", tok=tok, orders=orders, sig=sig,
-                       per_order=lambda _, t, s: _entropy_value(t, s, b), agg="mean",
-                       xlogx=True)
+    return entropy_n_many([texts], n=n, n_max=n_max, base=base, tokenizer=tokenizer,
+                          lowercase=lowercase)[0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -455,9 +394,8 @@ def ead(
         'ead|n:1..5|avg:mean|V:50257|tok:tevet|case:mixed|v:0.1.0'
     """
     texts = as_texts(responses)
-    tok, orders, v, sig = _ead_setup(n, n_max, vocab_size, tokenizer, lowercase)
-    return _pooled_one(texts, metric="ead", tok=tok, orders=orders, sig=sig,
-                       per_order=lambda u, t, _: _ead_one(u, t, v), agg="mean", xlogx=False)
+    return ead_many([texts], n=n, n_max=n_max, vocab_size=vocab_size, tokenizer=tokenizer,
+                    lowercase=lowercase)[0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -578,12 +516,17 @@ def ngram_cosine(
         'ngram-cosine|n:1..5|avg:mean|sim:cosine-counts|red:neg-mean|tok:tevet|case:mixed|v:0.1.0'
     """
     texts = as_texts(responses)
-    tok, orders, red, sig = _ngram_cosine_setup(n, n_max, reduction, tokenizer, lowercase)
-    if not texts:
-        return undefined("ngram-cosine", sig, "empty set")
-    if len(texts) < 2:
-        return undefined("ngram-cosine", sig, "needs at least 2 responses (pairs); got 1")
-    idx = _index(texts, tok)
+    return ngram_cosine_many([texts], n=n, n_max=n_max, reduction=reduction,
+                             tokenizer=tokenizer, lowercase=lowercase)[0]
+
+
+def _cosine_one_set(texts: Sequence[str], tok: Tokenizer, orders: Sequence[int], red: str,
+                    sig: str) -> MetricResult:
+    """N-gram cosine diversity of one set of two or more responses, from its count matrix (see
+    :func:`ngram_cosine`): the path of a large set (more responses than one batched block
+    holds, or n-grams too wide for the batched keys) and of a lone small set, for which one
+    dense count-matrix product is quicker than the batched blocks (same bits)."""
+    idx = _index(list(texts), tok)
     if idx.tokens.size == 0:
         return undefined("ngram-cosine", sig, "no tokens in any response")
     k_docs = len(texts)
@@ -661,9 +604,8 @@ def ngram_diversity(
         'ngram-diversity|n:1..4|agg:sum|tok:whitespace|case:mixed|v:0.1.0'
     """
     texts = as_texts(responses)
-    tok, orders, sig = _ngram_diversity_setup(n_max, tokenizer, lowercase)
-    return _pooled_one(texts, metric="ngram-diversity", tok=tok, orders=orders, sig=sig,
-                       per_order=_distinct_value, agg="sum", xlogx=False)
+    return ngram_diversity_many([texts], n_max=n_max, tokenizer=tokenizer,
+                                lowercase=lowercase)[0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -838,237 +780,64 @@ def self_repetition(
         'self-repetition|n:2|log:ln|tok:whitespace|case:mixed|v:0.1.0'
     """
     texts = as_texts(responses)
-    tok, k, sig = _self_repetition_setup(n, tokenizer, lowercase)
-    if not texts:
-        return undefined("self-repetition", sig, "empty set")
-    if len(texts) < 2:
-        return undefined("self-repetition", sig,
-                         "needs at least 2 responses (repetition across responses); got 1")
-    idx = _index(texts, tok)
+    return self_repetition_many([texts], n=n, tokenizer=tokenizer, lowercase=lowercase)[0]
+
+
+def _ngram_keys(idx: NgramIndex, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact integer keys of every n-gram occurrence (equal keys iff equal n-grams) and the
+    response each comes from, for a single order ``n``.
+
+    When ``V**n * n_docs`` fits in 62 bits the key is the base-``V`` number of the n token ids,
+    computed directly (no interning of the lower orders); otherwise the ids of
+    :meth:`NgramIndex.order` are used.
+    """
+    v, n_docs = max(idx.vocab_size, 1), max(idx.n_docs, 1)
+    if n * math.log2(v) + math.log2(n_docs) >= 62:
+        ids, doc, _ = idx.order(n)
+        return ids, doc
+    ends = np.cumsum(idx.lengths)
+    doc_of_tok = np.repeat(np.arange(idx.n_docs, dtype=np.int64), idx.lengths)
+    start = np.flatnonzero(np.arange(idx.tokens.size) + n <= ends[doc_of_tok])
+    key = idx.tokens[start].copy()
+    for j in range(1, n):
+        key = key * np.int64(v) + idx.tokens[start + j]
+    return key, doc_of_tok[start]
+
+
+def _self_repetition_one_set(texts: Sequence[str], tok: Tokenizer, n: int) -> np.ndarray:
+    """``ln(1 + s_d)`` of every response of one set, from its own n-gram keys: the path of a
+    lone set (small-input branch of :func:`self_repetition_many`) and of a set too wide for the
+    batched keys."""
     n_docs = len(texts)
-    keys, doc = _ngram_keys(idx, k)
-    per = np.zeros(n_docs)
-    if keys.size:
-        pair, others = _df_minus_one(np.sort(keys * np.int64(n_docs) + doc), n_docs)
-        per = _log1p_ints(np.bincount(pair % n_docs, weights=others, minlength=n_docs))
-    return MetricResult("self-repetition", float(per.mean()), sig,
-                        details={"per_response": per.tolist()})
+    keys, doc = _ngram_keys(_index(list(texts), tok), n)
+    if not keys.size:
+        return np.zeros(n_docs)
+    pair, others = _df_minus_one(np.sort(keys * np.int64(n_docs) + doc), n_docs)
+    return _log1p_ints(np.bincount(pair % n_docs, weights=others, minlength=n_docs))
 
 
 # --------------------------------------------------------------------------------------------
-# batched implementations: many response sets at once
+# the kernels: many response sets at once
 #
 # Scoring 1,000 small sets one call at a time is dominated by per-call overhead (tokenizer and
-# numpy calls on arrays of a few hundred items). The functions below score a whole batch with one
-# tokenizing pass and, per n-gram order, one sort over the n-grams of *every* set: each token
-# gets a set-local id (< V_s, the set's vocabulary size), and an n-gram's key is
-# ``set * B**n + (its base-B number)`` with ``B = max_s V_s``, exact as long as
-# ``n_sets * B**n < 2**62``. Batches too wide for that are cut into consecutive groups that fit;
-# a single set too wide on its own is scored by the per-set function (interned ids). Each result
-# is identical (value bits, reason, signature, details) to the per-set function's: counts are
-# integers, and every float is reduced in an order that does not depend on the batch (see
-# :func:`_xlogx_sums`, :func:`_log1p_ints`). They receive sets already validated as lists of
-# strings (:func:`divmeter.score_many` validates).
+# numpy calls on arrays of a few hundred items). The kernels below score a whole batch with one
+# tokenizing pass (:func:`divmeter.text.encode_sets`) and, per n-gram order, one sort over the
+# n-grams of *every* set: each token gets a set-local id (< V_s, the set's vocabulary size), and
+# an n-gram's key is ``set * B**n + (its base-B number)`` with ``B = max_s V_s``, exact as long
+# as ``n_sets * B**n < 2**62``. Batches too wide for that are cut into consecutive groups that
+# fit (:func:`divmeter.text.fit_groups`); a single set too wide on its own is counted from the
+# interned ids of :class:`NgramIndex`. Counts are integers, and every float is reduced in an
+# order that does not depend on the batch (see :func:`_xlogx_sums`, :func:`_log1p_ints`), so a
+# set's result does not depend on the other sets of its batch. The kernels receive sets already
+# validated as lists of strings (the public single-set functions and
+# :func:`divmeter.score_many` validate).
 
-#: Marks the end of each text when a set's texts are tokenized as one joined string.
-_SEP = "\x00"
-_JOIN = " \x00 "
-#: Tokenizers whose output on ``_JOIN.join(texts)`` is the concatenation of their outputs on the
-#: texts with a ``_SEP`` token after each (they split on spaces; ``_SEP`` is not whitespace).
-_JOINABLE = frozenset({"tevet", "whitespace"})
-#: Marks the end of each text on the per-text path (a token can never be this object).
-_END = object()
-_KEY_BITS = 2**62
-
-
-@dataclass
-class _SetTokens:
-    """The tokens of many response sets as one id stream with set-local ids.
-
-    Attributes:
-        ids: Every set's texts in order, each text's token ids followed by 0 (end of text).
-            Token ids are >= 1 and equal within a set iff the tokens are equal.
-        n_words: Length of each set's part of ``ids`` (its tokens plus one 0 per text).
-        n_texts: Text count of each set.
-        width: A bound on each set's ids (they are < ``width[s]``).
-        n_types: Number of distinct tokens of each set.
-    """
-
-    ids: np.ndarray
-    n_words: np.ndarray
-    n_texts: np.ndarray
-    width: np.ndarray
-    n_types: np.ndarray
-
-    def group(self, a: int, b: int) -> _SetTokens:
-        """Sets ``a .. b-1`` (views, no copy)."""
-        w0, w1 = int(self.n_words[:a].sum()), int(self.n_words[:b].sum())
-        return _SetTokens(self.ids[w0:w1], self.n_words[a:b], self.n_texts[a:b],
-                          self.width[a:b], self.n_types[a:b])
-
-    def n_tokens(self) -> np.ndarray:
-        """Token count of each set."""
-        out: np.ndarray = self.n_words - self.n_texts
-        return out
-
-
-@dataclass
-class _Interned:
-    """Per-set interned words, before compaction (see :func:`_intern_sets`)."""
-
-    raw: np.ndarray  # 0: end of text, 1: empty word, else 2 + index of first occurrence
-    n_words: list[int]
-    n_texts: list[int]
-    n_types: list[int]
-
-
-def _intern_sets(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> _Interned:
-    """Tokenize every set and intern its words, in one dict pass per set.
-
-    For the ``tevet`` and ``whitespace`` tokenizers a set's texts are joined with
-    ``" \x00 "`` and tokenized as one string (one ``split`` call instead of one per text); the
-    ``\x00`` words mark the text ends. A set whose texts contain ``\x00``, and the ``word``
-    tokenizer, take the per-text path, with a sentinel object marking text ends. Each set's
-    words go through one ``dict.setdefault`` pass mapping a word to 2 + the index of its first
-    occurrence (0: end of text; 1: the empty word of runs of spaces).
-    """
-    parts: list[np.ndarray] = []  # one array per set: the words die with their set (cache-hot)
-    n_words: list[int] = []
-    n_texts: list[int] = []
-    n_types: list[int] = []
-    joinable = tok.name in _JOINABLE
-    for texts in text_sets:
-        n_texts.append(len(texts))
-        words: list[Any]
-        if not texts:
-            n_words.append(0)
-            n_types.append(0)
-            continue
-        cased = [t.lower() for t in texts] if tok.lowercase else texts
-        joined = _JOIN.join(cased) + _JOIN[:-1]
-        if joinable and joined.count(_SEP) == len(texts):
-            if tok.name == "tevet":
-                words = joined.replace(".", "").replace("\n", "").split(" ")
-            else:
-                words = joined.split()
-            ids: dict[Any, int] = {_SEP: 0, "": 1}
-        else:
-            words = [w for t in tok.many(list(texts)) for w in chain(t, (_END,))]
-            ids = {_END: 0}
-        reserved = len(ids)
-        parts.append(np.fromiter(map(ids.setdefault, words, count(2)), dtype=np.int64,
-                                 count=len(words)))
-        n_words.append(len(words))
-        n_types.append(len(ids) - reserved)
-    raw = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-    return _Interned(raw, n_words, n_texts, n_types)
-
-
-#: The last interning of an immutable batch (a tuple of tuples of texts, as
-#: :mod:`divmeter.batch` passes) per tokenizer, with the batch itself held so that its identity
-#: stays unique: several metrics scoring one batch with one tokenizer tokenize it once. Lists
-#: (mutable) are never cached.
-_LAST_INTERNED: dict[Tokenizer, tuple[Any, _Interned]] = {}
-
-
-def _interned(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> _Interned:
-    frozen = isinstance(text_sets, tuple) and all(type(t) is tuple for t in text_sets)
-    last = _LAST_INTERNED.get(tok)
-    if frozen and last is not None and last[0] is text_sets:
-        return last[1]
-    out = _intern_sets(text_sets, tok)
-    if frozen:
-        _LAST_INTERNED[tok] = (text_sets, out)
-    return out
-
-
-def _encode_sets(text_sets: Sequence[Sequence[str]], tok: Tokenizer, top: int,
-                 factor: int = 1) -> _SetTokens:
-    """Every set's tokens as one id stream with set-local ids (see :class:`_SetTokens`).
-
-    The interned ids (2 + first-occurrence index) are kept when
-    ``n_sets * (longest set)**top * factor`` fits the 62-bit n-gram keys; otherwise they are
-    compacted to 2 + the rank of the token among its set's distinct tokens. Empty words are
-    dropped.
-    """
-    it = _interned(text_sets, tok)
-    raw, n_words = it.raw, it.n_words
-    total, n_sets = raw.size, len(it.n_texts)
-    words_arr = np.array(n_words, dtype=np.int64)
-    width = words_arr + 2
-    if n_sets * max(int(width.max(initial=1)), 1) ** top * factor >= _KEY_BITS:
-        # compact: 2 + rank of the token's first occurrence among its set's first occurrences
-        raw = raw.copy()  # the interning may be shared (cached)
-        set_start = np.cumsum(words_arr) - words_arr
-        start = np.repeat(set_start, words_arr)
-        is_first = raw == np.arange(total, dtype=np.int64) - start + 2
-        firsts_before = np.cumsum(is_first) - is_first
-        tok_at = raw >= 2
-        first_pos = (start + raw - 2)[tok_at]
-        raw[tok_at] = 2 + firsts_before[first_pos] - firsts_before[start[tok_at]]
-        width = 2 + np.bincount(np.repeat(np.arange(n_sets, dtype=np.int64), words_arr),
-                                weights=is_first, minlength=n_sets).astype(np.int64)
-    empty = raw == 1
-    if empty.any():  # runs of spaces (or dots) gave empty words: drop them
-        raw = raw[~empty]
-        words_arr = words_arr - np.bincount(
-            np.repeat(np.arange(n_sets, dtype=np.int64), words_arr)[empty], minlength=n_sets)
-    return _SetTokens(raw, words_arr, np.array(it.n_texts, dtype=np.int64), width,
-                      np.array(it.n_types, dtype=np.int64))
-
-
-def _fit_groups(st: _SetTokens, top: int, per_set_factor: np.ndarray | None = None
-                ) -> Iterator[tuple[int, int, bool]]:
-    """Consecutive runs ``(a, b, False)`` of sets whose keys ``set * B**top * F`` fit in 62 bits
-    together (``B``: the largest id bound of the run, ``F``: the largest factor), and
-    ``(i, i + 1, True)`` for a set that does not fit even alone."""
-    width = st.width.tolist()
-    factor = [1] * len(width) if per_set_factor is None else per_set_factor.tolist()
-    a, big_b, big_f = 0, 1, 1
-    for i, (v, f) in enumerate(zip(width, factor, strict=True)):
-        nb, nf = max(big_b, v, 1), max(big_f, f, 1)
-        if (i - a + 1) * nb**top * nf < _KEY_BITS:
-            big_b, big_f = nb, nf
-            continue
-        if i > a:
-            yield a, i, False
-        a, big_b, big_f = i, max(v, 1), max(f, 1)
-        if big_b**top * big_f >= _KEY_BITS:
-            yield i, i + 1, True
-            a, big_b, big_f = i + 1, 1, 1
-    if a < len(width):
-        yield a, len(width), False
-
-
-def _set_ngram_keys(st: _SetTokens, orders: Sequence[int]
-                    ) -> Iterator[tuple[int, np.ndarray, np.ndarray, int]]:
-    """For each order ``n`` (ascending): ``(n, keys, valid, B**n)``. ``keys[p]`` is
-    ``set * B**n + (base-B number of the ids p .. p+n-1)``, an exact key of the n-gram starting
-    at stream position ``p`` together with its set; ``valid[p]`` says that this window holds
-    no end of text (so it is an n-gram of one text). Both are views that the next order
-    overwrites."""
-    wanted = set(orders)
-    base = max(int(st.width.max(initial=1)), 1)
-    key = np.repeat(np.arange(st.n_words.size, dtype=np.int64), st.n_words) * base + st.ids
-    inside = st.ids != 0
-    valid = inside.copy()
-    for n in range(1, max(wanted) + 1):
-        if n > 1:  # windows crossing a text (or set) contain its end marker: marked invalid
-            key = key[:-1]
-            key *= base
-            key += st.ids[n - 1:]
-            valid = valid[:-1]
-            valid &= inside[n - 1:]
-        if n in wanted:
-            yield n, key, valid, base**n
-
-
-def _pooled_set_stats(st: _SetTokens, orders: Sequence[int], *, xlogx: bool
-                      ) -> dict[int, tuple[list[int], list[int], list[float] | None]]:
+def _pooled_set_stats(st: SetTokens, orders: Sequence[int], *, xlogx: bool
+                      ) -> dict[int, _OrderStats]:
     """Per order: distinct n-grams, n-gram occurrences and (``xlogx``) ``sum c ln c`` of each
     set, pooled over its texts. One sort per order for all sets."""
     n_sets = st.n_texts.size
-    out: dict[int, tuple[list[int], list[int], list[float] | None]] = {}
+    out: dict[int, _OrderStats] = {}
     for n, key, valid, scale in _set_ngram_keys(st, orders):
         if n == 1 and not xlogx:  # unigrams: the interning already counted them
             out[1] = (st.n_types.tolist(), st.n_tokens().tolist(), None)
@@ -1078,15 +847,17 @@ def _pooled_set_stats(st: _SetTokens, orders: Sequence[int], *, xlogx: bool
         first = np.empty(srt.size, dtype=bool)
         first[:1] = True
         np.not_equal(srt[1:], srt[:-1], out=first[1:])
-        uniq = srt[first]
-        cuts = np.arange(n_sets + 1, dtype=np.int64) * scale
-        total = np.diff(np.searchsorted(srt, cuts))
-        distinct = np.diff(np.searchsorted(uniq, cuts))
+        starts = np.flatnonzero(first)
         sums = None
         if xlogx:
-            starts = np.flatnonzero(first)
             runs = np.diff(np.append(starts, srt.size))
-            sums = _xlogx_sums(uniq // scale, runs, n_sets).tolist()
+            sums = _xlogx_sums(srt[starts] // scale, runs, n_sets).tolist()
+        if n_sets == 1:  # small-input branch (a batch of one): no cut into sets
+            out[n] = ([int(starts.size)], [int(srt.size)], sums)
+            continue
+        cuts = np.arange(n_sets + 1, dtype=np.int64) * scale
+        total = np.diff(np.searchsorted(srt, cuts))
+        distinct = np.diff(np.searchsorted(srt[starts], cuts))
         out[n] = (distinct.tolist(), total.tolist(), sums)
     return out
 
@@ -1101,11 +872,10 @@ def _pooled_many(
     per_order: Callable[[int, int, float], float],
     agg: str,
     xlogx: bool,
-    single: Callable[[Sequence[str]], MetricResult],
 ) -> list[MetricResult]:
-    """Batched driver of the pooled-count metrics (distinct-n, entropy-n, EAD, n-gram
-    diversity): ``per_order(distinct, total, sum c ln c)`` gives one order's value, ``agg``
-    (``mean`` or ``sum``) combines the orders, ``single`` scores a set alone."""
+    """The kernel of the pooled-count metrics (distinct-n, entropy-n, EAD, n-gram diversity):
+    ``per_order(distinct, total, sum c ln c)`` gives one order's value, ``agg`` (``mean`` or
+    ``sum``) combines the orders."""
     st = _encode_sets(text_sets, tok, max(orders))
     results: list[MetricResult | None] = [None] * len(text_sets)
     n_tok = st.n_tokens().tolist()
@@ -1115,11 +885,10 @@ def _pooled_many(
         elif t == 0:
             results[i] = undefined(metric, sig, "no tokens in any response")
     for a, b, solo in _fit_groups(st, max(orders)):
-        if solo:
-            if results[a] is None:
-                results[a] = single(text_sets[a])
+        if solo and results[a] is not None:
             continue
-        stats = _pooled_set_stats(st.group(a, b), orders, xlogx=xlogx)
+        stats = (_pooled_wide_stats(text_sets[a], tok, orders, xlogx=xlogx) if solo
+                 else _pooled_set_stats(st.group(a, b), orders, xlogx=xlogx))
         cols = [stats[k] for k in orders]
         rows = [[per_order(d[j], t[j], 0.0 if s is None else s[j]) for d, t, s in cols]
                 for j in range(b - a)]
@@ -1145,17 +914,8 @@ def distinct_n_many(
     tokenizer: str = "tevet",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """Batched :func:`distinct_n`: one result per set, identical to ``distinct_n(set)``.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        n: As in :func:`distinct_n`.
-        n_max: As in :func:`distinct_n`.
-        tokenizer: As in :func:`distinct_n`.
-        lowercase: As in :func:`distinct_n`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
+    """The kernel of :func:`distinct_n` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``distinct_n(set)``.
 
     Example:
         >>> [r.value for r in distinct_n_many([["a b a b", "a b c"], []], n=2)]
@@ -1165,8 +925,6 @@ def distinct_n_many(
     return _pooled_many(
         text_sets, metric="distinct-n", tok=tok, orders=orders, sig=sig,
         per_order=_distinct_value, agg="mean", xlogx=False,
-        single=lambda t: distinct_n(t, n=n, n_max=n_max, tokenizer=tokenizer,
-                                    lowercase=lowercase),
     )
 
 
@@ -1180,18 +938,8 @@ def entropy_n_many(
     tokenizer: str = "tevet",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """Batched :func:`entropy_n`: one result per set, identical to ``entropy_n(set)``.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        n: As in :func:`entropy_n`.
-        n_max: As in :func:`entropy_n`.
-        base: As in :func:`entropy_n`.
-        tokenizer: As in :func:`entropy_n`.
-        lowercase: As in :func:`entropy_n`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
+    """The kernel of :func:`entropy_n` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``entropy_n(set)``.
 
     Example:
         >>> [r.value for r in entropy_n_many([["a b", "a c"], ["x x"]], n=1, base=2)]
@@ -1201,8 +949,6 @@ def entropy_n_many(
     return _pooled_many(
         text_sets, metric="entropy-n", tok=tok, orders=orders, sig=sig,
         per_order=lambda _, t, s: _entropy_value(t, s, b), agg="mean", xlogx=True,
-        single=lambda t: entropy_n(t, n=n, n_max=n_max, base=base, tokenizer=tokenizer,
-                                   lowercase=lowercase),
     )
 
 
@@ -1216,18 +962,8 @@ def ead_many(
     tokenizer: str = "tevet",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """Batched :func:`ead`: one result per set, identical to ``ead(set)``.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        n: As in :func:`ead`.
-        n_max: As in :func:`ead`.
-        vocab_size: As in :func:`ead`.
-        tokenizer: As in :func:`ead`.
-        lowercase: As in :func:`ead`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
+    """The kernel of :func:`ead` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``ead(set)``.
 
     Example:
         >>> [r.value for r in ead_many([["a b", "a c"], [""]], n=1, vocab_size=2)]
@@ -1237,8 +973,6 @@ def ead_many(
     return _pooled_many(
         text_sets, metric="ead", tok=tok, orders=orders, sig=sig,
         per_order=lambda u, t, _: _ead_one(u, t, v), agg="mean", xlogx=False,
-        single=lambda t: ead(t, n=n, n_max=n_max, vocab_size=vocab_size, tokenizer=tokenizer,
-                             lowercase=lowercase),
     )
 
 
@@ -1250,17 +984,8 @@ def ngram_diversity_many(
     tokenizer: str = "whitespace",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """Batched :func:`ngram_diversity`: one result per set, identical to
-    ``ngram_diversity(set)``.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        n_max: As in :func:`ngram_diversity`.
-        tokenizer: As in :func:`ngram_diversity`.
-        lowercase: As in :func:`ngram_diversity`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
+    """The kernel of :func:`ngram_diversity` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``ngram_diversity(set)``.
 
     Example:
         >>> [r.value for r in ngram_diversity_many([["a b a", "a b"]], n_max=2)]
@@ -1270,8 +995,6 @@ def ngram_diversity_many(
     return _pooled_many(
         text_sets, metric="ngram-diversity", tok=tok, orders=orders, sig=sig,
         per_order=_distinct_value, agg="sum", xlogx=False,
-        single=lambda t: ngram_diversity(t, n_max=n_max, tokenizer=tokenizer,
-                                         lowercase=lowercase),
     )
 
 
@@ -1292,7 +1015,7 @@ def _sets_with_pairs(text_sets: Sequence[Sequence[str]], metric: str, sig: str, 
 
 
 def _encode_live(text_sets: Sequence[Sequence[str]], live: list[int], tok: Tokenizer, top: int
-                 ) -> _SetTokens:
+                 ) -> SetTokens:
     """:func:`_encode_sets` of the sets ``live``, with room for the response index in keys."""
     sub = text_sets if len(live) == len(text_sets) else [text_sets[i] for i in live]
     return _encode_sets(sub, tok, top, max((len(t) for t in sub), default=1))
@@ -1316,20 +1039,11 @@ def self_repetition_many(
     tokenizer: str = "whitespace",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """Batched :func:`self_repetition`: one result per set, identical to
-    ``self_repetition(set)``.
+    """The kernel of :func:`self_repetition` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``self_repetition(set)``.
 
     All sets' distinct (n-gram, response) pairs come from one sort of
     ``(set, n-gram, response)`` keys; runs of one n-gram give its document frequency.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        n: As in :func:`self_repetition`.
-        tokenizer: As in :func:`self_repetition`.
-        lowercase: As in :func:`self_repetition`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
 
     Example:
         >>> [r.value for r in self_repetition_many([["a b", "a b"], ["a b"]], n=2)]
@@ -1339,15 +1053,17 @@ def self_repetition_many(
     results, live = _sets_with_pairs(
         text_sets, "self-repetition", sig,
         "needs at least 2 responses (repetition across responses); got 1")
-    st = _encode_live(text_sets, live, tok, k)
-    for a, b, solo in _fit_groups(st, k, st.n_texts):
-        if solo:
-            results[live[a]] = self_repetition(text_sets[live[a]], n=n, tokenizer=tokenizer,
-                                               lowercase=lowercase)
-            continue
-        g = st.group(a, b)
-        sizes = g.n_texts.tolist()
-        per = _self_repetition_per_response(g, k)
+    st = None if len(live) == 1 else _encode_live(text_sets, live, tok, k)
+    # a batch of one set (small-input branch) is scored from its own keys, as a set too wide
+    groups = [(0, 1, True)] if st is None else _fit_groups(st, k, st.n_texts)
+    for a, b, solo in groups:
+        if solo or st is None:
+            sizes = [len(text_sets[live[a]])]
+            per = _self_repetition_one_set(text_sets[live[a]], tok, k)
+        else:
+            g = st.group(a, b)
+            sizes = g.n_texts.tolist()
+            per = _self_repetition_per_response(g, k)
         means = _segment_means(per, sizes)
         start = 0
         for j, (size, mean) in enumerate(zip(sizes, means, strict=True)):
@@ -1358,14 +1074,14 @@ def self_repetition_many(
     return results  # type: ignore[return-value]
 
 
-def _text_starts(st: _SetTokens) -> tuple[int, np.ndarray]:
+def _text_starts(st: SetTokens) -> tuple[int, np.ndarray]:
     """A bound on a response's index within its set (``width``), and the index of each set's
     first response among all the group's responses."""
     n_texts = st.n_texts
     return max(int(n_texts.max(initial=0)), 1), np.cumsum(n_texts) - n_texts
 
 
-def _response_pairs(st: _SetTokens, orders: Sequence[int], width: int, text_start: np.ndarray
+def _response_pairs(st: SetTokens, orders: Sequence[int], width: int, text_start: np.ndarray
                     ) -> Iterator[tuple[int, np.ndarray, int]]:
     """For each order ``n``: ``(n, pair, B**n)`` with ``pair`` the sorted keys
     ``(set * B**n + n-gram) * width + response-in-set`` of every n-gram occurrence of the
@@ -1381,7 +1097,7 @@ def _response_pairs(st: _SetTokens, orders: Sequence[int], width: int, text_star
         yield n, pair, scale
 
 
-def _self_repetition_per_response(st: _SetTokens, n: int) -> np.ndarray:
+def _self_repetition_per_response(st: SetTokens, n: int) -> np.ndarray:
     """``ln(1 + s_d)`` for every response of every set (see :func:`self_repetition`)."""
     width, text_start = _text_starts(st)
     n_all = int(st.n_texts.sum())
@@ -1395,8 +1111,8 @@ def _self_repetition_per_response(st: _SetTokens, n: int) -> np.ndarray:
     return _log1p_ints(sums)
 
 
-#: Sets with more responses than this are scored by :func:`ngram_cosine` itself in a batch (the
-#: batched path holds one dense k x k similarity block per set).
+#: Sets with more responses than this are scored one by one from their count matrix (the batched
+#: path holds one dense k x k similarity block per set).
 _COSINE_BATCH_MAX_DOCS = 64
 
 
@@ -1410,50 +1126,38 @@ def ngram_cosine_many(
     tokenizer: str = "tevet",
     lowercase: bool = False,
 ) -> list[MetricResult]:
-    """Batched :func:`ngram_cosine`: one result per set, identical to ``ngram_cosine(set)``.
+    """The kernel of :func:`ngram_cosine` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``ngram_cosine(set)``.
 
     Per order, one sort of ``(set, n-gram, response)`` keys gives every set's count vectors;
     one sparse product gives every set's Gram matrix. Its entries are sums of products of
     integer counts, hence exact whatever the summation order, so the cosines and their
     pair means (per set size, one row per set, reduced as ``np.mean`` reduces one set) carry
-    the per-set function's bits. Sets of more than 64 responses are scored by
-    :func:`ngram_cosine` itself.
-
-    Args:
-        text_sets: Response sets, each a validated list (or tuple) of strings.
-        n: As in :func:`ngram_cosine`.
-        n_max: As in :func:`ngram_cosine`.
-        reduction: As in :func:`ngram_cosine`.
-        tokenizer: As in :func:`ngram_cosine`.
-        lowercase: As in :func:`ngram_cosine`.
-
-    Returns:
-        One :class:`MetricResult` per set, in order.
+    the same bits as one set's dense count-matrix product. Sets of more than 64 responses, and
+    a batch with a single scorable set (small-input branch: one dense product is quicker than
+    the sparse blocks), go through that dense (or, above 2,048 responses, linear-time) path.
 
     Example:
         >>> [round(r.value, 12) for r in ngram_cosine_many([["a b", "a c", "d"]], n=1)]
         [-0.166666666667]
     """
     tok, orders, red, sig = _ngram_cosine_setup(n, n_max, reduction, tokenizer, lowercase)
-
-    def single(texts: Sequence[str]) -> MetricResult:
-        return ngram_cosine(texts, n=n, n_max=n_max, reduction=reduction, tokenizer=tokenizer,
-                            lowercase=lowercase)
-
     results, paired = _sets_with_pairs(text_sets, "ngram-cosine", sig,
                                        "needs at least 2 responses (pairs); got 1")
     live: list[int] = []
     for i in paired:
-        if len(text_sets[i]) > _COSINE_BATCH_MAX_DOCS:
-            results[i] = single(text_sets[i])
+        if len(text_sets[i]) > _COSINE_BATCH_MAX_DOCS or len(paired) == 1:
+            results[i] = _cosine_one_set(text_sets[i], tok, orders, red, sig)
         else:
             live.append(i)
+    if not live:
+        return results  # type: ignore[return-value]
     top = max(orders)
     st = _encode_live(text_sets, live, tok, top)
     n_tok = st.n_tokens().tolist()
     for a, b, solo in _fit_groups(st, top, st.n_texts):
-        if solo:
-            results[live[a]] = single(text_sets[live[a]])
+        if solo:  # too wide for the batched keys even alone: interned ids
+            results[live[a]] = _cosine_one_set(text_sets[live[a]], tok, orders, red, sig)
             continue
         per = _cosine_set_diversity(st.group(a, b), orders, red)
         table = np.column_stack([per[k] for k in orders])
@@ -1469,7 +1173,7 @@ def ngram_cosine_many(
     return results  # type: ignore[return-value]
 
 
-def _cosine_set_diversity(st: _SetTokens, orders: Sequence[int], red: str
+def _cosine_set_diversity(st: SetTokens, orders: Sequence[int], red: str
                           ) -> dict[int, np.ndarray]:
     """Per order, the pair-mean cosine diversity of each set (see :func:`ngram_cosine`)."""
     from scipy import sparse

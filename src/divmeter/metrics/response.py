@@ -18,23 +18,27 @@ a reason.
 Tokens: the PATTR paper counts "whitespace-separated words" without lowercasing, so every metric
 here defaults to ``tokenizer="whitespace"``, ``lowercase=False``.
 
-Speed: MATTR, MTLD and HD-D work on exact integer token keys of the whole set at once: one
-plain sort of ``hash32(key) << 32 | position`` (checked against the keys; an exact stable
-argsort on a collision) groups equal tokens in position order, which gives every token's
-previous and next occurrence in its response. With the default
+One kernel per metric, over many sets: ``ttr_many``, ``mattr_many``, ``pattr_many``,
+``response_compression_many``, ``mtld_many``, ``hdd_many`` and ``length_many`` score every
+response of every set together, then take each set's mean over its own responses; the
+single-set functions are these kernels on a batch of one. A response's value never depends on
+the other responses of the batch.
+
+Speed: MATTR, MTLD and HD-D work on exact integer token keys of all responses at once
+(:class:`divmeter.text.TokenKeys`): one plain sort of ``hash32(key) << 32 | position`` (checked
+against the keys; an exact stable argsort on a collision) groups equal tokens in position order,
+which gives every token's previous and next occurrence in its response. With the default
 whitespace tokenizer the keys are made in numpy from the UTF-8 bytes, without Python string
-objects: each token's bytes are packed into 64-bit words (an exact code; equal sort keys are
-checked word by word); other tokenizers (and rare inputs: non-ASCII spaces, NUL, tokens over 64
-bytes) go through ``encode_tokens``. TTR, PATTR
-and length are one ``str.split`` and one ``set`` per response, the floor in Python.
+objects; other tokenizers (and rare inputs) go through ``encode_tokens``. TTR, PATTR and length
+are one ``str.split`` and one ``set`` per response, the floor in Python.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -48,7 +52,11 @@ from divmeter.params import LOWERCASE, Param, tokenizer_param
 from divmeter.registry import register
 from divmeter.result import MetricResult
 from divmeter.result import make_signature as _make_signature
-from divmeter.text import Tokenizer, encode_tokens, get_tokenizer
+from divmeter.text import Tokenizer, TokenKeys, get_tokenizer
+
+#: The former name of :class:`divmeter.text.TokenKeys` (tokenize-and-intern lives in
+#: :mod:`divmeter.text.intern`).
+_Encoded = TokenKeys
 
 __all__ = ["ttr", "mattr", "pattr", "response_compression", "mtld", "hdd", "length"]
 
@@ -79,10 +87,11 @@ _TOK = {"tokenizer": "whitespace", "lowercase": False}
 # shared plumbing
 
 
-def _tokens(responses: Any, tokenizer: str | Tokenizer, lowercase: bool
-            ) -> tuple[list[str], Tokenizer]:
-    texts = as_texts(responses)
-    return texts, _get_tokenizer(tokenizer, lowercase)
+def _flatten(text_sets: Sequence[Sequence[str]]) -> tuple[list[str], list[int]]:
+    """Every set's responses in one list, and the number of responses of each set."""
+    if len(text_sets) == 1:  # a batch of one: its list as it is
+        return list(text_sets[0]), [len(text_sets[0])]
+    return list(chain.from_iterable(text_sets)), [len(t) for t in text_sets]
 
 
 @lru_cache(maxsize=64)
@@ -95,18 +104,6 @@ def _get_tokenizer(tokenizer: Any, lowercase: Any) -> Tokenizer:
         return _cached_tokenizer(tokenizer, lowercase)
     except TypeError:  # unhashable argument: let get_tokenizer report it
         return get_tokenizer(tokenizer, lowercase)
-
-
-def _split(tok: Tokenizer, texts: list[str]) -> list[list[str]]:
-    """``tok.many(texts)``; the default (whitespace, case kept) is ``str.split`` itself."""
-    return list(_each(tok, texts))
-
-
-def _each(tok: Tokenizer, texts: list[str]) -> Iterator[list[str]]:
-    """The token lists one at a time (each is dropped before the next is made: cache-friendly)."""
-    if tok.name == "whitespace" and not tok.lowercase:
-        return map(str.split, texts)
-    return map(tok, texts)
 
 
 @lru_cache(maxsize=512)
@@ -134,162 +131,24 @@ def _per_response_result(metric: str, sig: str, per: list[float | None], none_re
                         details={"per_response": per, "n_defined": len(defined), **details})
 
 
+def _per_set_results(metric: str, sig: str, per: list[float | None], sizes: list[int],
+                     none_reason: str, short: np.ndarray | None = None) -> list[MetricResult]:
+    """:func:`_per_response_result` of each set, from the values of all the sets' responses in
+    order (``sizes``: responses per set); ``short`` adds ``n_short`` (MATTR)."""
+    if len(sizes) == 1 and short is None:  # a batch of one
+        return [_per_response_result(metric, sig, per, none_reason)]
+    out: list[MetricResult] = []
+    start = 0
+    for size in sizes:
+        end = start + size
+        extra = {} if short is None else {"n_short": int(short[start:end].sum())}
+        out.append(_per_response_result(metric, sig, per[start:end], none_reason, **extra))
+        start = end
+    return out
+
+
 def _nan_to_none(arr: np.ndarray) -> list[float | None]:
     return [None if v != v else v for v in arr.tolist()]
-
-
-# The whitespace fast path packs each token's UTF-8 bytes (zero-padded to K = 8..64 bytes; the
-# text has no NUL) into K/8 unsigned 64-bit words: an exact, injective code. The sort key mixes
-# the words (tokens of <= 8 bytes: the word itself); tokens with equal keys are then compared
-# word by word, and on a collision (or a token over 64 bytes, a NUL, a non-ASCII space) the set
-# falls back to the dictionary encoding, so the keys are always exact.
-_MAX_PACK = 64
-# the non-ASCII characters str.split() splits on (every c with chr(c).isspace(), c >= 128)
-_NON_ASCII_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-_BYTE_MASK = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)  # low k bytes
-_MIX = np.array([1, 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
-                 0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53,
-                 0x27D4EB2F165667C5], dtype=np.uint64)
-
-
-class _Encoded:
-    """The tokens of a set as exact integer keys (equal keys = equal tokens), with their
-    response, and (lazily) each token's previous / next occurrence in its response.
-
-    ``prev[j]`` is the global index of the previous occurrence of token ``j``'s type in the same
-    response, or ``start - 1`` of that response when there is none; ``nxt[j]`` the next one, or
-    the response's ``end`` (exclusive) when there is none.
-    """
-
-    def __init__(self, key: np.ndarray, lengths: np.ndarray,
-                 doc: np.ndarray | None = None) -> None:
-        self.key = key
-        self.lengths = lengths
-        self.ends = np.cumsum(lengths)
-        self.starts = self.ends - lengths
-        self.n_docs = int(lengths.shape[0])
-        self.n_tokens = int(key.shape[0])
-        if doc is None:
-            doc = np.repeat(np.arange(self.n_docs, dtype=np.int64), lengths)
-        self.doc = doc
-        self._sort: tuple[np.ndarray, np.ndarray] | None = None
-        self._pairs: tuple[np.ndarray, np.ndarray] | None = None
-
-    @classmethod
-    def from_texts(cls, texts: list[str], tok: Tokenizer) -> _Encoded:
-        if tok.name == "whitespace":
-            fast = cls._fast_whitespace(texts, tok.lowercase)
-            if fast is not None:
-                return fast
-        ids, lengths, _ = encode_tokens(_split(tok, texts))
-        return cls(ids, lengths)
-
-    @classmethod
-    def _fast_whitespace(cls, texts: list[str], lowercase: bool) -> _Encoded | None:
-        """``str.split()`` tokens, coded in numpy from the UTF-8 bytes; ``None`` if not
-        applicable (non-ASCII whitespace, a NUL or \\x1f character, a token over 64 bytes, a
-        key collision)."""
-        if lowercase:
-            texts = [t.lower() for t in texts]
-        # \x1f is whitespace to str.split(): tokens never straddle two texts, and counting the
-        # separators before a token gives its text
-        joined = "\x1f".join(texts)
-        if "\x00" in joined or joined.count("\x1f") != len(texts) - 1:
-            return None
-        if not joined.isascii() and _NON_ASCII_SPACE.search(joined):
-            return None  # UTF-8 bytes >= 128 never hold ASCII whitespace: only these need care
-        raw = joined.encode("utf-8") + b"\x1f"
-        buf = np.frombuffer(raw + bytes(_MAX_PACK), dtype=np.uint8)
-        head = buf[: len(raw)]
-        # str.split()'s ASCII whitespace: \t \n \v \f \r (9-13), \x1c-\x1f and space (28-32)
-        ws = ((head - np.uint8(9)) <= 4) | ((head - np.uint8(28)) <= 4)
-        edges = np.flatnonzero(ws[1:] != ws[:-1]) + 1
-        if not ws[0]:
-            edges = np.concatenate((np.zeros(1, dtype=np.int64), edges))
-        st, en = edges[0::2], edges[1::2]  # token = [st, en): non-space runs (raw ends in \x1f)
-        tlen = en - st
-        longest = int(tlen.max(initial=1))
-        if longest > _MAX_PACK:
-            return None
-        doc = np.searchsorted(np.flatnonzero(head == 31), st)  # separators before = its text
-        lengths = np.bincount(doc, minlength=len(texts))
-        width = max(8, -(-longest // 8) * 8)
-        rows = np.ndarray(buffer=buf, dtype=f"V{width}", shape=(buf.shape[0] - width + 1,),
-                          strides=(1,))  # rows[i] = the `width` bytes from i on (no copy)
-        words = rows[st].view("<u8").reshape(-1, width // 8)  # a copy: (n_tokens, width / 8)
-        for j in range(width // 8):  # zero the bytes past the token's end (the text has no NUL)
-            words[:, j] &= _BYTE_MASK[np.clip(tlen - 8 * j, 0, 8)]
-        with np.errstate(over="ignore"):  # arithmetic modulo 2**64 on purpose
-            key = words[:, 0] if width == 8 else words[:, 1] * _MIX[1]
-            for j in range(2, words.shape[1]):
-                key ^= words[:, j] * _MIX[j]
-            if width > 8:
-                key ^= words[:, 0]
-        enc = cls(key, lengths, doc)
-        if width > 8:  # keys involving a token over 8 bytes may collide: check those exactly
-            a, b = enc.pairs()
-            long = tlen > 8
-            check = long[a] | long[b]
-            a, b = a[check], b[check]
-            if not np.array_equal(words[a], words[b]):
-                return None
-        return enc
-
-    def sorted_keys(self) -> tuple[np.ndarray, np.ndarray]:
-        """Stable order of the keys and, for consecutive sorted tokens, whether keys are equal."""
-        if self._sort is None:
-            self._sort = self._sort_by_hash32() or self._sort_stable()
-        return self._sort
-
-    def _sort_stable(self) -> tuple[np.ndarray, np.ndarray]:
-        order = np.argsort(self.key, kind="stable")
-        ks = self.key[order]
-        return order, ks[1:] == ks[:-1]
-
-    def _sort_by_hash32(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """The stable order from one plain sort of 64-bit values ``hash32(key) << 32 | pos``
-        (much faster than a stable argsort); ``None`` if two different keys share a hash32."""
-        if self.n_tokens >= 1 << 32:
-            return None
-        with np.errstate(over="ignore"):
-            h = (self.key.astype(np.uint64, copy=False) * _MIX[1]) >> np.uint64(32)
-        packed = np.sort((h << np.uint64(32)) | np.arange(self.n_tokens, dtype=np.uint64))
-        order = (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
-        hs = packed >> np.uint64(32)
-        same = hs[1:] == hs[:-1]
-        ks = self.key[order]
-        if not np.array_equal(same, ks[1:] == ks[:-1]):
-            return None  # a group of equal hashes holds two keys: use the exact stable sort
-        return order, same
-
-    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        """(a, b): every token ``a`` and the next occurrence ``b`` of the same key (any text)."""
-        if self._pairs is None:
-            order, same = self.sorted_keys()
-            self._pairs = (order[:-1][same], order[1:][same])
-        return self._pairs
-
-    def prev(self) -> np.ndarray:
-        a, b = self.pairs()
-        prev = (self.starts - 1)[self.doc]  # "none" = one before the response's start
-        prev[b] = np.maximum(a, prev[b])  # an occurrence in an earlier response does not count
-        return prev
-
-    def neighbours(self) -> tuple[np.ndarray, np.ndarray]:
-        a, b = self.pairs()
-        nxt = self.ends[self.doc]  # "none" = the response's end
-        nxt[a] = np.minimum(b, nxt[a])  # an occurrence in a later response does not count
-        return self.prev(), nxt
-
-    def type_counts(self) -> tuple[np.ndarray, np.ndarray]:
-        """(response of each (response, type) pair, its count), ordered by type."""
-        order, same = self.sorted_keys()
-        d = self.doc[order]
-        brk = np.ones(self.n_tokens, dtype=bool)
-        brk[1:] = ~same | (d[1:] != d[:-1])
-        first = np.flatnonzero(brk)
-        counts = np.diff(np.append(first, self.n_tokens))
-        return d[first], counts
 
 
 def _tok_sig(tok: Tokenizer) -> dict[str, str]:
@@ -336,17 +195,34 @@ def ttr(
         >>> r.signature
         'ttr|tok:whitespace|case:mixed|v:0.1.0'
     """
-    texts, tok = _tokens(responses, tokenizer, lowercase)
+    return ttr_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
+
+
+def ttr_many(
+    text_sets: Sequence[Sequence[str]],
+    *,
+    tokenizer: str = "whitespace",
+    lowercase: bool = False,
+) -> list[MetricResult]:
+    """The kernel of :func:`ttr` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``ttr(set)``.
+
+    Example:
+        >>> [r.value for r in ttr_many([["a b a b", "a b c"], [""]])]
+        [0.75, None]
+    """
+    texts, sizes = _flatten(text_sets)
+    tok = _get_tokenizer(tokenizer, lowercase)
     sig = make_signature("ttr", **_tok_sig(tok))
-    per = [len(set(x)) / len(x) if x else None for x in _each(tok, texts)]
-    return _per_response_result("ttr", sig, per, "no response has a token")
+    per = [len(set(x)) / len(x) if x else None for x in tok.each(texts)]
+    return _per_set_results("ttr", sig, per, sizes, "no response has a token")
 
 
 # --------------------------------------------------------------------------------------------
 # MATTR
 
 
-def _mattr_values(enc: _Encoded, window: int) -> tuple[np.ndarray, np.ndarray]:
+def _mattr_values(enc: TokenKeys, window: int) -> tuple[np.ndarray, np.ndarray]:
     """MATTR of every response (NaN when empty) and a mask of responses shorter than ``window``.
 
     Sum of the windows' type counts = number of (window, token) pairs where the token is the
@@ -421,13 +297,31 @@ def mattr(
         >>> mattr(["a b"], window=3).signature
         'mattr|window:3|short:ttr|tok:whitespace|case:mixed|v:0.1.0'
     """
-    texts, tok = _tokens(responses, tokenizer, lowercase)
+    return mattr_many([as_texts(responses)], window=window,
+                      tokenizer=tokenizer, lowercase=lowercase)[0]
+
+
+def mattr_many(
+    text_sets: Sequence[Sequence[str]],
+    *,
+    window: int = 50,
+    tokenizer: str = "whitespace",
+    lowercase: bool = False,
+) -> list[MetricResult]:
+    """The kernel of :func:`mattr` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``mattr(set)``.
+
+    Example:
+        >>> [r.value for r in mattr_many([["a a b a"], ["x y"]], window=3)]
+        [0.6666666666666666, 1.0]
+    """
+    texts, sizes = _flatten(text_sets)
+    tok = _get_tokenizer(tokenizer, lowercase)
     window = check_int(window, "window", "mattr")
     sig = make_signature("mattr", window=window, short="ttr", **_tok_sig(tok))
-    enc = _Encoded.from_texts(texts, tok)
-    vals, short = _mattr_values(enc, window)
-    return _per_response_result("mattr", sig, _nan_to_none(vals), "no response has a token",
-                                n_short=int(short.sum()))
+    vals, short = _mattr_values(TokenKeys.from_texts(texts, tok), window)
+    return _per_set_results("mattr", sig, _nan_to_none(vals), sizes, "no response has a token",
+                            short=short)
 
 
 # --------------------------------------------------------------------------------------------
@@ -482,12 +376,31 @@ def pattr(
         >>> pattr(["a b"], target_length=5).signature
         'pattr|target_length:5|tok:whitespace|case:mixed|v:0.1.0'
     """
-    texts, tok = _tokens(responses, tokenizer, lowercase)
+    return pattr_many([as_texts(responses)], target_length=target_length,
+                      tokenizer=tokenizer, lowercase=lowercase)[0]
+
+
+def pattr_many(
+    text_sets: Sequence[Sequence[str]],
+    *,
+    target_length: int = 400,
+    tokenizer: str = "whitespace",
+    lowercase: bool = False,
+) -> list[MetricResult]:
+    """The kernel of :func:`pattr` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``pattr(set)``.
+
+    Example:
+        >>> [r.value for r in pattr_many([["a b a b"], []], target_length=4)]
+        [0.5, None]
+    """
+    texts, sizes = _flatten(text_sets)
+    tok = _get_tokenizer(tokenizer, lowercase)
     lt = check_int(target_length, "target_length", "pattr")
     sig = make_signature("pattr", target_length=lt, **_tok_sig(tok))
     per: list[float | None] = [len(set(x)) / (len(x) + abs(len(x) - lt))
-                               for x in _each(tok, texts)]
-    return _per_response_result("pattr", sig, per, "no response")
+                               for x in tok.each(texts)]
+    return _per_set_results("pattr", sig, per, sizes, "no response")
 
 
 # --------------------------------------------------------------------------------------------
@@ -547,20 +460,41 @@ def response_compression(
         >>> r.signature
         'response-compression|algo:gzip|level:9|trunc:all|tok:whitespace|case:mixed|v:0.1.0'
     """
-    texts, tok = _tokens(responses, tokenizer, lowercase)
+    return response_compression_many([as_texts(responses)], algorithm=algorithm, truncate=truncate,
+                                     tokenizer=tokenizer, lowercase=lowercase)[0]
+
+
+def response_compression_many(
+    text_sets: Sequence[Sequence[str]],
+    *,
+    algorithm: str = "gzip",
+    truncate: int | None = 128,
+    tokenizer: str = "whitespace",
+    lowercase: bool = False,
+) -> list[MetricResult]:
+    """The kernel of :func:`response_compression` (same parameters): one result per set of
+    ``text_sets`` (validated lists or tuples of strings), as ``response_compression(set)``.
+
+    Example:
+        >>> [r.value for r in response_compression_many([["ab " * 50], []], truncate=None)]
+        [5.730769230769231, None]
+    """
+    texts, sizes = _flatten(text_sets)
+    tok = _get_tokenizer(tokenizer, lowercase)
     algo = check_choice(algorithm, "algorithm", "response-compression", ALGORITHMS)
     if truncate is not None:
         truncate = check_int(truncate, "truncate", "response-compression")
     sig = make_signature("response-compression", algo=algo, level=9 if algo == "gzip" else 6,
                          trunc="all" if truncate is None else truncate, **_tok_sig(tok))
     per: list[float | None] = []
-    for toks in _each(tok, texts):
+    for toks in tok.each(texts):
         if not toks:
             per.append(None)
             continue
         data = " ".join(toks if truncate is None else toks[:truncate]).encode("utf-8")
         per.append(len(data) / _compressed_size(data, algo))
-    return _per_response_result("response-compression", sig, per, "no response has a token")
+    return _per_set_results("response-compression", sig, per, sizes,
+                            "no response has a token")
 
 
 # --------------------------------------------------------------------------------------------
@@ -647,7 +581,7 @@ def _mtld_scalar(prev: np.ndarray, cur: np.ndarray, ends: np.ndarray, factors: n
         factors[d] = count
 
 
-def _mtld_values(enc: _Encoded, threshold: float) -> np.ndarray:
+def _mtld_values(enc: TokenKeys, threshold: float) -> np.ndarray:
     prev, nxt = enc.neighbours()
     n_tok = enc.n_tokens
     # backward = the reversed response; position q mirrors to start + end - 1 - q. Both
@@ -730,13 +664,31 @@ def mtld(
         >>> r.signature
         'mtld|threshold:0.72|dir:bi|tok:whitespace|case:mixed|v:0.1.0'
     """
-    texts, tok = _tokens(responses, tokenizer, lowercase)
+    return mtld_many([as_texts(responses)], threshold=threshold,
+                     tokenizer=tokenizer, lowercase=lowercase)[0]
+
+
+def mtld_many(
+    text_sets: Sequence[Sequence[str]],
+    *,
+    threshold: float = 0.72,
+    tokenizer: str = "whitespace",
+    lowercase: bool = False,
+) -> list[MetricResult]:
+    """The kernel of :func:`mtld` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``mtld(set)``.
+
+    Example:
+        >>> [r.value for r in mtld_many([["a b a c a d"], ["one two three"]])]
+        [6.0, None]
+    """
+    texts, sizes = _flatten(text_sets)
+    tok = _get_tokenizer(tokenizer, lowercase)
     thr = _check_threshold(threshold)
     sig = make_signature("mtld", threshold=thr, dir="bi", **_tok_sig(tok))
-    enc = _Encoded.from_texts(texts, tok)
-    vals = _mtld_values(enc, thr)
-    return _per_response_result(
-        "mtld", sig, _nan_to_none(vals),
+    vals = _mtld_values(TokenKeys.from_texts(texts, tok), thr)
+    return _per_set_results(
+        "mtld", sig, _nan_to_none(vals), sizes,
         "no response has a repeated word (MTLD is undefined without a repetition)")
 
 
@@ -749,7 +701,7 @@ def mtld(
 _HDD_PRODUCT_MAX = 256
 
 
-def _hdd_values(enc: _Encoded, sample_size: int) -> np.ndarray:
+def _hdd_values(enc: TokenKeys, sample_size: int) -> np.ndarray:
     """HD-D of every response (NaN when shorter than ``sample_size``).
 
     P(type with k of N tokens absent from a sample of n drawn without replacement) =
@@ -833,13 +785,31 @@ def hdd(
         >>> r.signature
         'hdd|sample:2|tok:whitespace|case:mixed|v:0.1.0'
     """
-    texts, tok = _tokens(responses, tokenizer, lowercase)
+    return hdd_many([as_texts(responses)], sample_size=sample_size,
+                    tokenizer=tokenizer, lowercase=lowercase)[0]
+
+
+def hdd_many(
+    text_sets: Sequence[Sequence[str]],
+    *,
+    sample_size: int = 42,
+    tokenizer: str = "whitespace",
+    lowercase: bool = False,
+) -> list[MetricResult]:
+    """The kernel of :func:`hdd` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``hdd(set)``.
+
+    Example:
+        >>> [r.value for r in hdd_many([["a b"], ["a"]], sample_size=2)]
+        [1.0, None]
+    """
+    texts, sizes = _flatten(text_sets)
+    tok = _get_tokenizer(tokenizer, lowercase)
     n = check_int(sample_size, "sample_size", "hdd")
     sig = make_signature("hdd", sample=n, **_tok_sig(tok))
-    enc = _Encoded.from_texts(texts, tok)
-    vals = _hdd_values(enc, n)
-    return _per_response_result("hdd", sig, _nan_to_none(vals),
-                                f"every response has fewer than sample_size={n} tokens")
+    vals = _hdd_values(TokenKeys.from_texts(texts, tok), n)
+    return _per_set_results("hdd", sig, _nan_to_none(vals), sizes,
+                            f"every response has fewer than sample_size={n} tokens")
 
 
 # --------------------------------------------------------------------------------------------
@@ -894,12 +864,31 @@ def length(
         >>> length(["a"], unit="bytes").signature
         'length|unit:bytes|v:0.1.0'
     """
-    texts, tok = _tokens(responses, tokenizer, lowercase)
+    return length_many([as_texts(responses)], unit=unit,
+                       tokenizer=tokenizer, lowercase=lowercase)[0]
+
+
+def length_many(
+    text_sets: Sequence[Sequence[str]],
+    *,
+    unit: str = "words",
+    tokenizer: str = "whitespace",
+    lowercase: bool = False,
+) -> list[MetricResult]:
+    """The kernel of :func:`length` (same parameters): one result per set of ``text_sets``
+    (validated lists or tuples of strings), as ``length(set)``.
+
+    Example:
+        >>> [r.value for r in length_many([["a b c", "a"], []])]
+        [2.0, None]
+    """
+    texts, sizes = _flatten(text_sets)
+    tok = _get_tokenizer(tokenizer, lowercase)
     unit = check_choice(unit, "unit", "length", UNITS)
     if unit == "bytes":
         sig = make_signature("length", unit=unit)
         per: list[float | None] = [float(len(t.encode("utf-8"))) for t in texts]
     else:
         sig = make_signature("length", unit=unit, **_tok_sig(tok))
-        per = [float(len(t)) for t in _each(tok, texts)]
-    return _per_response_result("length", sig, per, "no response")
+        per = [float(len(t)) for t in tok.each(texts)]
+    return _per_set_results("length", sig, per, sizes, "no response")

@@ -1,6 +1,19 @@
-"""Tokenizers and n-gram statistics shared by the form metrics."""
+"""Tokenizers, tokenize-and-intern, and n-gram statistics shared by the form metrics."""
 
-from divmeter.text.ngrams import NgramIndex, encode_tokens
+from divmeter.text.intern import SetTokens, TokenKeys, encode_sets, interned
+from divmeter.text.ngrams import NgramIndex, encode_tokens, fit_groups, set_ngram_keys
 from divmeter.text.tokenize import TOKENIZERS, Tokenizer, get_tokenizer
 
-__all__ = ["NgramIndex", "Tokenizer", "TOKENIZERS", "encode_tokens", "get_tokenizer"]
+__all__ = [
+    "NgramIndex",
+    "SetTokens",
+    "TokenKeys",
+    "Tokenizer",
+    "TOKENIZERS",
+    "encode_sets",
+    "encode_tokens",
+    "fit_groups",
+    "get_tokenizer",
+    "interned",
+    "set_ngram_keys",
+]

@@ -12,13 +12,20 @@ entropy-n), per-text count vectors (cosine, BLEU clipping), max counts among the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-__all__ = ["NgramIndex", "encode_tokens"]
+if TYPE_CHECKING:
+    from divmeter.text.intern import SetTokens
+
+__all__ = ["KEY_BITS", "NgramIndex", "encode_tokens", "fit_groups", "set_ngram_keys"]
+
+#: Exact integer n-gram keys must stay below this bound (int64 arithmetic with room to spare).
+KEY_BITS = 2**62
 
 
 def encode_tokens(token_lists: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray, int]:
@@ -106,3 +113,49 @@ class NgramIndex:
     def doc_totals(self, n: int) -> np.ndarray:
         """Number of n-grams in each text (``max(len - n + 1, 0)``)."""
         return np.maximum(self.lengths - n + 1, 0)
+
+
+def fit_groups(st: SetTokens, top: int, per_set_factor: np.ndarray | None = None
+               ) -> Iterator[tuple[int, int, bool]]:
+    """Consecutive runs ``(a, b, False)`` of sets whose keys ``set * B**top * F`` fit in 62 bits
+    together (``B``: the largest id bound of the run, ``F``: the largest factor), and
+    ``(i, i + 1, True)`` for a set that does not fit even alone."""
+    width = st.width.tolist()
+    factor = [1] * len(width) if per_set_factor is None else per_set_factor.tolist()
+    a, big_b, big_f = 0, 1, 1
+    for i, (v, f) in enumerate(zip(width, factor, strict=True)):
+        nb, nf = max(big_b, v, 1), max(big_f, f, 1)
+        if (i - a + 1) * nb**top * nf < KEY_BITS:
+            big_b, big_f = nb, nf
+            continue
+        if i > a:
+            yield a, i, False
+        a, big_b, big_f = i, max(v, 1), max(f, 1)
+        if big_b**top * big_f >= KEY_BITS:
+            yield i, i + 1, True
+            a, big_b, big_f = i + 1, 1, 1
+    if a < len(width):
+        yield a, len(width), False
+
+
+def set_ngram_keys(st: SetTokens, orders: Sequence[int]
+                    ) -> Iterator[tuple[int, np.ndarray, np.ndarray, int]]:
+    """For each order ``n`` (ascending): ``(n, keys, valid, B**n)``. ``keys[p]`` is
+    ``set * B**n + (base-B number of the ids p .. p+n-1)``, an exact key of the n-gram starting
+    at stream position ``p`` together with its set; ``valid[p]`` says that this window holds
+    no end of text (so it is an n-gram of one text). Both are views that the next order
+    overwrites."""
+    wanted = set(orders)
+    base = max(int(st.width.max(initial=1)), 1)
+    key = np.repeat(np.arange(st.n_words.size, dtype=np.int64), st.n_words) * base + st.ids
+    inside = st.ids != 0
+    valid = inside.copy()
+    for n in range(1, max(wanted) + 1):
+        if n > 1:  # windows crossing a text (or set) contain its end marker: marked invalid
+            key = key[:-1]
+            key *= base
+            key += st.ids[n - 1:]
+            valid = valid[:-1]
+            valid &= inside[n - 1:]
+        if n in wanted:
+            yield n, key, valid, base**n

@@ -12,18 +12,23 @@ Each can lowercase (``case:lc`` in the signature) or keep case (``case:mixed``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from divmeter.errors import InvalidInputError
 
-__all__ = ["Tokenizer", "get_tokenizer", "TOKENIZERS"]
+__all__ = ["Tokenizer", "get_tokenizer", "TOKENIZERS", "SPACE_SPLITS"]
 
 _WORD_RE = re.compile(r"\w+(?:['’\-]\w+)*")
 
 
+def _tevet_words(text: str) -> list[str]:
+    """Tevet's split before empty strings are dropped (runs of spaces leave ``""`` words)."""
+    return text.replace(".", "").replace("\n", "").split(" ")
+
+
 def _tevet(text: str) -> list[str]:
-    return list(filter(None, text.replace(".", "").replace("\n", "").split(" ")))
+    return list(filter(None, _tevet_words(text)))
 
 
 def _whitespace(text: str) -> list[str]:
@@ -38,6 +43,15 @@ TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
     "tevet": _tevet,
     "whitespace": _whitespace,
     "word": _word,
+}
+
+#: Tokenizers that split on spaces only, as a split that may leave empty strings (to be dropped
+#: by the caller). On texts joined with a non-space separator character, such a split gives the
+#: concatenation of the texts' words with the separator as a word between them, which lets
+#: :mod:`divmeter.text.intern` tokenize a whole set with one call.
+SPACE_SPLITS: dict[str, Callable[[str], list[str]]] = {
+    "tevet": _tevet_words,
+    "whitespace": _whitespace,
 }
 
 
@@ -73,10 +87,14 @@ class Tokenizer:
 
     def many(self, texts: Sequence[str]) -> list[list[str]]:
         """Tokenize every text."""
+        return list(self.each(texts))
+
+    def each(self, texts: Iterable[str]) -> Iterator[list[str]]:
+        """The token lists one at a time (each can be dropped before the next is made)."""
         fn = TOKENIZERS[self.name]
         if self.lowercase:
-            return [fn(t.lower()) for t in texts]
-        return [fn(t) for t in texts]
+            return (fn(t.lower()) for t in texts)
+        return map(str.split if self.name == "whitespace" else fn, texts)
 
 
 def get_tokenizer(tokenizer: str | Tokenizer, lowercase: bool = False) -> Tokenizer:

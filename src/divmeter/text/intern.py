@@ -1,0 +1,325 @@
+"""Tokenize-and-intern, once for every form metric: many texts (or many sets of texts) become
+exact integer token ids with their offsets.
+
+Two encodings, for the two kinds of form metric:
+
+* :func:`encode_sets` (n-gram metrics pooled per set): every set's texts as one stream of
+  set-local ids, each text followed by an end-of-text 0 (:class:`SetTokens`). A set is
+  tokenized with one call of its tokenizer on its joined texts where the tokenizer splits on
+  spaces (:data:`divmeter.text.tokenize.SPACE_SPLITS`), and interned with one ``dict`` pass.
+  :func:`interned` keeps the last interning of an immutable batch per tokenizer, so several
+  metrics scoring one batch tokenize it once.
+* :class:`TokenKeys` (per-response metrics): the tokens of many texts as exact integer keys with
+  each token's text; whitespace tokens are coded in numpy straight from the UTF-8 bytes, other
+  tokenizers go through :func:`divmeter.text.ngrams.encode_tokens`.
+
+Both are exact: equal ids (keys) if and only if equal tokens.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import chain, count
+from typing import Any
+
+import numpy as np
+
+from divmeter.text.ngrams import KEY_BITS, encode_tokens
+from divmeter.text.tokenize import SPACE_SPLITS, Tokenizer
+
+__all__ = ["InternedSets", "SetTokens", "TokenKeys", "encode_sets", "intern_sets", "interned"]
+
+#: Marks the end of each text when a set's texts are tokenized as one joined string.
+_SEP = "\x00"
+_JOIN = " \x00 "
+#: Marks the end of each text on the per-text path (a token can never be this object).
+_END = object()
+
+
+@dataclass
+class SetTokens:
+    """The tokens of many response sets as one id stream with set-local ids.
+
+    Attributes:
+        ids: Every set's texts in order, each text's token ids followed by 0 (end of text).
+            Token ids are >= 1 and equal within a set iff the tokens are equal.
+        n_words: Length of each set's part of ``ids`` (its tokens plus one 0 per text).
+        n_texts: Text count of each set.
+        width: A bound on each set's ids (they are < ``width[s]``).
+        n_types: Number of distinct tokens of each set.
+    """
+
+    ids: np.ndarray
+    n_words: np.ndarray
+    n_texts: np.ndarray
+    width: np.ndarray
+    n_types: np.ndarray
+
+    def group(self, a: int, b: int) -> SetTokens:
+        """Sets ``a .. b-1`` (views, no copy)."""
+        w0, w1 = int(self.n_words[:a].sum()), int(self.n_words[:b].sum())
+        return SetTokens(self.ids[w0:w1], self.n_words[a:b], self.n_texts[a:b],
+                          self.width[a:b], self.n_types[a:b])
+
+    def n_tokens(self) -> np.ndarray:
+        """Token count of each set."""
+        out: np.ndarray = self.n_words - self.n_texts
+        return out
+
+
+@dataclass
+class InternedSets:
+    """Per-set interned words, before compaction (see :func:`intern_sets`)."""
+
+    raw: np.ndarray  # 0: end of text, 1: empty word, else 2 + index of first occurrence
+    n_words: list[int]
+    n_texts: list[int]
+    n_types: list[int]
+
+
+def intern_sets(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> InternedSets:
+    """Tokenize every set and intern its words, in one dict pass per set.
+
+    For the tokenizers that split on spaces (``tevet``, ``whitespace``) a set's texts are
+    joined with ``" \x00 "`` and tokenized as one string (one ``split`` call instead of one per
+    text); the ``\x00`` words mark the text ends. A set whose texts contain ``\x00``, and the
+    ``word`` tokenizer, take the per-text path, with a sentinel object marking text ends. Each
+    set's words go through one ``dict.setdefault`` pass mapping a word to 2 + the index of its first
+    occurrence (0: end of text; 1: the empty word of runs of spaces).
+    """
+    parts: list[np.ndarray] = []  # one array per set: the words die with their set (cache-hot)
+    n_words: list[int] = []
+    n_texts: list[int] = []
+    n_types: list[int] = []
+    joinable = tok.name in SPACE_SPLITS
+    for texts in text_sets:
+        n_texts.append(len(texts))
+        words: list[Any]
+        if not texts:
+            n_words.append(0)
+            n_types.append(0)
+            continue
+        cased = [t.lower() for t in texts] if tok.lowercase else texts
+        joined = _JOIN.join(cased) + _JOIN[:-1]
+        if joinable and joined.count(_SEP) == len(texts):
+            words = SPACE_SPLITS[tok.name](joined)
+            ids: dict[Any, int] = {_SEP: 0, "": 1}
+        else:
+            words = [w for t in tok.many(list(texts)) for w in chain(t, (_END,))]
+            ids = {_END: 0}
+        reserved = len(ids)
+        parts.append(np.fromiter(map(ids.setdefault, words, count(2)), dtype=np.int64,
+                                 count=len(words)))
+        n_words.append(len(words))
+        n_types.append(len(ids) - reserved)
+    raw = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    return InternedSets(raw, n_words, n_texts, n_types)
+
+
+#: The last interning of an immutable batch (a tuple of tuples of texts, as
+#: :mod:`divmeter.batch` passes) per tokenizer, with the batch itself held so that its identity
+#: stays unique: several metrics scoring one batch with one tokenizer tokenize it once. Lists
+#: (mutable) are never cached.
+_LAST_INTERNED: dict[Tokenizer, tuple[Any, InternedSets]] = {}
+
+
+def interned(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> InternedSets:
+    frozen = isinstance(text_sets, tuple) and all(type(t) is tuple for t in text_sets)
+    last = _LAST_INTERNED.get(tok)
+    if frozen and last is not None and last[0] is text_sets:
+        return last[1]
+    out = intern_sets(text_sets, tok)
+    if frozen:
+        _LAST_INTERNED[tok] = (text_sets, out)
+    return out
+
+
+def encode_sets(text_sets: Sequence[Sequence[str]], tok: Tokenizer, top: int,
+                 factor: int = 1) -> SetTokens:
+    """Every set's tokens as one id stream with set-local ids (see :class:`SetTokens`).
+
+    The interned ids (2 + first-occurrence index) are kept when
+    ``n_sets * (longest set)**top * factor`` fits the 62-bit n-gram keys; otherwise they are
+    compacted to 2 + the rank of the token among its set's distinct tokens. Empty words are
+    dropped.
+    """
+    it = interned(text_sets, tok)
+    raw, n_words = it.raw, it.n_words
+    total, n_sets = raw.size, len(it.n_texts)
+    words_arr = np.array(n_words, dtype=np.int64)
+    width = words_arr + 2
+    if n_sets * max(int(width.max(initial=1)), 1) ** top * factor >= KEY_BITS:
+        # compact: 2 + rank of the token's first occurrence among its set's first occurrences
+        raw = raw.copy()  # the interning may be shared (cached)
+        set_start = np.cumsum(words_arr) - words_arr
+        start = np.repeat(set_start, words_arr)
+        is_first = raw == np.arange(total, dtype=np.int64) - start + 2
+        firsts_before = np.cumsum(is_first) - is_first
+        tok_at = raw >= 2
+        first_pos = (start + raw - 2)[tok_at]
+        raw[tok_at] = 2 + firsts_before[first_pos] - firsts_before[start[tok_at]]
+        width = 2 + np.bincount(np.repeat(np.arange(n_sets, dtype=np.int64), words_arr),
+                                weights=is_first, minlength=n_sets).astype(np.int64)
+    empty = raw == 1
+    if empty.any():  # runs of spaces (or dots) gave empty words: drop them
+        raw = raw[~empty]
+        words_arr = words_arr - np.bincount(
+            np.repeat(np.arange(n_sets, dtype=np.int64), words_arr)[empty], minlength=n_sets)
+    return SetTokens(raw, words_arr, np.array(it.n_texts, dtype=np.int64), width,
+                      np.array(it.n_types, dtype=np.int64))
+
+
+# The whitespace fast path packs each token's UTF-8 bytes (zero-padded to K = 8..64 bytes; the
+# text has no NUL) into K/8 unsigned 64-bit words: an exact, injective code. The sort key mixes
+# the words (tokens of <= 8 bytes: the word itself); tokens with equal keys are then compared
+# word by word, and on a collision (or a token over 64 bytes, a NUL, a non-ASCII space) the set
+# falls back to the dictionary encoding, so the keys are always exact.
+_MAX_PACK = 64
+# the non-ASCII characters str.split() splits on (every c with chr(c).isspace(), c >= 128)
+_NON_ASCII_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+_BYTE_MASK = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)  # low k bytes
+_MIX = np.array([1, 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
+                 0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53,
+                 0x27D4EB2F165667C5], dtype=np.uint64)
+
+
+class TokenKeys:
+    """The tokens of a set as exact integer keys (equal keys = equal tokens), with their
+    response, and (lazily) each token's previous / next occurrence in its response.
+
+    ``prev[j]`` is the global index of the previous occurrence of token ``j``'s type in the same
+    response, or ``start - 1`` of that response when there is none; ``nxt[j]`` the next one, or
+    the response's ``end`` (exclusive) when there is none.
+    """
+
+    def __init__(self, key: np.ndarray, lengths: np.ndarray,
+                 doc: np.ndarray | None = None) -> None:
+        self.key = key
+        self.lengths = lengths
+        self.ends = np.cumsum(lengths)
+        self.starts = self.ends - lengths
+        self.n_docs = int(lengths.shape[0])
+        self.n_tokens = int(key.shape[0])
+        if doc is None:
+            doc = np.repeat(np.arange(self.n_docs, dtype=np.int64), lengths)
+        self.doc = doc
+        self._sort: tuple[np.ndarray, np.ndarray] | None = None
+        self._pairs: tuple[np.ndarray, np.ndarray] | None = None
+
+    @classmethod
+    def from_texts(cls, texts: list[str], tok: Tokenizer) -> TokenKeys:
+        if tok.name == "whitespace":
+            fast = cls._fast_whitespace(texts, tok.lowercase)
+            if fast is not None:
+                return fast
+        ids, lengths, _ = encode_tokens(tok.many(texts))
+        return cls(ids, lengths)
+
+    @classmethod
+    def _fast_whitespace(cls, texts: list[str], lowercase: bool) -> TokenKeys | None:
+        """``str.split()`` tokens, coded in numpy from the UTF-8 bytes; ``None`` if not
+        applicable (non-ASCII whitespace, a NUL or \\x1f character, a token over 64 bytes, a
+        key collision)."""
+        if lowercase:
+            texts = [t.lower() for t in texts]
+        # \x1f is whitespace to str.split(): tokens never straddle two texts, and counting the
+        # separators before a token gives its text
+        joined = "\x1f".join(texts)
+        if "\x00" in joined or joined.count("\x1f") != len(texts) - 1:
+            return None
+        if not joined.isascii() and _NON_ASCII_SPACE.search(joined):
+            return None  # UTF-8 bytes >= 128 never hold ASCII whitespace: only these need care
+        raw = joined.encode("utf-8") + b"\x1f"
+        buf = np.frombuffer(raw + bytes(_MAX_PACK), dtype=np.uint8)
+        head = buf[: len(raw)]
+        # str.split()'s ASCII whitespace: \t \n \v \f \r (9-13), \x1c-\x1f and space (28-32)
+        ws = ((head - np.uint8(9)) <= 4) | ((head - np.uint8(28)) <= 4)
+        edges = np.flatnonzero(ws[1:] != ws[:-1]) + 1
+        if not ws[0]:
+            edges = np.concatenate((np.zeros(1, dtype=np.int64), edges))
+        st, en = edges[0::2], edges[1::2]  # token = [st, en): non-space runs (raw ends in \x1f)
+        tlen = en - st
+        longest = int(tlen.max(initial=1))
+        if longest > _MAX_PACK:
+            return None
+        doc = np.searchsorted(np.flatnonzero(head == 31), st)  # separators before = its text
+        lengths = np.bincount(doc, minlength=len(texts))
+        width = max(8, -(-longest // 8) * 8)
+        rows = np.ndarray(buffer=buf, dtype=f"V{width}", shape=(buf.shape[0] - width + 1,),
+                          strides=(1,))  # rows[i] = the `width` bytes from i on (no copy)
+        words = rows[st].view("<u8").reshape(-1, width // 8)  # a copy: (n_tokens, width / 8)
+        for j in range(width // 8):  # zero the bytes past the token's end (the text has no NUL)
+            words[:, j] &= _BYTE_MASK[np.clip(tlen - 8 * j, 0, 8)]
+        with np.errstate(over="ignore"):  # arithmetic modulo 2**64 on purpose
+            key = words[:, 0] if width == 8 else words[:, 1] * _MIX[1]
+            for j in range(2, words.shape[1]):
+                key ^= words[:, j] * _MIX[j]
+            if width > 8:
+                key ^= words[:, 0]
+        enc = cls(key, lengths, doc)
+        if width > 8:  # keys involving a token over 8 bytes may collide: check those exactly
+            a, b = enc.pairs()
+            long = tlen > 8
+            check = long[a] | long[b]
+            a, b = a[check], b[check]
+            if not np.array_equal(words[a], words[b]):
+                return None
+        return enc
+
+    def sorted_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """Stable order of the keys and, for consecutive sorted tokens, whether keys are equal."""
+        if self._sort is None:
+            self._sort = self._sort_by_hash32() or self._sort_stable()
+        return self._sort
+
+    def _sort_stable(self) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(self.key, kind="stable")
+        ks = self.key[order]
+        return order, ks[1:] == ks[:-1]
+
+    def _sort_by_hash32(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The stable order from one plain sort of 64-bit values ``hash32(key) << 32 | pos``
+        (much faster than a stable argsort); ``None`` if two different keys share a hash32."""
+        if self.n_tokens >= 1 << 32:
+            return None
+        with np.errstate(over="ignore"):
+            h = (self.key.astype(np.uint64, copy=False) * _MIX[1]) >> np.uint64(32)
+        packed = np.sort((h << np.uint64(32)) | np.arange(self.n_tokens, dtype=np.uint64))
+        order = (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        hs = packed >> np.uint64(32)
+        same = hs[1:] == hs[:-1]
+        ks = self.key[order]
+        if not np.array_equal(same, ks[1:] == ks[:-1]):
+            return None  # a group of equal hashes holds two keys: use the exact stable sort
+        return order, same
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(a, b): every token ``a`` and the next occurrence ``b`` of the same key (any text)."""
+        if self._pairs is None:
+            order, same = self.sorted_keys()
+            self._pairs = (order[:-1][same], order[1:][same])
+        return self._pairs
+
+    def prev(self) -> np.ndarray:
+        a, b = self.pairs()
+        prev = (self.starts - 1)[self.doc]  # "none" = one before the response's start
+        prev[b] = np.maximum(a, prev[b])  # an occurrence in an earlier response does not count
+        return prev
+
+    def neighbours(self) -> tuple[np.ndarray, np.ndarray]:
+        a, b = self.pairs()
+        nxt = self.ends[self.doc]  # "none" = the response's end
+        nxt[a] = np.minimum(b, nxt[a])  # an occurrence in a later response does not count
+        return self.prev(), nxt
+
+    def type_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """(response of each (response, type) pair, its count), ordered by type."""
+        order, same = self.sorted_keys()
+        d = self.doc[order]
+        brk = np.ones(self.n_tokens, dtype=bool)
+        brk[1:] = ~same | (d[1:] != d[:-1])
+        first = np.flatnonzero(brk)
+        counts = np.diff(np.append(first, self.n_tokens))
+        return d[first], counts
