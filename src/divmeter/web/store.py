@@ -516,16 +516,16 @@ class Store:
             RequestError: 404 unknown token / item, 403 CSRF, 409 replay, 422 bad value.
         """
         now = time.time()
-        own = fields.get("own_response")
-        if not isinstance(own, str) or not own.strip():
-            raise RequestError(422, "field 'own_response' must be your own response to the "
-                                    "context (non-empty text).")
-        if len(own) > MAX_TEXT:
-            raise RequestError(422, f"field 'own_response' must be at most {MAX_TEXT} characters; "
-                                    f"got {len(own)}.")
         with self._con() as con, _write(con):
             ann = self._annotator(con, token)
             row = self._own_assignment(con, ann, fields.get("csrf"), fields.get("assignment"))
+            own = fields.get("own_response")
+            if not isinstance(own, str) or not own.strip():
+                raise RequestError(422, "field 'own_response' must be your own response to the "
+                                        "context (non-empty text).")
+            if len(own) > MAX_TEXT:
+                raise RequestError(422, f"field 'own_response' must be at most {MAX_TEXT} "
+                                        f"characters; got {len(own)}.")
             quality = _parse_rating(fields.get("quality"), "quality")
             if con.execute("SELECT 1 FROM warmups WHERE assignment_id = ?",
                            (row["id"],)).fetchone():
