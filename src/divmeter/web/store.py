@@ -459,7 +459,8 @@ class Store:
                     "WHERE i.study_id = ? AND NOT EXISTS (SELECT 1 FROM assignments a "
                     "WHERE a.item_id = i.id AND a.annotator_id = ?) AND used < ? "
                     "ORDER BY used, ((i.id + ?) * 2654435761) % 1000003, i.position LIMIT 1",
-                    (now - self.lease, ann["study_id"], ann["id"], ann["ratings"], ann["id"] * 7919),
+                    (now - self.lease, ann["study_id"], ann["id"], ann["ratings"],
+                     ann["id"] * 7919),
                 ).fetchone()
                 if pick is None:
                     assignment = item_id = None
@@ -595,6 +596,21 @@ class Store:
                 "SELECT i.item_key, i.payload FROM items i JOIN studies st ON st.id = i.study_id "
                 "WHERE st.name = ? ORDER BY i.position", (s["name"],)).fetchall()
         return [(r["item_key"], json.loads(r["payload"])) for r in rows]
+
+    def unit_labels(self, study: str | None = None) -> dict[tuple[str, str], float | None]:
+        """The label of every rated unit ``(item_id, set_id)`` as in :meth:`raw` (rnk: A - B)."""
+        s = self.study(study)
+        out: dict[tuple[str, str], float | None] = {}
+        for key, p in self.items(s["name"]):
+            sets = p["sets"]
+            if s["kind"] == "rnk":
+                la, lb = sets[0]["label"], sets[1]["label"]
+                out[(key, _set_id("rnk", p))] = (la - lb if la is not None and lb is not None
+                                                 else None)
+            else:
+                for st in sets:
+                    out[(key, st["set_id"])] = st["label"]
+        return out
 
     def export(self, study: str | None = None, *, level: str = "item") -> list[dict[str, Any]]:
         """Per-item (or, for simHDS, per-set) summaries; see :func:`summarise`."""
