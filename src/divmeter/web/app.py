@@ -122,37 +122,30 @@ class _Limits:
             await _plain(send_secure, 413, f"request body too large; the limit is "
                                            f"{self.max_body} bytes.")
             return
-        seen = 0
-        too_big = False
-
-        async def limited() -> Any:
-            nonlocal seen, too_big
+        # Read the whole body first (it is small by construction), refusing it past the limit
+        # before the application sees a byte; then replay it.
+        body = b""
+        more = scope["method"] not in ("GET", "HEAD")
+        while more:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_body:
-                    too_big = True
-                    raise _TooLarge()
-            return message
-
-        started = False
-
-        async def tracking(message: Any) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send_secure(message)
-
-        try:
-            await self.app(scope, limited, tracking)
-        except _TooLarge:
-            if not started:
+            if message["type"] != "http.request":
+                return  # client went away
+            body += message.get("body", b"")
+            if len(body) > self.max_body:
                 await _plain(send_secure, 413, f"request body too large; the limit is "
                                                f"{self.max_body} bytes.")
+                return
+            more = message.get("more_body", False)
+        replayed = False
 
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
 
-class _TooLarge(Exception):
-    pass
+        await self.app(scope, replay, send_secure)
 
 
 async def _plain(send: Any, status: int, text: str) -> None:
