@@ -25,9 +25,9 @@ pytest.importorskip("starlette")
 pytest.importorskip("multipart")
 pytest.importorskip("krippendorff")
 
-from annotate_util import ASSIGNMENT, CSRF  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
+from annotate_util import ASSIGNMENT, CSRF  # noqa: E402
 from divmeter.cli import main  # noqa: E402
 from divmeter.data.model import ResponseSet  # noqa: E402
 from divmeter.web.app import create_app  # noqa: E402
@@ -208,7 +208,8 @@ def test_cli_round_trip_meta_contest_recovers_planted_order(tmp_path, monkeypatc
     db = tmp_path / "study.sqlite"
     code, out, err = _run(monkeypatch, capsys, "annotate", "init", str(tasks), "--db", str(db),
                           "--kind", "abs", "--ratings", "10")
-    assert code == 0 and out.strip() == f"study tasks-abs: kind abs, 20 items, 10 ratings each, in {db}"
+    assert code == 0
+    assert out.strip() == f"study tasks-abs: kind abs, 20 items, 10 ratings each, in {db}"
     code, out, _ = _run(monkeypatch, capsys, "annotate", "invite", str(db), "-n", "10",
                         "--base-url", "http://127.0.0.1:9")
     links = out.split()

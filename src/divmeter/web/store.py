@@ -33,6 +33,7 @@ import math
 import os
 import secrets
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -337,6 +338,7 @@ class Store:
         if not lease > 0:
             raise InvalidInputError(f"lease must be > 0 seconds; got {lease!r}.")
         self.lease = float(lease)
+        self._local = threading.local()
         con = _connect(self.path)
         try:
             _check_schema(con, self.path)
@@ -348,11 +350,19 @@ class Store:
 
     @contextmanager
     def _con(self) -> Iterator[sqlite3.Connection]:
-        con = _connect(self.path)
-        try:
-            yield con
-        finally:
+        # one long-lived connection per thread: closing the last connection of a WAL database
+        # checkpoints it, which would cost a checkpoint per request
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = self._local.con = _connect(self.path)
+        yield con
+
+    def close(self) -> None:
+        """Close this thread's connection (others close when their thread ends)."""
+        con = getattr(self._local, "con", None)
+        if con is not None:
             con.close()
+            self._local.con = None
 
     # ---------------------------------------------------------------- studies and annotators
 
@@ -449,8 +459,9 @@ class Store:
                     con.execute("DELETE FROM assignments WHERE id = ?", (open_row["id"],))
                     open_row = None
             if open_row is not None:
-                con.execute("UPDATE assignments SET leased_at = ? WHERE id = ?",
-                            (now, open_row["id"]))
+                if open_row["leased_at"] < now - self.lease / 4:  # keep the lease alive
+                    con.execute("UPDATE assignments SET leased_at = ? WHERE id = ?",
+                                (now, open_row["id"]))
                 assignment, item_id = open_row["id"], open_row["item_id"]
             else:
                 pick = con.execute(
