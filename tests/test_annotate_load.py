@@ -25,7 +25,6 @@ pytest.importorskip("httpx")
 pytest.importorskip("multipart")
 
 from annotate_util import Annotator, serve  # noqa: E402
-
 from divmeter.data.model import ResponseSet  # noqa: E402
 from divmeter.web.store import Store, create_study  # noqa: E402
 
