@@ -153,6 +153,8 @@ def test_admin_pages(study):
     assert client.get(f"/admin/{'y' * 43}").status_code == 404
     page = client.get(f"/admin/{admin}")
     assert page.status_code == 200 and ">abs<" in page.text
+    assert "<td>a</td><td>abs</td><td>3</td><td>2</td>" in page.text  # study, kind, items, ratings
+    assert "built-in method" not in page.text
     csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
     before = _snapshot(db)
     assert client.post(f"/admin/{admin}/invite/a", data={"n": "2"}).status_code == 403
