@@ -118,7 +118,10 @@ class _Limits:
             await send(message)
 
         length = dict(scope.get("headers", [])).get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_body):
+        if length is not None and not length.isdigit():
+            await _plain(send_secure, 400, "malformed Content-Length header.")
+            return
+        if length is not None and int(length) > self.max_body:
             await _plain(send_secure, 413, f"request body too large; the limit is "
                                            f"{self.max_body} bytes.")
             return
