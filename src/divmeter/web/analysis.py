@@ -50,7 +50,8 @@ def alpha(raw: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
         raw: Rows of :meth:`divmeter.web.store.Store.raw`.
 
     Returns:
-        ``{aspect: {"alpha": float | None, "units": pairable units, "ratings": n, "reason": ...}}``;
+        ``{aspect: {"alpha": float | None, "units": pairable units, "ratings": n, "signature",
+        "reason": ...}}``;
         ``alpha`` is ``None`` (with a reason) when fewer than 2 units have 2 ratings or all
         ratings are one value.
 
@@ -64,8 +65,10 @@ def alpha(raw: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
         pairable = {u: v for u, v in by_unit.items() if len(v) >= 2}
         coders = sorted({a for v in pairable.values() for a in v})
         n = sum(len(v) for v in pairable.values())
-        entry: dict[str, Any] = {"alpha": None, "units": len(pairable), "ratings": n,
-                                 "level": "ordinal"}
+        entry: dict[str, Any] = {
+            "alpha": None, "units": len(pairable), "ratings": n, "level": "ordinal",
+            "signature": f"krippendorff-alpha|aspect:{aspect}|level:ordinal|values:1-5|"
+                         f"krippendorff:{getattr(kr, '__version__', '?')}"}
         values = {x for v in pairable.values() for x in v.values()}
         if len(pairable) < 2:
             entry["reason"] = "fewer than 2 units with 2 or more ratings"
