@@ -285,11 +285,11 @@ def test_krippendorff_alpha_reference_example():
     res = alpha(raw)["diversity"]
     assert round(res["alpha"], 3) == 0.815
     assert (res["units"], res["ratings"]) == (11, 40)  # unit 12 has one value: not pairable
-    import krippendorff
+    from importlib.metadata import version
 
     assert res["signature"] == (
         f"krippendorff-alpha|aspect:diversity|level:ordinal|values:1-5|krippendorff:"
-        f"{krippendorff.__version__}")
+        f"{version('krippendorff')}")
     same = alpha([{**r, "value": 3} for r in raw])["diversity"]
     assert same["alpha"] is None and "same value" in same["reason"]
     lone = alpha(raw[:1])["diversity"]

@@ -31,6 +31,15 @@ MAIN_ASPECT = {"abs": "diversity", "asp": "content", "rnk": "ranking", "cs": "di
                "sim": "similarity"}
 
 
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "?"
+
+
 def units(raw: Sequence[Mapping[str, Any]], aspect: str) -> dict[tuple[str, str], dict[int, int]]:
     """Ratings of one aspect by unit ``(item_id, set_id)`` and annotator."""
     out: dict[tuple[str, str], dict[int, int]] = {}
@@ -68,7 +77,7 @@ def alpha(raw: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
         entry: dict[str, Any] = {
             "alpha": None, "units": len(pairable), "ratings": n, "level": "ordinal",
             "signature": f"krippendorff-alpha|aspect:{aspect}|level:ordinal|values:1-5|"
-                         f"krippendorff:{getattr(kr, '__version__', '?')}"}
+                         f"krippendorff:{_version('krippendorff')}"}
         values = {x for v in pairable.values() for x in v.values()}
         if len(pairable) < 2:
             entry["reason"] = "fewer than 2 units with 2 or more ratings"
