@@ -163,7 +163,13 @@ def test_resume_same_item_and_lease_expiry(db):
         store.save_warmup(t1, {**base, "own_response": "x", "quality": "2"})
     assert e.value.status == 409
     _step_through(store, t2, {"diversity": "5"})
-    assert store.next_step(t1).stage == "done"  # t1's stale lease is dropped
+    assert store.next_step(t1).stage == "done"  # t1's stale lease is retired, never reused
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT status FROM assignments ORDER BY id").fetchall() == [
+        ("expired",), ("done",)]
+    con.close()
+    with pytest.raises(RequestError, match=r"reservation of item \d+ expired"):
+        store.save_answer(t1, {**base, "diversity": "3"})
     assert [r["n_ratings"] for r in store.export("a")] == [1]
 
 

@@ -20,7 +20,9 @@ Every item is preceded by the warm-up of appendix A (Figure 7): the annotator wr
 of their own to the context and rates the quality (1-5) of the first response shown; both are
 stored. An item gets at most ``ratings`` answers, from distinct annotators: an annotator is
 *leased* an item (an open assignment) and the lease counts against the item's capacity until it is
-answered or expires, so concurrent annotators never over-fill an item.
+answered or expires, so concurrent annotators never over-fill an item. An annotator who comes
+back after the lease expired keeps the item if it still has room; otherwise the assignment is
+kept as ``expired`` (with its warm-up) and the item is never offered to them again.
 
 simHDS turns pair similarities into a set diversity with the reduction of section 5:
 ``-(1 / C(|S|, 2)) * sum_{i > j} sim(s_i, s_j)``, where ``sim`` is the pair's mean rating.
@@ -82,7 +84,8 @@ CREATE TABLE annotators (
 CREATE TABLE assignments (
   id INTEGER PRIMARY KEY, annotator_id INTEGER NOT NULL REFERENCES annotators(id),
   item_id INTEGER NOT NULL REFERENCES items(id), status TEXT NOT NULL CHECK (status IN
-  ('open', 'done')), leased_at REAL NOT NULL, done_at REAL, UNIQUE (annotator_id, item_id));
+  ('open', 'done', 'expired')), leased_at REAL NOT NULL, done_at REAL,
+  UNIQUE (annotator_id, item_id));
 CREATE INDEX assignments_item ON assignments (item_id, status);
 CREATE TABLE warmups (
   assignment_id INTEGER PRIMARY KEY REFERENCES assignments(id),
@@ -436,7 +439,7 @@ class Store:
                        except_annotator: int | None = None) -> int:
         return int(con.execute(
             "SELECT COUNT(*) FROM assignments WHERE item_id = ? AND annotator_id IS NOT ? AND "
-            "(status = 'done' OR leased_at > ?)",
+            "(status = 'done' OR (status = 'open' AND leased_at > ?))",
             (item_id, except_annotator, now - self.lease)).fetchone()[0])
 
     def next_step(self, token: str) -> Step:
@@ -454,9 +457,9 @@ class Store:
             if open_row is not None and open_row["leased_at"] <= now - self.lease:
                 # expired: keep it only if the item still has room
                 used = self._capacity_used(con, open_row["item_id"], now, ann["id"])
-                if used >= ann["ratings"]:
-                    con.execute("DELETE FROM warmups WHERE assignment_id = ?", (open_row["id"],))
-                    con.execute("DELETE FROM assignments WHERE id = ?", (open_row["id"],))
+                if used >= ann["ratings"]:  # kept (with its warm-up) as 'expired', never reused
+                    con.execute("UPDATE assignments SET status = 'expired' WHERE id = ?",
+                                (open_row["id"],))
                     open_row = None
             if open_row is not None:
                 if open_row["leased_at"] < now - self.lease / 4:  # keep the lease alive
@@ -466,7 +469,8 @@ class Store:
             else:
                 pick = con.execute(
                     "SELECT i.id, (SELECT COUNT(*) FROM assignments a WHERE a.item_id = i.id AND "
-                    "(a.status = 'done' OR a.leased_at > ?)) AS used FROM items i "
+                    "(a.status = 'done' OR (a.status = 'open' AND a.leased_at > ?))) AS used "
+                    "FROM items i "
                     "WHERE i.study_id = ? AND NOT EXISTS (SELECT 1 FROM assignments a "
                     "WHERE a.item_id = i.id AND a.annotator_id = ?) AND used < ? "
                     "ORDER BY used, ((i.id + ?) * 2654435761) % 1000003, i.position LIMIT 1",
@@ -511,6 +515,9 @@ class Store:
             raise RequestError(404, f"item {assignment} is not assigned to this link.")
         if row["status"] == "done":
             raise RequestError(409, f"item {assignment} was already answered; answers are final.")
+        if row["status"] == "expired":
+            raise RequestError(409, f"the reservation of item {assignment} expired and others "
+                                    "have rated it meanwhile; reload the page for the next item.")
         return row
 
     def _renew_or_refuse(self, con: sqlite3.Connection, ann: sqlite3.Row, row: sqlite3.Row,
