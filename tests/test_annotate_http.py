@@ -258,3 +258,37 @@ def test_cli_round_trip_meta_contest_recovers_planted_order(tmp_path, monkeypatc
     code, _, err = _run(monkeypatch, capsys, "annotate", "export", str(db), "--format", "xml")
     assert code == 2 and err.strip() == (
         "divmeter: error: --format must be csv, jsonl or parquet; got 'xml'.")
+
+
+@pytest.mark.parametrize(("kind", "aspect"), [("asp", "content"), ("rnk", "ranking"),
+                                              ("cs", "diversity")])
+def test_cli_report_other_kinds(tmp_path, monkeypatch, capsys, kind, aspect):
+    """The report's stability analysis uses each kind's HDS rating: aspHDS content, rnkHDS
+    against label(A) - label(B), the commonsense form's per-set rating; ratings here equal
+    the label ordering exactly, so the full-data rho is 1."""
+    db = tmp_path / "s.sqlite"
+    labels = [1, 0, 0, 1, 2, 0, 0, 2] if kind == "rnk" else [0, 1, 1, 2, 2, 3, 3, 4]
+    sets = [ResponseSet(f"s{i}", ["x", "y"], prompt=f"ctx {i // 2}", label=labels[i])
+            for i in range(8)]
+    create_study(db, sets, kind=kind, ratings=2, name=kind)
+    store = Store(db)
+    for tok in store.invite(kind, 2):
+        while (step := store.next_step(tok)).stage != "done":
+            base = {"csrf": step.csrf, "assignment": str(step.assignment)}
+            store.save_warmup(tok, {**base, "own_response": "mine", "quality": "3"})
+            lab = [s["label"] for s in step.payload["sets"]]
+            if kind == "asp":
+                fields = {"form": "3", "content": str(1 + lab[0])}
+            elif kind == "rnk":
+                fields = {"ranking": str(3 + lab[0] - lab[1])}  # A - B: 1, -1, 2, -2
+            else:
+                fields = {"diversity_0": str(1 + lab[0]), "diversity_1": str(1 + lab[1]),
+                          "rank_0": "2", "rank_1": "1"}
+            store.save_answer(tok, {**base, **fields})
+    code, out, err = _run(monkeypatch, capsys, "annotate", "report", str(db), "-o",
+                          str(tmp_path / "rep"), "--reps", "5", "--no-plots")
+    assert code == 0, err
+    rep = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert rep["stability"]["aspect"] == aspect
+    assert rep["stability"]["full"] == pytest.approx(1.0)
+    assert rep["krippendorff_alpha"][aspect]["alpha"] == pytest.approx(1.0)
