@@ -90,6 +90,10 @@ def _mount() -> None:
         from divmeter.cli.meta import meta_app
 
         app.add_typer(meta_app, name="meta")
+    if importlib.util.find_spec("divmeter.cli.annotate") is not None:
+        from divmeter.cli.annotate import annotate_app
+
+        app.add_typer(annotate_app, name="annotate")
 
 
 _mount()
