@@ -636,31 +636,26 @@ def decan_confound_cmd(
     confound.png (class histograms and per-bin means).
     """
     chosen = _fmt(fmt)
-    from divmeter.meta.confound import DEFAULT_COLUMNS, decan_confound, load_confound_inputs
+    from divmeter.meta.confound import (
+        DEFAULT_COLUMNS,
+        decan_confound,
+        load_confound_inputs,
+        parse_bins,
+        parse_where,
+    )
 
-    conds: dict[str, str] = {}
-    for w in where or []:
-        key, eq, value = w.partition("=")
-        if not eq or not key:
-            raise InvalidInputError(f"--where must be KEY=VALUE; got {w!r}.")
-        conds[key] = value
-    try:
-        edges = [float(e) for e in bins.split(",")]
-    except ValueError:
-        raise InvalidInputError(
-            f"--bins must be comma-separated numbers, e.g. 20,40,60,80,120; got {bins!r}."
-        ) from None
+    conds = parse_where(where or [])
     values, labels, lengths, info = load_confound_inputs(
         file, columns=column or DEFAULT_COLUMNS, label=label, length=length, sets=sets,
         where=conds,
     )
-    result = decan_confound(values, labels, lengths, bins=edges, high_label=high_label,
-                            low_label=low_label, length_name=info["length"])
+    result = decan_confound(values, labels, lengths, bins=parse_bins(bins),
+                            high_label=high_label, low_label=low_label,
+                            length_name=info["length"])
     title = f"decan-confound — {info['source']}" + (
         f" ({', '.join(f'{k}={v}' for k, v in conds.items())})" if conds else "")
-    payload = {**result.to_dict(), "input": info}
     if chosen == "json":
-        typer.echo(json.dumps(payload, indent=2, allow_nan=False))
+        typer.echo(json.dumps({**result.to_dict(), "input": info}, indent=2, allow_nan=False))
     elif chosen == "markdown":
         typer.echo(result.markdown(title=title), nl=False)
     else:
@@ -669,26 +664,9 @@ def decan_confound_cmd(
 
         Console().print(Markdown(result.markdown(title=title)))
     if report:
-        from pathlib import Path
+        from divmeter.report.decan_plot import write_confound_report
 
-        from divmeter import __version__
-
-        out = Path(report)
-        out.mkdir(parents=True, exist_ok=True)
-        doc = {"protocol": result.protocol, "source": info["source"],
-               "divmeter_version": __version__, "settings": result.settings,
-               "results": payload, "extra": {}}
-        files = [out / "report.json", out / "report.md"]
-        files[0].write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-        files[1].write_text(result.markdown(title=title), encoding="utf-8")
-        if not no_plots:
-            from divmeter.report.decan_plot import plot_decan_confound
-
-            fig = plot_decan_confound(result, path=out / "confound.png", title=title)
-            files.append(out / "confound.png")
-            import matplotlib.pyplot as plt
-
-            plt.close(fig)
+        files = write_confound_report(result, report, info=info, title=title, plots=not no_plots)
         _note(f"report written to {report} ({len(files)} files)", quiet)
 
 

@@ -363,3 +363,34 @@ def load_confound_inputs(
             "lengths_from": os.path.basename(str(sets)) if sets is not None else name,
             "records": len(records), "kept": len(kept)}
     return values, labels, lengths, info
+
+
+def parse_where(conditions: Sequence[str]) -> dict[str, str]:
+    """``["task=story_gen", ...]`` -> ``{"task": "story_gen"}`` (the CLI's ``--where``).
+
+    Example:
+        >>> parse_where(["task=story_gen"])
+        {'task': 'story_gen'}
+    """
+    conds: dict[str, str] = {}
+    for w in conditions:
+        key, eq, value = w.partition("=")
+        if not eq or not key:
+            raise InvalidInputError(f"--where must be KEY=VALUE; got {w!r}.")
+        conds[key] = value
+    return conds
+
+
+def parse_bins(text: str) -> list[float]:
+    """Comma-separated bin edges (the CLI's ``--bins``).
+
+    Example:
+        >>> parse_bins("20,40,60")
+        [20.0, 40.0, 60.0]
+    """
+    try:
+        return [float(e) for e in text.split(",")]
+    except ValueError:
+        raise InvalidInputError(
+            f"--bins must be comma-separated numbers, e.g. 20,40,60,80,120; got {text!r}."
+        ) from None

@@ -227,3 +227,34 @@ def plot_decan_confound(
     if path is not None:
         fig.savefig(path, dpi=100)
     return fig
+
+
+def write_confound_report(result: Any, out_dir: str | Path, *, info: Mapping[str, Any],
+                          title: str, plots: bool = True) -> list[Path]:
+    """Write the appendix-E confound report: ``report.json`` (settings, results, input),
+    ``report.md`` and, with ``plots``, ``confound.png``; returns the files written.
+
+    Args:
+        result: A :class:`~divmeter.meta.confound.ConfoundResult`.
+        out_dir: The report folder (created when missing).
+        info: What was read (``source``, ``length`` ...), from ``load_confound_inputs``.
+        title: Title of the Markdown report and the plot.
+        plots: Whether to draw ``confound.png``.
+    """
+    import json
+
+    from divmeter import __version__
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    doc = {"protocol": result.protocol, "source": info["source"],
+           "divmeter_version": __version__, "settings": result.settings,
+           "results": {**result.to_dict(), "input": dict(info)}, "extra": {}}
+    files = [out / "report.json", out / "report.md"]
+    files[0].write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    files[1].write_text(result.markdown(title=title), encoding="utf-8")
+    if plots:
+        fig = plot_decan_confound(result, path=out / "confound.png", title=title)
+        files.append(out / "confound.png")
+        require("matplotlib.pyplot", extra="plot").close(fig)
+    return files
