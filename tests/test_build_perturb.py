@@ -369,6 +369,7 @@ def test_template_errors(tmp_path: Path, text: str, match: str) -> None:
         ("\n\n  The cat sat.\nExtra line", "The cat sat."),
         ("'quoted'", "quoted"),
         ("Sentence: x", "x"),
+        ("Paraphrased: It fell.", "It fell."),
         ("", ""),
     ],
 )

@@ -104,12 +104,12 @@ def load_template(builder: str, path: str | Path | None = None) -> Template:
     return Template(Path(path).read_text(encoding="utf-8"), str(path), fields[builder])
 
 
-_LABELS = ("paraphrase:", "sentence:", "answer:", "output:")
+_LABELS = ("paraphrase:", "paraphrased:", "sentence:", "answer:", "output:")
 
 
 def clean_output(text: str) -> str:
     """The first non-empty line of a generation, without a leading label (``Paraphrase:``,
-    ``Sentence:``, ``Answer:``, ``Output:``) or enclosing quotes.
+    ``Paraphrased:``, ``Sentence:``, ``Answer:``, ``Output:``) or enclosing quotes.
 
     Example:
         >>> clean_output('\\n Paraphrase: "The dog ran."\\nMore text')
