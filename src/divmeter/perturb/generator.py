@@ -85,17 +85,19 @@ class Template:
 
 
 def load_template(builder: str, path: str | Path | None = None) -> Template:
-    """The packaged template of a builder (``paraphrase`` or ``nonsensical``), or the user's
-    template file at ``path`` (same fields: ``{sentence}`` / ``{concepts}``).
+    """The packaged template of a builder, or the user's template file at ``path`` with the
+    same fields: ``paraphrase`` ``{sentence}``, ``nonsensical`` ``{concepts}``, ``cdm``
+    ``{reference}`` and ``{domain}``, ``pattr`` ``{topic}``, ``{style}`` and ``{instructions}``.
 
     Raises:
         InvalidInputError: Unknown builder, or a template without its field.
         FileNotFoundError: ``path`` does not exist.
     """
-    fields = {"paraphrase": ("sentence",), "nonsensical": ("concepts",)}
+    fields = {"paraphrase": ("sentence",), "nonsensical": ("concepts",),
+              "cdm": ("domain", "reference"), "pattr": ("instructions", "style", "topic")}
     if builder not in fields:
         raise InvalidInputError(
-            f"no template for {builder!r}; expected paraphrase or nonsensical."
+            f"no template for {builder!r}; expected one of {', '.join(fields)}."
         )
     if path is None:
         text = resources.files("divmeter.perturb").joinpath(
