@@ -33,7 +33,7 @@ def para_layout(k: int, m: int, order: Sequence[int]) -> list[tuple[int, int]]:
         >>> para_layout(2, 4, [0, 1, 2, 3])
         [(0, 0), (0, 1), (1, 0), (1, 1)]
     """
-    a, b = order[0], order[1] if m > 1 else None
+    a, b = order[0], order[1 % m]  # b unused by Para-1 on two sentences
     if k == 1:
         head = [(a, 0), (a, 1)]
         rest = order[1:m - 1]

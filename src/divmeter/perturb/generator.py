@@ -12,6 +12,7 @@ endpoint (llama.cpp's server, vLLM, a hosted API). Any object with that shape wo
 from __future__ import annotations
 
 import hashlib
+import os
 import string
 from importlib import resources
 from pathlib import Path
@@ -84,7 +85,7 @@ class Template:
         return self.text.format(**values)
 
 
-def load_template(builder: str, path: str | Path | None = None) -> Template:
+def load_template(builder: str, path: str | os.PathLike[str] | None = None) -> Template:
     """The packaged template of a builder, or the user's template file at ``path`` with the
     same fields: ``paraphrase`` ``{sentence}``, ``nonsensical`` ``{concepts}``, ``cdm``
     ``{reference}`` and ``{domain}``, ``pattr`` ``{topic}``, ``{style}`` and ``{instructions}``.
