@@ -381,7 +381,8 @@ def test_para_and_nonsensical_with_a_real_model(llama_smollm2, tmp_path: Path) -
     """SmolLM2-135M-Instruct on llama.cpp's server through the shared HttpClient."""
     from divmeter.perturb import ChatServerGenerator
 
-    gen = ChatServerGenerator(llama_smollm2.model, llama_smollm2.url, cache=tmp_path / "c")
+    gen = ChatServerGenerator(llama_smollm2.model, llama_smollm2.url, cache=tmp_path / "c",
+                              concurrency=2, timeout=300)
     src = [ResponseSet("f", FRISBEE, prompt="dog, frisbee, throw, catch")]
     for k in (1, 3):
         s = build("para", src, k=k, seed=1, generator=gen, max_tokens=40).sets[0]

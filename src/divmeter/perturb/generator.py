@@ -142,6 +142,7 @@ class ChatServerGenerator:
         client: An existing client (``base_url``/``api_key``/``cache`` are then ignored).
         cache: Response cache of a new client (see ``HttpClient``).
         concurrency: Requests in flight of a new client.
+        timeout: Seconds per request of a new client.
 
     Raises:
         ServerError: A request fails for good (one line).
@@ -149,12 +150,12 @@ class ChatServerGenerator:
 
     def __init__(self, model: str, base_url: str | None = None, *, api_key: str | None = None,
                  client: Any = None, cache: str | Path | None = None,
-                 concurrency: int = 4) -> None:
+                 concurrency: int = 4, timeout: float = 60.0) -> None:
         from divmeter.backends.http import HttpClient
 
         self.model = model
         self.client = client if client is not None else HttpClient(
-            base_url, api_key, cache=cache, concurrency=concurrency)
+            base_url, api_key, cache=cache, concurrency=concurrency, timeout=timeout)
         self.signature = f"chat:{model}"
 
     def generate(self, prompts: list[str], n: int, *, temperature: float = 1.0,
