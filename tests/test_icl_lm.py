@@ -2,19 +2,19 @@
 
 Few permutations and short texts keep the whole file to a couple of minutes on a shared CPU.
 The synthetic scenarios follow the paper's appendix B.2 (pure noise, multi-mode incoherent,
-multi-mode coherent, one-mode, mixed) with our own small generators.
+multi-mode coherent, one-mode, mixed), built by divmeter.scenarios.
 """
 
 from __future__ import annotations
 
 import random
-import string
 
 import numpy as np
 import pytest
 
 from divmeter.backends.lm import get_scorer
 from divmeter.metrics.icl import decan, decan_surprisal, format_responses
+from divmeter.scenarios import decan_scenarios, noise
 
 # `lm`: skipped with the install line when divmeter[lm] is missing (conftest.py)
 pytestmark = [pytest.mark.lm, pytest.mark.slow]
@@ -29,11 +29,6 @@ DIVERSE = [
     "Umbrellas bloomed like black flowers outside the train station.",
     "Farmers in Kansas prayed for a storm that never came.",
 ]
-
-
-def noise(rng: random.Random, length: int = 40) -> str:
-    chars = string.ascii_letters + string.digits + string.punctuation + " "
-    return "".join(rng.choice(chars) for _ in range(length))
 
 
 def run(responses: list[str], perms: int = 5, prompt: str = PROMPT, **kw: object) -> dict:
@@ -74,50 +69,12 @@ def test_random_strings_get_low_coherence(basic: dict[str, dict]) -> None:
     assert basic["noise"]["D"] < 0.25 * basic["diverse"]["D"]  # ...but C suppresses it
 
 
-# -- appendix B.2 scenarios ---------------------------------------------------------------------
-
-CITIES = ["Lisbon", "Oslo", "Denver", "Nairobi", "Osaka", "Lima", "Perth", "Quebec"]
-NAMES = ["Anna", "Tom", "Maria", "Kenji", "Lucy", "Omar"]
-
-
-def _modes(rng: random.Random) -> list[str]:
-    """Five coherent modes (formats), each with random slot fillers."""
-    r = rng.randint
-    return [
-        f"Soft rain on the roof / the {rng.choice(['dark', 'cold', 'long'])} night listens close / "
-        f"morning finds the {rng.choice(['puddles', 'garden', 'river'])}",
-        f"Mix two cups of flour with {r(2, 4)} eggs, add a pinch of salt, and bake for "
-        f"{r(20, 40)} minutes.",
-        f"def rainfall_total(days):\n    return sum(days) * {r(2, 9)}",
-        f"Forecast for {rng.choice(CITIES)}: {r(5, 30)} mm of rain expected, winds from the "
-        f"{rng.choice(['north', 'south', 'west'])} at {r(10, 40)} km/h.",
-        f"Dear {rng.choice(NAMES)}, the rain kept me inside all week, so I finally read your "
-        "letter twice.",
-    ]
-
-
-def _scramble(rng: random.Random, text: str) -> str:
-    words = text.split()
-    rng.shuffle(words)
-    return " ".join(words)
-
-
-def scenarios(n: int = 5, seed: int = 0) -> dict[str, list[str]]:
-    rng = random.Random(seed)
-    multi = [_modes(rng)[k % 5] for k in range(n)]
-    one = [_modes(rng)[3] for _ in range(n)]  # one mode: weather reports, details vary
-    return {
-        "pure noise": [noise(rng) for _ in range(n)],
-        "multi-mode incoherent": [_scramble(rng, _modes(rng)[k % 5]) for k in range(n)],
-        "multi-mode coherent": multi,
-        "one-mode": one,
-        "mixed": [_modes(rng)[k] if k < n // 2 else noise(rng) for k in range(n)],
-    }
+# -- appendix B.2 scenarios (built by divmeter.scenarios) --------------------------------------
 
 
 @pytest.fixture(scope="module")
 def scenario_scores() -> dict[str, dict]:
-    return {name: run(s, perms=3) for name, s in scenarios().items()}
+    return {name: run(s, perms=3) for name, s in decan_scenarios(n=5, seed=0).items()}
 
 
 def test_scenarios_ranking(scenario_scores: dict[str, dict]) -> None:

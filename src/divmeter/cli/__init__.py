@@ -94,6 +94,10 @@ def _mount() -> None:
         from divmeter.cli.annotate import annotate_app
 
         app.add_typer(annotate_app, name="annotate")
+    if importlib.util.find_spec("divmeter.cli.build") is not None:
+        from divmeter.cli.build import build_app
+
+        app.add_typer(build_app, name="build")
 
 
 _mount()

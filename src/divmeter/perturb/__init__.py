@@ -1,0 +1,30 @@
+"""Controlled perturbation builders: sets whose diversity moves in a known direction.
+
+The commonsense paper's section 4.2 builders: RndShuff and NounShuff
+(:mod:`divmeter.perturb.shuffle`), Para-k and Nonsensical through a text generator
+(:mod:`divmeter.perturb.generated`, :mod:`divmeter.perturb.generator`), all behind
+:func:`build`, which records each run's signature and writes the pairs file
+``divmeter meta pairwise`` reads. Nothing heavy is imported here (spaCy loads on first use).
+"""
+
+from divmeter.perturb.build import BUILDERS, PREFER, Built, build, write_jsonl
+from divmeter.perturb.generated import nonsensical, para_k, para_layout
+from divmeter.perturb.generator import ChatServerGenerator, Generator, Template, load_template
+from divmeter.perturb.shuffle import noun_shuff, rnd_shuff
+
+__all__ = [
+    "BUILDERS",
+    "PREFER",
+    "Built",
+    "ChatServerGenerator",
+    "Generator",
+    "Template",
+    "build",
+    "load_template",
+    "noun_shuff",
+    "nonsensical",
+    "para_k",
+    "para_layout",
+    "rnd_shuff",
+    "write_jsonl",
+]
