@@ -154,7 +154,14 @@ def _rationale_from(obj: dict[str, Any]) -> str | None:
     return None
 
 
+_RATIONALE_FIELD = re.compile(r'(?i)"(?:rationale|explanation|reason|reasoning|justification)"'
+                              r'\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
 def _leftover(text: str, pattern: re.Pattern[str]) -> str | None:
+    if text.lstrip().startswith(("{", "```")):  # broken JSON: only a complete rationale field
+        m = _RATIONALE_FIELD.search(text)
+        return m.group(1).strip() or None if m else None
     rest = pattern.sub("", text)
     rest = "\n".join(line.strip() for line in rest.splitlines() if line.strip(" \t*_\"',{}"))
     return rest.strip() or None
