@@ -85,9 +85,14 @@ def _mount() -> None:
 
         app.command("score")(score_cmd)
     if importlib.util.find_spec("divmeter.cli.meta") is not None:
+        from divmeter.cli.agreement import agreement_cmd
         from divmeter.cli.meta import meta_app
 
+        meta_app.command("agreement")(agreement_cmd)
         app.add_typer(meta_app, name="meta")
+    from divmeter.cli.judge import judge_cmd
+
+    app.command("judge")(judge_cmd)
 
 
 _mount()
