@@ -23,8 +23,8 @@ pytest.importorskip("krippendorff")
 def _sets(*per_item: tuple[int | None, ...]) -> JudgeRun:
     items = []
     for scores in per_item:
-        samples = tuple(Sample(k, None, None if s is None else (s,), None,
-                               None if s is not None else "x", None if s is not None else "no_score")
+        samples = tuple(Sample(k, None, (s,), None) if s is not None
+                        else Sample(k, None, None, None, "x", "no_score")
                         for k, s in enumerate(scores))
         valid = [s for s in scores if s is not None]
         items.append(JudgedSet(sum(valid) / len(valid) if valid else None, None, samples))
