@@ -453,15 +453,7 @@ def judge_sets(
     if len(ctx) != len(texts):
         raise InvalidInputError(f"`contexts` must have one entry per set ({len(texts)}); got "
                                 f"{len(ctx)}.")
-    jobs: list[_Job] = []
-    owner: list[int] = []
-    for i, t in enumerate(texts):
-        if not t:
-            continue
-        msgs = absolute_messages(template, fewshot, t, ctx[i])
-        for k in range(config.samples):
-            jobs.append(_Job(msgs, k, None))
-            owner.append(i)
+    jobs, owner, _, _ = _set_jobs(texts, config, ctx)
     client = client if client is not None else config.client()
     answers, failures = _ask(client, config, template, fewshot, jobs, parse_absolute, on_answer)
     per: list[list[Sample]] = [[] for _ in texts]
@@ -515,17 +507,7 @@ def judge_pairs(
         raise InvalidInputError(f"`contexts` must have one entry per pair ({len(sets)}); got "
                                 f"{len(ctx)}.")
     orders = ("ab", "ba") if config.orders == "both" else ("ab",)
-    jobs: list[_Job] = []
-    owner: list[int] = []
-    for i, (a, b) in enumerate(sets):
-        if not a or not b:
-            continue
-        for order in orders:
-            first, second = (a, b) if order == "ab" else (b, a)
-            msgs = pairwise_messages(template, fewshot, first, second, ctx[i])
-            for k in range(config.samples):
-                jobs.append(_Job(msgs, k, order))
-                owner.append(i)
+    jobs, owner, _, _ = _pair_jobs(sets, config, ctx)
     client = client if client is not None else config.client()
     answers, failures = _ask(client, config, template, fewshot, jobs, parse_pairwise, on_answer)
     per: list[list[Sample]] = [[] for _ in sets]
@@ -558,13 +540,19 @@ def judge_pairs(
 # cost estimate and the OpenAI Batch API
 
 
+_Jobs = tuple[list[_Job], list[int], Template, FewShot]
+
+
 def _pair_jobs(pairs: Sequence[tuple[Sequence[str], Sequence[str]]], config: JudgeConfig,
-               contexts: Sequence[str | None] | None) -> tuple[list[_Job], Template, FewShot]:
+               contexts: Sequence[str | None] | None) -> _Jobs:
+    """Requests of a pairwise run: per pair with two non-empty sets, per order, per sample; and
+    the pair each request belongs to."""
     template = load_template("pairwise", config.template)
     fewshot = load_fewshot("pairwise", config.fewshot)
     ctx = list(contexts) if contexts is not None else [None] * len(pairs)
     orders = ("ab", "ba") if config.orders == "both" else ("ab",)
-    jobs = []
+    jobs: list[_Job] = []
+    owner: list[int] = []
     for i, (a, b) in enumerate(pairs):
         if not a or not b:
             continue
@@ -572,30 +560,37 @@ def _pair_jobs(pairs: Sequence[tuple[Sequence[str], Sequence[str]]], config: Jud
             first, second = (a, b) if order == "ab" else (b, a)
             msgs = pairwise_messages(template, fewshot, list(first), list(second), ctx[i])
             jobs.extend(_Job(msgs, k, order) for k in range(config.samples))
-    return jobs, template, fewshot
+            owner.extend([i] * config.samples)
+    return jobs, owner, template, fewshot
 
 
 def _set_jobs(sets: Sequence[Sequence[str]], config: JudgeConfig,
-              contexts: Sequence[str | None] | None) -> tuple[list[_Job], Template, FewShot]:
+              contexts: Sequence[str | None] | None) -> _Jobs:
+    """Requests of an absolute run: per non-empty set, per sample; and their sets."""
     template = load_template("absolute", config.template)
     fewshot = load_fewshot("absolute", config.fewshot)
     ctx = list(contexts) if contexts is not None else [None] * len(sets)
-    jobs = []
+    jobs: list[_Job] = []
+    owner: list[int] = []
     for i, t in enumerate(sets):
         if t:
             msgs = absolute_messages(template, fewshot, list(t), ctx[i])
             jobs.extend(_Job(msgs, k, None) for k in range(config.samples))
-    return jobs, template, fewshot
+            owner.extend([i] * config.samples)
+    return jobs, owner, template, fewshot
 
 
 def _jobs(task: str, items: Sequence[Any], config: JudgeConfig,
           contexts: Sequence[str | None] | None) -> tuple[list[_Job], Template, FewShot]:
     config.check()
-    if task == "pairwise":
-        return _pair_jobs(items, config, contexts)
-    if task == "absolute":
-        return _set_jobs(items, config, contexts)
-    raise InvalidInputError(f"`task` must be absolute or pairwise; got {task!r}.")
+    if task not in ("pairwise", "absolute"):
+        raise InvalidInputError(f"`task` must be absolute or pairwise; got {task!r}.")
+    if contexts is not None and len(contexts) != len(items):
+        raise InvalidInputError(f"`contexts` must have one entry per item ({len(items)}); got "
+                                f"{len(contexts)}.")
+    make = _pair_jobs if task == "pairwise" else _set_jobs
+    jobs, _, template, fewshot = make(items, config, contexts)
+    return jobs, template, fewshot
 
 
 def estimate_cost(task: str, items: Sequence[Any], config: JudgeConfig, *,
