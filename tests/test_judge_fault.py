@@ -367,3 +367,26 @@ def test_cli_judge_dry_run_and_errors(server: FaultServer, tmp_path: Path,
     code, _, stderr = _main(monkeypatch, capsys, "judge", str(pairs), "-o", str(out), "--model",
                             "m", "--base-url", server.url, "--samples", "0")
     assert code == 2 and "`samples` of judge must be an integer >= 1; got 0." in stderr
+
+
+def test_cli_score_with_the_judge_metric(server: FaultServer, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    server.scripts["chat/completions"] = [SCORE4]
+    sets = tmp_path / "sets.jsonl"
+    sets.write_text("".join(json.dumps({"set_id": f"s{i}", "responses": s}) + "\n"
+                            for i, s in enumerate([*SETS, []])))
+    out = tmp_path / "scores.jsonl"
+    metric = (f"judge:model=openai:m,base_url={server.url},samples=1,fewshot=none,"
+              f"max_tokens=64,cache={tmp_path / 'cache'}")
+    code, _, err = _main(monkeypatch, capsys, "score", str(sets), "-m", metric, "-o", str(out))
+    assert code == 0, err
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    col = next(k for k in rows[0] if k.startswith("judge"))
+    assert [r[col] for r in rows] == [4.0, 4.0, 4.0, None]
+    assert rows[3]["reasons"][col] == "empty set"
+    assert server.total == 3
+    code, out_list, _ = _main(monkeypatch, capsys, "list", "--family", "judge", "--format",
+                              "json")
+    spec = json.loads(out_list)[0]
+    assert (spec["name"], spec["extra"], spec["bounds"]) == ("judge", "judge", [1, 5])

@@ -104,6 +104,9 @@ def load_template(task: str, template: str = "default") -> Template:
         ('default', True, 8)
     """
     _check_task(task)
+    if not isinstance(template, str):
+        raise InvalidInputError(f"`template` of judge must be 'default' or a path; got "
+                                f"{template!r}.")
     if template == "default":
         text, name = _package_text(f"{task}.txt"), "default"
     else:
@@ -142,8 +145,9 @@ def _example_ok(ex: Any, task: str, where: str) -> dict[str, Any]:
     return ex
 
 
-def load_fewshot(task: str, fewshot: str = "default") -> FewShot:
-    """Few-shot examples of ``task``: ``"default"``, ``"none"`` or a path to a JSONL file.
+def load_fewshot(task: str, fewshot: str | None = "default") -> FewShot:
+    """Few-shot examples of ``task``: ``"default"``, ``"none"`` (or ``None``) or a path to a
+    JSONL file.
 
     Raises:
         InvalidInputError: Naming file and line for a malformed example.
@@ -155,8 +159,11 @@ def load_fewshot(task: str, fewshot: str = "default") -> FewShot:
         'none'
     """
     _check_task(task)
-    if fewshot == "none":
+    if fewshot is None or fewshot == "none":
         return FewShot("none", ())
+    if not isinstance(fewshot, str):
+        raise InvalidInputError(f"`fewshot` of judge must be 'default', 'none' or a path; got "
+                                f"{fewshot!r}.")
     if fewshot == "default":
         text, name = _package_text(f"fewshot_{task}.jsonl"), "default"
     else:

@@ -103,7 +103,7 @@ class JudgeConfig:
     temperature: float = 1.0
     max_tokens: int = 256
     template: str = "default"
-    fewshot: str = "default"
+    fewshot: str | None = "default"
     retries: int = 2
     seed: int | None = None
     orders: str = "both"
