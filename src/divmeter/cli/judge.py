@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
@@ -60,6 +62,21 @@ def read_judge_pairs(path: str) -> list[dict[str, Any]]:
     if not rows:
         raise InvalidInputError(f"{name}: no pairs found.")
     return rows
+
+
+@contextmanager
+def _progress(show: bool) -> Iterator[Callable[[], None] | None]:
+    """A counter of answers received (cache hits included) on stderr, when shown."""
+    if not show:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("judge: {task.completed} answers"),
+                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("judge", total=None)
+        yield lambda: bar.advance(task)
 
 
 def _chunks(items: list[int], size: int) -> Iterator[list[int]]:
@@ -208,11 +225,12 @@ def judge_cmd(
     run = None
     parse_failures: Any = None
     with open(output, "a" if resume else "w", encoding="utf-8") as out, \
-            open(nulls_path, "w", encoding="utf-8") as bad:
+            open(nulls_path, "w", encoding="utf-8") as bad, \
+            _progress(not quiet and sys.stderr.isatty()) as tick:
         for part in _chunks(todo, chunk):
             fn = judge_pairs if task == "pairwise" else judge_sets
             run = fn([items[i] for i in part], cfg, contexts=[contexts[i] for i in part],
-                     client=client)
+                     client=client, on_answer=tick)
             parse_failures = run.parse_failures if parse_failures is None else (
                 parse_failures + run.parse_failures)
             all_items.extend(run.items)
