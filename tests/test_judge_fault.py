@@ -80,22 +80,23 @@ def test_rerun_is_served_from_cache(server: FaultServer, tmp_path: Path) -> None
 
 
 def test_every_fault_kind_retried_bounded_and_counted(server: FaultServer) -> None:
-    # one body (1 set, 1 sample): the HTTP client retries 429 / 500 / time-out / truncated JSON;
-    # the 5th attempt answers a refusal (re-ask 1), the 6th an out-of-range 9 (re-ask 2), the
-    # 7th a valid 4: the last ask allowed by retries=2.
-    server.scripts["chat/completions"] = ["429", "500", "slow", "truncated",
+    # one body (1 set, 1 sample): the HTTP client retries 429 / 500 / time-out / truncated JSON
+    # / dropped connection; the 6th attempt answers a refusal (re-ask 1), the 7th an
+    # out-of-range 9 (re-ask 2), the 8th a valid 4: the last ask allowed by retries=2.
+    server.scripts["chat/completions"] = ["429", "500", "slow", "truncated", "drop",
                                           "say:I'm sorry, but I can't help with that.",
                                           "say:Score: 9", SCORE4]
-    cfg = _cfg(server, None, samples=1)
+    cfg = _cfg(server, None, samples=1, max_attempts=6)
     run = judge_sets([SETS[0]], cfg, client=_fast(cfg))
     assert run.items[0].value == 4.0
     assert run.items[0].samples[0].asks == 3
     s = run.summary()
-    assert s["client"]["retries"] == {"429": 1, "5xx": 1, "timeout": 1, "malformed": 1}
+    assert s["client"]["retries"] == {"429": 1, "5xx": 1, "timeout": 1, "connection": 1,
+                                      "malformed": 1}
     assert s["client"]["failures"] == {}
     assert s["unparseable_answers"] == {"no_score": 1, "out_of_range": 1}
     assert s["null_samples"] == {} and s["null_items"] == 0
-    assert server.total == 7
+    assert server.total == 8
 
 
 def test_unparseable_answers_become_nulls_with_reasons(server: FaultServer) -> None:
@@ -390,3 +391,25 @@ def test_cli_score_with_the_judge_metric(server: FaultServer, tmp_path: Path,
                               "json")
     spec = json.loads(out_list)[0]
     assert (spec["name"], spec["extra"], spec["bounds"]) == ("judge", "judge", [1, 5])
+
+
+def test_cli_judge_absolute_task(server: FaultServer, tmp_path: Path,
+                                 monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    server.scripts["chat/completions"] = [SCORE4]
+    sets = tmp_path / "sets.jsonl"
+    sets.write_text("".join(json.dumps({"set_id": f"s{i}", "prompt": "daily life",
+                                        "responses": s}) + "\n"
+                            for i, s in enumerate([*SETS, []])))
+    out = tmp_path / "rated.jsonl"
+    code, stdout, stderr = _main(monkeypatch, capsys, "judge", str(sets), "-o", str(out),
+                                 "--task", "absolute", "--model", "m", "--base-url", server.url,
+                                 "--samples", "2", "--fewshot", "none", "--cache", "none")
+    assert code == 0, stderr
+    assert "judge: 4 sets x 2 samples = 6 requests" in stderr
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["judge"] for r in rows] == [4.0, 4.0, 4.0, None]
+    assert rows[3]["reason"] == "empty set" and rows[0]["judge_detail"]["n_valid"] == 2
+    summary = json.loads(stdout)
+    assert summary["written"] == {"output": str(out), "rows": 4, "nulls": 1}
+    assert not (tmp_path / "rated.nulls.jsonl").exists()
