@@ -94,6 +94,8 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=20)
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--fewshot", default="default")
+    ap.add_argument("--retries", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results_judge_e2e.md"))
     args = ap.parse_args()
@@ -107,11 +109,14 @@ def main() -> None:
     try:
         cfg = JudgeConfig(f"openai:{server.model}", base_url=server.url, samples=args.samples,
                           max_tokens=args.max_tokens, fewshot=args.fewshot, seed=args.seed,
-                          cache=str(work / "cache"), concurrency=2, timeout=300.0)
+                          retries=args.retries, cache=str(work / "cache"), concurrency=2,
+                          timeout=args.timeout, max_attempts=2)
+        print(f"server up after {time.monotonic() - t_start:.0f} s", flush=True)
         t0 = time.monotonic()
         abs_run = judge_sets([s["responses"] for s in sets], cfg,
                              contexts=[s["context"] for s in sets])
         t_abs = time.monotonic() - t0
+        print(f"absolute done in {t_abs:.0f} s: {abs_run.summary()['client']}", flush=True)
         t0 = time.monotonic()
         pair_run = judge_pairs([(p["set1"], p["set2"]) for p in pairs], cfg,
                                contexts=[p["context"] for p in pairs])
@@ -174,7 +179,7 @@ def main() -> None:
         "",
         f"Command: `PYTHONPATH=src:tests .venv/bin/python benchmarks/judge_e2e.py --samples "
         f"{args.samples} --pairs {args.pairs} --max-tokens {args.max_tokens} --fewshot "
-        f"{args.fewshot} --seed {args.seed}`",
+        f"{args.fewshot} --retries {args.retries} --seed {args.seed}`",
         "",
         "Judge: SmolLM2-135M-Instruct (Q4_1 GGUF) served by llama-cpp-python's OpenAI-compatible "
         "server on 127.0.0.1 (2 threads, n_ctx 4096), through divmeter's HttpClient "
