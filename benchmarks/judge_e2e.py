@@ -131,7 +131,8 @@ def main() -> None:
     t_total = time.monotonic() - t_start
 
     labelled = Path(args.out).with_name("results_judge_e2e_pairs.jsonl")
-    with labelled.open("w", encoding="utf-8") as fh:
+    nulls = labelled.with_name("results_judge_e2e_pairs.nulls.jsonl")
+    with labelled.open("w", encoding="utf-8") as ok_fh, nulls.open("w", encoding="utf-8") as nf:
         for i, (p, it) in enumerate(zip(pairs, pair_run.items, strict=True)):
             row = {"id": p["id"], "set1": p["set1"], "set2": p["set2"], "pair_index": i,
                    "reference_label": p["label"], "abs_hds_label": p["abs_hds_label"],
@@ -140,7 +141,8 @@ def main() -> None:
                 row["reason"] = it.reason
             row["judge"] = {"signature": pair_run.signature, "by_order": it.by_order,
                             "samples": [s.to_dict() for s in it.samples]}
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            (ok_fh if it.label is not None else nf).write(json.dumps(row, ensure_ascii=False)
+                                                          + "\n")
 
     vals = np.array([np.nan if it.value is None else it.value for it in abs_run.items])
     ok = ~np.isnan(vals)
@@ -245,9 +247,8 @@ def main() -> None:
         f"{_f(sc_pair['mean_pairwise_agreement'])}, alpha (ordinal) "
         f"{_f(sc_pair['krippendorff_alpha_ordinal'])}",
         "",
-        f"Labelled pairs: `{labelled.name}` (read by `divmeter meta pairwise`; null-label pairs, "
-        "if any, carry `label: null` here and would go to the .nulls file with `divmeter "
-        "judge`).",
+        f"Labelled pairs: `{labelled.name}` (read by `divmeter meta pairwise` as it is); pairs "
+        f"without a label, with their reasons: `{nulls.name}`.",
         "",
     ]
     Path(args.out).write_text("\n".join(lines), encoding="utf-8")
