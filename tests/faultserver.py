@@ -11,6 +11,11 @@ path's script: a list of behaviours for attempt 1, 2, ... (the last one repeats)
 * ``"truncated"``: 200 with a JSON body cut in the middle
 * ``"slow"``: sleep 2 s, then answer ok (longer than the tests' time-outs)
 * ``"400"``: 400 with an OpenAI-style error object
+* ``"say:TEXT"``: 200 with a chat answer whose message content is ``TEXT`` (for judge tests:
+  refusals, unparseable or out-of-range ratings, valid JSON ratings)
+
+A body without an ``id`` (real OpenAI-shaped requests, e.g. the judge's) is counted under the
+SHA-256 of its canonical JSON, so identical bodies share one script position.
 
 Bounded by construction: it only answers the requests the tests send, on loopback, and stops when
 the test's fixture closes it.
@@ -18,6 +23,7 @@ the test's fixture closes it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -69,10 +75,12 @@ class FaultServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 path = self.path.split("/v1/", 1)[-1]
+                ident = body.get("id") if "id" in body else hashlib.sha256(json.dumps(
+                    body, sort_keys=True).encode()).hexdigest()
                 with outer.lock:
                     outer.total += 1
-                    outer.attempts[(path, body.get("id"))] += 1
-                    k = outer.attempts[(path, body.get("id"))]
+                    outer.attempts[(path, ident)] += 1
+                    k = outer.attempts[(path, ident)]
                 script = outer.scripts.get(path, ["ok"])
                 how = script[min(k, len(script)) - 1]
                 ok = json.dumps({
@@ -83,6 +91,12 @@ class FaultServer:
                 }).encode()
                 if how == "ok":
                     self._send(200, ok)
+                elif how.startswith("say:"):
+                    self._send(200, json.dumps({
+                        "choices": [{"index": 0, "message": {"role": "assistant",
+                                                             "content": how[4:]}}],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+                    }).encode())
                 elif how == "429":
                     self._send(429, b'{"error": "slow down"}', {"Retry-After": "0"})
                 elif how == "500":

@@ -87,8 +87,10 @@ def _mount() -> None:
 
         app.command("score")(score_cmd)
     if importlib.util.find_spec("divmeter.cli.meta") is not None:
+        from divmeter.cli.agreement import agreement_cmd
         from divmeter.cli.meta import meta_app
 
+        meta_app.command("agreement")(agreement_cmd)
         app.add_typer(meta_app, name="meta")
     if importlib.util.find_spec("divmeter.cli.annotate") is not None:
         from divmeter.cli.annotate import annotate_app
@@ -98,6 +100,9 @@ def _mount() -> None:
         from divmeter.cli.build import build_app
 
         app.add_typer(build_app, name="build")
+    from divmeter.cli.judge import judge_cmd
+
+    app.command("judge")(judge_cmd)
 
 
 _mount()

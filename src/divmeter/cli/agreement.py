@@ -1,0 +1,150 @@
+"""``divmeter meta agreement``: agreement of raters with a reference and among themselves.
+
+Reads the table, calls :func:`divmeter.meta.agreement.agreement`, formats the result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from divmeter.errors import InvalidInputError
+
+__all__ = ["agreement_cmd", "read_rating_table"]
+
+_READERS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "json",
+            ".parquet": "parquet", ".xlsx": "excel", ".xlsm": "excel", ".xls": "excel"}
+
+
+def read_rating_table(path: str, columns: list[str], sheet: str | None = None
+                      ) -> dict[str, list[Any]]:
+    """The named columns of a CSV / TSV / JSONL / JSON / Parquet / Excel table (``sheet``:
+    an Excel sheet name; default the first sheet), as lists with ``None`` for missing cells.
+
+    Raises:
+        InvalidInputError: Unknown extension, ``sheet`` on a non-Excel file, a missing sheet or
+            column (the available ones are listed).
+    """
+    from divmeter._optional import require
+
+    pd = require("pandas", extra="judge")
+    name = os.path.basename(path)
+    ext = os.path.splitext(path)[1].lower()
+    kind = _READERS.get(ext)
+    if kind is None:
+        raise InvalidInputError(f"{name}: cannot read a {ext or 'extension-less'} table; expected "
+                                f"{', '.join(sorted(_READERS))}.")
+    if sheet is not None and kind != "excel":
+        raise InvalidInputError(f"--sheet applies to Excel files; got {name}.")
+    if not os.path.exists(path):
+        raise FileNotFoundError(2, "No such file or directory", path)
+    if kind == "excel":
+        require("openpyxl", extra="judge")
+        try:
+            df = pd.read_excel(path, sheet_name=sheet if sheet is not None else 0)
+        except ValueError as exc:
+            if sheet is not None and "not found" in str(exc):
+                sheets = pd.ExcelFile(path).sheet_names
+                raise InvalidInputError(f"{name}: no sheet {sheet!r}; sheets: "
+                                        f"{', '.join(sheets)}.") from None
+            raise
+    elif kind in ("csv", "tsv"):
+        df = pd.read_csv(path, sep="\t" if kind == "tsv" else ",")
+    elif kind == "jsonl":
+        df = pd.read_json(path, lines=True)
+    elif kind == "json":
+        df = pd.read_json(path)
+    else:
+        df = pd.read_parquet(path)
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise InvalidInputError(f"{name}: no column {missing[0]!r}; columns: "
+                                f"{', '.join(map(str, df.columns))}.")
+    return {c: [None if pd.isna(v) else v for v in df[c].tolist()] for c in columns}
+
+
+def _f(v: Any, digits: int = 4) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _ci(pair: list[Any]) -> str:
+    return "-" if pair[0] is None else f"[{pair[0]:.3f}, {pair[1]:.3f}]"
+
+
+def agreement_cmd(
+    file: Annotated[str, typer.Argument(help="Table: .csv .tsv .jsonl .json .parquet .xlsx.",
+                                        show_default=False)],
+    rater: Annotated[list[str], typer.Option("--rater", "-r", help="Column of one rater's "
+                                             "labels; repeatable.", show_default=False)],
+    reference: Annotated[str | None, typer.Option(
+        "--reference", help="Column of reference labels (accuracy and kappa per rater).",
+        show_default=False)] = None,
+    sheet: Annotated[str | None, typer.Option("--sheet", help="Excel sheet (default: the "
+                                              "first).", show_default=False)] = None,
+    confidence: Annotated[float, typer.Option("--confidence", help="Interval level.")] = 0.95,
+    fmt: Annotated[str | None, typer.Option(
+        "--format", "-f", help="table, json or markdown (default: table on a terminal, json "
+        "when piped).", show_default=False)] = None,
+) -> None:
+    """Accuracy and Cohen's kappa (with CIs) per rater against --reference; Fleiss' kappa,
+    Krippendorff's alpha (nominal, ordinal) and mean pairwise agreement among the raters."""
+    from divmeter.meta.agreement import agreement
+
+    chosen = fmt or ("table" if sys.stdout.isatty() else "json")
+    if chosen not in ("table", "json", "markdown"):
+        raise InvalidInputError(f"--format must be table, json or markdown; got {fmt!r}.")
+    cols = list(dict.fromkeys(rater + ([reference] if reference else [])))
+    table = read_rating_table(file, cols, sheet)
+    result = agreement({c: table[c] for c in rater},
+                       table[reference] if reference else None, confidence=confidence)
+    d = result.to_dict(with_details=True)
+    if chosen == "json":
+        typer.echo(json.dumps(d, indent=2, allow_nan=False))
+        return
+    lines = _markdown(d, os.path.basename(file))
+    if chosen == "markdown":
+        typer.echo("\n".join(lines))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    if d["per_rater"]:
+        t = Table(title=f"agreement with {reference}: {os.path.basename(file)}")
+        for col in ("rater", "n", "accuracy", "accuracy CI", "kappa", "kappa CI"):
+            t.add_column(col)
+        for k, v in d["per_rater"].items():
+            t.add_row(k, str(v["n"]), _f(v["accuracy"]), _ci(v["accuracy_ci"]), _f(v["kappa"]),
+                      _ci(v["kappa_ci"]))
+        con.print(t)
+    t = Table(title="among raters")
+    t.add_column("statistic")
+    t.add_column("value")
+    for k in ("mean_accuracy", "fleiss_kappa", "krippendorff_alpha",
+              "krippendorff_alpha_ordinal", "mean_pairwise_agreement"):
+        t.add_row(k, _f(d[k]))
+    t.add_row("items / raters", f"{d['n_items']} / {d['n_raters']}")
+    con.print(t)
+    con.print(d["signature"], markup=False)
+
+
+def _markdown(d: dict[str, Any], source: str) -> list[str]:
+    lines = [f"### agreement: {source}", ""]
+    if d["per_rater"]:
+        lines += ["| rater | n | accuracy | accuracy CI | kappa | kappa CI |",
+                  "|---|---|---|---|---|---|"]
+        for k, v in d["per_rater"].items():
+            lines.append(f"| {k} | {v['n']} | {_f(v['accuracy'])} | {_ci(v['accuracy_ci'])} | "
+                         f"{_f(v['kappa'])} | {_ci(v['kappa_ci'])} |")
+        lines.append("")
+    lines += ["| statistic | value |", "|---|---|"]
+    for k in ("mean_accuracy", "fleiss_kappa", "krippendorff_alpha",
+              "krippendorff_alpha_ordinal", "mean_pairwise_agreement"):
+        lines.append(f"| {k} | {_f(d[k])} |")
+    lines += [f"| items / raters | {d['n_items']} / {d['n_raters']} |", "",
+              f"`{d['signature']}`", ""]
+    return lines

@@ -1,0 +1,253 @@
+"""Prompt templates and few-shot examples of the LLM judge, and the chat messages built from them.
+
+The default templates (``templates/absolute.txt``, ``templates/pairwise.txt``, package data) are
+written here with the structure of the commonsense meta-evaluation paper's annotator prompt
+(section 4.1.1, appendix D, Figure 8): the diversity criteria (redundancy, paraphrase, and that
+nonsensical or off-theme sentences do not count as diverse), an instruction to ignore the order of
+sentences, a five-point scale from highly redundant (1) to exploring a wide range of aspects of the
+theme (5), and a strict output format (one JSON object). Any text file can replace them, for
+example the paper's own Figure 8 prompt; placeholders are replaced literally (other braces are
+left alone):
+
+* ``{{set}}`` (absolute) or ``{{set1}}`` and ``{{set2}}`` (pairwise): the sentences, one per line,
+  numbered ``1.``, ``2.``, ...; required.
+* ``{{context}}``: ``Input: <the prompt the set answers>`` and a blank line when the item has one,
+  else nothing; optional.
+
+Few-shot examples (section 4.1.2: the paper used 8 human-labelled pairs) come from a JSONL file,
+one example a line: ``{"set": [...], "score": 4, "rationale": "...", "context": "..."}``
+(absolute) or ``{"set1": [...], "set2": [...], "score1": 2, "score2": 5, ...}`` (pairwise). Each
+example becomes a user turn rendered with the same template and an assistant turn that answers
+in the template's JSON format. A small default set written here ships with the package; ``none``
+turns few-shot prompting off.
+
+Templates and examples are identified by name and a hash of their content: both go into the
+result's signature and the request cache key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from divmeter.errors import InvalidInputError
+
+__all__ = ["Template", "FewShot", "load_template", "load_fewshot", "render_set",
+           "absolute_messages", "pairwise_messages", "TASKS"]
+
+TASKS = ("absolute", "pairwise")
+_PLACEHOLDERS = {"absolute": ("{{set}}",), "pairwise": ("{{set1}}", "{{set2}}")}
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
+
+def _package_text(name: str) -> str:
+    return resources.files("divmeter.judge").joinpath("templates", name).read_text("utf-8")
+
+
+@dataclass(frozen=True)
+class Template:
+    """A prompt template: its task, name (``default`` or the file name), text and content hash."""
+
+    task: str
+    name: str
+    text: str
+
+    @property
+    def hash(self) -> str:
+        """First 8 hex digits of the SHA-256 of the text."""
+        return _hash(self.text)
+
+    @property
+    def id(self) -> str:
+        """``name@hash``, as shown in signatures."""
+        return f"{self.name}@{self.hash}"
+
+
+@dataclass(frozen=True)
+class FewShot:
+    """Few-shot examples: name (``default``, ``none`` or the file name) and the examples."""
+
+    name: str
+    examples: tuple[dict[str, Any], ...]
+
+    @property
+    def id(self) -> str:
+        """``none``, or ``name@hash/k`` with k the number of examples."""
+        if not self.examples:
+            return "none"
+        blob = json.dumps(self.examples, sort_keys=True, ensure_ascii=False)
+        return f"{self.name}@{_hash(blob)}/{len(self.examples)}"
+
+
+def _check_task(task: str) -> None:
+    if task not in TASKS:
+        raise InvalidInputError(f"`task` must be absolute or pairwise; got {task!r}.")
+
+
+def load_template(task: str, template: str = "default") -> Template:
+    """The template of ``task``: ``"default"`` (package data) or a path to a text file.
+
+    Raises:
+        InvalidInputError: Unknown task, unreadable file, or a required placeholder missing.
+
+    Example:
+        >>> t = load_template("absolute")
+        >>> t.name, "{{set}}" in t.text, len(t.hash)
+        ('default', True, 8)
+    """
+    _check_task(task)
+    if not isinstance(template, str):
+        raise InvalidInputError(f"`template` of judge must be 'default' or a path; got "
+                                f"{template!r}.")
+    if template == "default":
+        text, name = _package_text(f"{task}.txt"), "default"
+    else:
+        try:
+            with open(template, encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise InvalidInputError(
+                f"judge template {template!r} cannot be read ({exc.strerror}); expected "
+                "'default' or a path to a text file.") from None
+        name = os.path.basename(template)
+    missing = [p for p in _PLACEHOLDERS[task] if p not in text]
+    if missing:
+        raise InvalidInputError(
+            f"judge template {name!r} for the {task} task must contain "
+            f"{' and '.join(_PLACEHOLDERS[task])}; missing {', '.join(missing)}.")
+    return Template(task, name, text)
+
+
+def _example_ok(ex: Any, task: str, where: str) -> dict[str, Any]:
+    if not isinstance(ex, dict):
+        raise InvalidInputError(f"{where}: expected an object; got {type(ex).__name__}.")
+    need = ("set", "score") if task == "absolute" else ("set1", "set2", "score1", "score2")
+    for key in need:
+        if key not in ex:
+            raise InvalidInputError(f"{where}: field {key!r} is missing (a {task} example needs "
+                                    f"{', '.join(need)}).")
+    for key in need:
+        v = ex[key]
+        if key.startswith("set"):
+            if not isinstance(v, list) or not all(isinstance(t, str) for t in v):
+                raise InvalidInputError(f"{where}: field {key!r} must be a list of strings.")
+        elif isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 5:
+            raise InvalidInputError(f"{where}: field {key!r} must be an integer from 1 to 5; "
+                                    f"got {v!r}.")
+    return ex
+
+
+def load_fewshot(task: str, fewshot: str | None = "default") -> FewShot:
+    """Few-shot examples of ``task``: ``"default"``, ``"none"`` (or ``None``) or a path to a
+    JSONL file.
+
+    Raises:
+        InvalidInputError: Naming file and line for a malformed example.
+
+    Example:
+        >>> load_fewshot("absolute").id.startswith("default@")
+        True
+        >>> load_fewshot("pairwise", "none").id
+        'none'
+    """
+    _check_task(task)
+    if fewshot is None or fewshot == "none":
+        return FewShot("none", ())
+    if not isinstance(fewshot, str):
+        raise InvalidInputError(f"`fewshot` of judge must be 'default', 'none' or a path; got "
+                                f"{fewshot!r}.")
+    if fewshot == "default":
+        text, name = _package_text(f"fewshot_{task}.jsonl"), "default"
+    else:
+        try:
+            with open(fewshot, encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise InvalidInputError(
+                f"few-shot file {fewshot!r} cannot be read ({exc.strerror}); expected 'default', "
+                "'none' or a path to a JSONL file.") from None
+        name = os.path.basename(fewshot)
+    examples = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{name} line {lineno}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"{where}: not valid JSON ({exc.msg}).") from None
+        examples.append(_example_ok(obj, task, where))
+    return FewShot(name, tuple(examples))
+
+
+def render_set(texts: Sequence[str]) -> str:
+    """The sentences of a set, one per line, numbered from 1 (line breaks inside a sentence
+    become spaces).
+
+    Example:
+        >>> print(render_set(["A cat.", "A dog\\nbarks."]))
+        1. A cat.
+        2. A dog barks.
+    """
+    return "\n".join(f"{i}. {' '.join(t.split())}" for i, t in enumerate(texts, 1))
+
+
+def _context(context: str | None) -> str:
+    return f"Input: {' '.join(context.split())}\n\n" if context else ""
+
+
+def _fill(template: Template, context: str | None, **sets: Sequence[str]) -> str:
+    text = template.text.replace("{{context}}", _context(context))
+    for key, texts in sets.items():
+        text = text.replace("{{" + key + "}}", render_set(texts))
+    return text
+
+
+def _answer(rationale: str | None, **scores: int) -> str:
+    out: dict[str, Any] = {}
+    if rationale:
+        out["rationale"] = rationale
+    out.update(scores)
+    return json.dumps(out, ensure_ascii=False)
+
+
+def absolute_messages(template: Template, fewshot: FewShot, texts: Sequence[str],
+                      context: str | None = None) -> list[dict[str, str]]:
+    """Chat messages asking for the absolute rating of one set (few-shot turns first).
+
+    Example:
+        >>> m = absolute_messages(load_template("absolute"), load_fewshot("absolute", "none"),
+        ...                       ["A cat.", "A dog."], "pets")
+        >>> [x["role"] for x in m], "Input: pets" in m[0]["content"]
+        (['user'], True)
+    """
+    msgs: list[dict[str, str]] = []
+    for ex in fewshot.examples:
+        msgs.append({"role": "user", "content": _fill(template, ex.get("context"), set=ex["set"])})
+        msgs.append({"role": "assistant",
+                     "content": _answer(ex.get("rationale"), score=ex["score"])})
+    msgs.append({"role": "user", "content": _fill(template, context, set=texts)})
+    return msgs
+
+
+def pairwise_messages(template: Template, fewshot: FewShot, first: Sequence[str],
+                      second: Sequence[str], context: str | None = None
+                      ) -> list[dict[str, str]]:
+    """Chat messages asking for the ratings of two sets shown as Set 1 (``first``) and Set 2."""
+    msgs: list[dict[str, str]] = []
+    for ex in fewshot.examples:
+        msgs.append({"role": "user", "content": _fill(template, ex.get("context"),
+                                                      set1=ex["set1"], set2=ex["set2"])})
+        msgs.append({"role": "assistant", "content": _answer(
+            ex.get("rationale"), Diversity_Score_Set1=ex["score1"],
+            Diversity_Score_Set2=ex["score2"])})
+    msgs.append({"role": "user", "content": _fill(template, context, set1=first, set2=second)})
+    return msgs

@@ -1,0 +1,116 @@
+"""The ``judge`` family: an LLM rates each set's diversity 1-5 (mean of N samples).
+
+The commonsense meta-evaluation paper's annotator protocol (Zhang, Peng & Bollegala; section 4.1,
+appendices D-F) on any OpenAI-compatible chat endpoint; the protocol lives in
+:mod:`divmeter.judge` (this module only registers it, so ``divmeter list`` imports nothing of the
+HTTP stack). Use it as ``divmeter score -m judge:model=openai:NAME,base_url=URL``; the key comes
+from ``$DIVMETER_API_KEY`` / ``$OPENAI_API_KEY`` and never appears in the output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from divmeter.data.model import as_texts
+from divmeter.params import Param
+from divmeter.registry import register, register_batch
+from divmeter.result import MetricResult
+
+__all__ = ["judge", "judge_many"]
+
+#: Declared parameters of the ``judge`` metric (see :class:`divmeter.judge.protocol.JudgeConfig`).
+JUDGE_PARAMS: dict[str, Param] = {
+    "model": Param(str, allow_none=True, default=None,
+                   doc="judge model: openai:NAME (required; base_url or $DIVMETER_BASE_URL)"),
+    "base_url": Param(str, allow_none=True, default=None, doc="OpenAI-compatible API root"),
+    "samples": Param(int, ge=1, default=5, doc="ratings per set, averaged (paper: 5)"),
+    "temperature": Param(float, ge=0, default=1.0, doc="sampling temperature (paper: 1)"),
+    "max_tokens": Param(int, ge=1, default=256, doc="answer length limit"),
+    "template": Param(str, default="default", doc="rubric template: default or a file path"),
+    "fewshot": Param(str, default="default", doc="few-shot examples: default, none or a file"),
+    "retries": Param(int, ge=0, default=2, doc="re-asks after an unparseable answer"),
+    "seed": Param(int, allow_none=True, default=None, doc="sampling seed sent to the server"),
+    "concurrency": Param(int, ge=1, default=4, doc="requests in flight"),
+    "timeout": Param(float, gt=0, default=60.0, doc="seconds per request"),
+    "max_attempts": Param(int, ge=1, default=5, doc="HTTP attempts per request"),
+    "cache": Param(str, default="default", doc="request cache: default, none or a folder"),
+}
+
+
+@register(
+    "judge",
+    family="judge",
+    granularity="set",
+    higher_is_more_diverse=True,
+    bounds=(1, 5),
+    citation="Zhang, Peng & Bollegala 2025, Evaluating the Evaluation of Diversity in "
+    "Commonsense Generation, section 4.1 and appendices D-F (LLM annotator)",
+    params=JUDGE_PARAMS,
+    description="LLM judge's diversity rating 1-5 (mean of N samples at temperature 1) from an "
+    "OpenAI-compatible server.",
+    extra="judge",
+)
+def judge(
+    responses: Sequence[str],
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    samples: int = 5,
+    temperature: float = 1.0,
+    max_tokens: int = 256,
+    template: str = "default",
+    fewshot: str = "default",
+    retries: int = 2,
+    seed: int | None = None,
+    concurrency: int = 4,
+    timeout: float = 60.0,
+    max_attempts: int = 5,
+    cache: str = "default",
+) -> MetricResult:
+    """The judge's diversity rating of one set: the mean of ``samples`` ratings 1-5.
+
+    Args:
+        responses: The set.
+        model, base_url, samples, temperature, max_tokens, template, fewshot, retries, seed,
+            concurrency, timeout, max_attempts, cache: See :data:`JUDGE_PARAMS` and
+            :class:`divmeter.judge.protocol.JudgeConfig` (``model`` is required).
+
+    Returns:
+        :class:`~divmeter.result.MetricResult` with the mean rating, or ``None`` with the reason
+        (empty set; no parseable answer among the samples; requests that failed). ``details``:
+        ``samples`` (each with score or reason, rationale and number of asks), ``n_valid``.
+
+    Raises:
+        InvalidInputError: Bad parameters or a set that is not a list of strings.
+    """
+    return judge_many(
+        [as_texts(responses)], model=model, base_url=base_url, samples=samples,
+        temperature=temperature, max_tokens=max_tokens, template=template, fewshot=fewshot,
+        retries=retries, seed=seed, concurrency=concurrency, timeout=timeout,
+        max_attempts=max_attempts, cache=cache,
+    )[0]
+
+
+@register_batch("judge")
+def judge_many(sets: Sequence[Sequence[str]], **params: Any) -> list[MetricResult]:
+    """:func:`judge` on many sets with one client, all requests ``concurrency`` at a time."""
+    from divmeter.judge.protocol import JudgeConfig, judge_sets
+
+    unknown = [k for k in params if k not in JUDGE_PARAMS]
+    if unknown:
+        from divmeter.errors import InvalidInputError
+
+        raise InvalidInputError(f"judge has no parameter {unknown[0]!r}; its parameters are: "
+                                f"{', '.join(JUDGE_PARAMS)}.")
+    merged = {**{k: p.default for k, p in JUDGE_PARAMS.items()}, **params}
+    if merged["cache"] in ("none", "off"):
+        merged["cache"] = None
+    cfg = JudgeConfig(**{k: v for k, v in merged.items()})
+    run = judge_sets([as_texts(s) for s in sets], cfg)
+    return [
+        MetricResult("judge", it.value, run.signature, reason=it.reason,
+                     details={"samples": [s.to_dict() for s in it.samples],
+                              "n_valid": it.n_valid})
+        for it in run.items
+    ]
