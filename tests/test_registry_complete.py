@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,17 @@ def _marks(spec: MetricSpec) -> list[pytest.MarkDecorator]:
     if spec.name == "decan":
         marks.append(pytest.mark.slow)  # loads the 270M-parameter LM (once per process)
     return marks
+
+
+@pytest.fixture(scope="module")
+def rating_server() -> Iterator[Any]:
+    """A loopback OpenAI-shaped server whose chat answers are a valid 1-5 rating (the judge's
+    parsing and protocol are tested against real answers in test_judge*.py)."""
+    from faultserver import FaultServer
+
+    server = FaultServer({"chat/completions": ['say:{"rationale": "Two scenes.", "score": 4}']})
+    yield server
+    server.close()
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +137,10 @@ def test_score_many_equals_score_per_set(spec: MetricSpec, request: pytest.Fixtu
     if spec.family == "content":
         request.getfixturevalue("private_cache")
     sets = INPUTS.get(spec.name, TEXTS)
-    params = PARAMS.get(spec.name, {})
+    params = dict(PARAMS.get(spec.name, {}))
+    if spec.family == "judge":  # a loopback server that answers every request with a rating
+        server = request.getfixturevalue("rating_server")
+        params.update(model="openai:fault-model", base_url=server.url, samples=2, cache="none")
     many = divmeter.score_many(sets, spec.name, **params)
     one = [divmeter.score(s, spec.name, **params) for s in sets]
     assert len(many) == len(one) == 3
