@@ -65,7 +65,7 @@ class CorpusRun:
 def _hf_texts(src: str) -> Iterator[str]:
     from divmeter._optional import require
 
-    datasets = require("datasets", extra="io")
+    datasets = require("datasets", extra="dist")
     if src.startswith("hf:"):
         name, _, rest = src[3:].partition(":")
         split, _, column = rest.partition(":")
