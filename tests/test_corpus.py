@@ -87,6 +87,9 @@ CASES = [
     ("self-repetition", {"n": 2}),
     ("ngram-cosine", {}),
     ("ngram-cosine", {"n": 1, "reduction": "one-minus-mean"}),
+    ("self-bleu", {}),
+    ("self-bleu", {"n": 2, "smooth": "coco", "lowercase": True}),
+    ("self-bleu", {"variant": "sentence", "n": 3}),
     ("ttr", {}),
     ("mattr", {"window": 4}),
     ("mtld", {}),
@@ -123,6 +126,11 @@ def test_random_shardings_equal_one_shot(name: str, params: dict[str, Any], seed
         for acc in results[1:]:
             assert acc.counts == results[0].counts
             assert acc.n_tokens == results[0].n_tokens
+    if hasattr(results[0], "top"):
+        for acc in results[1:]:
+            assert acc.top == results[0].top and acc.lengths == results[0].lengths
+            assert (acc.matches, acc.totals, acc.ref_len) == (
+                results[0].matches, results[0].totals, results[0].ref_len)
     if hasattr(results[0], "df"):
         for acc in results[1:]:
             assert acc.df == results[0].df
@@ -168,6 +176,9 @@ def test_embedding_zero_vector_is_undefined() -> None:
     ("self-repetition", {"n": 2}, [["a b c"], ["a b d", "x y"]], 2 * math.log(2) / 3, None),
     ("ngram-cosine", {"n": 1}, [["a b", "a c"], ["d"]], -1 / 6, None),
     ("ttr", {}, [["a a"], ["a b"]], 0.75, None),
+    ("self-bleu", {"n": 2}, [["a b c d"], ["a b c e"]], math.sqrt(0.5), None),
+    ("self-bleu", {"n": 1}, [["a b", "a"], ["c c c"]], 1 / 3, None),
+    ("self-bleu", {}, [["a"], []], None, "one response: self-BLEU needs at least two"),
     ("distinct-n", {}, [[], []], None, "empty set"),
     ("distinct-n", {}, [[""], [" "]], None, "no tokens in any response"),
     ("self-repetition", {}, [["a b c d"], []], None,
@@ -178,7 +189,10 @@ def test_embedding_zero_vector_is_undefined() -> None:
 def test_golden_and_degenerate(name: str, params: dict[str, Any], texts: list[list[str]],
                                value: float | None, reason: str | None) -> None:
     """Hand-computed values over two shards (Li et al. 2016 distinct-n; Shannon entropy in
-    bits; Shaib et al. 2024 NGD and self-repetition; Tevet & Berant cos-sim) and the degenerate
+    bits; Shaib et al. 2024 NGD and self-repetition; Tevet & Berant cos-sim; corpus self-BLEU:
+    ["a b c d", "a b c e"] at n=2 has p1 = 6/8, p2 = 4/6, BP = 1, so sqrt(1/2); ["a b", "a",
+    "c c c"] at n=1 has clipped matches 1 + 1 + 0 of 6 unigrams and closest other lengths
+    1 (tie 1/3: the shorter) + 2 + 2 = 5 < 6, so BP = 1 and the value 1/3) and the degenerate
     corpora (empty, no tokens, one response)."""
     acc = make_accumulator(name, params)
     for p in range(acc.passes):

@@ -21,8 +21,10 @@ Which metrics merge, and how (also :attr:`divmeter.registry.MetricSpec.merge`, s
   per-response values, kept as an exactly rounded sum, :class:`ExactSum`).
 * ``exact-two-pass``: self-repetition (pass 1: document frequency of every n-gram; pass 2:
   each response's ``ln(1 + sum_g (df(g) - 1))`` against the merged table, Salkar et al. 2022 /
-  Shaib et al. 2024).
-* ``none``: the others (compression ratio, homogenization, Chamfer, n-gram Vendi, self-BLEU,
+  Shaib et al. 2024); self-BLEU (pass 1: per n-gram the top-two counts of any response and the
+  multiset of lengths; pass 2: each response's clipped matches against its best *other*
+  response and its closest other length, summed as integers: BLEU's sufficient statistics).
+* ``none``: the others (compression ratio, homogenization, Chamfer, n-gram Vendi, BERTScore,
   ...). They run on one worker: the shards' texts are gathered (shards in the order of their
   names, so the result does not depend on the order they were given or merged in) and the
   metric is called once.
@@ -538,6 +540,162 @@ class ResponseMean(Accumulator):
                             details=details)
 
 
+class SelfBleu(Accumulator):
+    """self-BLEU in two passes. Pass 1: for every n-gram (orders 1..n) the two largest counts
+    any single response has (a multiset top-two, merged exactly) and the multiset of response
+    lengths. Pass 2: each response's clipped matches against the best *other* response
+    (``min(c, top2 if c == top1 else top1)``), its totals and its closest other length,
+    summed as integers (corpus variant) or its sentence BLEU in an :class:`ExactSum`
+    (sentence variant). The BLEU arithmetic is the metric's own
+    (:mod:`divmeter.metrics.overlap`)."""
+
+    passes = 2
+    kind = "exact-two-pass"
+
+    def _setup(self) -> None:
+        from divmeter.metrics import overlap as ov
+
+        p = self.params
+        self.n, self.variant, self.smooth = ov._check_self_bleu_params(
+            p["n"], p["variant"], p["smooth"])
+        _, tok_name, case = ov._tokenize([], p["tokenizer"], p["lowercase"], False, "self-bleu")
+        self.sig = ov._self_bleu_signature(self.n, self.variant, self.smooth, tok_name, case)
+        self.top: dict[int, dict[Any, tuple[int, int]]] = {}
+        self.lengths: Counter[int] = Counter()
+        self.n_docs = self.n_tokens = 0
+        self._sorted: list[int] = []
+
+    def _reset(self) -> None:
+        if self.pass_ == 0:
+            self.top = {k: {} for k in range(1, self.n + 1)}
+            self.lengths = Counter()
+            self.n_tokens = 0
+        self.matches = [0] * self.n
+        self.totals = [0] * self.n
+        self.sys_len = self.ref_len = 0
+        self.sentence = ExactSum()
+
+    def _tokens(self, texts: Sequence[str]) -> list[list[str]]:
+        from divmeter.metrics import overlap as ov
+
+        p = self.params
+        return ov._tokenize(list(texts), p["tokenizer"], p["lowercase"], False, "self-bleu")[0]
+
+    def _add(self, texts: Sequence[str]) -> None:
+        tokens = self._tokens(texts)
+        if self.pass_ == 0:
+            for toks in tokens:
+                self.lengths[len(toks)] += 1
+                self.n_tokens += len(toks)
+                for k in range(1, self.n + 1):
+                    table = self.top[k]
+                    for g, c in Counter(_ngrams(toks, k)).items():
+                        t = table.get(g)
+                        table[g] = (c, 0) if t is None else _top2(t, (c, 0))
+            return
+        per = np.zeros((self.n, len(tokens)), dtype=np.int64)
+        tot = np.zeros((self.n, len(tokens)), dtype=np.int64)
+        lens = np.array([len(t) for t in tokens], dtype=np.int64)
+        closest = np.array([self._closest(int(v)) for v in lens], dtype=np.int64)
+        for i, toks in enumerate(tokens):
+            for k in range(1, self.n + 1):
+                table = self.top[k]
+                m = 0
+                for g, c in Counter(_ngrams(toks, k)).items():
+                    t1, t2 = table[g]
+                    m += min(c, t2 if c == t1 else t1)
+                per[k - 1, i] = m
+                tot[k - 1, i] = max(len(toks) - k + 1, 0)
+        if self.variant == "corpus":
+            for k in range(self.n):
+                self.matches[k] += int(per[k].sum())
+                self.totals[k] += int(tot[k].sum())
+            self.sys_len += int(lens.sum())
+            self.ref_len += int(closest.sum())
+            return
+        from divmeter.metrics import overlap as ov
+
+        den = np.maximum(tot, 1).astype(float)
+        prec = np.where(per > 0, per, ov.EPSILON_METHOD1) / den
+        log_mean = np.log(prec).sum(axis=0) / self.n
+        bp = ov._brevity_penalty(lens, closest)
+        self.sentence.extend(np.where(per[0] > 0, bp * np.exp(log_mean), 0.0).tolist())
+
+    def _closest(self, length: int) -> int:
+        """The length of the other response closest to ``length`` (ties: the shorter)."""
+        import bisect
+
+        if self.lengths[length] >= 2:
+            return length
+        s = self._sorted
+        i = bisect.bisect_left(s, length)
+        prev = s[i - 1] if i > 0 else None
+        nxt = s[i + 1] if i + 1 < len(s) else None
+        if prev is None:
+            return -1 if nxt is None else nxt
+        if nxt is None or length - prev <= nxt - length:
+            return prev
+        return nxt
+
+    def _merge(self, other: SelfBleu) -> None:
+        if self.pass_ == 0:
+            self.lengths.update(other.lengths)
+            self.n_tokens += other.n_tokens
+            for k in range(1, self.n + 1):
+                table = self.top[k]
+                for g, t in other.top[k].items():
+                    mine = table.get(g)
+                    table[g] = t if mine is None else _top2(mine, t)
+            return
+        self.matches = [a + b for a, b in zip(self.matches, other.matches, strict=True)]
+        self.totals = [a + b for a, b in zip(self.totals, other.totals, strict=True)]
+        self.sys_len += other.sys_len
+        self.ref_len += other.ref_len
+        self.sentence.merge(other.sentence)
+
+    def next_pass(self) -> None:
+        self.n_docs = self.n_responses
+        self._sorted = sorted(self.lengths)
+        self.pass_ = 1
+        self.n_responses = 0
+        self._reset()
+
+    def result(self) -> MetricResult:
+        from divmeter.metrics import overlap as ov
+
+        if self.n_docs == 0:
+            return undefined(self.name, self.sig, "empty set")
+        if self.n_docs == 1:
+            return undefined(self.name, self.sig, "one response: self-BLEU needs at least two")
+        if self.n_tokens == 0:
+            return undefined(self.name, self.sig, "no tokens in any response")
+        if self.variant == "sentence":
+            value = self.sentence.value() / self.n_docs
+            return MetricResult(self.name, value, self.sig, details={"diversity": 1.0 - value})
+        c_sum = np.array(self.matches, dtype=np.float64)[:, None]
+        t_sum = np.array(self.totals, dtype=np.float64)[:, None]
+        sys_len = np.array([float(self.sys_len)])
+        ref_len = np.array([float(self.ref_len)])
+        if self.smooth == "coco":
+            value, prec, bp = ov._coco_bleu(c_sum, t_sum, sys_len, ref_len, self.n)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                prec = np.where(t_sum > 0, c_sum / np.where(t_sum > 0, t_sum, 1), 0.0)
+                log_mean = np.log(np.where(c_sum > 0, prec, 1.0)).sum(axis=0) / self.n
+            bp = ov._brevity_penalty(sys_len, ref_len)
+            value = np.where((c_sum > 0).all(axis=0), bp * np.exp(log_mean), 0.0)
+        stats = {"value": value, "matches": c_sum, "totals": t_sum, "precisions": prec, "bp": bp,
+                 "sys_len": sys_len, "ref_len": ref_len}
+        res: MetricResult = ov._self_bleu_pack(stats, 0, self.n, "corpus", self.sig)
+        return res
+
+
+def _top2(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    """The two largest of two top-two pairs (a multiset: ties keep both)."""
+    x = sorted((*a, *b), reverse=True)
+    return x[0], x[1]
+
+
 class OneWorker(Accumulator):
     """Metrics with no exact merge: the texts of each shard, gathered and scored once, shards in
     the order of their keys (so merge order does not matter)."""
@@ -569,6 +727,7 @@ _KINDS: dict[str, type[Accumulator]] = {
     "ead": PooledCounts,
     "ngram-diversity": PooledCounts,
     "self-repetition": SelfRepetition,
+    "self-bleu": SelfBleu,
     "ngram-cosine": NgramCosine,
     "embedding-cosine": EmbeddingCosine,
     "vendi-embedding": VendiEmbedding,
