@@ -591,7 +591,10 @@ class SelfBleu(Accumulator):
                     table = self.top[k]
                     for g, c in Counter(_ngrams(toks, k)).items():
                         t = table.get(g)
-                        table[g] = (c, 0) if t is None else _top2(t, (c, 0))
+                        if t is None:
+                            table[g] = (c, 0)
+                        elif c > t[1]:  # the new count enters the top two
+                            table[g] = (c, t[0]) if c > t[0] else (t[0], c)
             return
         per = np.zeros((self.n, len(tokens)), dtype=np.int64)
         tot = np.zeros((self.n, len(tokens)), dtype=np.int64)

@@ -163,7 +163,7 @@ def score_sets_ray(
         items = [{"chunk": pickle.dumps(c)} for c in window]
         ds = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
             _ChunkScorer, fn_constructor_args=(plans, fault), batch_size=1,
-            concurrency=min(size, len(items)), **remote_args)
+            compute=ray.data.ActorPoolStrategy(size=min(size, len(items))), **remote_args)
         by_row: dict[int, dict[str, Any]] = {}
         for row in ds.iter_rows():
             for rec in pickle.loads(row["records"]):
