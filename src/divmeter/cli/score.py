@@ -130,8 +130,9 @@ def score_cmd(
         raise InvalidInputError(
             f"divmeter score takes one INPUT file (or --corpus with several); got {len(input)}.")
     dest, out_fmt = _destination(output, fmt, resume)
-    options = dict(fmt=out_fmt or None, input_format=input_format, resume=resume,
-                   signatures=signatures, summary_in_output=summary)
+    options: dict[str, Any] = dict(fmt=out_fmt or None, input_format=input_format,
+                                   resume=resume, signatures=signatures,
+                                   summary_in_output=summary)
     try:
         with progress_bar(not quiet and sys.stderr.isatty()) as callback:
             if engine == "ray":

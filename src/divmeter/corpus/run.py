@@ -141,7 +141,7 @@ def shard_statistics(
     the unit of work a distributed engine ships to a worker."""
     out = [a.spawn() for a in accs]
     for a in out:
-        a.key = src  # type: ignore[attr-defined]  (one-worker metrics order texts by shard)
+        a.key = src  # one-worker metrics order the texts by shard
     n = 0
     for batch in _batches(iter_texts(src, input_format), batch_bytes):
         for a in out:

@@ -126,6 +126,8 @@ class Accumulator:
 
     passes = 1
     kind = "exact"
+    #: The shard being added (set by the runner; one-worker metrics order texts by it).
+    key = ""
 
     def __init__(self, name: str, params: Mapping[str, Any]) -> None:
         self.name = name
@@ -679,16 +681,18 @@ class SelfBleu(Accumulator):
         t_sum = np.array(self.totals, dtype=np.float64)[:, None]
         sys_len = np.array([float(self.sys_len)])
         ref_len = np.array([float(self.ref_len)])
+        values: np.ndarray
         if self.smooth == "coco":
-            value, prec, bp = ov._coco_bleu(c_sum, t_sum, sys_len, ref_len, self.n)
+            values, prec, bp = ov._coco_bleu(c_sum, t_sum, sys_len, ref_len, self.n)
         else:
             with np.errstate(divide="ignore", invalid="ignore"):
                 prec = np.where(t_sum > 0, c_sum / np.where(t_sum > 0, t_sum, 1), 0.0)
                 log_mean = np.log(np.where(c_sum > 0, prec, 1.0)).sum(axis=0) / self.n
             bp = ov._brevity_penalty(sys_len, ref_len)
-            value = np.where((c_sum > 0).all(axis=0), bp * np.exp(log_mean), 0.0)
-        stats = {"value": value, "matches": c_sum, "totals": t_sum, "precisions": prec, "bp": bp,
-                 "sys_len": sys_len, "ref_len": ref_len}
+            values = np.where((c_sum > 0).all(axis=0), bp * np.exp(log_mean), 0.0)
+        stats: dict[str, np.ndarray] = {
+            "value": values, "matches": c_sum, "totals": t_sum, "precisions": prec, "bp": bp,
+            "sys_len": sys_len, "ref_len": ref_len}
         res: MetricResult = ov._self_bleu_pack(stats, 0, self.n, "corpus", self.sig)
         return res
 
@@ -707,7 +711,6 @@ class OneWorker(Accumulator):
 
     def _reset(self) -> None:
         self.shards: dict[str, list[str]] = {}
-        self.key = ""
 
     def _add(self, texts: Sequence[str]) -> None:
         self.shards.setdefault(self.key, []).extend(texts)
