@@ -69,6 +69,10 @@ class MetricSpec:
             :func:`register_batch`), or ``None``: then many sets are scored one by one.
         fn: The registered function itself (so the name in ``target`` cannot fail to resolve).
         batch_fn: The registered batched function itself.
+        merge: How the metric's value over a corpus split into shards is assembled
+            (``divmeter score --corpus``, :mod:`divmeter.corpus`): ``exact`` (per-shard
+            statistics merged exactly), ``exact-two-pass`` (a second pass against merged
+            statistics) or ``none`` (no exact merge: the corpus is scored on one worker).
     """
 
     name: str
@@ -84,6 +88,7 @@ class MetricSpec:
     input: str = "texts"
     batch: str | None = None
     schema: Mapping[str, Param] = field(default_factory=dict)
+    merge: str = "none"
     fn: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
     batch_fn: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
 
@@ -110,6 +115,7 @@ class MetricSpec:
             "parameters": {k: p.to_dict() for k, p in self.schema.items()},
             "extra": self.extra,
             "input": self.input,
+            "merge": self.merge,
             "description": self.description,
             "citation": self.citation,
         }
@@ -229,6 +235,11 @@ def _load_families() -> None:
     for mod in FAMILY_MODULES:
         if importlib.util.find_spec(mod) is not None:
             importlib.import_module(mod)
+    from divmeter.corpus.stats import MERGE_KINDS
+
+    for name, how in MERGE_KINDS.items():
+        if name in _REGISTRY:
+            _REGISTRY[name] = replace(_REGISTRY[name], merge=how)
     _loaded = True
 
 

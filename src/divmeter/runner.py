@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +102,7 @@ def score_file(
     signatures: bool = False,
     summary_in_output: bool = False,
     progress: ProgressFn | None = None,
+    scorer: Callable[..., Iterator[dict[str, Any]]] | None = None,
 ) -> FileRun:
     """Score every set of a file with every metric.
 
@@ -119,6 +120,9 @@ def score_file(
         signatures: Keep each metric's signature in every record.
         summary_in_output: With JSON output, store the summary in the file as ``summary``.
         progress: Called as ``progress(done, total)`` after each set (resumed ones included).
+        scorer: What scores the sets, with :func:`divmeter.batch.score_sets`'s signature and
+            contract (default: that function); the Ray engine passes its own
+            (:func:`divmeter.engines.ray.ray_score_sets`).
 
     Returns:
         A :class:`FileRun`.
@@ -170,9 +174,10 @@ def score_file(
         cols = record_columns(plans, has_label=run.has_label, signatures=signatures)
         writer = open_record_writer(output, out_fmt, columns=cols, append=appending)
     try:
-        for rec in score_sets(sets, [(p.name, p.params) for p in plans], workers=workers,
-                              progress=progress, total=total, skip=skip, summary=run.summary,
-                              with_signatures=signatures):
+        scorer = scorer or score_sets
+        for rec in scorer(sets, [(p.name, p.params) for p in plans], workers=workers,
+                          progress=progress, total=total, skip=skip, summary=run.summary,
+                          with_signatures=signatures):
             run.scored += 1
             if writer is None:
                 run.records.append(rec)

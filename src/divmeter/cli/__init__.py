@@ -63,7 +63,8 @@ def list_cmd(
     from rich.table import Table
 
     table = Table(title=f"divmeter {__version__}: {len(specs)} metrics")
-    for col in ("name", "family", "granularity", "direction", "params", "needs", "description"):
+    for col in ("name", "family", "granularity", "direction", "params", "needs", "corpus merge",
+                "description"):
         table.add_column(col, overflow="fold")
     for s in specs:
         params = "\n".join(f"{k}: {describe(p)}" for k, p in s.schema.items())
@@ -74,6 +75,7 @@ def list_cmd(
             "higher" if s.higher_is_more_diverse else "lower",
             params,
             f"divmeter[{s.extra}]" if s.extra else "core",
+            s.merge,
             s.description,
         )
     Console().print(table)

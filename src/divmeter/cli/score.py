@@ -17,9 +17,11 @@ __all__ = ["score_cmd"]
 
 _OUT_FORMATS = ("table", "json", "jsonl", "csv", "parquet")
 
-InputArg = Annotated[str, typer.Argument(
+InputArg = Annotated[list[str], typer.Argument(
     help="Response sets: .jsonl, .json, .csv (long or Tevet wide form), .parquet, "
-    "optionally .gz; '-' reads stdin. With -m cdm: a JSONL of instantiations.", metavar="INPUT",
+    "optionally .gz; '-' reads stdin. With -m cdm: a JSONL of instantiations. With --corpus: "
+    "one or more shards (also .txt, one response a line, or a Hugging Face dataset: a "
+    "save_to_disk folder or hf:NAME[:SPLIT[:COLUMN]]).", metavar="INPUT...",
     show_default=False)]
 MetricOpt = Annotated[list[str], typer.Option(
     "--metric", "-m",
@@ -48,6 +50,21 @@ SignaturesOpt = Annotated[bool, typer.Option(
     "--signatures", help="Add each metric's signature to every record.")]
 QuietOpt = Annotated[bool, typer.Option(
     "--quiet", "-q", help="No progress bar and no closing note.")]
+CorpusOpt = Annotated[bool, typer.Option(
+    "--corpus", help="Score all responses of all INPUT files (shards, in any order) as one "
+    "corpus: one record per metric, from exactly merged per-shard statistics.")]
+EngineOpt = Annotated[str, typer.Option(
+    "--engine", help="local (default) or ray (pip install 'divmeter[dist]').",
+    metavar="ENGINE")]
+AddressOpt = Annotated[str | None, typer.Option(
+    "--address", help="With --engine ray: the cluster (auto, ray://HOST:PORT); default: start "
+    "a local one.", metavar="ADDRESS")]
+CheckpointOpt = Annotated[str | None, typer.Option(
+    "--checkpoint", help="With --corpus: keep the merged statistics here after every shard; "
+    "rerunning with the same file resumes.", metavar="FILE")]
+BudgetOpt = Annotated[float | None, typer.Option(
+    "--memory-budget", help="With --corpus: MB of text buffered per batch is a quarter of this "
+    "(default 256).", metavar="MB")]
 
 
 def _destination(output: str | None, fmt: str | None, resume: bool) -> tuple[str | None, str]:
@@ -79,12 +96,20 @@ def score_cmd(
     workers: WorkersOpt = 1,
     signatures: SignaturesOpt = False,
     quiet: QuietOpt = False,
+    corpus: CorpusOpt = False,
+    engine: EngineOpt = "local",
+    address: AddressOpt = None,
+    checkpoint: CheckpointOpt = None,
+    memory_budget: BudgetOpt = None,
 ) -> None:
     """Score every response set in INPUT with the given metrics.
 
     One record per set: set_id, row (0-based position in INPUT; the key when ids repeat), label
     if the set has one, one column per metric (null when undefined, with the reason under
     'reasons'), and per-response values for response-level metrics.
+
+    With --corpus: every response of every INPUT is one corpus; one record per metric (metric,
+    value, signature, merge, responses, shards).
 
     Example: divmeter score examples/stories.jsonl -m distinct-n -m self-bleu:n=3 -o scores.jsonl
     """
@@ -93,12 +118,31 @@ def score_cmd(
     from divmeter.runner import score_file
 
     resolve_metrics(metric)  # bad metrics and parameters before any option problem
+    _check_engine(engine, address)
+    if corpus:
+        _corpus(input, metric, output, fmt, input_format, quiet, engine, address, checkpoint,
+                memory_budget)
+        return
+    if checkpoint is not None or memory_budget is not None:
+        raise InvalidInputError("--checkpoint and --memory-budget need --corpus "
+                                "(per-set scoring resumes with --resume).")
+    if len(input) != 1:
+        raise InvalidInputError(
+            f"divmeter score takes one INPUT file (or --corpus with several); got {len(input)}.")
     dest, out_fmt = _destination(output, fmt, resume)
+    options: dict[str, Any] = dict(fmt=out_fmt or None, input_format=input_format,
+                                   resume=resume, signatures=signatures,
+                                   summary_in_output=summary)
     try:
         with progress_bar(not quiet and sys.stderr.isatty()) as callback:
-            run = score_file(input, metric, dest, fmt=out_fmt or None, input_format=input_format,
-                             resume=resume, workers=workers, signatures=signatures,
-                             summary_in_output=summary, progress=callback)
+            if engine == "ray":
+                from divmeter.engines.ray import score_file_ray
+
+                run = score_file_ray(input[0], metric, dest, progress=callback, address=address,
+                                     **options)
+            else:
+                run = score_file(input[0], metric, dest, workers=workers, progress=callback,
+                                 **options)
     except BrokenPipeError:  # e.g. `divmeter score ... | head`
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -118,6 +162,64 @@ def score_cmd(
         nulls = ", ".join(f"{c}: {v['nulls']}" for c, v in stats["metrics"].items() if v["nulls"])
         typer.echo(f"divmeter: scored {run.scored} sets{resumed} -> {output}"
                    + (f"; nulls {nulls}" if nulls else ""), err=True)
+
+
+def _check_engine(engine: str, address: str | None) -> None:
+    if engine not in ("local", "ray"):
+        raise InvalidInputError(f"--engine must be local or ray; got {engine!r}.")
+    if address is not None and engine != "ray":
+        raise InvalidInputError("--address needs --engine ray.")
+
+
+def _corpus(inputs: list[str], metric: list[str], output: str | None, fmt: str | None,
+            input_format: str | None, quiet: bool, engine: str, address: str | None,
+            checkpoint: str | None, memory_budget: float | None) -> None:
+    """``--corpus``: one record per metric (JSON objects one a line for json/jsonl)."""
+    import json
+
+    from divmeter.cli.progress import progress_bar
+    from divmeter.corpus.run import score_corpus
+
+    if "-" in inputs:
+        raise InvalidInputError("--corpus reads files (shards), not stdin; got '-'.")
+    chosen = (fmt or "").lower() or (
+        "json" if output and output.endswith(".json") else
+        "jsonl" if output else ("table" if sys.stdout.isatty() else "json"))
+    if chosen not in ("table", "json", "jsonl"):
+        raise InvalidInputError(f"--corpus prints table, json or jsonl; got {chosen!r}.")
+    with progress_bar(not quiet and sys.stderr.isatty(), label="corpus") as callback:
+        def prog(responses: int, done: int, total: int) -> None:
+            if callback is not None:
+                callback(done, total)
+
+        run = score_corpus(inputs, metric, input_format=input_format,
+                           memory_budget_mb=memory_budget, checkpoint=checkpoint, progress=prog,
+                           engine=engine, address=address)
+    if chosen == "table":
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"corpus: {run.records[0]['responses']} responses, "
+                      f"{run.records[0]['shards']} shards", title_justify="left")
+        for col in ("metric", "value", "merge", "signature"):
+            table.add_column(col, overflow="fold")
+        for r in run.records:
+            table.add_row(r["metric"], _fmt_value(r["value"]), r["merge"], r["signature"])
+        Console().print(table)
+    else:
+        text = "".join(json.dumps(r) + "\n" for r in run.records)
+        if output and output != "-":
+            with open(output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        else:
+            sys.stdout.write(text)
+    if not quiet:
+        first = run.records[0]
+        typer.echo(f"divmeter: corpus of {first['responses']} responses in {first['shards']} "
+                   f"shards; {run.responses} responses read in {run.seconds:.2f} s "
+                   f"({run.throughput:,.0f} responses/s, every pass)"
+                   + (f"; {run.resumed_shards} shard passes from the checkpoint"
+                      if run.resumed_shards else ""), err=True)
 
 
 def _fmt_value(v: Any) -> str:

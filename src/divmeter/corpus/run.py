@@ -1,0 +1,311 @@
+"""Score a corpus given as shards (files): stream each shard in batches into every metric's
+statistics (:mod:`divmeter.corpus.stats`), merge, and checkpoint so an interrupted run resumes.
+
+``divmeter score --corpus FILE [FILE ...] -m METRIC`` runs :func:`score_corpus`. Every response
+of every set of every file belongs to the one corpus; files are shards, and the value does not
+depend on their order (the merges are exact, see :mod:`divmeter.corpus.stats`).
+
+Inputs: what :func:`divmeter.data.read_sets` reads (JSONL, JSON, CSV, Parquet, optionally
+``.gz``; Parquet in record batches), a plain-text file of one response per line (``.txt``), or a
+Hugging Face ``datasets`` dataset: a folder written by ``Dataset.save_to_disk`` or
+``hf:NAME[:SPLIT[:COLUMN]]`` (streamed; the column defaults to ``text``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import pickle
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from divmeter.batch import MetricArg, MetricPlan, resolve_metrics
+from divmeter.corpus.stats import Accumulator, make_accumulator
+from divmeter.data.model import as_texts
+from divmeter.errors import InvalidInputError
+
+__all__ = ["CorpusRun", "score_corpus", "iter_texts", "shard_statistics", "DEFAULT_BATCH_BYTES"]
+
+#: Text held per batch when no memory budget is given (a quarter of the default 256 MB).
+DEFAULT_BATCH_BYTES = 64 << 20
+CorpusProgress = Callable[[int, int, int], None]  # (responses so far, shards done, shards)
+
+
+@dataclass
+class CorpusRun:
+    """What :func:`score_corpus` did.
+
+    Attributes:
+        plans: The resolved metrics.
+        records: One record per metric: ``metric`` (the column), ``value``, ``signature``,
+            ``reason`` (when ``value`` is ``None``), ``merge`` (``exact``, ``exact-two-pass`` or
+            ``none``: run on one worker), ``responses`` and ``shards``.
+        responses: Responses read (per pass; each pass reads them once).
+        seconds: Wall time of this run (resumed work not included).
+        resumed_shards: Shard passes taken from the checkpoint.
+    """
+
+    plans: list[MetricPlan]
+    records: list[dict[str, Any]] = field(default_factory=list)
+    responses: int = 0
+    seconds: float = 0.0
+    resumed_shards: int = 0
+
+    @property
+    def throughput(self) -> float:
+        """Responses read per second by this run."""
+        return self.responses / self.seconds if self.seconds > 0 else 0.0
+
+
+def _hf_texts(src: str) -> Iterator[str]:
+    from divmeter._optional import require
+
+    datasets = require("datasets", extra="dist")
+    if src.startswith("hf:"):
+        name, _, rest = src[3:].partition(":")
+        split, _, column = rest.partition(":")
+        ds = datasets.load_dataset(name, split=split or "train", streaming=True)
+    else:
+        ds, column = datasets.load_from_disk(src), ""
+        if hasattr(ds, "keys") and not hasattr(ds, "features"):  # a DatasetDict
+            ds = ds[sorted(ds.keys())[0]]
+    column = column or "text"
+    for i, row in enumerate(ds):
+        value = row.get(column)
+        if isinstance(value, list):
+            yield from as_texts(value, what=f"{src} row {i + 1} field {column!r}")
+        elif isinstance(value, str):
+            yield value
+        else:
+            raise InvalidInputError(
+                f"{src} row {i + 1}: field {column!r} must be a string or a list of strings; "
+                f"got {type(value).__name__}."
+            )
+
+
+def iter_texts(src: str, input_format: str | None = None) -> Iterator[str]:
+    """Every response of a shard, streamed.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+        >>> _ = p.write_text("one\\ntwo three\\n")
+        >>> list(iter_texts(str(p)))
+        ['one', 'two three']
+    """
+    if src.startswith("hf:") or (Path(src).is_dir() and (Path(src) / "state.json").exists()
+                                 or (Path(src) / "dataset_dict.json").exists()):
+        yield from _hf_texts(src)
+        return
+    low = src.lower()
+    if input_format == "txt" or low.endswith((".txt", ".txt.gz")):
+        opener: Any = gzip.open if low.endswith(".gz") else open
+        with opener(src, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                yield line.rstrip("\n").rstrip("\r")
+        return
+    from divmeter.data import read_sets
+
+    for s in read_sets(src, input_format):
+        yield from s.responses
+
+
+def _batches(texts: Iterator[str], budget: int) -> Iterator[list[str]]:
+    buf: list[str] = []
+    size = 0
+    for t in texts:
+        buf.append(t)
+        size += len(t) + 64
+        if size >= budget:
+            yield buf
+            buf, size = [], 0
+    if buf:
+        yield buf
+
+
+def shard_statistics(
+    src: str,
+    accs: Sequence[Accumulator],
+    *,
+    input_format: str | None = None,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
+    on_batch: Callable[[int], None] | None = None,
+) -> tuple[list[Accumulator], int]:
+    """Statistics of one shard for the current pass of each accumulator: fresh accumulators
+    spawned from ``accs`` (which are not changed), and the number of responses read. This is
+    the unit of work a distributed engine ships to a worker."""
+    out = [a.spawn() for a in accs]
+    for a in out:
+        a.key = src  # one-worker metrics order the texts by shard
+    n = 0
+    for batch in _batches(iter_texts(src, input_format), batch_bytes):
+        for a in out:
+            a.add(batch)
+        n += len(batch)
+        if on_batch is not None:
+            on_batch(len(batch))
+    return out, n
+
+
+def _run_key(plans: Sequence[MetricPlan], shards: Sequence[str]) -> str:
+    """What a checkpoint belongs to: the metrics and the set of shards (size and mtime)."""
+    h = hashlib.sha256()
+    h.update(json.dumps([[p.column, sorted((k, repr(v)) for k, v in p.params.items())]
+                         for p in plans]).encode())
+    for s in sorted(shards):
+        st = os.stat(s) if os.path.exists(s) else None
+        h.update(f"{s}|{st.st_size if st else ''}|{st.st_mtime_ns if st else ''}".encode())
+    return h.hexdigest()
+
+
+def _save(path: str, state: dict[str, Any]) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "wb") as fh:
+        pickle.dump(state, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, path)  # atomic: an interrupted save leaves the previous checkpoint
+
+
+def _check_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[str]:
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    shards = [os.fspath(s) for s in inputs]
+    if not shards:
+        raise InvalidInputError("--corpus needs at least one input file; got none.")
+    if len(set(shards)) != len(shards):
+        dup = next(s for s in shards if shards.count(s) > 1)
+        raise InvalidInputError(f"corpus shard {dup!r} is given twice; give each file once.")
+    for s in shards:
+        if not s.startswith("hf:") and not os.path.exists(s):
+            raise InvalidInputError(f"corpus shard {s!r} does not exist.")
+    return shards
+
+
+def score_corpus(
+    inputs: Sequence[str | os.PathLike[str]],
+    metrics: Sequence[MetricArg],
+    *,
+    input_format: str | None = None,
+    memory_budget_mb: float | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
+    progress: CorpusProgress | None = None,
+    engine: str = "local",
+    address: str | None = None,
+) -> CorpusRun:
+    """Score all responses of all ``inputs`` (shards) as one corpus with each metric.
+
+    Args:
+        inputs: Shard files (see the module docstring); their order does not matter.
+        metrics: ``"name[:k=v,...]"`` strings or ``(name, params)`` pairs.
+        input_format: Input format of every shard (default: from each extension).
+        memory_budget_mb: Bound on the text buffered per batch (a quarter of it); the merged
+            statistics themselves grow with the corpus's distinct n-grams (count tables) or not
+            at all (cosine and covariance sums, exact sums). Default 256.
+        checkpoint: File to keep the merged statistics in after every shard; a run given the
+            same file, metrics and shards resumes after the last finished shard.
+        progress: Called as ``progress(responses, shards_done, shard_passes)``.
+        engine: ``local`` (this process) or ``ray`` (shards as Ray tasks, merged here).
+        address: Ray cluster address for ``engine="ray"`` (``auto``, ``ray://host:port``);
+            ``None`` starts a local one.
+
+    Returns:
+        A :class:`CorpusRun` with one record per metric.
+
+    Raises:
+        UnknownMetricError, InvalidInputError: For bad metrics or parameters, a missing or
+            repeated shard, a malformed shard (file and line), a metric that does not score
+            texts (CDM).
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / "a.txt").write_text("a b\\n")
+        >>> _ = (d / "b.txt").write_text("a c\\n")
+        >>> run = score_corpus([d / "b.txt", d / "a.txt"], ["distinct-n:n=1"])
+        >>> run.records[0]["value"], run.records[0]["merge"]
+        (0.75, 'exact')
+    """
+    plans = resolve_metrics(metrics)
+    for p in plans:
+        if p.input != "texts":
+            raise InvalidInputError(
+                f"{p.name} scores instantiations, not texts; it has no corpus mode.")
+    shards = sorted(_check_inputs(inputs))  # a canonical order: results cannot depend on it
+    budget = DEFAULT_BATCH_BYTES if memory_budget_mb is None else max(
+        1, int(memory_budget_mb * (1 << 20) / 4))
+    if memory_budget_mb is not None and memory_budget_mb <= 0:
+        raise InvalidInputError(f"--memory-budget must be > 0 MB; got {memory_budget_mb}.")
+    accs = [make_accumulator(p.name, p.params) for p in plans]
+    passes = max(a.passes for a in accs)
+    key = _run_key(plans, shards)
+    state: dict[str, Any] = {"key": key, "pass": 0, "done": [], "accs": accs, "responses": 0}
+    run = CorpusRun(plans)
+    ckpt = None if checkpoint is None else os.fspath(checkpoint)
+    if ckpt is not None and os.path.exists(ckpt):
+        with open(ckpt, "rb") as fh:
+            old = pickle.load(fh)
+        if old.get("key") != key:
+            raise InvalidInputError(
+                f"cannot resume from checkpoint {ckpt!r}: it was written for other metrics or "
+                "other shards; remove it or use another --checkpoint file.")
+        state = old
+        accs = state["accs"]
+        run.resumed_shards = state["pass"] * len(shards) + len(state["done"])
+    start = time.perf_counter()
+    total_units = passes * len(shards)
+    responses = 0
+
+    def tick(n: int) -> None:
+        nonlocal responses
+        responses += n
+        if progress is not None:
+            progress(responses, state["pass"] * len(shards) + len(state["done"]), total_units)
+
+    if engine == "ray":
+        from divmeter.engines.ray import corpus_pass
+
+    while state["pass"] < passes:
+        p_ = state["pass"]
+        active = [i for i, a in enumerate(accs) if a.passes > p_]
+        todo = [s for s in shards if s not in state["done"]]
+        if engine == "ray":
+            results = corpus_pass(todo, [accs[i] for i in active], input_format=input_format,
+                                  batch_bytes=budget, address=address)
+        else:
+            results = (
+                (s, *shard_statistics(s, [accs[i] for i in active], input_format=input_format,
+                                      batch_bytes=budget, on_batch=tick))
+                for s in todo
+            )
+        for s, part, n in results:
+            for i, a in zip(active, part, strict=True):
+                accs[i].merge(a)
+            if engine == "ray":
+                tick(n)
+            if p_ == 0:
+                state["responses"] += n
+            state["done"].append(s)
+            if ckpt is not None:
+                _save(ckpt, state)
+        for i in active:
+            if accs[i].passes > p_ + 1:
+                accs[i].next_pass()
+        state["pass"] = p_ + 1
+        state["done"] = []
+        if ckpt is not None:
+            _save(ckpt, state)
+    run.responses = responses
+    run.seconds = time.perf_counter() - start
+    for p, a in zip(plans, accs, strict=True):
+        res = a.result()
+        rec: dict[str, Any] = {"metric": p.column, "value": res.value,
+                               "signature": res.signature}
+        if res.value is None:
+            rec["reason"] = res.reason
+        rec.update({"merge": a.kind, "responses": state["responses"], "shards": len(shards)})
+        run.records.append(rec)
+    return run

@@ -1,0 +1,1 @@
+"""Distributed engines: ``ray`` (:mod:`divmeter.engines.ray`, ``divmeter[dist]``)."""

@@ -1,0 +1,253 @@
+"""The Ray engine (``--engine ray``, ``pip install 'divmeter[dist]'``): the same records as the
+local run, computed on a Ray cluster.
+
+* Per-set scoring (:func:`score_file_ray`): the input is read here, streamed in windows of
+  chunks; each window is a Ray Data dataset mapped with ``map_batches`` over an actor pool
+  (:class:`_ChunkScorer`: each actor resolves the metrics once and keeps its encoder / LM loaded
+  for all the chunks it scores, on a GPU when the cluster has one and a metric asks for it).
+  Records carry their input row; a window's records are checked to hold every row exactly once
+  (a task retried after a worker died cannot lose or duplicate a set) and are written in input
+  order, through the same writer, resume and summary as :func:`divmeter.runner.score_file`.
+* Corpus statistics (:func:`corpus_pass`): one Ray task per shard computes its statistics
+  (:func:`divmeter.corpus.run.shard_statistics`); the driver merges them as they finish (the
+  merges are exact and order-free). Shards must be readable at the same path on every node.
+
+``address``: ``None`` starts (or reuses) a local cluster; ``"auto"`` or ``"ray://host:port"``
+joins an existing one. The local engine never imports Ray.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from divmeter.batch import MetricArg, MetricPlan, ProgressFn, _score_chunk, resolve_metrics
+from divmeter.errors import DivmeterError, InvalidInputError
+
+__all__ = ["init", "corpus_pass", "score_file_ray", "ray_score_sets", "score_sets_ray",
+           "WINDOW_CHUNKS", "CHUNK_SETS"]
+
+#: Sets per chunk (one ``map_batches`` row) and chunks per window (one dataset execution).
+CHUNK_SETS = 64
+WINDOW_CHUNKS = 256
+
+
+def init(address: str | None = None) -> Any:
+    """Connect to Ray (once per process) and return the module."""
+    from divmeter._optional import require
+
+    ray = require("ray", extra="dist", package="ray[data]")
+    if not ray.is_initialized():
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        if address is not None:
+            kwargs["address"] = address
+        ray.init(**kwargs)
+    return ray
+
+
+def _shard_task(src: str, accs: list[Any], input_format: str | None, batch_bytes: int
+                ) -> tuple[str, list[Any], int]:
+    from divmeter.corpus.run import shard_statistics
+
+    part, n = shard_statistics(src, accs, input_format=input_format, batch_bytes=batch_bytes)
+    return src, part, n
+
+
+def corpus_pass(
+    shards: Sequence[str],
+    accs: Sequence[Any],
+    *,
+    input_format: str | None = None,
+    batch_bytes: int,
+    address: str | None = None,
+) -> Iterator[tuple[str, list[Any], int]]:
+    """One pass of corpus statistics over ``shards`` on Ray: ``(shard, accumulators, n)`` per
+    shard, in the order they finish (Ray retries a task whose worker died)."""
+    ray = init(address)
+    task = ray.remote(max_retries=3)(_shard_task)
+    base = ray.put(list(accs))
+    pending = [task.remote(os.path.abspath(s) if os.path.exists(s) else s, base,
+                           input_format, batch_bytes) for s in shards]
+    names = dict(zip([os.path.abspath(s) if os.path.exists(s) else s for s in shards],
+                     shards, strict=True))
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        src, part, n = ray.get(done[0])
+        yield names[src], part, n
+
+
+class _ChunkScorer:
+    """A Ray Data actor: the metrics resolved once; encoders and LMs stay loaded (the family
+    modules cache them per process) for every chunk this actor scores."""
+
+    def __init__(self, plans: list[MetricPlan], fault: tuple[int, str] | None = None) -> None:
+        self.plans = plans
+        self.fault = fault
+        from divmeter.registry import list_metrics
+
+        list_metrics()  # import the family modules once
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        import pickle
+
+        out = []
+        for payload in batch["chunk"]:
+            chunk = pickle.loads(payload)
+            if self.fault is not None and chunk and chunk[0][0] == self.fault[0]:
+                _kill_once(self.fault[1])
+            out.append(pickle.dumps(_score_chunk(chunk, self.plans)))
+        return {"records": out}
+
+
+def _kill_once(marker: str) -> None:
+    """Test hook: the first worker to reach a chosen chunk dies (os._exit) mid-job."""
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.close(fd)
+    os._exit(1)
+
+
+def _windows(sets: Iterator[tuple[int, Any]], chunk: int, window: int
+             ) -> Iterator[list[list[tuple[int, Any]]]]:
+    buf: list[list[tuple[int, Any]]] = []
+    cur: list[tuple[int, Any]] = []
+    for item in sets:
+        cur.append(item)
+        if len(cur) >= chunk:
+            buf.append(cur)
+            cur = []
+            if len(buf) >= window:
+                yield buf
+                buf = []
+    if cur:
+        buf.append(cur)
+    if buf:
+        yield buf
+
+
+def score_sets_ray(
+    pending: Iterator[tuple[int, Any]],
+    plans: list[MetricPlan],
+    *,
+    address: str | None = None,
+    concurrency: int | None = None,
+    chunk_sets: int = CHUNK_SETS,
+    window_chunks: int = WINDOW_CHUNKS,
+    fault: tuple[int, str] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Records of ``(row, set)`` pairs scored on Ray, in input order (see the module doc).
+
+    ``fault`` is a test hook: ``(row, marker_path)`` makes the first actor that reaches the
+    chunk starting at ``row`` exit abruptly (once, across the cluster)."""
+    import pickle
+
+    init(address)
+    import ray
+    import ray.data
+
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    import logging
+
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    gpus = ray.cluster_resources().get("GPU", 0)
+    needs_model = any(p.family in ("content", "lm") for p in plans)
+    size = concurrency or max(1, cpus)
+    remote_args: dict[str, Any] = {"num_cpus": 1}
+    if gpus and needs_model:
+        remote_args = {"num_gpus": min(1.0, gpus / size)}
+    for window in _windows(pending, chunk_sets, window_chunks):
+        items = [{"chunk": pickle.dumps(c)} for c in window]
+        ds = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
+            _ChunkScorer, fn_constructor_args=(plans, fault), batch_size=1,
+            compute=ray.data.ActorPoolStrategy(size=min(size, len(items))), **remote_args)
+        by_row: dict[int, dict[str, Any]] = {}
+        for row in ds.iter_rows():
+            for rec in pickle.loads(row["records"]):
+                if rec["row"] in by_row:
+                    raise DivmeterError(f"ray engine: set at row {rec['row']} came back twice.")
+                by_row[rec["row"]] = rec
+        expected = [r for c in window for r, _ in c]
+        missing = [r for r in expected if r not in by_row]
+        if missing or len(by_row) != len(expected):
+            raise DivmeterError(f"ray engine: {len(missing)} sets were lost (row {missing[:1]}).")
+        for r in expected:
+            yield by_row[r]
+
+
+def ray_score_sets(address: str | None = None, concurrency: int | None = None,
+                   chunk_sets: int = CHUNK_SETS, fault: tuple[int, str] | None = None) -> Any:
+    """A drop-in for :func:`divmeter.batch.score_sets` (same contract: input order, ``skip``,
+    ``summary``, ``progress``, ``with_signatures``) that scores the sets on Ray."""
+
+    def score_sets(sets: Any, metrics: Any, *, workers: int = 1, chunk_size: Any = None,
+                   progress: ProgressFn | None = None, total: int | None = None,
+                   skip: Any = None, summary: Any = None, with_signatures: bool = False
+                   ) -> Iterator[dict[str, Any]]:
+        plans = resolve_metrics(metrics)
+        skip = skip or {}
+        done = 0
+
+        def pending() -> Iterator[tuple[int, Any]]:
+            nonlocal done
+            for row, s in enumerate(sets):
+                if row in skip:
+                    if skip[row] != s.set_id:
+                        raise InvalidInputError(
+                            f"cannot resume: the output has set {skip[row]!r} at row {row} but "
+                            f"the input has {s.set_id!r}; the output was written from another "
+                            "input.")
+                    done += 1
+                    continue
+                yield row, s
+
+        for rec in score_sets_ray(pending(), plans, address=address, concurrency=concurrency,
+                                  chunk_sets=chunk_sets, fault=fault):
+            if summary is not None:
+                summary.add(rec)
+            if not with_signatures:
+                rec.pop("signatures", None)
+            done += 1
+            if progress is not None:
+                progress(done, total)
+            yield rec
+
+    return score_sets
+
+
+def score_file_ray(
+    input: str | os.PathLike[str],
+    metrics: Sequence[MetricArg],
+    output: str | None = None,
+    *,
+    address: str | None = None,
+    concurrency: int | None = None,
+    chunk_sets: int = CHUNK_SETS,
+    fault: tuple[int, str] | None = None,
+    **options: Any,
+) -> Any:
+    """:func:`divmeter.runner.score_file` with the sets scored on Ray: the same records, in the
+    same order, written the same way (every option of ``score_file`` but ``workers``).
+
+    Args:
+        input: The response-set file.
+        metrics: ``"name[:k=v,...]"`` strings or ``(name, params)`` pairs.
+        output: As in ``score_file``.
+        address: Ray cluster (``None``: start or reuse a local one).
+        concurrency: Actors in the pool (default: the cluster's CPUs).
+        chunk_sets: Sets per chunk (one actor call).
+        fault: Test hook (see :func:`score_sets_ray`).
+        **options: ``fmt``, ``input_format``, ``resume``, ``signatures``,
+            ``summary_in_output``, ``progress``.
+
+    Returns:
+        The :class:`divmeter.runner.FileRun`.
+    """
+    from divmeter.runner import score_file
+
+    return score_file(input, metrics, output,
+                      scorer=ray_score_sets(address=address, concurrency=concurrency,
+                                            chunk_sets=chunk_sets, fault=fault), **options)
