@@ -85,6 +85,9 @@ def _mount() -> None:
     from divmeter.cli.listing import list_cmd
 
     app.command("list")(list_cmd)
+    from divmeter.cli.report import report_cmd
+
+    app.command("report")(report_cmd)
 
     if importlib.util.find_spec("divmeter.cli.score") is not None:
         from divmeter.cli.score import score_cmd

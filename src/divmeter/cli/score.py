@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -15,7 +15,7 @@ from divmeter.errors import InvalidInputError
 
 __all__ = ["score_cmd"]
 
-_OUT_FORMATS = ("table", "json", "jsonl", "csv", "parquet")
+_OUT_FORMATS = ("table", "markdown", "json", "jsonl", "csv", "parquet")
 
 InputArg = Annotated[str, typer.Argument(
     help="Response sets: .jsonl, .json, .csv (long or Tevet wide form), .parquet, "
@@ -31,15 +31,16 @@ OutputOpt = Annotated[str | None, typer.Option(
     metavar="OUT")]
 FormatOpt = Annotated[str | None, typer.Option(
     "--format", "-f",
-    help="Output format: table, json, jsonl, csv, parquet. Default: from -o's "
-    "extension; without -o a table on a terminal and JSONL when piped.", metavar="FORMAT")]
+    help="Output format: table, markdown, json, jsonl, csv, parquet. Default: from -o's "
+    "extension (.md: markdown); without -o a table on a terminal and JSONL when piped.",
+    metavar="FORMAT")]
 InputFormatOpt = Annotated[str | None, typer.Option(
     "--input-format", help="jsonl, json, csv or parquet (default: from the extension).",
     metavar="FORMAT")]
 SummaryOpt = Annotated[bool, typer.Option(
     "--summary",
     help="Print mean, std, count and nulls per metric at the end (stderr, or after the "
-    "table); with --format json also stored in the output as 'summary'.")]
+    "table or markdown). JSON output always holds it as 'summary'.")]
 ResumeOpt = Annotated[bool, typer.Option(
     "--resume", help="Skip the sets already in OUTPUT (from an interrupted run) and append.")]
 WorkersOpt = Annotated[int, typer.Option(
@@ -47,13 +48,22 @@ WorkersOpt = Annotated[int, typer.Option(
 SignaturesOpt = Annotated[bool, typer.Option(
     "--signatures", help="Add each metric's signature to every record.")]
 QuietOpt = Annotated[bool, typer.Option(
-    "--quiet", "-q", help="No progress bar and no closing note.")]
+    "--quiet", "-q", help="No progress bar, no notes (errors still go to stderr).")]
+HtmlOpt = Annotated[str | None, typer.Option(
+    "--html", help="Also write a self-contained HTML report here (summary, signatures, "
+    "distributions, correlations).", metavar="REPORT.html")]
 
 
 def _destination(output: str | None, fmt: str | None, resume: bool) -> tuple[str | None, str]:
     """Where records go (``None``: a table on the terminal, ``"-"``: stdout) and the format."""
     if fmt is not None and fmt.lower() not in _OUT_FORMATS:
         raise InvalidInputError(f"--format must be one of {', '.join(_OUT_FORMATS)}; got {fmt!r}.")
+    markdown = (fmt or "").lower() == "markdown" or (
+        fmt is None and output is not None and output.lower().endswith(".md"))
+    if markdown:
+        if resume:
+            raise InvalidInputError("--resume needs a jsonl, json, csv or parquet output.")
+        return output, "markdown"
     if output is not None and output != "-":
         if fmt is not None and fmt.lower() == "table":
             raise InvalidInputError(
@@ -79,12 +89,16 @@ def score_cmd(
     workers: WorkersOpt = 1,
     signatures: SignaturesOpt = False,
     quiet: QuietOpt = False,
+    html: HtmlOpt = None,
 ) -> None:
     """Score every response set in INPUT with the given metrics.
 
     One record per set: set_id, row (0-based position in INPUT; the key when ids repeat), label
     if the set has one, one column per metric (null when undefined, with the reason under
     'reasons'), and per-response values for response-level metrics.
+
+    Metadata fields of the input's sets (e.g. stage, prompt_id) are carried into the records,
+    so `divmeter meta paired scores.jsonl --by stage` can group them.
 
     Example: divmeter score examples/stories.jsonl -m distinct-n -m self-bleu:n=3 -o scores.jsonl
     """
@@ -94,9 +108,16 @@ def score_cmd(
 
     resolve_metrics(metric)  # bad metrics and parameters before any option problem
     dest, out_fmt = _destination(output, fmt, resume)
+    if html is not None:
+        from divmeter.report.html import check_destination
+
+        check_destination(html)
+    text_out = out_fmt == "markdown"
     try:
         with progress_bar(not quiet and sys.stderr.isatty()) as callback:
-            run = score_file(input, metric, dest, fmt=out_fmt or None, input_format=input_format,
+            run = score_file(input, metric, None if text_out else dest,
+                             fmt=None if text_out else (out_fmt or None),
+                             input_format=input_format,
                              resume=resume, workers=workers, signatures=signatures,
                              summary_in_output=summary, progress=callback)
     except BrokenPipeError:  # e.g. `divmeter score ... | head`
@@ -106,71 +127,40 @@ def score_cmd(
 
     from rich.console import Console
 
+    from divmeter.report.scores import records_markdown, records_table, summary_table
+
     stats = run.summary.to_dict()
-    if dest is None:
-        Console().print(_results_table(run.records, run.columns, run.has_label))
+    if text_out:
+        text = records_markdown(run.records, run.columns, has_label=run.has_label,
+                                metadata=run.metadata, summary=stats if summary else None)
+        if dest is None or dest == "-":
+            typer.echo(text, nl=False)
+        else:
+            with open(dest, "w", encoding="utf-8") as fh:
+                fh.write(text)
+    elif dest is None:
+        console = Console()
+        for item in records_table(run.records, run.columns, has_label=run.has_label,
+                                  metadata=run.metadata, width=console.width):
+            console.print(item)
         if summary:
-            Console().print(_summary_table(stats))
+            for item in summary_table(stats):
+                console.print(item)
     elif summary:
-        Console(stderr=True).print(_summary_table(stats))
+        err = Console(stderr=True)
+        for item in summary_table(stats):
+            err.print(item)
+    if html is not None:
+        from divmeter.report.html import score_report
+
+        records = run.records if dest is None or text_out else None
+        sigs = {c: v["signature"] for c, v in stats["metrics"].items() if v.get("signature")}
+        score_report([dest if records is None else input], html, records=records,
+                     columns=run.columns, signatures=sigs, title=f"divmeter score: {input}")
+        if not quiet:
+            typer.echo(f"divmeter: report written to {html}", err=True)
     if not quiet and dest not in (None, "-"):
         resumed = f" ({run.skipped} already there)" if run.skipped else ""
         nulls = ", ".join(f"{c}: {v['nulls']}" for c, v in stats["metrics"].items() if v["nulls"])
         typer.echo(f"divmeter: scored {run.scored} sets{resumed} -> {output}"
                    + (f"; nulls {nulls}" if nulls else ""), err=True)
-
-
-def _fmt_value(v: Any) -> str:
-    if v is None:
-        return "[dim]null[/dim]"
-    if isinstance(v, float):
-        return f"{v:.4f}"
-    return str(v)
-
-
-def _results_table(rows: list[dict[str, Any]], columns: list[str], has_label: bool) -> Any:
-    from rich.table import Table
-
-    table = Table(title=f"{len(rows)} sets", title_justify="left")
-    table.add_column("row", justify="right", style="dim")
-    table.add_column("set_id", overflow="fold", max_width=40)
-    if has_label:
-        table.add_column("label", justify="right")
-    for c in columns:
-        table.add_column(c, justify="right")
-    reasons: dict[str, int] = {}
-    for r in rows:
-        cells = [str(r["row"]), str(r["set_id"])]
-        if has_label:
-            cells.append(_fmt_value(r.get("label")))
-        cells += [_fmt_value(r.get(c)) for c in columns]
-        table.add_row(*cells)
-        for c, why in (r.get("reasons") or {}).items():
-            key = f"{c}: {why}"
-            reasons[key] = reasons.get(key, 0) + 1
-    if reasons:
-        table.caption = "null: " + "; ".join(f"{k} (x{n})" for k, n in reasons.items())
-        table.caption_justify = "left"
-    return table
-
-
-def _summary_table(stats: dict[str, Any]) -> Any:
-    from rich.table import Table
-
-    table = Table(title=f"summary over {stats['sets']} sets", title_justify="left")
-    for col in ("metric", "mean", "std", "count", "nulls", "signature"):
-        table.add_column(
-            col,
-            justify="left" if col in {"metric", "signature"} else "right",
-            overflow="fold",
-        )
-    for name, s in stats["metrics"].items():
-        table.add_row(
-            name,
-            _fmt_value(s["mean"]),
-            _fmt_value(s["std"]),
-            str(s["count"]),
-            str(s["nulls"]),
-            s.get("signature", ""),
-        )
-    return table
