@@ -195,18 +195,21 @@ def spearman_matrix(columns: Mapping[str, Sequence[float]]) -> np.ndarray:
 def heatmap_svg(names: Sequence[str], matrix: np.ndarray) -> str:
     """An inline SVG heatmap of a correlation matrix in [-1, 1] with the value in each cell."""
     n = len(names)
-    cell, label = 46, 150
-    w, h = label + n * cell + 4, label + n * cell + 4
+    shorts = [name if len(name) <= 22 else name[:21] + "…" for name in names]
+    longest = max([len(x) for x in shorts] + [4])
+    cell, left = 46, round(longest * 6.3 + 10)
+    top = round(longest * 6.3 * 0.71 + 12)  # the column labels are turned 45 degrees
+    w, h = left + n * cell + 4 + top // 2, top + n * cell + 4
     parts = [f'<svg viewBox="0 0 {w} {h}" role="img" aria-label="Spearman correlation heatmap" '
              f'style="max-width:{w}px">']
     for i, name in enumerate(names):
-        short = name if len(name) <= 22 else name[:21] + "…"
-        y = label + i * cell + cell / 2 + 4
-        parts.append(f'<text x="{label - 6}" y="{y:.1f}" font-size="11" text-anchor="end">'
+        short = shorts[i]
+        y = top + i * cell + cell / 2 + 4
+        parts.append(f'<text x="{left - 6}" y="{y:.1f}" font-size="11" text-anchor="end">'
                      f"<title>{_e(name)}</title>{_e(short)}</text>")
-        x = label + i * cell + cell / 2
-        parts.append(f'<text x="{x:.1f}" y="{label - 6}" font-size="11" '
-                     f'transform="rotate(-45 {x:.1f} {label - 6})"><title>{_e(name)}</title>'
+        x = left + i * cell + cell / 2
+        parts.append(f'<text x="{x:.1f}" y="{top - 6}" font-size="11" '
+                     f'transform="rotate(-45 {x:.1f} {top - 6})"><title>{_e(name)}</title>'
                      f"{_e(short)}</text>")
         for j in range(n):
             r = matrix[i, j]
@@ -217,12 +220,12 @@ def heatmap_svg(names: Sequence[str], matrix: np.ndarray) -> str:
                 base = (31, 119, 180) if r >= 0 else (214, 39, 40)
                 rgb = tuple(round(255 - (255 - c) * t) for c in base)
                 fill, txt = f"rgb{rgb}", f"{r:.2f}"
-            parts.append(f'<rect x="{label + j * cell}" y="{label + i * cell}" width="{cell - 2}" '
+            parts.append(f'<rect x="{left + j * cell}" y="{top + i * cell}" width="{cell - 2}" '
                          f'height="{cell - 2}" fill="{fill}"><title>{_e(names[i])} vs '
                          f'{_e(names[j])}: {txt}</title></rect>')
             color = "#fff" if not np.isnan(r) and abs(r) > 0.6 else "#222"
-            parts.append(f'<text x="{label + j * cell + cell / 2 - 1}" '
-                         f'y="{label + i * cell + cell / 2 + 3}" font-size="11" '
+            parts.append(f'<text x="{left + j * cell + cell / 2 - 1}" '
+                         f'y="{top + i * cell + cell / 2 + 3}" font-size="11" '
                          f'text-anchor="middle" fill="{color}">{txt}</text>')
     parts.append("</svg>")
     return "".join(parts)
