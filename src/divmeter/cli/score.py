@@ -15,7 +15,7 @@ from divmeter.errors import InvalidInputError
 
 __all__ = ["score_cmd"]
 
-_OUT_FORMATS = ("table", "markdown", "json", "jsonl", "csv", "parquet")
+_OUT_FORMATS = ("table", "json", "jsonl", "csv", "parquet", "markdown")
 
 InputArg = Annotated[str, typer.Argument(
     help="Response sets: .jsonl, .json, .csv (long or Tevet wide form), .parquet, "
@@ -49,6 +49,17 @@ SignaturesOpt = Annotated[bool, typer.Option(
     "--signatures", help="Add each metric's signature to every record.")]
 QuietOpt = Annotated[bool, typer.Option(
     "--quiet", "-q", help="No progress bar, no notes (errors still go to stderr).")]
+SplitOpt = Annotated[str | None, typer.Option(
+    "--split", help="hf: inputs: the split (default: test if there is one, else the first).",
+    metavar="SPLIT")]
+TextColumnOpt = Annotated[str, typer.Option(
+    "--text-column", help="hf: inputs: the column of texts (a string per row with --group-by, "
+    "else a list per row).", metavar="COLUMN")]
+GroupByOpt = Annotated[list[str] | None, typer.Option(
+    "--group-by", help="hf: inputs in long form: the column(s) telling the sets apart "
+    "(e.g. prompt_id); repeatable.", metavar="COLUMN", show_default=False)]
+LabelColumnOpt = Annotated[str | None, typer.Option(
+    "--label-column", help="hf: inputs: a column holding each set's label.", metavar="COLUMN")]
 HtmlOpt = Annotated[str | None, typer.Option(
     "--html", help="Also write a self-contained HTML report here (summary, signatures, "
     "distributions, correlations).", metavar="REPORT.html")]
@@ -90,12 +101,19 @@ def score_cmd(
     signatures: SignaturesOpt = False,
     quiet: QuietOpt = False,
     html: HtmlOpt = None,
+    split: SplitOpt = None,
+    text_column: TextColumnOpt = "response",
+    group_by: GroupByOpt = None,
+    label_column: LabelColumnOpt = None,
 ) -> None:
     """Score every response set in INPUT with the given metrics.
 
     One record per set: set_id, row (0-based position in INPUT; the key when ids repeat), label
     if the set has one, one column per metric (null when undefined, with the reason under
     'reasons'), and per-response values for response-level metrics.
+
+    INPUT may be hf:PATH, a local Hugging Face dataset (a save_to_disk folder, or a dataset
+    folder / .jsonl/.csv/.parquet file read offline) with --split, --text-column and --group-by.
 
     Metadata fields of the input's sets (e.g. stage, prompt_id) are carried into the records,
     so `divmeter meta paired scores.jsonl --by stage` can group them.
@@ -113,6 +131,9 @@ def score_cmd(
 
         check_destination(html)
     text_out = out_fmt == "markdown"
+    source = input
+    if input.startswith("hf:"):
+        input = _hf_to_jsonl(input[3:], split, text_column, group_by, label_column)
     try:
         with progress_bar(not quiet and sys.stderr.isatty()) as callback:
             run = score_file(input, metric, None if text_out else dest,
@@ -124,6 +145,9 @@ def score_cmd(
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         raise typer.Exit(0) from None
+    finally:
+        if source != input:
+            os.unlink(input)
 
     from rich.console import Console
 
@@ -155,8 +179,8 @@ def score_cmd(
 
         records = run.records if dest is None or text_out else None
         sigs = {c: v["signature"] for c, v in stats["metrics"].items() if v.get("signature")}
-        score_report([dest if records is None else input], html, records=records,
-                     columns=run.columns, signatures=sigs, title=f"divmeter score: {input}")
+        score_report([dest if records is None else source], html, records=records,
+                     columns=run.columns, signatures=sigs, title=f"divmeter score: {source}")
         if not quiet:
             typer.echo(f"divmeter: report written to {html}", err=True)
     if not quiet and dest not in (None, "-"):
@@ -164,3 +188,18 @@ def score_cmd(
         nulls = ", ".join(f"{c}: {v['nulls']}" for c, v in stats["metrics"].items() if v["nulls"])
         typer.echo(f"divmeter: scored {run.scored} sets{resumed} -> {output}"
                    + (f"; nulls {nulls}" if nulls else ""), err=True)
+
+
+def _hf_to_jsonl(path: str, split: str | None, text: str, by: list[str] | None,
+                 label: str | None) -> str:
+    """A local Hugging Face dataset as a temporary JSONL of response sets (removed after)."""
+    import tempfile
+
+    from divmeter.data import write_sets
+    from divmeter.frame import load_hf, sets_from_frame
+
+    sets, _ = sets_from_frame(load_hf(path, split=split), text=text, by=by or None, label=label)
+    fd, tmp = tempfile.mkstemp(prefix="divmeter-hf-", suffix=".jsonl")
+    os.close(fd)
+    write_sets(sets, tmp, "jsonl")
+    return tmp
