@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -149,11 +149,31 @@ def score_cmd(
         if source != input:
             os.unlink(input)
 
+    stats = run.summary.to_dict()
+    _print_results(run, stats, dest, text_out=text_out, summary=summary)
+    if html is not None:
+        from divmeter.report.html import score_report
+
+        records = run.records if dest is None or text_out else None
+        sigs = {c: v["signature"] for c, v in stats["metrics"].items() if v.get("signature")}
+        score_report([dest if records is None else source], html, records=records,
+                     columns=run.columns, signatures=sigs, title=f"divmeter score: {source}")
+        if not quiet:
+            typer.echo(f"divmeter: report written to {html}", err=True)
+    if not quiet and dest not in (None, "-"):
+        resumed = f" ({run.skipped} already there)" if run.skipped else ""
+        nulls = ", ".join(f"{c}: {v['nulls']}" for c, v in stats["metrics"].items() if v["nulls"])
+        typer.echo(f"divmeter: scored {run.scored} sets{resumed} -> {output}"
+                   + (f"; nulls {nulls}" if nulls else ""), err=True)
+
+
+def _print_results(run: Any, stats: dict[str, Any], dest: str | None, *, text_out: bool,
+                   summary: bool) -> None:
+    """Markdown (stdout or file), the terminal table, and the --summary table."""
     from rich.console import Console
 
     from divmeter.report.scores import records_markdown, records_table, summary_table
 
-    stats = run.summary.to_dict()
     if text_out:
         text = records_markdown(run.records, run.columns, has_label=run.has_label,
                                 metadata=run.metadata, summary=stats if summary else None)
@@ -174,20 +194,6 @@ def score_cmd(
         err = Console(stderr=True)
         for item in summary_table(stats):
             err.print(item)
-    if html is not None:
-        from divmeter.report.html import score_report
-
-        records = run.records if dest is None or text_out else None
-        sigs = {c: v["signature"] for c, v in stats["metrics"].items() if v.get("signature")}
-        score_report([dest if records is None else source], html, records=records,
-                     columns=run.columns, signatures=sigs, title=f"divmeter score: {source}")
-        if not quiet:
-            typer.echo(f"divmeter: report written to {html}", err=True)
-    if not quiet and dest not in (None, "-"):
-        resumed = f" ({run.skipped} already there)" if run.skipped else ""
-        nulls = ", ".join(f"{c}: {v['nulls']}" for c, v in stats["metrics"].items() if v["nulls"])
-        typer.echo(f"divmeter: scored {run.scored} sets{resumed} -> {output}"
-                   + (f"; nulls {nulls}" if nulls else ""), err=True)
 
 
 def _hf_to_jsonl(path: str, split: str | None, text: str, by: list[str] | None,
