@@ -24,6 +24,7 @@ SKIP = {
     "python3 -m venv": "installs packages (network); CI's .ci/run does it",
     ".venv-bench/": "benchmarks need the bench extra and minutes",
     "divmeter annotate": "starts a web server (tested in tests/test_annotate_*.py)",
+    "divmeter meta contest hds.csv": "needs the export of a finished annotation study",
     "divmeter meta contest $T/": "needs Tevet & Berant's data (tests/test_meta_tevet.py)",
     "divmeter meta dectest $T/": "needs Tevet & Berant's data (tests/test_meta_tevet.py)",
     "divmeter meta nuggets $T/": "needs Tevet & Berant's data (tests/test_meta_tevet.py)",

@@ -271,10 +271,15 @@ def _metric_columns(records: Sequence[Mapping[str, Any]]) -> list[str]:
                 continue
             if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)):
                 keys.append(k)
-    # a key with a non-number anywhere is metadata, not a metric
-    return [k for k in keys if all(r.get(k) is None or (isinstance(r.get(k), (int, float))
-                                                         and not isinstance(r.get(k), bool))
-                                   for r in records)]
+    # a key with a non-number anywhere is metadata, not a metric; so is a number whose name is
+    # neither a registered metric's column (``self-bleu:n=3``) nor a precomputed ``metric_*``
+    from divmeter.registry import list_metrics
+
+    names = {s.name for s in list_metrics()}
+    return [k for k in keys
+            if (k.split(":", 1)[0] in names or k.startswith("metric_"))
+            and all(r.get(k) is None or (isinstance(r.get(k), (int, float))
+                                         and not isinstance(r.get(k), bool)) for r in records)]
 
 
 def _score_sections(records: Sequence[Mapping[str, Any]], columns: Sequence[str],
