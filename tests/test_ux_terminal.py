@@ -136,3 +136,29 @@ def test_help_shows_exit_codes_and_metavars() -> None:
     score = " ".join(run("score", "--help").stdout.split())
     assert "NAME[:k=v,...]" in score
     assert "<bool>" not in score and "<list[str]>" not in score
+
+
+def test_quiet_silences_model_libraries() -> None:
+    """-q sets the switches transformers / huggingface_hub / tqdm read (inherited by workers)."""
+    code = ("import os; from divmeter.cli.progress import quiet_libraries; quiet_libraries(); "
+            "import transformers; print(transformers.logging.get_verbosity(), "
+            "os.environ['HF_HUB_DISABLE_PROGRESS_BARS'], os.environ['TQDM_DISABLE'])")
+    pytest.importorskip("transformers")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={k: v for k, v in os.environ.items()
+                                          if k not in ("TRANSFORMERS_VERBOSITY", "TQDM_DISABLE")})
+    assert out.stdout.split() == ["40", "1", "1"]  # logging.ERROR
+
+
+@pytest.mark.skipif(not Path("/usr/bin/script").exists(), reason="needs util-linux script")
+def test_quiet_on_a_terminal_prints_nothing_but_results(tmp_path: Path) -> None:
+    """On a real terminal (a pty from `script`) the progress bar shows without -q, not with."""
+    out = tmp_path / "s.jsonl"
+    base = f"{DIVMETER} score examples/stories.jsonl -m distinct-n -o {out}"
+    loud = subprocess.run(["script", "-qec", base, "/dev/null"], capture_output=True, text=True,
+                          cwd=REPO, timeout=300)
+    assert "divmeter: scored 8 sets" in loud.stdout
+    quiet = subprocess.run(["script", "-qec", base + " -q", "/dev/null"], capture_output=True,
+                           text=True, cwd=REPO, timeout=300)
+    assert quiet.returncode == 0
+    assert quiet.stdout == ""

@@ -131,6 +131,10 @@ def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty
     from divmeter.data.tables import load_table
     from divmeter.meta.loaders import resolve_scores
 
+    if quiet:
+        from divmeter.cli.progress import quiet_libraries
+
+        quiet_libraries()
     table = load_table(file)
     with progress_bar(bool(metric) and not quiet and sys.stderr.isatty(), len(table)) as callback:
         res = resolve_scores(table, metrics=metric or (), columns=column or (), empty=empty,

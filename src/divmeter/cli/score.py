@@ -121,8 +121,11 @@ def score_cmd(
     Example: divmeter score examples/stories.jsonl -m distinct-n -m self-bleu:n=3 -o scores.jsonl
     """
     from divmeter.batch import resolve_metrics
-    from divmeter.cli.progress import progress_bar
+    from divmeter.cli.progress import progress_bar, quiet_libraries
     from divmeter.runner import score_file
+
+    if quiet:
+        quiet_libraries()
 
     resolve_metrics(metric)  # bad metrics and parameters before any option problem
     dest, out_fmt = _destination(output, fmt, resume)
