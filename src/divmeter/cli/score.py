@@ -159,7 +159,7 @@ def score_cmd(
 
         records = run.records if dest is None or text_out else None
         sigs = {c: v["signature"] for c, v in stats["metrics"].items() if v.get("signature")}
-        score_report([dest if records is None else source], html, records=records,
+        score_report([str(dest) if records is None else source], html, records=records,
                      columns=run.columns, signatures=sigs, title=f"divmeter score: {source}")
         if not quiet:
             typer.echo(f"divmeter: report written to {html}", err=True)

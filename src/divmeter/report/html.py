@@ -105,7 +105,7 @@ def _num(v: Any) -> str:
 # ------------------------------------------------------------------------------------ SVG
 
 
-def histogram_svg(values: Sequence[float], *, groups: Sequence[Any] | None = None,
+def histogram_svg(values: Sequence[float] | np.ndarray, *, groups: Sequence[Any] | None = None,
                   bins: int = 20, title: str = "") -> str:
     """An inline SVG histogram of ``values`` (NaN left out); by group when ``groups`` has two.
 
@@ -164,7 +164,7 @@ def histogram_svg(values: Sequence[float], *, groups: Sequence[Any] | None = Non
     return "".join(parts)
 
 
-def spearman_matrix(columns: Mapping[str, Sequence[float]]) -> np.ndarray:
+def spearman_matrix(columns: Mapping[str, Sequence[float] | np.ndarray]) -> np.ndarray:
     """Spearman's ρ between every two columns over the rows where both have a value.
 
     NaN where fewer than 3 such rows or a column is constant there.
