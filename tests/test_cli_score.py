@@ -256,9 +256,15 @@ def test_list_shows_parameter_types_and_choices() -> None:
     assert specs["distinct-n"]["parameters"]["n"]["constraint"] == "an integer >= 1 or none"
     assert specs["distinct-n"]["params"] == {"n": None, "n_max": 5, "tokenizer": "tevet",
                                              "lowercase": False}
-    table = CliRunner().invoke(app, ["list", "--family", "form"], env={"COLUMNS": "250"})
-    assert "variant: {corpus,sentence}=corpus" in table.output
-    assert "n: int>=1|None=None" in table.output
+    # issue 15: parameters moved from the list table to `divmeter list NAME`
+    table = CliRunner().invoke(app, ["list", "self-bleu"], env={"COLUMNS": "250"})
+    lines = [" ".join(ln.split()) for ln in table.output.splitlines()]
+    assert ('variant str "corpus" one of corpus, sentence. corpus BLEU or mean sentence BLEU'
+            in lines)
+    table = CliRunner().invoke(app, ["list", "distinct-n"], env={"COLUMNS": "250"})
+    lines = [" ".join(ln.split()) for ln in table.output.splitlines()]
+    assert "n int|None null an integer >= 1 or none. one n-gram order (None: mean over 1..n_max)" \
+        in lines
 
 
 def test_score_file_is_what_the_command_runs(tmp_path: Path) -> None:

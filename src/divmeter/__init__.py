@@ -36,16 +36,22 @@ __all__ = [
     "InvalidInputError",
     "MissingDependencyError",
     "UnknownMetricError",
+    "score_frame",
 ]
 
 
 def __getattr__(name: str) -> object:
     """Lazy subpackages: ``divmeter.meta.oca(...)`` works after a bare ``import divmeter``.
 
-    ``meta`` and ``report`` are imported on first access only, so ``import divmeter`` stays light.
+    ``meta`` and ``report`` (and :func:`divmeter.frame.score_frame`, which needs pandas) are
+    imported on first access only, so ``import divmeter`` stays light.
     """
     if name in ("meta", "report"):
         import importlib
 
         return importlib.import_module(f"divmeter.{name}")
+    if name == "score_frame":  # imports pandas: only when used
+        from divmeter.frame import score_frame
+
+        return score_frame
     raise AttributeError(f"module 'divmeter' has no attribute {name!r}")

@@ -323,17 +323,22 @@ def check_params(spec: MetricSpec, params: Mapping[str, Any]) -> None:
 
 
 def column_name(name: str, params: Mapping[str, Any]) -> str:
-    """Output column for a metric: its name, then its non-default parameters in given order.
+    """Output column for a metric: its name, then its non-default parameters in the metric's
+    declared order (whatever order they were written in, so ``--resume`` finds the column).
 
     Example:
         >>> column_name("self-bleu", {"n": 3, "variant": "corpus"})
         'self-bleu:n=3'
+        >>> column_name("self-bleu", {"variant": "sentence", "n": 3})
+        'self-bleu:n=3,variant=sentence'
     """
     spec = get_metric(name)
+    declared = list(spec.params)
+    keys = sorted(params, key=lambda k: (declared.index(k) if k in declared else len(declared), k))
     extra = [
-        f"{k}={_fmt_param(v)}"
-        for k, v in params.items()
-        if k not in spec.params or spec.params[k] != v
+        f"{k}={_fmt_param(params[k])}"
+        for k in keys
+        if k not in spec.params or spec.params[k] != params[k]
     ]
     return name + (":" + ",".join(extra) if extra else "")
 

@@ -97,17 +97,39 @@ class MetricResult:
         return float("nan") if self.value is None else float(self.value)
 
     def to_dict(self, *, with_details: bool = False) -> dict[str, Any]:
-        """A JSON-ready dict."""
+        """A JSON-ready dict: ``json.dumps(r.to_dict(with_details=True), allow_nan=False)``
+        works whatever the details hold (numpy arrays and scalars become lists and numbers,
+        NaN and infinities ``None``, tuples lists, sets sorted lists).
+
+        Example:
+            >>> import json, numpy as np
+            >>> r = MetricResult("m", np.float64(0.5), "m|v:0", details={"a": np.arange(2)})
+            >>> json.dumps(r.to_dict(with_details=True), allow_nan=False)
+            '{"metric": "m", "value": 0.5, "signature": "m|v:0", "details": {"a": [0, 1]}}'
+        """
         out: dict[str, Any] = {
             "metric": self.metric,
-            "value": self.value,
+            "value": _strict(_jsonable(self.value)),
             "signature": self.signature,
         }
         if self.reason is not None:
             out["reason"] = self.reason
         if with_details and self.details:
-            out["details"] = _jsonable(dict(self.details))
+            out["details"] = _strict(_jsonable(dict(self.details)))
         return out
+
+    def _repr_html_(self) -> str:
+        """A small table in Jupyter: metric, value (or null and why), signature, details."""
+        from html import escape
+
+        value = "null" if self.value is None else f"{float(self.value):.6g}"
+        rows = [("metric", self.metric), ("value", value)]
+        if self.reason:
+            rows.append(("reason", self.reason))
+        rows.append(("signature", f"<code>{escape(self.signature)}</code>"))
+        if self.details:
+            rows.append(("details", ", ".join(escape(str(k)) for k in self.details)))
+        return _html_table(rows)
 
 
 @dataclass(frozen=True)
@@ -135,6 +157,17 @@ class MetaResult:
             return values[key]
         raise AttributeError(key)
 
+    def _repr_html_(self) -> str:
+        """A small table in Jupyter: each value, then the signature."""
+        from html import escape
+
+        rows = [("name", self.name)]
+        for k, v in self.values.items():
+            shown = f"{v:.6g}" if isinstance(v, float) else escape(str(_jsonable(v)))
+            rows.append((str(k), shown))
+        rows.append(("signature", f"<code>{escape(self.signature)}</code>"))
+        return _html_table(rows)
+
     def to_dict(self, *, with_details: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, **_jsonable(dict(self.values))}
         out["signature"] = self.signature
@@ -143,14 +176,35 @@ class MetaResult:
         return out
 
 
+def _html_table(rows: list[tuple[str, str]]) -> str:
+    from html import escape
+
+    body = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th>"
+                   f"<td style='text-align:left'>{v}</td></tr>" for k, v in rows)
+    return f"<table>{body}</table>"
+
+
+def _strict(obj: Any) -> Any:
+    """``_jsonable`` output with infinities as ``None`` too (strict JSON has no inf)."""
+    if isinstance(obj, dict):
+        return {k: _strict(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_strict(v) for v in obj]
+    if isinstance(obj, float) and math.isinf(obj):
+        return None
+    return obj
+
+
 def _jsonable(obj: Any) -> Any:
     """Convert numpy scalars/arrays (and NaN) to JSON-friendly Python values."""
     import numpy as np
 
-    if isinstance(obj, dict):
+    if isinstance(obj, Mapping):
         return {str(k): _jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_jsonable(v) for v in obj]
+    if isinstance(obj, (set, frozenset)):
+        return [_jsonable(v) for v in sorted(obj, key=str)]
     if isinstance(obj, np.ndarray):
         return _jsonable(obj.tolist())
     if isinstance(obj, np.generic):

@@ -32,7 +32,9 @@ from divmeter.data import (
 )
 from divmeter.errors import InvalidInputError
 
-__all__ = ["FileRun", "score_file", "record_columns"]
+__all__ = ["FileRun", "score_file", "record_columns", "carried_fields", "with_metadata"]
+
+_SCALARS = (str, int, float, bool)
 
 
 @dataclass
@@ -43,6 +45,7 @@ class FileRun:
         plans: The resolved metrics.
         columns: Their output columns.
         has_label: Whether the input's sets carry labels.
+        metadata: The input's metadata fields carried into every record (from the first set).
         scored: Sets scored by this run.
         skipped: Sets already in the output (``--resume``).
         summary: Running aggregates over every set in the output (resumed ones included).
@@ -53,6 +56,7 @@ class FileRun:
     plans: list[MetricPlan]
     columns: list[str]
     has_label: bool = False
+    metadata: list[str] = field(default_factory=list)
     scored: int = 0
     skipped: int = 0
     summary: Summary = field(default_factory=lambda: Summary([]))
@@ -60,21 +64,69 @@ class FileRun:
     output: str | None = None
 
 
-def record_columns(plans: Sequence[MetricPlan], *, has_label: bool, signatures: bool
-                   ) -> list[str]:
+def record_columns(plans: Sequence[MetricPlan], *, has_label: bool, signatures: bool,
+                   metadata: Sequence[str] = ()) -> list[str]:
     """The fields of a result record, in output order.
 
     Example:
         >>> record_columns(resolve_metrics(["ttr"]), has_label=False, signatures=True)
         ['set_id', 'row', 'ttr', 'reasons', 'per_response', 'signatures']
+        >>> record_columns(resolve_metrics(["ttr"]), has_label=True, signatures=False,
+        ...                metadata=["stage"])
+        ['set_id', 'row', 'label', 'stage', 'ttr', 'reasons', 'per_response']
     """
-    cols = ["set_id", "row"] + (["label"] if has_label else []) + [p.column for p in plans]
+    cols = ["set_id", "row"] + (["label"] if has_label else []) + list(metadata)
+    cols += [p.column for p in plans]
     cols.append("reasons")
     if any(p.granularity == "response" for p in plans):
         cols.append("per_response")
     if signatures:
         cols.append("signatures")
     return cols
+
+
+def carried_fields(first: Any, columns: Sequence[str]) -> list[str]:
+    """The metadata fields a score output carries from its input: the first set's scalar
+    metadata (``stage``, ``prompt_id``, ``temperature``, ...), so ``divmeter meta paired
+    scores.jsonl --by stage`` can group the scores.
+
+    Tevet & Berant's precomputed ``metric_*`` columns are left out (they are scores of the input
+    file, read from it by the meta commands), as is any name a record already uses.
+
+    Example:
+        >>> from divmeter.data import ResponseSet
+        >>> s = ResponseSet("a", ["x"], metadata={"stage": "sft", "metric_bleu": 0.2,
+        ...                                       "tags": ["t"], "prompt_id": 3})
+        >>> carried_fields(s, ["ttr"])
+        ['stage', 'prompt_id']
+    """
+    from divmeter.batch import RECORD_KEYS
+
+    if first is None:
+        return []
+    taken = set(RECORD_KEYS) | set(columns) | {"prompt", "responses", "metadata"}
+    return [k for k, v in first.metadata.items()
+            if (v is None or isinstance(v, _SCALARS)) and not k.startswith("metric_")
+            and k not in taken]
+
+
+def with_metadata(record: dict[str, Any], values: dict[str, Any], fields: Sequence[str]
+                  ) -> dict[str, Any]:
+    """``record`` with ``fields`` (from ``values``; ``None`` when absent) after its label.
+
+    Example:
+        >>> with_metadata({"set_id": "a", "row": 0, "ttr": 1.0}, {"stage": "sft"}, ["stage"])
+        {'set_id': 'a', 'row': 0, 'stage': 'sft', 'ttr': 1.0}
+    """
+    if not fields:
+        return record
+    head = ("set_id", "row", "label")
+    out = {k: record[k] for k in head if k in record}
+    for k in fields:
+        v = values.get(k)
+        out[k] = v if v is None or isinstance(v, _SCALARS) else str(v)
+    out.update((k, v) for k, v in record.items() if k not in head)
+    return out
 
 
 def _output_format(output: str, fmt: str | None) -> str:
@@ -118,7 +170,8 @@ def score_file(
         resume: Skip the sets already in ``output`` (from an interrupted run) and append.
         workers: Processes to spread the sets over.
         signatures: Keep each metric's signature in every record.
-        summary_in_output: With JSON output, store the summary in the file as ``summary``.
+        summary_in_output: Kept for compatibility: JSON output always has one shape,
+            ``{"results": [...], "summary": {...}}``.
         progress: Called as ``progress(done, total)`` after each set (resumed ones included).
         scorer: What scores the sets, with :func:`divmeter.batch.score_sets`'s signature and
             contract (default: that function); the Ray engine passes its own
@@ -148,15 +201,6 @@ def score_file(
     out_fmt = None if output is None else _output_format(output, fmt)
     run = FileRun(plans, columns, summary=Summary(columns), output=output)
 
-    skip: dict[int, str] = {}
-    appending = False
-    if resume and output is not None:
-        skip, old = completed_rows(output, out_fmt, columns=columns)
-        for rec in old:
-            run.summary.add(rec)
-        appending = bool(old) or Path(output).exists()
-    run.skipped = len(skip)
-
     # CDM-like metrics read a JSONL of instantiations (marked texts become the responses)
     reader = read_sets
     if any(p.input == "instantiations" for p in plans):
@@ -167,11 +211,31 @@ def score_file(
     sets = reader(src, input_format)
     first = next(sets, None)
     run.has_label = first is not None and first.label is not None
-    sets = itertools.chain([first] if first is not None else [], sets)
+    run.metadata = carried_fields(first, columns)
+    meta_rows: dict[int, dict[str, Any]] = {}
+
+    def remembered(it: Any) -> Any:  # each set's carried metadata, by row, until its record
+        for row, s in enumerate(it):
+            if run.metadata and row not in skip:
+                meta_rows[row] = s.metadata
+            yield s
+
+    sets = remembered(itertools.chain([first] if first is not None else [], sets))
+
+    skip: dict[int, str] = {}
+    appending = False
+    if resume and output is not None:
+        skip, old = completed_rows(output, out_fmt, columns=run.metadata + columns)
+        for rec in old:
+            run.summary.add(rec)
+        appending = bool(old) or Path(output).exists()
+    run.skipped = len(skip)
+
 
     writer = None
     if output is not None:
-        cols = record_columns(plans, has_label=run.has_label, signatures=signatures)
+        cols = record_columns(plans, has_label=run.has_label, signatures=signatures,
+                              metadata=run.metadata)
         writer = open_record_writer(output, out_fmt, columns=cols, append=appending)
     try:
         scorer = scorer or score_sets
@@ -179,12 +243,13 @@ def score_file(
                           progress=progress, total=total, skip=skip, summary=run.summary,
                           with_signatures=signatures):
             run.scored += 1
+            rec = with_metadata(rec, meta_rows.pop(rec["row"], {}), run.metadata)
             if writer is None:
                 run.records.append(rec)
             else:
                 writer.write(rec)
         if writer is not None:
-            if summary_in_output and out_fmt == "json":
+            if out_fmt == "json":  # one shape, with or without --summary
                 writer.extra = {"summary": run.summary.to_dict()}
             writer.close()
             writer = None

@@ -5,18 +5,23 @@ Subcommands live in sibling modules (``score``, ``meta``) and are mounted here.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Annotated
 
 import typer
 
 from divmeter import __version__
-from divmeter.errors import DivmeterError, InvalidInputError
+from divmeter.errors import DivmeterError
+
+#: Shown under every ``--help``: what the exit code of any command means.
+EXIT_CODES = ("Exit codes: 0 ok; 1 a bug in divmeter (please report it); 2 bad input (file, "
+              "option or metric); 130 interrupted. Errors, warnings and progress go to stderr, "
+              "results to stdout or -o.")
 
 app = typer.Typer(
     name="divmeter",
     help="Measure how diverse sets of generated texts are, and which diversity metric to trust.",
+    epilog=EXIT_CODES,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -41,48 +46,48 @@ def _root(
     _state["debug"] = debug
 
 
-@app.command("list")
-def list_cmd(
-    family: Annotated[
-        str | None, typer.Option("--family", help="Only this family: form, content, lm, judge.")
-    ] = None,
-    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
-) -> None:
-    """List every registered metric with its family, granularity, direction and parameters
-    (each as name: type and constraint = default; --format json adds each one's doc)."""
-    from divmeter.params import describe
-    from divmeter.registry import list_metrics
+_PLAIN_TYPES = {"int": "INT", "int range": "INT", "float": "NUMBER", "float range": "NUMBER",
+                "str": "TEXT", "bool": "FLAG", "list[str]": "TEXT", "list[int]": "INT",
+                "list[float]": "NUMBER"}
 
-    specs = list_metrics(family)
-    if fmt == "json":
-        typer.echo(json.dumps([s.to_dict() for s in specs], indent=2))
+
+def _plain_metavars() -> None:
+    """Help shows ``FLAG``, ``INT``, ``TEXT`` (and each option's own metavar, e.g.
+    ``NAME[:k=v,...]``) instead of typer's ``<bool>``, ``<list[str]>``.
+
+    One patch of typer's option display here, so every command (those other modules add
+    included, and the help option itself) reads the same.
+    """
+    from typer.core import TyperArgument, TyperOption
+
+    # an argument's name (INPUT, FILE...) says what it is; its type adds nothing
+    TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
+    if getattr(TyperOption.display_type_rich, "_divmeter", False):
         return
-    if fmt != "table":
-        raise InvalidInputError(f"--format must be table or json; got {fmt!r}.")
-    from rich.console import Console
-    from rich.table import Table
+    original = TyperOption.display_type_rich
 
-    table = Table(title=f"divmeter {__version__}: {len(specs)} metrics")
-    for col in ("name", "family", "granularity", "direction", "params", "needs", "corpus merge",
-                "description"):
-        table.add_column(col, overflow="fold")
-    for s in specs:
-        params = "\n".join(f"{k}: {describe(p)}" for k, p in s.schema.items())
-        table.add_row(
-            s.name,
-            s.family,
-            s.granularity,
-            "higher" if s.higher_is_more_diverse else "lower",
-            params,
-            f"divmeter[{s.extra}]" if s.extra else "core",
-            s.merge,
-            s.description,
-        )
-    Console().print(table)
+    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
+        if self.metavar is None and self.is_flag:
+            return "FLAG"
+        shown = original(self, ctx)  # type: ignore[arg-type]
+        if shown and shown.startswith("<") and shown.endswith(">"):
+            inner = shown[1:-1]
+            return _PLAIN_TYPES.get(inner, inner.upper())
+        return shown
+
+    display_type_rich._divmeter = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
 def _mount() -> None:
     import importlib.util
+
+    from divmeter.cli.listing import list_cmd
+
+    app.command("list")(list_cmd)
+    from divmeter.cli.report import report_cmd
+
+    app.command("report")(report_cmd)
 
     if importlib.util.find_spec("divmeter.cli.score") is not None:
         from divmeter.cli.score import score_cmd
@@ -107,6 +112,7 @@ def _mount() -> None:
     app.command("judge")(judge_cmd)
 
 
+_plain_metavars()
 _mount()
 
 

@@ -68,6 +68,11 @@ ReportOpt = Annotated[
     typer.Option("--report", help="Write report.json, report.md and PNG plots to this folder.",
                  show_default=False),
 ]
+HtmlOpt = Annotated[
+    str | None,
+    typer.Option("--html", help="Also write one self-contained HTML report (table, signatures, "
+                 "plots) here.", metavar="REPORT.html", show_default=False),
+]
 NoPlotOpt = Annotated[bool, typer.Option("--no-plots", help="With --report: skip the PNG plots.")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random draw.")]
 BootOpt = Annotated[
@@ -94,7 +99,7 @@ def _fmt(fmt: str | None) -> str:
 
 
 def _emit(result: Any, fmt: str | None, *, source: str, report: str | None, plots: bool,
-          xlabel: str = "parameter", quiet: bool = False) -> None:
+          xlabel: str = "parameter", quiet: bool = False, html: str | None = None) -> None:
     from divmeter.report import markdown_table, rich_table, write_report
 
     chosen = _fmt(fmt)
@@ -110,6 +115,11 @@ def _emit(result: Any, fmt: str | None, *, source: str, report: str | None, plot
     if report:
         files = write_report(result, report, source=source, plot=plots, xlabel=xlabel)
         _note(f"report written to {report} ({len(files)} files)", quiet)
+    if html:
+        from divmeter.report.html import meta_report
+
+        meta_report(result, html, source=source, xlabel=xlabel, plots=plots)
+        _note(f"HTML report written to {html}", quiet)
 
 
 def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty: str,
@@ -121,6 +131,10 @@ def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty
     from divmeter.data.tables import load_table
     from divmeter.meta.loaders import resolve_scores
 
+    if quiet:
+        from divmeter.cli.progress import quiet_libraries
+
+        quiet_libraries()
     table = load_table(file)
     with progress_bar(bool(metric) and not quiet and sys.stderr.isatty(), len(table)) as callback:
         res = resolve_scores(table, metrics=metric or (), columns=column or (), empty=empty,
@@ -220,6 +234,7 @@ def contest_cmd(
     seed: SeedOpt = 0,
     fmt: FormatOpt = None,
     report: ReportOpt = None,
+    html: HtmlOpt = None,
     no_plots: NoPlotOpt = False,
     workers: WorkersOpt = 1,
     quiet: QuietOpt = False,
@@ -235,7 +250,8 @@ def contest_cmd(
                                                     quiet)
     result = contest(scores, labels, nan=nan, bootstrap=bootstrap, ci_method=ci, seed=seed,
                      metric_signatures=sigs, settings=settings)
-    _emit(result, fmt, source=table.source, report=report, plots=not no_plots, quiet=quiet)
+    _emit(result, fmt, source=table.source, report=report, plots=not no_plots,
+          quiet=quiet, html=html)
 
 
 @meta_app.command("dectest")
@@ -282,6 +298,7 @@ def dectest_cmd(
     seed: SeedOpt = 0,
     fmt: FormatOpt = None,
     report: ReportOpt = None,
+    html: HtmlOpt = None,
     no_plots: NoPlotOpt = False,
     workers: WorkersOpt = 1,
     quiet: QuietOpt = False,
@@ -301,7 +318,8 @@ def dectest_cmd(
                      contexts=contexts, ranking_order=ranking_order, bootstrap=bootstrap,
                      ci_method=ci, nan=nan, metric_signatures=sigs, settings=settings)
     _emit(result, fmt, source=table.source, report=report, plots=not no_plots,
-          xlabel=table.label_name or "parameter", quiet=quiet)
+          xlabel=table.label_name or "parameter",
+          quiet=quiet, html=html)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -410,6 +428,7 @@ def paired_cmd(
     seed: SeedOpt = 0,
     fmt: FormatOpt = None,
     report: ReportOpt = None,
+    html: HtmlOpt = None,
     no_plots: NoPlotOpt = False,
     workers: WorkersOpt = 1,
     quiet: QuietOpt = False,
@@ -438,7 +457,8 @@ def paired_cmd(
                                 directions=dirs, settings=settings, correction=correction,
                                 zero_method=zero_method, nan=nan, bootstrap=bootstrap,
                                 ci_method=ci, seed=seed)
-    _emit(result, fmt, source=table.source, report=report, plots=not no_plots, quiet=quiet)
+    _emit(result, fmt, source=table.source, report=report, plots=not no_plots,
+          quiet=quiet, html=html)
 
 
 def _field(table: Any, i: int, name: str) -> Any:
@@ -488,6 +508,7 @@ def pairwise_cmd(
     nan: NanOpt = "error",
     fmt: FormatOpt = None,
     report: ReportOpt = None,
+    html: HtmlOpt = None,
     no_plots: NoPlotOpt = False,
     workers: WorkersOpt = 1,
     quiet: QuietOpt = False,
@@ -526,7 +547,8 @@ def pairwise_cmd(
                       min_rating_diff=min_rating_diff, confidence=confidence,
                       n_resamples=resamples, seed=seed, nan=nan,
                       directions=_directions(metric, lower_is_diverse))
-    _emit(result, fmt, source=pairs.source, report=report, plots=not no_plots, quiet=quiet)
+    _emit(result, fmt, source=pairs.source, report=report, plots=not no_plots,
+          quiet=quiet, html=html)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -557,6 +579,7 @@ def length_bias_cmd(
     seed: SeedOpt = 0,
     fmt: FormatOpt = None,
     report: ReportOpt = None,
+    html: HtmlOpt = None,
     no_plots: NoPlotOpt = False,
     workers: WorkersOpt = 1,
     quiet: QuietOpt = False,
@@ -584,7 +607,7 @@ def length_bias_cmd(
     import os
 
     _emit(result, fmt, source=os.path.basename(file), report=report, plots=not no_plots,
-          quiet=quiet)
+          quiet=quiet, html=html)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -626,6 +649,7 @@ def decan_confound_cmd(
                                              "class.")] = 0.0,
     fmt: FormatOpt = None,
     report: ReportOpt = None,
+    html: HtmlOpt = None,
     no_plots: NoPlotOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -668,6 +692,12 @@ def decan_confound_cmd(
 
         files = write_confound_report(result, report, info=info, title=title, plots=not no_plots)
         _note(f"report written to {report} ({len(files)} files)", quiet)
+    if html:
+        from divmeter.report.html import text_report
+
+        text_report(result.markdown(title=title), html, title="divmeter meta decan-confound",
+                    source=str(info["source"]))
+        _note(f"HTML report written to {html}", quiet)
 
 
 @meta_app.command("pattr-sensitivity")
@@ -695,6 +725,7 @@ def pattr_sensitivity_cmd(
     seed: SeedOpt = 0,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
+    html: HtmlOpt = None,
 ) -> None:
     """PATTR's L_T x W sensitivity table (its Section 4.4, Table 4 / F.1): independent t-tests of
     the pair similarities of PATTR's and MATTR's top-k selections (negative t: PATTR's more
@@ -711,4 +742,5 @@ def pattr_sensitivity_cmd(
     )
     import os
 
-    _emit(result, fmt, source=os.path.basename(file), report=None, plots=False, quiet=quiet)
+    _emit(result, fmt, source=os.path.basename(file), report=None, plots=False,
+          quiet=quiet, html=html)

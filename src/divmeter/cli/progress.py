@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["progress_bar"]
+__all__ = ["progress_bar", "quiet_libraries", "QUIET_ENV"]
 
 
 @contextmanager
@@ -45,3 +45,28 @@ def progress_bar(
             bar.update(task, completed=done, total=total_ if total_ is not None else total)
 
         yield callback
+
+
+#: Environment switches that silence the progress bars and info logs of the model libraries
+#: (transformers, huggingface_hub, sentence-transformers' tqdm, datasets).
+QUIET_ENV = {
+    "TRANSFORMERS_VERBOSITY": "error",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+    "TQDM_DISABLE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
+
+def quiet_libraries() -> None:
+    """Make ``-q`` silence the model libraries too: set :data:`QUIET_ENV` (inherited by worker
+    processes) and, for libraries already imported, their own switches."""
+    import os
+    import sys
+
+    os.environ.update(QUIET_ENV)
+    if "transformers" in sys.modules:
+        sys.modules["transformers"].logging.set_verbosity_error()
+        sys.modules["transformers"].logging.disable_progress_bar()
+    if "datasets" in sys.modules:
+        sys.modules["datasets"].disable_progress_bars()

@@ -15,7 +15,7 @@ from divmeter.errors import InvalidInputError
 
 __all__ = ["score_cmd"]
 
-_OUT_FORMATS = ("table", "json", "jsonl", "csv", "parquet")
+_OUT_FORMATS = ("table", "json", "jsonl", "csv", "parquet", "markdown")
 
 InputArg = Annotated[list[str], typer.Argument(
     help="Response sets: .jsonl, .json, .csv (long or Tevet wide form), .parquet, "
@@ -33,15 +33,16 @@ OutputOpt = Annotated[str | None, typer.Option(
     metavar="OUT")]
 FormatOpt = Annotated[str | None, typer.Option(
     "--format", "-f",
-    help="Output format: table, json, jsonl, csv, parquet. Default: from -o's "
-    "extension; without -o a table on a terminal and JSONL when piped.", metavar="FORMAT")]
+    help="Output format: table, markdown, json, jsonl, csv, parquet. Default: from -o's "
+    "extension (.md: markdown); without -o a table on a terminal and JSONL when piped.",
+    metavar="FORMAT")]
 InputFormatOpt = Annotated[str | None, typer.Option(
     "--input-format", help="jsonl, json, csv or parquet (default: from the extension).",
     metavar="FORMAT")]
 SummaryOpt = Annotated[bool, typer.Option(
     "--summary",
     help="Print mean, std, count and nulls per metric at the end (stderr, or after the "
-    "table); with --format json also stored in the output as 'summary'.")]
+    "table or markdown). JSON output always holds it as 'summary'.")]
 ResumeOpt = Annotated[bool, typer.Option(
     "--resume", help="Skip the sets already in OUTPUT (from an interrupted run) and append.")]
 WorkersOpt = Annotated[int, typer.Option(
@@ -49,7 +50,21 @@ WorkersOpt = Annotated[int, typer.Option(
 SignaturesOpt = Annotated[bool, typer.Option(
     "--signatures", help="Add each metric's signature to every record.")]
 QuietOpt = Annotated[bool, typer.Option(
-    "--quiet", "-q", help="No progress bar and no closing note.")]
+    "--quiet", "-q", help="No progress bar, no notes (errors still go to stderr).")]
+SplitOpt = Annotated[str | None, typer.Option(
+    "--split", help="hf: inputs: the split (default: test if there is one, else the first).",
+    metavar="SPLIT")]
+TextColumnOpt = Annotated[str, typer.Option(
+    "--text-column", help="hf: inputs: the column of texts (a string per row with --group-by, "
+    "else a list per row).", metavar="COLUMN")]
+GroupByOpt = Annotated[list[str] | None, typer.Option(
+    "--group-by", help="hf: inputs in long form: the column(s) telling the sets apart "
+    "(e.g. prompt_id); repeatable.", metavar="COLUMN", show_default=False)]
+LabelColumnOpt = Annotated[str | None, typer.Option(
+    "--label-column", help="hf: inputs: a column holding each set's label.", metavar="COLUMN")]
+HtmlOpt = Annotated[str | None, typer.Option(
+    "--html", help="Also write a self-contained HTML report here (summary, signatures, "
+    "distributions, correlations).", metavar="REPORT.html")]
 CorpusOpt = Annotated[bool, typer.Option(
     "--corpus", help="Score all responses of all INPUT files (shards, in any order) as one "
     "corpus: one record per metric, from exactly merged per-shard statistics.")]
@@ -71,6 +86,12 @@ def _destination(output: str | None, fmt: str | None, resume: bool) -> tuple[str
     """Where records go (``None``: a table on the terminal, ``"-"``: stdout) and the format."""
     if fmt is not None and fmt.lower() not in _OUT_FORMATS:
         raise InvalidInputError(f"--format must be one of {', '.join(_OUT_FORMATS)}; got {fmt!r}.")
+    markdown = (fmt or "").lower() == "markdown" or (
+        fmt is None and output is not None and output.lower().endswith(".md"))
+    if markdown:
+        if resume:
+            raise InvalidInputError("--resume needs a jsonl, json, csv or parquet output.")
+        return output, "markdown"
     if output is not None and output != "-":
         if fmt is not None and fmt.lower() == "table":
             raise InvalidInputError(
@@ -96,6 +117,11 @@ def score_cmd(
     workers: WorkersOpt = 1,
     signatures: SignaturesOpt = False,
     quiet: QuietOpt = False,
+    html: HtmlOpt = None,
+    split: SplitOpt = None,
+    text_column: TextColumnOpt = "response",
+    group_by: GroupByOpt = None,
+    label_column: LabelColumnOpt = None,
     corpus: CorpusOpt = False,
     engine: EngineOpt = "local",
     address: AddressOpt = None,
@@ -108,60 +134,134 @@ def score_cmd(
     if the set has one, one column per metric (null when undefined, with the reason under
     'reasons'), and per-response values for response-level metrics.
 
+    INPUT may be hf:PATH, a local Hugging Face dataset (a save_to_disk folder, or a dataset
+    folder / .jsonl/.csv/.parquet file read offline) with --split, --text-column and --group-by.
+
+    Metadata fields of the input's sets (e.g. stage, prompt_id) are carried into the records,
+    so `divmeter meta paired scores.jsonl --by stage` can group them.
+
     With --corpus: every response of every INPUT is one corpus; one record per metric (metric,
     value, signature, merge, responses, shards).
 
     Example: divmeter score examples/stories.jsonl -m distinct-n -m self-bleu:n=3 -o scores.jsonl
     """
     from divmeter.batch import resolve_metrics
-    from divmeter.cli.progress import progress_bar
+    from divmeter.cli.progress import progress_bar, quiet_libraries
     from divmeter.runner import score_file
 
+    if quiet:
+        quiet_libraries()
+
     resolve_metrics(metric)  # bad metrics and parameters before any option problem
-    _check_engine(engine, address)
-    if corpus:
+    if _corpus_or_one_file(input, corpus, engine, address, checkpoint, memory_budget):
         _corpus(input, metric, output, fmt, input_format, quiet, engine, address, checkpoint,
                 memory_budget)
         return
-    if checkpoint is not None or memory_budget is not None:
-        raise InvalidInputError("--checkpoint and --memory-budget need --corpus "
-                                "(per-set scoring resumes with --resume).")
-    if len(input) != 1:
-        raise InvalidInputError(
-            f"divmeter score takes one INPUT file (or --corpus with several); got {len(input)}.")
     dest, out_fmt = _destination(output, fmt, resume)
-    options: dict[str, Any] = dict(fmt=out_fmt or None, input_format=input_format,
-                                   resume=resume, signatures=signatures,
-                                   summary_in_output=summary)
+    if html is not None:
+        from divmeter.report.html import check_destination
+
+        check_destination(html)
+    text_out = out_fmt == "markdown"
+    source = path = input[0]
+    if path.startswith("hf:"):
+        path = _hf_to_jsonl(path[3:], split, text_column, group_by, label_column)
+    options: dict[str, Any] = dict(fmt=None if text_out else (out_fmt or None),
+                                   input_format=input_format, resume=resume,
+                                   signatures=signatures, summary_in_output=summary)
     try:
         with progress_bar(not quiet and sys.stderr.isatty()) as callback:
             if engine == "ray":
                 from divmeter.engines.ray import score_file_ray
 
-                run = score_file_ray(input[0], metric, dest, progress=callback, address=address,
-                                     **options)
+                run = score_file_ray(path, metric, None if text_out else dest,
+                                     progress=callback, address=address, **options)
             else:
-                run = score_file(input[0], metric, dest, workers=workers, progress=callback,
-                                 **options)
+                run = score_file(path, metric, None if text_out else dest, workers=workers,
+                                 progress=callback, **options)
     except BrokenPipeError:  # e.g. `divmeter score ... | head`
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         raise typer.Exit(0) from None
-
-    from rich.console import Console
+    finally:
+        if source != path:
+            os.unlink(path)
 
     stats = run.summary.to_dict()
-    if dest is None:
-        Console().print(_results_table(run.records, run.columns, run.has_label))
-        if summary:
-            Console().print(_summary_table(stats))
-    elif summary:
-        Console(stderr=True).print(_summary_table(stats))
+    _print_results(run, stats, dest, text_out=text_out, summary=summary)
+    if html is not None:
+        from divmeter.report.html import score_report
+
+        records = run.records if dest is None or text_out else None
+        sigs = {c: v["signature"] for c, v in stats["metrics"].items() if v.get("signature")}
+        score_report([str(dest) if records is None else source], html, records=records,
+                     columns=run.columns, signatures=sigs, title=f"divmeter score: {source}")
+        if not quiet:
+            typer.echo(f"divmeter: report written to {html}", err=True)
     if not quiet and dest not in (None, "-"):
         resumed = f" ({run.skipped} already there)" if run.skipped else ""
         nulls = ", ".join(f"{c}: {v['nulls']}" for c, v in stats["metrics"].items() if v["nulls"])
         typer.echo(f"divmeter: scored {run.scored} sets{resumed} -> {output}"
                    + (f"; nulls {nulls}" if nulls else ""), err=True)
+
+
+def _print_results(run: Any, stats: dict[str, Any], dest: str | None, *, text_out: bool,
+                   summary: bool) -> None:
+    """Markdown (stdout or file), the terminal table, and the --summary table."""
+    from rich.console import Console
+
+    from divmeter.report.scores import records_markdown, records_table, summary_table
+
+    if text_out:
+        text = records_markdown(run.records, run.columns, has_label=run.has_label,
+                                metadata=run.metadata, summary=stats if summary else None)
+        if dest is None or dest == "-":
+            typer.echo(text, nl=False)
+        else:
+            with open(dest, "w", encoding="utf-8") as fh:
+                fh.write(text)
+    elif dest is None:
+        console = Console()
+        for item in records_table(run.records, run.columns, has_label=run.has_label,
+                                  metadata=run.metadata, width=console.width):
+            console.print(item)
+        if summary:
+            for item in summary_table(stats):
+                console.print(item)
+    elif summary:
+        err = Console(stderr=True)
+        for item in summary_table(stats):
+            err.print(item)
+
+
+def _hf_to_jsonl(path: str, split: str | None, text: str, by: list[str] | None,
+                 label: str | None) -> str:
+    """A local Hugging Face dataset as a temporary JSONL of response sets (removed after)."""
+    import tempfile
+
+    from divmeter.data import write_sets
+    from divmeter.frame import load_hf, sets_from_frame
+
+    sets, _ = sets_from_frame(load_hf(path, split=split), text=text, by=by or None, label=label)
+    fd, tmp = tempfile.mkstemp(prefix="divmeter-hf-", suffix=".jsonl")
+    os.close(fd)
+    write_sets(sets, tmp, "jsonl")
+    return tmp
+
+
+def _corpus_or_one_file(inputs: list[str], corpus: bool, engine: str, address: str | None,
+                        checkpoint: str | None, memory_budget: float | None) -> bool:
+    """Check the engine and input options; ``True`` for a --corpus run."""
+    _check_engine(engine, address)
+    if corpus:
+        return True
+    if checkpoint is not None or memory_budget is not None:
+        raise InvalidInputError("--checkpoint and --memory-budget need --corpus "
+                                "(per-set scoring resumes with --resume).")
+    if len(inputs) != 1:
+        raise InvalidInputError(
+            f"divmeter score takes one INPUT file (or --corpus with several); got {len(inputs)}.")
+    return False
 
 
 def _check_engine(engine: str, address: str | None) -> None:
@@ -228,51 +328,3 @@ def _fmt_value(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.4f}"
     return str(v)
-
-
-def _results_table(rows: list[dict[str, Any]], columns: list[str], has_label: bool) -> Any:
-    from rich.table import Table
-
-    table = Table(title=f"{len(rows)} sets", title_justify="left")
-    table.add_column("row", justify="right", style="dim")
-    table.add_column("set_id", overflow="fold", max_width=40)
-    if has_label:
-        table.add_column("label", justify="right")
-    for c in columns:
-        table.add_column(c, justify="right")
-    reasons: dict[str, int] = {}
-    for r in rows:
-        cells = [str(r["row"]), str(r["set_id"])]
-        if has_label:
-            cells.append(_fmt_value(r.get("label")))
-        cells += [_fmt_value(r.get(c)) for c in columns]
-        table.add_row(*cells)
-        for c, why in (r.get("reasons") or {}).items():
-            key = f"{c}: {why}"
-            reasons[key] = reasons.get(key, 0) + 1
-    if reasons:
-        table.caption = "null: " + "; ".join(f"{k} (x{n})" for k, n in reasons.items())
-        table.caption_justify = "left"
-    return table
-
-
-def _summary_table(stats: dict[str, Any]) -> Any:
-    from rich.table import Table
-
-    table = Table(title=f"summary over {stats['sets']} sets", title_justify="left")
-    for col in ("metric", "mean", "std", "count", "nulls", "signature"):
-        table.add_column(
-            col,
-            justify="left" if col in {"metric", "signature"} else "right",
-            overflow="fold",
-        )
-    for name, s in stats["metrics"].items():
-        table.add_row(
-            name,
-            _fmt_value(s["mean"]),
-            _fmt_value(s["std"]),
-            str(s["count"]),
-            str(s["nulls"]),
-            s.get("signature", ""),
-        )
-    return table

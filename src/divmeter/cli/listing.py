@@ -1,0 +1,191 @@
+"""``divmeter list``: the registered metrics, one line each, and ``divmeter list NAME`` details.
+
+Both read the registry only (no metric module imports torch at registration), and both fit an
+80-column terminal: one row per metric with a one-line description cut with an ellipsis, never
+a table whose description wraps one word per line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Annotated, Any
+
+import typer
+
+from divmeter.errors import InvalidInputError
+
+__all__ = ["list_cmd", "short_description", "direction_text", "range_text", "example_command"]
+
+FAMILIES = ("form", "content", "lm", "judge")
+
+
+def short_description(text: str) -> str:
+    """The first clause of a metric's description (up to the first ``;``).
+
+    Example:
+        >>> short_description("Type-token ratio of each response; mean over the set")
+        'Type-token ratio of each response'
+    """
+    return text.split("; ")[0].strip()
+
+
+def direction_text(higher_is_more_diverse: bool) -> str:
+    """``↑ diverse`` (higher = more diverse) or ``↓ diverse`` (lower = more diverse)."""
+    return "↑ diverse" if higher_is_more_diverse else "↓ diverse"
+
+
+def _bound(v: float | None, low: bool) -> str:
+    if v is None or (isinstance(v, float) and math.isinf(v)):
+        return "-∞" if low else "∞"
+    return str(int(v)) if float(v).is_integer() else str(v)
+
+
+def range_text(bounds: tuple[float | None, float | None]) -> str:
+    """The range of a metric's value, e.g. ``[0, 1]`` or ``[0, ∞)``.
+
+    Example:
+        >>> range_text((0.0, 1.0)), range_text((1.0, None))
+        ('[0, 1]', '[1, ∞)')
+    """
+    lo, hi = bounds
+    left = "(" if lo is None else "["
+    right = ")" if hi is None else "]"
+    return f"{left}{_bound(lo, True)}, {_bound(hi, False)}{right}"
+
+
+def example_command(spec: Any) -> str:
+    """A runnable ``divmeter score`` line for the metric on the bundled example.
+
+    Shows the first numeric parameter (else the first one with choices) set to its default, so
+    the ``NAME:k=v`` syntax is visible; CDM-like metrics name an instantiations file instead.
+
+    Example:
+        >>> from divmeter.registry import get_metric
+        >>> example_command(get_metric("self-bleu"))
+        'divmeter score examples/stories.jsonl -m self-bleu:n=4'
+
+    """
+    arg = spec.name
+    numeric = [(k, p.default) for k, p in spec.schema.items()
+               if isinstance(p.default, (int, float)) and not isinstance(p.default, bool)]
+    chosen = [(k, p.default) for k, p in spec.schema.items() if p.choices and p.default]
+    for k, v in (numeric + chosen)[:1]:
+        arg = f"{spec.name}:{k}={v}"
+    src = "instantiations.jsonl" if spec.input == "instantiations" else "examples/stories.jsonl"
+    return f"divmeter score {src} -m {arg}"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)].rstrip() + "…"
+
+
+def _list_table(specs: list[Any], title: str, width: int) -> Any:
+    """One row per metric; the description takes what is left of ``width`` (at least 24)."""
+    from rich.table import Table
+
+    rows = [(s.name, s.family, direction_text(s.higher_is_more_diverse), range_text(s.bounds),
+             short_description(s.description)) for s in specs]
+    header = ("name", "family", "direction", "range", "description")
+    widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(4)]
+    room = max(24, width - sum(widths) - 2 * 4)
+    table = Table(title=title, title_justify="left", box=None, pad_edge=False,
+                  header_style="bold", caption="details: divmeter list NAME",
+                  caption_justify="left")
+    for i, h in enumerate(header[:4]):
+        table.add_column(h, no_wrap=True, width=widths[i])
+    table.add_column("description", no_wrap=True, width=room)
+    for r in rows:
+        table.add_row(*r[:4], _cut(r[4], room))
+    return table
+
+
+def _params_table(spec: Any) -> Any:
+    from rich.table import Table
+
+    from divmeter.params import _jsonable
+
+    table = Table(title="parameters", title_justify="left", box=None, pad_edge=False,
+                  header_style="bold")
+    table.add_column("name", no_wrap=True)
+    table.add_column("type", no_wrap=True)
+    table.add_column("default", overflow="fold", max_width=16)
+    table.add_column("allowed / meaning", overflow="fold", min_width=30, ratio=1)
+    for k, p in spec.schema.items():
+        d = p.to_dict()
+        allowed = d.get("constraint", "any value")
+        if p.doc:
+            allowed += f". {p.doc}"
+        table.add_row(k, p.type_name(), json.dumps(_jsonable(p.default)), allowed)
+    return table
+
+
+def _details(spec: Any) -> list[Any]:
+    from rich.markup import escape
+    from rich.text import Text
+
+    lines: list[Any] = [
+        Text(spec.name, style="bold"),
+        Text(spec.description),
+        "",
+        f"family       {spec.family}",
+        f"granularity  {spec.granularity}",
+        "direction    " + ("higher = more diverse" if spec.higher_is_more_diverse
+                           else "lower = more diverse"),
+        f"range        {range_text(spec.bounds)}",
+        "needs        " + escape(f"pip install 'divmeter[{spec.extra}]'" if spec.extra
+                                 else "the core install"),
+        f"corpus merge {spec.merge}",
+        "",
+    ]
+    if spec.schema:
+        lines.append(_params_table(spec))
+    else:
+        lines.append("parameters   none")
+    lines += ["", Text("citation", style="bold"), Text(spec.citation), "",
+              Text("example", style="bold"), Text(example_command(spec))]
+    return lines
+
+
+def list_cmd(
+    name: Annotated[str | None, typer.Argument(
+        help="A metric: print its parameters (types, defaults, choices), citation and an "
+        "example command.", metavar="[NAME]", show_default=False)] = None,
+    family: Annotated[str | None, typer.Option(
+        "--family", help="Only this family: form, content, lm, judge.", metavar="FAMILY")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table or json.", metavar="FORMAT")
+                   ] = "table",
+) -> None:
+    """List every registered metric (name, family, direction, range, what it measures), or
+    one metric's details with NAME. --format json gives every field, parameters included.
+
+    Example: divmeter list self-bleu
+    """
+    from divmeter import __version__
+    from divmeter.registry import get_metric, list_metrics
+
+    if fmt not in ("table", "json"):
+        raise InvalidInputError(f"--format must be table or json; got {fmt!r}.")
+    if family is not None and family not in FAMILIES:
+        raise InvalidInputError(
+            f"--family must be one of {', '.join(FAMILIES)}; got {family!r}.")
+    if name is not None and family is not None:
+        raise InvalidInputError("give a metric NAME or --family, not both.")
+    from rich.console import Console
+
+    console = Console()
+    if name is not None:
+        spec = get_metric(name)
+        if fmt == "json":
+            typer.echo(json.dumps(spec.to_dict(), indent=2))
+            return
+        for item in _details(spec):
+            console.print(item)
+        return
+    specs = list_metrics(family)
+    if fmt == "json":
+        typer.echo(json.dumps([s.to_dict() for s in specs], indent=2))
+        return
+    what = f"{family} metrics" if family else "metrics"
+    console.print(_list_table(specs, f"divmeter {__version__}: {len(specs)} {what}",
+                              console.width))

@@ -1,0 +1,582 @@
+"""One self-contained HTML page: `divmeter report`, `score --html`, `meta ... --html`.
+
+The page holds everything it shows (no request leaves it): CSS and a few lines of JavaScript
+inline, plots as inline SVG (score reports: drawn here, no matplotlib) or base64 PNG (the
+meta-evaluation plots of :func:`divmeter.report.write_report`). Sections:
+
+* the run: sources, divmeter version, each metric's signature;
+* the summary table: per metric its direction (↑ higher = more diverse), range, mean, std,
+  median, min, max, count and nulls;
+* per-metric distributions (histograms; split by label when the sets carry two labels);
+* the metric-metric Spearman correlation heatmap over sets;
+* for meta-evaluations: the protocol's table, settings, signatures and plots;
+* the records themselves (sortable by clicking a header).
+
+The layout is responsive: one column on a phone, tables scroll sideways inside their box.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from divmeter.errors import InvalidInputError
+
+__all__ = ["score_report", "meta_report", "report_from_files", "check_destination",
+           "histogram_svg", "heatmap_svg", "spearman_matrix"]
+
+_CSS = """
+*{box-sizing:border-box}
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d232a;
+background:#f6f7f9}
+header{background:#1f3b57;color:#fff;padding:16px 20px}
+header h1{font-size:1.3em;margin:0 0 4px}
+header p{margin:0;opacity:.85;font-size:.9em;word-break:break-all}
+main{max-width:1100px;margin:0 auto;padding:12px}
+section{background:#fff;border:1px solid #dde1e6;border-radius:8px;padding:12px 14px;margin:12px 0}
+h2{font-size:1.1em;margin:0 0 8px}
+.scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}
+table{border-collapse:collapse;font-size:.9em;min-width:100%}
+th,td{padding:4px 8px;border-bottom:1px solid #eceff2;text-align:right;white-space:nowrap}
+th:first-child,td:first-child{text-align:left}
+td.text,th.text{text-align:left}
+th{background:#f0f2f5;position:sticky;top:0;cursor:pointer}
+td.null{color:#9aa3ad}
+code,.sig{font:12px/1.4 ui-monospace,Menlo,Consolas,monospace;word-break:break-all}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:12px}
+figure{margin:0}
+figcaption{font-size:.85em;color:#4a5561;margin-top:2px}
+svg,img{width:100%;height:auto;display:block}
+.note{color:#4a5561;font-size:.88em}
+@media (max-width:600px){body{font-size:14px}main{padding:6px}section{padding:10px}
+header{padding:12px}}
+"""
+
+_JS = """
+document.querySelectorAll('table.sortable th').forEach(function(th, i){
+  th.addEventListener('click', function(){
+    var body = th.closest('table').tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    var up = th.dataset.dir !== 'up'; th.dataset.dir = up ? 'up' : 'down';
+    rows.sort(function(a, b){
+      var x = a.cells[i].dataset.v || a.cells[i].textContent;
+      var y = b.cells[i].dataset.v || b.cells[i].textContent;
+      var nx = parseFloat(x), ny = parseFloat(y);
+      var c = (isNaN(nx) || isNaN(ny)) ? x.localeCompare(y) : nx - ny;
+      return up ? c : -c;
+    });
+    rows.forEach(function(r){ body.appendChild(r); });
+  });
+});
+"""
+
+_BLUE, _ORANGE = "#1f77b4", "#ff7f0e"
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def check_destination(path: str | os.PathLike[str]) -> None:
+    """Fail before any work when the report cannot be written where asked."""
+    p = Path(path)
+    if p.suffix.lower() not in (".html", ".htm"):
+        raise InvalidInputError(f"--html/-o must name an .html file; got {str(path)!r}.")
+    if not p.parent.is_dir():
+        raise InvalidInputError(f"report folder {str(p.parent)!r} does not exist.")
+
+
+def _num(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "null"
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    return str(v)
+
+
+# ------------------------------------------------------------------------------------ SVG
+
+
+def histogram_svg(values: Sequence[float] | np.ndarray, *, groups: Sequence[Any] | None = None,
+                  bins: int = 20, title: str = "") -> str:
+    """An inline SVG histogram of ``values`` (NaN left out); by group when ``groups`` has two.
+
+    Example:
+        >>> svg = histogram_svg([0.1, 0.2, 0.2, 0.9], bins=4)
+        >>> svg.count("<rect")  # bins [0.1, 0.3) and [0.7, 0.9] hold values
+        2
+    """
+    v = np.asarray(values, dtype=float)
+    keep = ~np.isnan(v)
+    v = v[keep]
+    w, h, pad, bottom = 320, 170, 30, 24
+    if v.size == 0:
+        return (f'<svg viewBox="0 0 {w} {h}" role="img" aria-label="{_e(title)}: no values">'
+                f'<text x="{w / 2}" y="{h / 2}" text-anchor="middle" fill="#777">no values'
+                "</text></svg>")
+    lo, hi = float(v.min()), float(v.max())
+    if hi == lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    edges = np.linspace(lo, hi, bins + 1)
+    sets: list[tuple[str, np.ndarray, str]] = []
+    g = None if groups is None else np.asarray([str(x) for x in groups], dtype=object)[keep]
+    kinds = sorted(set(g)) if g is not None else []
+    if g is not None and 2 <= len(kinds) <= 3:
+        colors = [_BLUE, _ORANGE, "#2ca02c"]
+        sets = [(k, v[g == k], colors[i]) for i, k in enumerate(kinds)]
+    else:
+        sets = [("all", v, _BLUE)]
+    counts = [np.histogram(x, bins=edges)[0] for _, x, _ in sets]
+    top = max(1, max(int(c.max()) for c in counts))
+    plot_w, plot_h = w - 2 * pad, h - pad - bottom
+    bw = plot_w / bins
+    parts = [f'<svg viewBox="0 0 {w} {h}" role="img" aria-label="{_e(title)} histogram">',
+             f'<line x1="{pad}" y1="{h - bottom}" x2="{w - pad}" y2="{h - bottom}" '
+             'stroke="#888"/>']
+    for (_, _, color), c in zip(sets, counts, strict=True):
+        for i, n in enumerate(c):
+            if n == 0:
+                continue
+            bh = plot_h * n / top
+            parts.append(f'<rect x="{pad + i * bw:.1f}" y="{h - bottom - bh:.1f}" '
+                         f'width="{max(bw - 1, 1):.1f}" height="{bh:.1f}" fill="{color}" '
+                         f'fill-opacity="{0.55 if len(sets) > 1 else 0.85}"><title>'
+                         f'{edges[i]:.4g}..{edges[i + 1]:.4g}: {n}</title></rect>')
+    parts.append(f'<text x="{pad}" y="{h - 6}" font-size="11" fill="#444">{lo:.4g}</text>')
+    parts.append(f'<text x="{w - pad}" y="{h - 6}" font-size="11" fill="#444" '
+                 f'text-anchor="end">{hi:.4g}</text>')
+    parts.append(f'<text x="{pad}" y="16" font-size="11" fill="#444">max count {top}</text>')
+    if len(sets) > 1:
+        x = w - pad
+        for k, _, color in reversed(sets):
+            parts.append(f'<text x="{x}" y="16" font-size="11" fill="{color}" '
+                         f'text-anchor="end">label {_e(k)}</text>')
+            x -= 70
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def spearman_matrix(columns: Mapping[str, Sequence[float] | np.ndarray]) -> np.ndarray:
+    """Spearman's ρ between every two columns over the rows where both have a value.
+
+    NaN where fewer than 3 such rows or a column is constant there.
+
+    Example:
+        >>> spearman_matrix({"a": [1, 2, 3, 4], "b": [2, 4, 6, 9], "c": [4, 3, 2, 1]}).round(3)
+        array([[ 1.,  1., -1.],
+               [ 1.,  1., -1.],
+               [-1., -1.,  1.]])
+    """
+    from scipy.stats import rankdata
+
+    names = list(columns)
+    arrs = [np.asarray(columns[n], dtype=float) for n in names]
+    m = np.full((len(names), len(names)), np.nan)
+    for i in range(len(names)):
+        for j in range(i, len(names)):
+            ok = ~np.isnan(arrs[i]) & ~np.isnan(arrs[j])
+            if ok.sum() < 3:
+                continue
+            a, b = rankdata(arrs[i][ok]), rankdata(arrs[j][ok])
+            if a.std() == 0 or b.std() == 0:
+                continue
+            m[i, j] = m[j, i] = float(np.corrcoef(a, b)[0, 1])
+    return m
+
+
+def heatmap_svg(names: Sequence[str], matrix: np.ndarray) -> str:
+    """An inline SVG heatmap of a correlation matrix in [-1, 1] with the value in each cell."""
+    n = len(names)
+    shorts = [name if len(name) <= 22 else name[:21] + "…" for name in names]
+    longest = max([len(x) for x in shorts] + [4])
+    cell, left = 46, round(longest * 6.3 + 10)
+    top = round(longest * 6.3 * 0.71 + 12)  # the column labels are turned 45 degrees
+    w, h = left + n * cell + 4 + top // 2, top + n * cell + 4
+    parts = [f'<svg viewBox="0 0 {w} {h}" role="img" aria-label="Spearman correlation heatmap" '
+             f'style="max-width:{w}px">']
+    for i, name in enumerate(names):
+        short = shorts[i]
+        y = top + i * cell + cell / 2 + 4
+        parts.append(f'<text x="{left - 6}" y="{y:.1f}" font-size="11" text-anchor="end">'
+                     f"<title>{_e(name)}</title>{_e(short)}</text>")
+        x = left + i * cell + cell / 2
+        parts.append(f'<text x="{x:.1f}" y="{top - 6}" font-size="11" '
+                     f'transform="rotate(-45 {x:.1f} {top - 6})"><title>{_e(name)}</title>'
+                     f"{_e(short)}</text>")
+        for j in range(n):
+            r = matrix[i, j]
+            if np.isnan(r):
+                fill, txt = "#eee", "–"
+            else:
+                t = abs(float(r))
+                base = (31, 119, 180) if r >= 0 else (214, 39, 40)
+                rgb = tuple(round(255 - (255 - c) * t) for c in base)
+                fill, txt = f"rgb{rgb}", f"{r:.2f}"
+            parts.append(f'<rect x="{left + j * cell}" y="{top + i * cell}" width="{cell - 2}" '
+                         f'height="{cell - 2}" fill="{fill}"><title>{_e(names[i])} vs '
+                         f'{_e(names[j])}: {txt}</title></rect>')
+            color = "#fff" if not np.isnan(r) and abs(r) > 0.6 else "#222"
+            parts.append(f'<text x="{left + j * cell + cell / 2 - 1}" '
+                         f'y="{top + i * cell + cell / 2 + 3}" font-size="11" '
+                         f'text-anchor="middle" fill="{color}">{txt}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+# ------------------------------------------------------------------------------------ page
+
+
+def _page(title: str, subtitle: str, sections: Sequence[str]) -> str:
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
+            f"<header><h1>{_e(title)}</h1><p>{subtitle}</p></header><main>"
+            + "".join(sections) + f"</main><script>{_JS}</script></body></html>\n")
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], *, text_cols: int = 1,
+           sortable: bool = False, cls: str = "") -> str:
+    klass = " ".join(x for x in ("sortable" if sortable else "", cls) if x)
+    out = ['<div class="scroll"><table' + (f' class="{klass}"' if klass else "") + "><thead><tr>"]
+    out += [("<th class=\"text\">" if i < text_cols else "<th>") + f"{_e(h)}</th>"
+            for i, h in enumerate(head)]
+    out.append("</tr></thead><tbody>")
+    for r in rows:
+        out.append("<tr>")
+        for i, c in enumerate(r):
+            shown = _num(c)
+            attrs = ' class="text"' if i < text_cols else (' class="null"' if shown == "null"
+                                                           else "")
+            out.append(f"<td{attrs}>{_e(shown)}</td>")
+        out.append("</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def _metric_columns(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    from divmeter.batch import RECORD_KEYS
+
+    keys: list[str] = []
+    for r in records:
+        for k, v in r.items():
+            if k in RECORD_KEYS or k in keys:
+                continue
+            if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)):
+                keys.append(k)
+    # a key with a non-number anywhere is metadata, not a metric; so is a number whose name is
+    # neither a registered metric's column (``self-bleu:n=3``) nor a precomputed ``metric_*``
+    from divmeter.registry import list_metrics
+
+    names = {s.name for s in list_metrics()}
+    return [k for k in keys
+            if (k.split(":", 1)[0] in names or k.startswith("metric_"))
+            and all(r.get(k) is None or (isinstance(r.get(k), (int, float))
+                                         and not isinstance(r.get(k), bool)) for r in records)]
+
+
+def _score_sections(records: Sequence[Mapping[str, Any]], columns: Sequence[str],
+                    signatures: Mapping[str, str]) -> list[str]:
+    from divmeter.report.scores import metric_facts, null_reasons
+
+    data = {c: np.asarray([np.nan if r.get(c) is None else float(r[c]) for r in records])
+            for c in columns}
+    labels = [r.get("label") for r in records]
+    has_label = any(x is not None for x in labels)
+    rows = []
+    for c in columns:
+        v = data[c][~np.isnan(data[c])]
+        arrow, rng = metric_facts(c)
+        direction = {"↑": "↑ higher", "↓": "↓ lower"}.get(arrow, "?")
+        stats = ([float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else None,
+                  float(np.median(v)), float(v.min()), float(v.max())] if v.size
+                 else [None] * 5)
+        rows.append([c, direction, rng or "?", *stats, int(v.size), int(len(records) - v.size)])
+    out = ['<section id="summary"><h2>Summary</h2>',
+           _table(["metric", "more diverse", "range", "mean", "std", "median", "min", "max",
+                   "count", "nulls"], rows, text_cols=3, cls="summary"),
+           f'<p class="note">{len(records)} sets. ↑: a higher value means more diverse; ↓: a '
+           "lower one does.</p>"]
+    reasons = null_reasons(records)
+    if reasons:
+        out.append('<p class="note">null values: ' + "; ".join(
+            _e(f"{k} (x{n})") for k, n in reasons.items()) + "</p>")
+    out.append("</section>")
+    out.append('<section id="signatures"><h2>Signatures</h2><ul>')
+    for c in columns:
+        sig = signatures.get(c)
+        out.append(f"<li><b>{_e(c)}</b>: <span class=\"sig\">"
+                   + (_e(sig) if sig else "not stored (score with --signatures or --html)")
+                   + "</span></li>")
+    out.append("</ul></section>")
+    out.append('<section id="distributions"><h2>Distributions</h2><div class="grid">')
+    for c in columns:
+        svg = histogram_svg(data[c], groups=labels if has_label else None, title=c)
+        out.append(f"<figure>{svg}<figcaption>{_e(c)}</figcaption></figure>")
+    out.append("</div></section>")
+    if len(columns) >= 2:
+        m = spearman_matrix(data)
+        out.append('<section id="correlations"><h2>Metric-metric correlation (Spearman ρ over '
+                   f"sets)</h2>{heatmap_svg(list(columns), m)}</section>")
+    keys = ["row", "set_id"] + (["label"] if has_label else [])
+    meta = [k for k in (records[0] if records else {}) if k not in keys and k not in columns
+            and k not in ("reasons", "per_response", "signatures")]
+    head = keys + meta + list(columns)
+    shown = records[:500]
+    body = [[r.get(k) for k in head] for r in shown]
+    more = (f'<p class="note">first 500 of {len(records)} sets.</p>'
+            if len(records) > 500 else "")
+    out.append('<section id="records"><h2>Sets</h2>'
+               + _table(head, body, text_cols=2, sortable=True, cls="records") + more
+               + "</section>")
+    return out
+
+
+def _subtitle(sources: Sequence[str]) -> str:
+    from divmeter import __version__
+
+    return _e(f"divmeter {__version__} · " + ", ".join(sources))
+
+
+def score_report(results: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], *,
+                 records: Sequence[Mapping[str, Any]] | None = None,
+                 columns: Sequence[str] | None = None,
+                 signatures: Mapping[str, str] | None = None,
+                 title: str = "divmeter report") -> Path:
+    """Write the HTML report of ``divmeter score`` results.
+
+    Args:
+        results: Score outputs (JSONL, JSON, CSV, Parquet); their records are concatenated.
+            Ignored when ``records`` is given (then they only name the source).
+        out: The ``.html`` file to write.
+        records: Records already in memory (``divmeter score --html`` without ``-o``).
+        columns: The metric columns (default: every numeric field but ``row`` and ``label``).
+        signatures: ``{column: signature}`` (default: from the records' ``signatures`` or a
+            JSON output's ``summary``).
+        title: The page title.
+
+    Returns:
+        The written path.
+    """
+    check_destination(out)
+    sigs = dict(signatures or {})
+    if records is None:
+        from divmeter.data import read_records
+
+        recs: list[dict[str, Any]] = []
+        for src in results:
+            recs.extend(read_records(src))
+            sigs.update(_json_summary_signatures(src))
+        records = recs
+    for r in records:
+        for c, s in (r.get("signatures") or {}).items():
+            sigs.setdefault(c, s)
+    if not records:
+        raise InvalidInputError("no records to report: the results are empty.")
+    cols = list(columns) if columns is not None else _metric_columns(records)
+    page = _page(title, _subtitle([os.fspath(s) for s in results]),
+                 _score_sections(records, cols, sigs))
+    p = Path(out)
+    p.write_text(page, encoding="utf-8")
+    return p
+
+
+def _json_summary_signatures(path: str | os.PathLike[str]) -> dict[str, str]:
+    import json
+
+    if not os.fspath(path).endswith(".json"):
+        return {}
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict):
+        return {}
+    metrics = (doc.get("summary") or {}).get("metrics") or {}
+    return {k: v["signature"] for k, v in metrics.items() if v.get("signature")}
+
+
+def _png(path: Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img alt="{_e(path.stem)}" src="data:image/png;base64,{data}">'
+
+
+def meta_sections(result: Any, *, source: str, xlabel: str = "parameter",
+                  plots: bool = True) -> list[str]:
+    """The sections of a meta-evaluation: its table, settings, signatures and plots."""
+    from divmeter.report.tables import _rows
+    from divmeter.report.writer import write_report
+
+    header, rows = _rows(result)
+    out = [f'<section id="meta"><h2>{_e(result.protocol)}: {_e(source)}</h2>',
+           _table(header, rows, text_cols=1, cls="meta"),
+           '<p class="note">settings: ' + _e(", ".join(f"{k}={v}" for k, v in
+                                                       result.settings.items())) + "</p>",
+           "<ul>"]
+    out += [f"<li><b>{_e(n)}</b>: <span class=\"sig\">{_e(r.signature)}</span></li>"
+            for n, r in result.results.items()]
+    out.append("</ul></section>")
+    if plots:
+        with tempfile.TemporaryDirectory() as tmp:
+            files = [f for f in write_report(result, tmp, source=source, plot=True,
+                                             xlabel=xlabel) if f.suffix == ".png"]
+            if files:
+                out.append('<section id="plots"><h2>Plots</h2><div class="grid">')
+                out += [f"<figure>{_png(f)}<figcaption>{_e(f.stem)}</figcaption></figure>"
+                        for f in files]
+                out.append("</div></section>")
+    return out
+
+
+def meta_report(result: Any, out: str | os.PathLike[str], *, source: str,
+                xlabel: str = "parameter", plots: bool = True) -> Path:
+    """Write the HTML report of a meta-evaluation (``divmeter meta ... --html``).
+
+    Plots are the PNGs ``--report`` writes, embedded as base64 (needs matplotlib; without it
+    the page has the tables only).
+    """
+    check_destination(out)
+    from divmeter.errors import MissingDependencyError
+
+    try:
+        sections = meta_sections(result, source=source, xlabel=xlabel, plots=plots)
+    except MissingDependencyError:
+        sections = meta_sections(result, source=source, xlabel=xlabel, plots=False)
+    page = _page(f"divmeter meta {result.protocol}", _subtitle([source]), sections)
+    p = Path(out)
+    p.write_text(page, encoding="utf-8")
+    return p
+
+
+def report_from_files(results: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
+                      *, title: str = "divmeter report") -> Path:
+    """``divmeter report``: score outputs and meta ``report.json`` files in one page.
+
+    A ``report.json`` (written by ``meta ... --report``) adds its table and signatures; every
+    other file is read as score records.
+    """
+    import json
+
+    check_destination(out)
+    score_files: list[str] = []
+    meta_parts: list[str] = []
+    for src in results:
+        path = os.fspath(src)
+        if not os.path.exists(path):
+            raise FileNotFoundError(2, "No such file or directory", path)
+        if path.endswith(".json"):
+            try:
+                doc = json.loads(Path(path).read_text(encoding="utf-8"))
+            except ValueError:
+                doc = None
+            if isinstance(doc, dict) and "protocol" in doc and "results" in doc:
+                meta_parts += _meta_json_section(doc, path)
+                continue
+        score_files.append(path)
+    sections: list[str] = []
+    sigs: dict[str, str] = {}
+    if score_files:
+        from divmeter.data import read_records
+
+        records: list[dict[str, Any]] = []
+        for f in score_files:
+            records.extend(read_records(f))
+            sigs.update(_json_summary_signatures(f))
+        for r in records:
+            for c, s in (r.get("signatures") or {}).items():
+                sigs.setdefault(c, s)
+        if records:
+            sections += _score_sections(records, _metric_columns(records), sigs)
+    sections += meta_parts
+    if not sections:
+        raise InvalidInputError("no records to report: the results are empty.")
+    page = _page(title, _subtitle([os.fspath(s) for s in results]), sections)
+    p = Path(out)
+    p.write_text(page, encoding="utf-8")
+    return p
+
+
+def _meta_json_section(doc: Mapping[str, Any], path: str) -> list[str]:
+    results = doc["results"]
+    keys: list[str] = []
+    settings = set(doc.get("settings") or {})
+    for row in results.values():
+        for k, v in row.items():
+            if k in ("signature", "details") or k in settings or k in keys:
+                continue
+            if v is None or isinstance(v, (int, float, list)):
+                keys.append(k)
+    rows = [[name] + [row.get(k) for k in keys] for name, row in results.items()]
+    out = [f'<section class="meta"><h2>{_e(doc["protocol"])}: {_e(path)}</h2>',
+           _table(["metric"] + keys, [[_num_or_list(c) for c in r] for r in rows]),
+           '<p class="note">settings: ' + _e(", ".join(
+               f"{k}={v}" for k, v in (doc.get("settings") or {}).items())) + "</p><ul>"]
+    out += [f"<li><b>{_e(n)}</b>: <span class=\"sig\">{_e(r.get('signature', ''))}</span></li>"
+            for n, r in results.items()]
+    out.append("</ul></section>")
+    return out
+
+
+def _num_or_list(v: Any) -> Any:
+    if isinstance(v, list):
+        return "[" + ", ".join(_num(x) for x in v) + "]"
+    return v
+
+
+def markdown_html(text: str) -> str:
+    """The Markdown this package writes (``#`` headings, ``|`` tables, ``-`` items, paragraphs)
+    as HTML; enough for its own reports, not a general Markdown renderer.
+
+    Example:
+        >>> markdown_html("### T\\n\\n| a | b |\\n|---|---|\\n| 1 | 2 |\\n")
+        '<h3>T</h3><div class="scroll"><table><thead><tr><th class="text">a</th><th>b</th></tr></thead><tbody><tr><td class="text">1</td><td>2</td></tr></tbody></table></div>'
+    """  # noqa: E501
+    out: list[str] = []
+    table: list[list[str]] = []
+    items: list[str] = []
+
+    def flush() -> None:
+        if table:
+            rows = [r for r in table if not all(set(c) <= set("-: ") for c in r)]
+            out.append(_table(rows[0], rows[1:]))
+            table.clear()
+        if items:
+            out.append("<ul>" + "".join(f"<li>{_e(i)}</li>" for i in items) + "</ul>")
+            items.clear()
+
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("|"):
+            if items:
+                flush()
+            table.append([c.strip() for c in s.strip("|").split("|")])
+            continue
+        if s.startswith("- "):
+            if table:
+                flush()
+            items.append(s[2:].replace("`", ""))
+            continue
+        flush()
+        if s.startswith("#"):
+            level = min(len(s) - len(s.lstrip("#")), 4)
+            out.append(f"<h{level}>{_e(s.lstrip('#').strip())}</h{level}>")
+        elif s:
+            out.append(f"<p>{_e(s.replace('`', ''))}</p>")
+    flush()
+    return "".join(out)
+
+
+def text_report(markdown: str, out: str | os.PathLike[str], *, title: str, source: str) -> Path:
+    """Write a Markdown report (e.g. ``meta decan-confound``'s tables) as one HTML page."""
+    check_destination(out)
+    page = _page(title, _subtitle([source]), [f"<section>{markdown_html(markdown)}</section>"])
+    p = Path(out)
+    p.write_text(page, encoding="utf-8")
+    return p

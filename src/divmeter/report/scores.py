@@ -1,0 +1,170 @@
+"""Tables of ``divmeter score`` records: terminal (rich, fits the console width) and Markdown.
+
+Every metric column says which way is more diverse and its range (from the registry). On a
+terminal too narrow for the full column names, the columns are numbered ``[1]``, ``[2]``, ... and
+a legend under the table gives each number's full name: a header is never cut, so two metrics
+(``self-bleu`` and ``self-bleu:n=3``) never look alike.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["metric_facts", "format_score", "records_markdown", "records_table", "summary_table",
+           "null_reasons"]
+
+_VALUE_WIDTH = 7  # "-0.1234"
+
+
+def metric_facts(column: str) -> tuple[str, str]:
+    """``(arrow, range)`` of a metric column: ``("↑", "[0, 1]")`` for ``distinct-n:n=2``.
+
+    Unknown columns (precomputed scores) get ``("", "")``.
+
+    Example:
+        >>> metric_facts("self-bleu:n=3")
+        ('↓', '[0, 1]')
+    """
+    from divmeter.cli.listing import range_text
+    from divmeter.errors import UnknownMetricError
+    from divmeter.registry import get_metric
+
+    try:
+        spec = get_metric(column.split(":", 1)[0])
+    except UnknownMetricError:
+        return "", ""
+    return ("↑" if spec.higher_is_more_diverse else "↓"), range_text(spec.bounds)
+
+
+def format_score(v: Any) -> str:
+    """A metric value to 4 decimals, ``null`` for None/NaN, other values as they are.
+
+    Example:
+        >>> format_score(0.123456), format_score(None), format_score(3)
+        ('0.1235', 'null', '3')
+    """
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "null"
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    return str(v)
+
+
+def null_reasons(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """``{"column: reason": count}`` over the records' ``reasons``."""
+    out: dict[str, int] = {}
+    for r in records:
+        for c, why in (r.get("reasons") or {}).items():
+            key = f"{c}: {why}"
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
+def _keys(records: Sequence[Mapping[str, Any]], columns: Sequence[str], has_label: bool,
+          metadata: Sequence[str]) -> list[str]:
+    return ["row", "set_id"] + (["label"] if has_label else []) + list(metadata)
+
+
+def records_markdown(records: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
+                     has_label: bool, metadata: Sequence[str] = (),
+                     summary: Mapping[str, Any] | None = None) -> str:
+    """A Markdown table of score records, a line on direction/range, null reasons, summary.
+
+    Example:
+        >>> recs = [{"set_id": "a", "row": 0, "ttr": 0.5, "reasons": {}}]
+        >>> print(records_markdown(recs, ["ttr"], has_label=False).splitlines()[0])
+        | row | set_id | ttr ↑ |
+    """
+    keys = _keys(records, columns, has_label, metadata)
+    head = keys + [f"{c} {metric_facts(c)[0]}".rstrip() for c in columns]
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "|".join("---:" if h in ("row", "label") or i >= len(keys) else "---"
+                            for i, h in enumerate(head)) + "|"]
+    for r in records:
+        cells = [format_score(r.get(k)) for k in keys] + [format_score(r.get(c)) for c in columns]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    lines += ["", "↑: higher = more diverse; ↓: lower = more diverse. Ranges: "
+              + "; ".join(f"{c} {metric_facts(c)[1]}" for c in columns if metric_facts(c)[1])
+              + "."]
+    reasons = null_reasons(records)
+    if reasons:
+        lines += ["", "null values:"] + [f"- {k} (x{n})" for k, n in reasons.items()]
+    if summary:
+        lines += ["", "| metric | mean | std | count | nulls |", "|---|---:|---:|---:|---:|"]
+        for name, s in summary["metrics"].items():
+            lines.append(f"| {name} | {format_score(s['mean'])} | {format_score(s['std'])} | "
+                         f"{s['count']} | {s['nulls']} |")
+        sigs = [(n, s.get("signature")) for n, s in summary["metrics"].items()
+                if s.get("signature")]
+        if sigs:
+            lines += [""] + [f"- `{n}`: `{sig}`" for n, sig in sigs]
+    return "\n".join(lines) + "\n"
+
+
+def records_table(records: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
+                  has_label: bool, metadata: Sequence[str] = (), width: int = 80) -> list[Any]:
+    """Rich renderables (the table, then its legend) fitting ``width`` columns."""
+    from rich.table import Table
+    from rich.text import Text
+
+    keys = _keys(records, columns, has_label, metadata)
+    id_width = min(24, max([6] + [len(str(r.get("set_id"))) for r in records]))
+    fixed = sum(max(len(k), 5) + 2 for k in keys if k != "set_id") + id_width + 2
+    full = [f"{c} {metric_facts(c)[0]}".rstrip() for c in columns]
+    numbered = fixed + sum(max(len(h), _VALUE_WIDTH) + 2 for h in full) > width
+    heads = [f"[{i + 1}]" for i in range(len(columns))] if numbered else full
+
+    table = Table(title=f"{len(records)} sets", title_justify="left", box=None, pad_edge=False,
+                  header_style="bold")
+    for k in keys:
+        if k == "set_id":
+            table.add_column(k, overflow="fold", max_width=id_width)
+        else:
+            table.add_column(k, justify="right" if k in ("row", "label") else "left",
+                             overflow="fold", max_width=16, style="dim" if k == "row" else None)
+    for h in heads:
+        table.add_column(h, justify="right", no_wrap=True)
+    for r in records:
+        cells = [str(r.get(k)) if k in ("row", "set_id") else format_score(r.get(k))
+                 for k in keys]
+        cells += [format_score(r.get(c)) for c in columns]
+        table.add_row(*cells)
+    out: list[Any] = [table]
+    legend = []
+    for i, c in enumerate(columns):
+        arrow, rng = metric_facts(c)
+        name = f"[{i + 1}] {c}" if numbered else c
+        legend.append(f"{name}: " + ("higher" if arrow == "↑" else "lower" if arrow == "↓"
+                                      else "?") + f" = more diverse, range {rng or '?'}")
+    out.append(Text("\n".join(legend), style="dim"))
+    reasons = null_reasons(records)
+    if reasons:
+        out.append(Text("null values:\n" + "\n".join(f"  {k} (x{n})"
+                                                     for k, n in reasons.items()),
+                        style="dim"))
+    return out
+
+
+def summary_table(stats: Mapping[str, Any]) -> list[Any]:
+    """The ``--summary`` table (metric, mean, std, count, nulls) and the signatures below it."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=f"summary over {stats['sets']} sets", title_justify="left", box=None,
+                  pad_edge=False, header_style="bold")
+    table.add_column("metric", overflow="fold")
+    for col in ("mean", "std", "count", "nulls"):
+        table.add_column(col, justify="right", no_wrap=True)
+    sigs = []
+    for name, s in stats["metrics"].items():
+        arrow = metric_facts(name)[0]
+        table.add_row(f"{name} {arrow}".rstrip(), format_score(s["mean"]),
+                      format_score(s["std"]), str(s["count"]), str(s["nulls"]))
+        if s.get("signature"):
+            sigs.append(f"{name}: {s['signature']}")
+    out: list[Any] = [table]
+    if sigs:
+        out.append(Text("signatures:\n" + "\n".join(sigs), style="dim", overflow="fold"))
+    return out

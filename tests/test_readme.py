@@ -1,0 +1,96 @@
+"""README never drifts (issue 15, "The newcomer's path"): every command of its fenced ``bash``
+blocks runs, from a copy of examples/, and exits 0; the one-minute example prints what README
+shows. Commands that install packages, start a server, need Tevet & Berant's data or take
+minutes are skipped by the explicit allow-list SKIP below (each with its reason), never silently.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+BIN = Path(sys.executable).parent
+
+#: Command prefixes not run here, and why.
+SKIP = {
+    "python3 -m venv": "installs packages (network); CI's .ci/run does it",
+    ".venv-bench/": "benchmarks need the bench extra and minutes",
+    "divmeter annotate": "starts a web server (tested in tests/test_annotate_*.py)",
+    "divmeter meta contest hds.csv": "needs the export of a finished annotation study",
+    "divmeter meta contest $T/": "needs Tevet & Berant's data (tests/test_meta_tevet.py)",
+    "divmeter meta dectest $T/": "needs Tevet & Berant's data (tests/test_meta_tevet.py)",
+    "divmeter meta nuggets $T/": "needs Tevet & Berant's data (tests/test_meta_tevet.py)",
+}
+
+
+def bash_commands(text: str) -> list[str]:
+    """The commands of every ```bash block, continuation lines joined, comments dropped.
+
+    Example:
+        >>> bash_commands("```bash\\na \\\\\\n  b   # note\\n# c\\n```\\n```text\\nx\\n```")
+        ['a b   # note']
+    """
+    out = []
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+        joined = re.sub(r"\\\n\s*", "", block)
+        out += [ln.strip() for ln in joined.splitlines()
+                if ln.strip() and not ln.strip().startswith("#")]
+    return out
+
+
+COMMANDS = bash_commands(README.read_text(encoding="utf-8"))
+
+
+def _skip_reason(cmd: str) -> str | None:
+    return next((why for prefix, why in SKIP.items() if cmd.startswith(prefix)), None)
+
+
+def test_readme_has_commands_and_skips_are_used() -> None:
+    assert len(COMMANDS) >= 15
+    used = {p for p in SKIP for c in COMMANDS if c.startswith(p)}
+    assert used == set(SKIP), f"allow-list entries no README command needs: {set(SKIP) - used}"
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("readme")
+    shutil.copytree(REPO / "examples", d / "examples")
+    return d
+
+
+def _run(cmd: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+           "COLUMNS": "80"}
+    return subprocess.run(["bash", "-c", f"set -o pipefail; {cmd}"], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+@pytest.mark.parametrize("cmd", COMMANDS)
+def test_readme_command_runs(cmd: str, workdir: Path) -> None:
+    why = _skip_reason(cmd)
+    if why:
+        pytest.skip(why)
+    proc = _run(cmd, workdir)
+    assert proc.returncode == 0, f"{cmd}\n{proc.stderr}"
+
+
+def test_one_minute_output_is_what_readme_shows(workdir: Path) -> None:
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## In one minute", 1)[1].split("\n## ", 1)[0]
+    cmd = bash_commands(section)[1]
+    assert cmd.startswith("divmeter score examples/stories.jsonl")
+    shown = re.search(r"```text\n(.*?)```", section, flags=re.S).group(1).splitlines()
+    proc = _run(cmd, workdir)
+    assert proc.returncode == 0, proc.stderr
+    got = [ln.rstrip() for ln in proc.stdout.splitlines()]
+    for line in shown:
+        if line != "...":
+            assert line.rstrip() in got, line

@@ -1,0 +1,144 @@
+"""The HTML report in a real headless browser (issue 15, "Browser"): Playwright driving Debian's
+chromium, pointed at the system executable (never `playwright install`).
+
+The page of `divmeter score --html` and of `divmeter meta paired ... --html` loads from file://
+with no console error, no page error and no request leaving the file (every request that is
+not file: or data: is recorded and aborted; the test asserts there are none); the key numbers
+(each metric's mean over the sets, computed here by divmeter.score) are on the page; on a phone
+viewport (390 px) the page does not scroll sideways. DIVMETER_DOCS_SCREENSHOTS=1 rewrites the
+screenshots under docs/report/ shown in README.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sync_api = pytest.importorskip("playwright.sync_api")
+CHROMIUM = Path(os.environ.get("DIVMETER_CHROMIUM", "/usr/bin/chromium"))
+if not CHROMIUM.exists():
+    pytest.skip(f"chromium not found at {CHROMIUM} (apt-get install chromium)",
+                allow_module_level=True)
+
+import divmeter  # noqa: E402
+from divmeter.data import read_sets  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "stories.jsonl"
+DIVMETER = Path(sys.executable).parent / "divmeter"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+SHOTS = REPO / "docs" / "report"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
+
+
+def open_page(browser, path: Path, width: int = 1000, height: int = 900):
+    """The page at ``path`` with console errors, page errors and outside requests recorded."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    seen = {"errors": [], "outside": []}
+    page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: seen["errors"].append(str(e)))
+
+    def route(r):
+        url = r.request.url
+        if url.startswith(("file:", "data:")):
+            r.continue_()
+        else:
+            seen["outside"].append(url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.goto(path.as_uri())
+    page.wait_for_load_state("load")
+    return page, seen
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(DIVMETER), *args], capture_output=True, text=True, timeout=300,
+                          cwd=REPO)
+
+
+def test_score_report_in_browser(browser, tmp_path: Path) -> None:
+    html = tmp_path / "report.html"
+    metrics = ["distinct-n", "self-bleu", "ttr"]
+    proc = run("score", str(EXAMPLE), *sum((["-m", m] for m in metrics), []),
+               "-o", str(tmp_path / "s.jsonl"), "--html", str(html))
+    assert proc.returncode == 0, proc.stderr
+    page, seen = open_page(browser, html)
+    assert seen["errors"] == []
+    assert seen["outside"] == []
+    summary = page.inner_text("#summary")
+    for m in metrics:
+        values = [divmeter.score(s.responses, m).value for s in read_sets(EXAMPLE)]
+        mean = float(np.mean([v for v in values if v is not None]))
+        row = [ln for ln in summary.splitlines() if ln.startswith(m)]
+        assert row and f"{mean:.4f}" in row[0], (m, mean, row)
+    assert "↓ lower" in [ln for ln in summary.splitlines() if ln.startswith("self-bleu")][0]
+    sigs = page.inner_text("#signatures")
+    assert "distinct-n|n:1..5|avg:mean|tok:tevet|case:mixed|v:" in sigs
+    assert page.locator("#distributions svg").count() == 3
+    assert page.locator("#correlations svg rect").count() == 9
+    if os.environ.get("DIVMETER_DOCS_SCREENSHOTS"):
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "score-report.png"), full_page=True)
+    # the records table sorts by a click: ascending distinct-n puts the lowest value first
+    page.click("table.records th:nth-child(4)")
+    first = page.inner_text("table.records tbody tr:first-child td:nth-child(4)")
+    assert first == "0.6299"
+    page.close()
+
+
+def test_score_report_on_a_phone(browser, tmp_path: Path) -> None:
+    html = tmp_path / "report.html"
+    proc = run("score", str(EXAMPLE), "-m", "distinct-n", "-m", "self-bleu:variant=sentence,n=3",
+               "-m", "vendi-ngram:q=0.5", "-m", "ttr", "-o", str(tmp_path / "s.jsonl"),
+               "--html", str(html))
+    assert proc.returncode == 0, proc.stderr
+    page, seen = open_page(browser, html, width=390, height=844)
+    assert seen["errors"] == [] and seen["outside"] == []
+    # tables scroll inside their box; the page itself never scrolls sideways
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    if os.environ.get("DIVMETER_DOCS_SCREENSHOTS"):
+        page.screenshot(path=str(SHOTS / "score-report-phone.png"), full_page=False)
+    page.close()
+
+
+def test_meta_report_in_browser(browser, tmp_path: Path) -> None:
+    """`meta paired --html` on a score output grouped by a carried metadata field."""
+    sets = tmp_path / "sets.jsonl"
+    rows = []
+    for i, s in enumerate(read_sets(EXAMPLE)):
+        if not s.responses or not any(s.responses):
+            continue
+        rows.append({"set_id": f"{s.set_id}-a", "responses": s.responses, "stage": "base",
+                     "prompt_id": i})
+        rows.append({"set_id": f"{s.set_id}-b", "responses": s.responses[:2] * 2,
+                     "stage": "sft", "prompt_id": i})
+    sets.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    scores = tmp_path / "scores.jsonl"
+    assert run("score", str(sets), "-m", "distinct-n", "-o", str(scores)).returncode == 0
+    html = tmp_path / "meta.html"
+    proc = run("meta", "paired", str(scores), "-c", "distinct-n", "--by", "stage", "--key",
+               "prompt_id", "--contrast", "base>sft", "--html", str(html), "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    page, seen = open_page(browser, html)
+    assert seen["errors"] == [] and seen["outside"] == []
+    text = page.inner_text("#meta")
+    delta = next(iter(result.values()))["delta"]
+    assert f"{delta:.3f}" in text
+    assert page.locator("#plots img").count() >= 1
+    page.close()
