@@ -614,39 +614,49 @@ def length_bias_cmd(
 # decan confound (Khoriaty et al. 2026, appendix E)
 
 
-@meta_app.command("decan-confound")
-def decan_confound_cmd(
-    file: Annotated[str, typer.Argument(
+_DecanConfoundFile = Annotated[str, typer.Argument(
         help="Per-set results (.jsonl .json .csv .parquet): one record per set with the columns, "
         "a label and a length (or --sets), e.g. benchmarks/results_contest_decan.jsonl.",
-        show_default=False)],
-    column: Annotated[
+        show_default=False)]
+_DecanConfoundColumn = Annotated[
         list[str] | None,
         typer.Option("--column", "-c", help="Numeric field to tabulate; repeatable. Default: a_1 "
                      "and D.", show_default=False),
-    ] = None,
-    label: Annotated[str, typer.Option("--label", help="Field holding the class label.")] =
-    "label",
-    length: Annotated[str, typer.Option("--length", help="Field holding the set length "
-                                        "(ignored with --sets).")] = "mean_bytes",
-    sets: Annotated[
+    ]
+_DecanConfoundLabel = Annotated[str, typer.Option("--label", help="Field holding the class label.")]
+_DecanConfoundLength = Annotated[str, typer.Option("--length", help="Field holding the set length "
+                                        "(ignored with --sets).")]
+_DecanConfoundSets = Annotated[
         str | None,
         typer.Option("--sets", help="Response-set file the results were scored from (e.g. a "
                      "Tevet conTest CSV): the length of a record is the mean UTF-8 bytes of the "
                      "responses of set number `row` there.", show_default=False),
-    ] = None,
-    where: Annotated[
+    ]
+_DecanConfoundWhere = Annotated[
         list[str] | None,
         typer.Option("--where", help="KEY=VALUE: keep records whose field equals VALUE (as "
                      "text), e.g. task=story_gen; repeatable.", show_default=False),
-    ] = None,
-    bins: Annotated[str, typer.Option("--bins", help="Length bin edges, comma-separated; bin i "
-                                      "is [e_i, e_i+1). Default: the paper's Table 8.")] =
-    "20,40,60,80,120",
-    high_label: Annotated[float, typer.Option("--high-label", help="Label of the high-diversity "
-                                              "class.")] = 1.0,
-    low_label: Annotated[float, typer.Option("--low-label", help="Label of the low-diversity "
-                                             "class.")] = 0.0,
+    ]
+_DecanConfoundBins = Annotated[str, typer.Option(
+    "--bins", help="Length bin edges, comma-separated; bin i is [e_i, e_i+1). Default: the "
+    "paper's Table 8.")]
+_DecanConfoundHighLabel = Annotated[float, typer.Option(
+    "--high-label", help="Label of the high-diversity class.")]
+_DecanConfoundLowLabel = Annotated[float, typer.Option(
+    "--low-label", help="Label of the low-diversity class.")]
+
+
+@meta_app.command("decan-confound")
+def decan_confound_cmd(
+    file: _DecanConfoundFile,
+    column: _DecanConfoundColumn = None,
+    label: _DecanConfoundLabel = "label",
+    length: _DecanConfoundLength = "mean_bytes",
+    sets: _DecanConfoundSets = None,
+    where: _DecanConfoundWhere = None,
+    bins: _DecanConfoundBins = "20,40,60,80,120",
+    high_label: _DecanConfoundHighLabel = 1.0,
+    low_label: _DecanConfoundLowLabel = 0.0,
     fmt: FormatOpt = None,
     report: ReportOpt = None,
     html: HtmlOpt = None,

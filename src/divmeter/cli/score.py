@@ -147,7 +147,6 @@ def score_cmd(
     """
     from divmeter.batch import resolve_metrics
     from divmeter.cli.progress import progress_bar, quiet_libraries
-    from divmeter.runner import score_file
 
     if quiet:
         quiet_libraries()
@@ -171,14 +170,8 @@ def score_cmd(
                                    signatures=signatures, summary_in_output=summary)
     try:
         with progress_bar(not quiet and sys.stderr.isatty()) as callback:
-            if engine == "ray":
-                from divmeter.engines.ray import score_file_ray
-
-                run = score_file_ray(path, metric, None if text_out else dest,
-                                     progress=callback, address=address, **options)
-            else:
-                run = score_file(path, metric, None if text_out else dest, workers=workers,
-                                 progress=callback, **options)
+            run = _score(path, metric, None if text_out else dest, engine=engine,
+                         address=address, workers=workers, progress=callback, **options)
     except BrokenPipeError:  # e.g. `divmeter score ... | head`
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -189,6 +182,24 @@ def score_cmd(
 
     stats = run.summary.to_dict()
     _print_results(run, stats, dest, text_out=text_out, summary=summary)
+    _finish(run, stats, dest, source, output, html=html, text_out=text_out, quiet=quiet)
+
+
+def _score(path: str, metric: list[str], dest: str | None, *, engine: str, address: str | None,
+           workers: int, progress: Any, **options: Any) -> Any:
+    """Score the file on the chosen engine (the same records either way)."""
+    if engine == "ray":
+        from divmeter.engines.ray import score_file_ray
+
+        return score_file_ray(path, metric, dest, progress=progress, address=address, **options)
+    from divmeter.runner import score_file
+
+    return score_file(path, metric, dest, workers=workers, progress=progress, **options)
+
+
+def _finish(run: Any, stats: dict[str, Any], dest: str | None, source: str, output: str | None,
+            *, html: str | None, text_out: bool, quiet: bool) -> None:
+    """The --html report and the closing note on stderr."""
     if html is not None:
         from divmeter.report.html import score_report
 
