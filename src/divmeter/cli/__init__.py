@@ -88,6 +88,10 @@ def _mount() -> None:
         from divmeter.cli.meta import meta_app
 
         app.add_typer(meta_app, name="meta")
+    if importlib.util.find_spec("divmeter.cli.generate") is not None:
+        from divmeter.cli.generate import generate_cmd
+
+        app.command("generate")(generate_cmd)
 
 
 _mount()
