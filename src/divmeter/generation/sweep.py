@@ -43,6 +43,12 @@ _PROMPT_KEYS = ("prompt", "context", "text", "input")
 _ID_KEYS = ("id", "set_id", "prompt_id", "sample_id")
 
 
+def _with(decoding: Decoding, param: str, value: float | int) -> Decoding:
+    """``decoding`` with one parameter replaced (validated)."""
+    change: dict[str, Any] = {param: value}
+    return replace(decoding, **change)
+
+
 @dataclass(frozen=True)
 class Sweep:
     """A decoding parameter and the values it takes, in order."""
@@ -120,7 +126,7 @@ def parse_sweep(spec: str) -> Sweep:
             values.append(round(x, 10))
     for v in values:  # domain checks through Decoding, with the sweep named
         try:
-            Decoding(**{param: v})
+            _with(Decoding(), param, v)
         except InvalidInputError as exc:
             raise InvalidInputError(f"--sweep {spec!r}: {exc}") from None
     if len(set(values)) != len(values):
@@ -297,7 +303,7 @@ def run_sweep(
     path.parent.mkdir(parents=True, exist_ok=True)
     plan: dict[str, tuple[float | int, Prompt, Decoding, str]] = {}
     for value in sweep.values:
-        dec = replace(base, **{sweep.param: value})
+        dec = _with(base, sweep.param, value)
         sig = run_signature(generator, dec, n, seed)
         for p in prompts:
             plan[f"{p.id}@{sweep.key(value)}"] = (value, p, dec, sig)
@@ -326,7 +332,7 @@ def run_sweep(
     seconds = 0.0
     with path.open("a", encoding="utf-8") as fh:
         for value in sweep.values:
-            dec = replace(base, **{sweep.param: value})
+            dec = _with(base, sweep.param, value)
             sig = run_signature(generator, dec, n, seed)
             for c in range(0, len(prompts), chunk):
                 group = list(prompts[c:c + chunk])
@@ -334,9 +340,9 @@ def run_sweep(
                 if all(i in done for i in ids):
                     continue
                 pseeds = [derive_seed("prompt", seed, p.id, sweep.key(value)) for p in group]
-                kw = dict(temperature=dec.temperature, top_p=dec.top_p, top_k=dec.top_k,
-                          max_tokens=dec.max_tokens, stop=dec.stop, seed=seed,
-                          prompt_seeds=pseeds)
+                kw: dict[str, Any] = dict(
+                    temperature=dec.temperature, top_p=dec.top_p, top_k=dec.top_k,
+                    max_tokens=dec.max_tokens, stop=dec.stop, seed=seed, prompt_seeds=pseeds)
                 texts = [p.text for p in group]
                 results: list[Any]
                 if partial is not None:
