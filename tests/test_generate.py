@@ -430,3 +430,31 @@ def test_cli_http_then_meta_dectest(tmp_path, fault):
     assert res.returncode == 0, res.stderr
     got = json.loads(res.stdout)["distinct-n"]
     assert got["n"] == 6
+
+
+def test_generate_response_sets(fault):
+    """The library call: one ResponseSet per prompt, label = temperature, seeds and provenance
+    (with the full signature) in the metadata; repeated prompts get different samples."""
+    from divmeter.generation import generate
+
+    srv = fault({})
+    gen = _gen(srv.url)
+    sets = generate(["same", "same"], 2, Decoding(temperature=0.3, max_tokens=5), 9, model=gen,
+                    prompt_ids=["x", "y"])
+    assert [s.set_id for s in sets] == ["x", "y"]
+    assert [s.label for s in sets] == [0.3, 0.3]
+    sx = sample_seeds(9, "same", 2, prompt_seed=derive_seed("prompt", 9, "x"))
+    assert sets[0].metadata["seeds"] == sx
+    assert sets[0].responses == [f"answer {s}" for s in sx]
+    assert sets[0].responses != sets[1].responses
+    assert sets[0].metadata["provenance"]["signature"] == (
+        "gen|model:fault-model|backend:openai|chat:no|temp:0.3|top_p:1|top_k:0|max_tokens:5"
+        "|stop:none|n:2|seed:9|v:0.1.0")
+    with pytest.raises(InvalidInputError, match=r"`prompts` must be a list of strings; got a "
+                                                r"single str"):
+        generate("same", 2, model=gen)
+    with pytest.raises(InvalidInputError, match=r"`n` \(samples per prompt\) must be an integer "
+                                                r">= 1; got 0"):
+        generate(["a"], 0, model=gen)
+    with pytest.raises(InvalidInputError, match=r"`prompt_ids` must have one id per prompt"):
+        generate(["a"], 1, model=gen, prompt_ids=["a", "b"])
