@@ -458,3 +458,10 @@ def test_generate_response_sets(fault):
         generate(["a"], 0, model=gen)
     with pytest.raises(InvalidInputError, match=r"`prompt_ids` must have one id per prompt"):
         generate(["a"], 1, model=gen, prompt_ids=["a", "b"])
+
+
+def test_sweep_values_must_name_distinct_sets(fault, tmp_path):
+    srv = fault({})
+    with pytest.raises(InvalidInputError, match=r"do not give distinct set ids"):
+        run_sweep(_gen(srv.url), PROMPTS[:1], 1, parse_sweep("temperature=0.1000001,0.1000002"),
+                  tmp_path / "o.jsonl")

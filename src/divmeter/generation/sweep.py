@@ -307,6 +307,10 @@ def run_sweep(
         sig = run_signature(generator, dec, n, seed)
         for p in prompts:
             plan[f"{p.id}@{sweep.key(value)}"] = (value, p, dec, sig)
+    if len(plan) != len(prompts) * len(sweep.values):
+        raise InvalidInputError(
+            f"sweep values {list(sweep.values)} do not give distinct set ids (they agree to 6 "
+            "significant digits); space them further apart.")
     report = SweepReport(str(path), planned=len(plan))
     done: set[str] = set()
     for k, row in enumerate(_existing(path), start=1):
