@@ -79,23 +79,30 @@ def http(requests: int, max_tokens: int) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer sequences")
+    ap.add_argument("--parts", default="local,http", help="local, http or both (comma)")
     ap.add_argument("--out", default=str(HERE / "results_generate.md"))
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
     n_prompts, n, max_tokens, reqs = (4, 4, 16, 32) if not args.quick else (2, 2, 8, 16)
     cmd = "PYTHONPATH=src python benchmarks/bench_generate.py" + (" --quick" if args.quick
                                                                     else "")
+    if parts != {"local", "http"}:
+        cmd += f" --parts {args.parts}"
     out = ["# Generation speed", "", f"Command: `{cmd}`", "",
            f"Machine: {platform.machine()}, {os.cpu_count()} cores (shared with other jobs), "
-           f"Python {platform.python_version()}.", "",
-           f"## Local: Gemma-3-270m base (float32), {n_prompts} prompts x {n} samples, "
-           f"{max_tokens} new tokens, temperature 1", ""]
-    out += local(n_prompts, n, max_tokens, n_prompts * n)
-    out += ["", f"## HTTP: llama-cpp-python server (Gemma-3-270m Q4_K_M GGUF), {reqs} "
-            f"completions of {max_tokens} tokens", ""]
-    if importlib.util.find_spec("llama_cpp") is None:
-        out.append("Not run: llama-cpp-python[server] is not installed.")
-    else:
-        out += http(reqs, max_tokens)
+           f"Python {platform.python_version()}.", ""]
+    if "local" in parts:
+        out += [f"## Local: Gemma-3-270m base (float32), {n_prompts} prompts x {n} samples, "
+                f"{max_tokens} new tokens, temperature 1", ""]
+        out += local(n_prompts, n, max_tokens, n_prompts * n)
+        out.append("")
+    if "http" in parts:
+        out += [f"## HTTP: llama-cpp-python server (Gemma-3-270m Q4_K_M GGUF), {reqs} "
+                f"completions of {max_tokens} tokens", ""]
+        if importlib.util.find_spec("llama_cpp") is None:
+            out.append("Not run: llama-cpp-python[server] is not installed.")
+        else:
+            out += http(reqs, max_tokens)
     out.append("")
     Path(args.out).write_text("\n".join(out), encoding="utf-8")
     print("\n".join(out))
