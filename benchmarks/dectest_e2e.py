@@ -109,9 +109,9 @@ def main() -> None:
         "|---|---|---|---|---|",
     ]
     for name, rec in result.items():
+        msig = rec.get("details", {}).get("metric_signature", "").replace("|", "\\|")
         lines.append(f"| {name} | {rec['spearman']:.3f} ({rec['spearman_p']:.1e}) | "
-                     f"{rec['pearson']:.3f} | {rec['n']} | "
-                     f"`{rec.get('details', {}).get('metric_signature', '')}` |")
+                     f"{rec['pearson']:.3f} | {rec['n']} | `{msig}` |")
     lines += ["", "Tevet & Berant (Table 3, promptGen, GPT-2-large, 200 of 1000 sets x 100 "
               "repetitions): distinct-n 0.91, cos-sim 0.87, sent-BERT 0.74.", "",
               "Raw `meta dectest` JSON:", "", "```json", json.dumps(result, indent=1),
