@@ -83,7 +83,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(HERE / "results_generate.md"))
     args = ap.parse_args()
     parts = set(args.parts.split(","))
-    n_prompts, n, max_tokens, reqs = (4, 4, 16, 32) if not args.quick else (2, 2, 8, 16)
+    n_prompts, n, max_tokens, reqs = (4, 4, 16, 32) if not args.quick else (2, 2, 8, 8)
     cmd = "PYTHONPATH=src python benchmarks/bench_generate.py" + (" --quick" if args.quick
                                                                     else "")
     if parts != {"local", "http"}:
