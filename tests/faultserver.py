@@ -1,6 +1,7 @@
 """A small OpenAI-shaped HTTP server on 127.0.0.1 that misbehaves on purpose, for fault tests.
 
-Each request body carries an ``id``; the server counts attempts per (path, id) and answers by the
+Each request body carries an ``id`` (or, for generation payloads, a ``seed``: then the prompt
+and seed identify it); the server counts attempts per (path, id) and answers by the
 path's script: a list of behaviours for attempt 1, 2, ... (the last one repeats). Behaviours:
 
 * ``"ok"``: 200 with ``{"id": ..., "attempt": k, "choices": [...], "usage": {...}}``
@@ -75,8 +76,13 @@ class FaultServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 path = self.path.split("/v1/", 1)[-1]
-                ident = body.get("id") if "id" in body else hashlib.sha256(json.dumps(
-                    body, sort_keys=True).encode()).hexdigest()
+                # requests without an ``id`` (generation payloads, judge prompts) are told apart
+                # by their prompt and seed, else by the hash of the whole body
+                ident = body.get("id")
+                if ident is None and "seed" in body:
+                    ident = f"{json.dumps(body.get('prompt', body.get('messages')))}#{body['seed']}"
+                elif ident is None:
+                    ident = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
                 with outer.lock:
                     outer.total += 1
                     outer.attempts[(path, ident)] += 1
@@ -86,7 +92,10 @@ class FaultServer:
                 ok = json.dumps({
                     "id": body.get("id"), "attempt": k,
                     "auth": self.headers.get("Authorization") is not None,
-                    "choices": [{"text": f"answer {body.get('id')}", "index": 0}],
+                    "choices": [{"text": f"answer {body.get('id', body.get('seed'))}",
+                                 "index": 0,
+                                 "message": {"role": "assistant",
+                                             "content": f"reply {body.get('seed')}"}}],
                     "usage": {"prompt_tokens": 3, "completion_tokens": 2},
                 }).encode()
                 if how == "ok":

