@@ -73,9 +73,11 @@ def _generator(model: str, base_url: str | None) -> Any:
     import importlib.util
 
     if importlib.util.find_spec("divmeter.generation") is not None:
-        from divmeter.generation import get_generator  # type: ignore[import-not-found]
+        from divmeter.generation import get_generator
 
-        return get_generator(model, base_url=base_url)
+        # the builders' prompts are instructions: a server model answers them as chat
+        return get_generator(model, base_url=base_url,
+                             chat=True if model.startswith("openai:") else None)
     from divmeter.perturb.generator import ChatServerGenerator
 
     gen = ChatServerGenerator(model, base_url)

@@ -16,66 +16,88 @@ from divmeter.errors import InvalidInputError
 __all__ = ["generate_cmd"]
 
 
-def generate_cmd(
-    prompts: Annotated[
+_GeneratePrompts = Annotated[
         str,
         typer.Argument(help="Prompts: JSONL (one object per line with 'prompt' or 'context' and "
                        "an optional 'id') or .txt (one per line).", metavar="PROMPTS",
                        show_default=False),
-    ],
-    output: Annotated[
+    ]
+_GenerateOutput = Annotated[
         str,
         typer.Option("--output", "-o", help="JSONL of response sets (appended to and resumed "
                      "when it exists).", metavar="OUT.jsonl", show_default=False),
-    ],
-    model: Annotated[
+    ]
+_GenerateModel = Annotated[
         str,
         typer.Option("--model", help="gemma-3-270m, smollm2, a .gguf file, a transformers "
                      "folder, a cached hub name, or openai:NAME (with --base-url)."),
-    ] = "gemma-3-270m",
-    base_url: Annotated[
+    ]
+_GenerateBaseUrl = Annotated[
         str | None,
         typer.Option("--base-url", help="API root of an OpenAI-compatible server, e.g. "
                      "http://127.0.0.1:8000/v1 (default $DIVMETER_BASE_URL).",
                      show_default=False),
-    ] = None,
-    n: Annotated[int, typer.Option("-n", help="Samples per set.")] = 5,
-    sweep: Annotated[
+    ]
+_GenerateN = Annotated[int, typer.Option("-n", help="Samples per set.")]
+_GenerateSweep = Annotated[
         str | None,
         typer.Option("--sweep", help="PARAM=LO:HI:STEP or PARAM=V1,V2 with PARAM temperature, "
                      "top_p or top_k; one set per prompt and value, the value as label. "
                      "Default: the single --temperature.", show_default=False),
-    ] = None,
-    temperature: Annotated[float, typer.Option("--temperature", help="Temperature when not "
-                                               "swept (0: greedy).")] = 1.0,
-    top_p: Annotated[float, typer.Option("--top-p", help="Top-p when not swept (1: off).")] = 1.0,
-    top_k: Annotated[int, typer.Option("--top-k", help="Top-k when not swept (0: off).")] = 0,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="New tokens per sample.")] = 64,
-    stop: Annotated[
+    ]
+_GenerateTemperature = Annotated[float, typer.Option("--temperature", help="Temperature when not "
+                                               "swept (0: greedy).")]
+_GenerateTopP = Annotated[float, typer.Option("--top-p", help="Top-p when not swept (1: off).")]
+_GenerateTopK = Annotated[int, typer.Option("--top-k", help="Top-k when not swept (0: off).")]
+_GenerateMaxTokens = Annotated[int, typer.Option("--max-tokens", help="New tokens per sample.")]
+_GenerateStop = Annotated[
         list[str] | None,
         typer.Option("--stop", help="A string that ends a sample; repeat for several.",
                      show_default=False),
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Run seed (per-sample seeds derive from "
-                                      "it and are written in each row).")] = 0,
-    chat: Annotated[
+    ]
+_GenerateSeed = Annotated[int, typer.Option("--seed", help="Run seed (per-sample seeds derive from "
+                                      "it and are written in each row).")]
+_GenerateChat = Annotated[
         bool | None,
         typer.Option("--chat/--no-chat", help="Send prompts as a user message (chat template / "
                      "/chat/completions). Default: locally when the model has a chat template; "
                      "on a server, no.", show_default=False),
-    ] = None,
-    device: Annotated[str, typer.Option("--device", help="auto, cpu, cuda or cuda:i.")] = "auto",
-    dtype: Annotated[str, typer.Option("--dtype", help="float32, bfloat16 or float16.")
-                     ] = "float32",
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Local: sequences per "
-                                            "forward pass.")] = 32,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Server: requests in "
-                                             "flight.")] = 4,
-    timeout: Annotated[float, typer.Option("--timeout", help="Server: seconds per request.")
-                       ] = 60.0,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Start OUT afresh instead of "
-                                            "resuming.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")] = False,
+    ]
+_GenerateDevice = Annotated[str, typer.Option("--device", help="auto, cpu, cuda or cuda:i.")]
+_GenerateDtype = Annotated[str, typer.Option("--dtype", help="float32, bfloat16 or float16.")
+                     ]
+_GenerateBatchSize = Annotated[int, typer.Option("--batch-size", help="Local: sequences per "
+                                            "forward pass.")]
+_GenerateConcurrency = Annotated[int, typer.Option("--concurrency", help="Server: requests in "
+                                             "flight.")]
+_GenerateTimeout = Annotated[float, typer.Option("--timeout", help="Server: seconds per request.")
+                       ]
+_GenerateOverwrite = Annotated[bool, typer.Option("--overwrite", help="Start OUT afresh instead of "
+                                            "resuming.")]
+_GenerateQuiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")]
+
+
+def generate_cmd(
+    prompts: _GeneratePrompts,
+    output: _GenerateOutput,
+    model: _GenerateModel = "gemma-3-270m",
+    base_url: _GenerateBaseUrl = None,
+    n: _GenerateN = 5,
+    sweep: _GenerateSweep = None,
+    temperature: _GenerateTemperature = 1.0,
+    top_p: _GenerateTopP = 1.0,
+    top_k: _GenerateTopK = 0,
+    max_tokens: _GenerateMaxTokens = 64,
+    stop: _GenerateStop = None,
+    seed: _GenerateSeed = 0,
+    chat: _GenerateChat = None,
+    device: _GenerateDevice = "auto",
+    dtype: _GenerateDtype = "float32",
+    batch_size: _GenerateBatchSize = 32,
+    concurrency: _GenerateConcurrency = 4,
+    timeout: _GenerateTimeout = 60.0,
+    overwrite: _GenerateOverwrite = False,
+    quiet: _GenerateQuiet = False,
 ) -> None:
     """Generate N samples per prompt (and per swept decoding value) into OUT.jsonl.
 
