@@ -53,7 +53,7 @@ from bench_lexical import (  # noqa: E402  (the shared data and peers)
 import divmeter  # noqa: E402
 from divmeter.batch import score_sets  # noqa: E402
 from divmeter.data import ResponseSet  # noqa: E402
-from divmeter.metrics.lexical import ngram_diversity  # noqa: E402
+from divmeter.metrics.ngram import ngram_diversity  # noqa: E402
 
 
 def best_times(fns: dict[str, Callable[[], Any]], repeat: dict[str, int]

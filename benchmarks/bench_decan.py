@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from divmeter.backends.lm import get_scorer
-from divmeter.metrics.icl import decan, format_responses, sample_permutations
+from divmeter.metrics.decan import decan, format_responses, sample_permutations
 
 SUBJ = ["The old fisherman", "A tired nurse", "My younger brother", "The city council",
         "A stray cat", "The night train", "Our neighbour", "The science teacher"]

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from _common import best_time, load_diversity, zipf_probs
 
-from divmeter.metrics.lexical import (
+from divmeter.metrics.ngram import (
     compression_ratio,
     distinct_n,
     ead,

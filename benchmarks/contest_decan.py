@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from divmeter.meta.stats import oca, roc_auc, spearman
-from divmeter.metrics.icl import decan
+from divmeter.metrics.decan import decan
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("DIVMETER_SHARED", REPO.parent / "shared"))

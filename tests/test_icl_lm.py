@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from divmeter.backends.lm import get_scorer
-from divmeter.metrics.icl import decan, decan_surprisal, format_responses
+from divmeter.metrics.decan import decan, decan_surprisal, format_responses
 from divmeter.scenarios import decan_scenarios, noise
 
 # `lm`: skipped with the install line when divmeter[lm] is missing (conftest.py)

@@ -14,7 +14,7 @@ import pytest
 
 from divmeter.backends.lm import attribute_tokens
 from divmeter.errors import InvalidInputError
-from divmeter.metrics.icl import (
+from divmeter.metrics.decan import (
     DecanSurprisal,
     common_byte_length,
     decan,
@@ -275,7 +275,7 @@ def test_registry_entry_and_no_torch_on_import() -> None:
     code = (
         "import sys, divmeter\n"
         "from divmeter.registry import get_metric\n"
-        "import divmeter.metrics.icl, divmeter.backends.lm, divmeter.report.decan_plot\n"
+        "import divmeter.metrics.decan, divmeter.backends.lm, divmeter.report.decan_plot\n"
         "s = get_metric('decan')\n"
         "assert (s.family, s.extra, s.granularity) == ('lm', 'lm', 'set'), s\n"
         "assert s.params['permutations'] == 50 and s.params['format'] == 'instruct'\n"

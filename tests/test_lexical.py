@@ -20,8 +20,8 @@ import pytest
 
 import divmeter
 from divmeter.errors import InvalidInputError
-from divmeter.metrics import lexical
-from divmeter.metrics.lexical import (
+from divmeter.metrics import ngram as lexical
+from divmeter.metrics.ngram import (
     compression_ratio,
     distinct_n,
     ead,

@@ -20,8 +20,8 @@ import pytest
 
 import divmeter
 from divmeter.errors import InvalidInputError
-from divmeter.metrics import response as response_module
-from divmeter.metrics.response import (
+from divmeter.metrics import richness as response_module
+from divmeter.metrics.richness import (
     _Encoded,
     hdd,
     length,

@@ -12,7 +12,7 @@ import pytest
 
 from divmeter import InvalidInputError, ResponseSet, UnknownMetricError, score, score_many
 from divmeter.batch import score_sets
-from divmeter.metrics import lexical
+from divmeter.metrics import ngram as lexical
 from divmeter.registry import _REGISTRY, get_metric, list_metrics, register, register_batch
 from divmeter.result import MetricResult
 
@@ -129,7 +129,7 @@ def test_batched_metrics_are_registered() -> None:
     batched = {s.name for s in list_metrics() if s.batch is not None}
     assert batched >= {"distinct-n", "entropy-n", "ead", "ngram-diversity", "self-repetition",
                        "ngram-cosine"}
-    assert get_metric("distinct-n").batch == "divmeter.metrics.lexical:distinct_n_many"
+    assert get_metric("distinct-n").batch == "divmeter.metrics.ngram:distinct_n_many"
     assert get_metric("ttr").load_batch() is None
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from divmeter.metrics.lexical import distinct_n, ngram_cosine
+from divmeter.metrics.ngram import distinct_n, ngram_cosine
 
 # (file, rows, responses per set)
 FILES = [

@@ -35,13 +35,13 @@ Granularity = Literal["set", "response", "corpus", "pair"]
 #: Family modules, imported on first use of the registry. A module that does not exist (yet) is
 #: skipped, so the list can name every family the package plans.
 FAMILY_MODULES: tuple[str, ...] = (
-    "divmeter.metrics.lexical",
+    "divmeter.metrics.ngram",
     "divmeter.metrics.overlap",
     "divmeter.metrics.vendi",
-    "divmeter.metrics.response",
+    "divmeter.metrics.richness",
     "divmeter.metrics.embedding",
     "divmeter.metrics.cdm",
-    "divmeter.metrics.icl",
+    "divmeter.metrics.decan",
     "divmeter.metrics.judge",
 )
 

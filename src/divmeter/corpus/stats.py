@@ -191,7 +191,7 @@ class PooledCounts(Accumulator):
     pooled over the corpus (n-grams never cross response boundaries), and the token total."""
 
     def _setup(self) -> None:
-        from divmeter.metrics import lexical as lx
+        from divmeter.metrics import ngram as lx
 
         p = self.params
         if self.name == "distinct-n":
@@ -230,7 +230,7 @@ class PooledCounts(Accumulator):
             self.counts[k].update(other.counts[k])
 
     def _order_value(self, k: int) -> float:
-        from divmeter.metrics import lexical as lx
+        from divmeter.metrics import ngram as lx
 
         c = self.counts[k]
         unique, total = len(c), sum(c.values())
@@ -266,7 +266,7 @@ class SelfRepetition(Accumulator):
     kind = "exact-two-pass"
 
     def _setup(self) -> None:
-        from divmeter.metrics import lexical as lx
+        from divmeter.metrics import ngram as lx
 
         p = self.params
         self.tok, self.n, self.sig = lx._self_repetition_setup(
@@ -317,7 +317,7 @@ class NgramCosine(Accumulator):
     ``sum_g (S_g^2 - Q_g) / 2`` (exactly 0 for n-grams of one response)."""
 
     def _setup(self) -> None:
-        from divmeter.metrics import lexical as lx
+        from divmeter.metrics import ngram as lx
 
         p = self.params
         self.tok, self.orders, self.red, self.sig = lx._ngram_cosine_setup(

@@ -47,7 +47,7 @@ from scipy.special import gammaln
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
-from divmeter.metrics.lexical import ALGORITHMS, _compressed_size
+from divmeter.metrics.ngram import ALGORITHMS, _compressed_size
 from divmeter.params import LOWERCASE, Param, tokenizer_param
 from divmeter.registry import register
 from divmeter.result import MetricResult
