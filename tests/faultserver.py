@@ -11,6 +11,8 @@ path's script: a list of behaviours for attempt 1, 2, ... (the last one repeats)
 * ``"truncated"``: 200 with a JSON body cut in the middle
 * ``"slow"``: sleep 2 s, then answer ok (longer than the tests' time-outs)
 * ``"400"``: 400 with an OpenAI-style error object
+* a callable ``f(body) -> dict``: 200 with ``json.dumps(f(body))`` (NaN written as ``NaN``, as
+  Python servers do), e.g. an embeddings answer of a chosen shape
 
 Bounded by construction: it only answers the requests the tests send, on loopback, and stops when
 the test's fixture closes it.
@@ -34,7 +36,7 @@ class FaultServer:
     ``scripts`` maps an endpoint path below ``/v1/`` to its list of behaviours.
     """
 
-    def __init__(self, scripts: dict[str, list[str]]) -> None:
+    def __init__(self, scripts: dict[str, list[Any]]) -> None:
         self.scripts = scripts
         self.attempts: Counter[tuple[str, Any]] = Counter()
         self.total = 0
@@ -81,7 +83,9 @@ class FaultServer:
                     "choices": [{"text": f"answer {body.get('id')}", "index": 0}],
                     "usage": {"prompt_tokens": 3, "completion_tokens": 2},
                 }).encode()
-                if how == "ok":
+                if callable(how):
+                    self._send(200, json.dumps(how(body)).encode())
+                elif how == "ok":
                     self._send(200, ok)
                 elif how == "429":
                     self._send(429, b'{"error": "slow down"}', {"Retry-After": "0"})
