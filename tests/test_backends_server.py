@@ -266,3 +266,30 @@ def test_decan_server_matches_local(llama_gemma):
     local = decan(responses, **kw)
     for key in ("D", "a_n", "C"):
         assert remote.details[key] == pytest.approx(local.details[key], rel=REL_D), key
+
+
+@pytest.fixture(scope="module")
+def llama_embed(tmp_path_factory):
+    """A separate llama.cpp server instance with ``--embedding true`` (SmolLM2-135M)."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("needs llama-cpp-python[server] (installed by .ci/run)")
+    from llama_server import gguf_path, start_llama_server
+
+    if gguf_path("smollm2-135m-instruct") is None:
+        pytest.skip("the packaged model 'smollm2-135m-instruct' is not installed")
+    server = start_llama_server("smollm2-135m-instruct", tmp_path_factory.mktemp("llama-emb"),
+                                extra=["--embedding", "true"])
+    yield server
+    server.close()
+
+
+def test_llama_embedding_server_token_level(llama_embed, cache_dir):
+    """llama-cpp-python's server (0.3.36) has no pooling option; a causal GGUF without a pooling
+    type is served token by token (one vector per token). The encoder refuses that with one line
+    and caches nothing, instead of averaging behind the user's back."""
+    enc = ServerEncoder(llama_embed.model, llama_embed.url)
+    with pytest.raises(ServerError, match=r"embedding 0 must be a non-empty list of numbers; "
+                       r"got a list of vectors \(token-level embeddings"):
+        enc.encode(["a cat", "the dog barked"])
+    enc.cache.flush()
+    assert len(enc.cache) == 0
