@@ -293,3 +293,30 @@ def test_llama_embedding_server_token_level(llama_embed, cache_dir):
         enc.encode(["a cat", "the dog barked"])
     enc.cache.flush()
     assert len(enc.cache) == 0
+
+
+@needs_http
+def test_embed_parity_cli(cache_dir, tmp_path):
+    """`divmeter embed-parity` prints the worst cosine: 1.000000 for a server returning the
+    local MiniLM vectors; a one-line error (exit 2) for a server that is down."""
+    pytest.importorskip("sentence_transformers")
+    import json
+
+    from typer.testing import CliRunner
+
+    from divmeter.backends.embed import get_encoder
+    from divmeter.cli import app
+
+    texts = ["A cat sat on the mat.", "Stocks fell sharply today."]
+    f = tmp_path / "sets.jsonl"
+    f.write_text(json.dumps({"responses": texts}) + "\n")
+    ref = {t: v.tolist() for t, v in zip(texts, get_encoder("minilm").encode(texts), strict=True)}
+    srv = FaultServer({"embeddings": [_embeddings(lambda xs: [ref[x] for x in xs])]})
+    try:
+        res = CliRunner().invoke(app, ["embed-parity", str(f), "--model", "openai:mini",
+                                       "--base-url", srv.url])
+    finally:
+        srv.close()
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("worst cosine 1.000000 (text ")
+    assert "over 2 texts: openai:mini@" in res.output
