@@ -94,6 +94,10 @@ def _mount() -> None:
         from divmeter.cli.annotate import annotate_app
 
         app.add_typer(annotate_app, name="annotate")
+    if importlib.util.find_spec("divmeter.cli.backends") is not None:
+        from divmeter.cli.backends import embed_parity_cmd
+
+        app.command("embed-parity")(embed_parity_cmd)
 
 
 _mount()
