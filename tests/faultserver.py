@@ -14,9 +14,12 @@ path's script: a list of behaviours for attempt 1, 2, ... (the last one repeats)
 * ``"400"``: 400 with an OpenAI-style error object
 * ``"say:TEXT"``: 200 with a chat answer whose message content is ``TEXT`` (for judge tests:
   refusals, unparseable or out-of-range ratings, valid JSON ratings)
+* a callable ``f(body) -> dict``: 200 with ``json.dumps(f(body))`` (NaN written as ``NaN``, as
+  Python servers do), e.g. an embeddings answer of a chosen shape
 
-A body without an ``id`` (real OpenAI-shaped requests, e.g. the judge's) is counted under the
-SHA-256 of its canonical JSON, so identical bodies share one script position.
+A body without an ``id`` (real OpenAI-shaped requests) is counted under its prompt and seed when
+it has a seed (generation), else under the SHA-256 of its canonical JSON, so identical bodies
+share one script position.
 
 Bounded by construction: it only answers the requests the tests send, on loopback, and stops when
 the test's fixture closes it.
@@ -41,7 +44,7 @@ class FaultServer:
     ``scripts`` maps an endpoint path below ``/v1/`` to its list of behaviours.
     """
 
-    def __init__(self, scripts: dict[str, list[str]]) -> None:
+    def __init__(self, scripts: dict[str, list[Any]]) -> None:
         self.scripts = scripts
         self.attempts: Counter[tuple[str, Any]] = Counter()
         self.total = 0
@@ -98,7 +101,9 @@ class FaultServer:
                                              "content": f"reply {body.get('seed')}"}}],
                     "usage": {"prompt_tokens": 3, "completion_tokens": 2},
                 }).encode()
-                if how == "ok":
+                if callable(how):
+                    self._send(200, json.dumps(how(body)).encode())
+                elif how == "ok":
                     self._send(200, ok)
                 elif how.startswith("say:"):
                     self._send(200, json.dumps({

