@@ -28,6 +28,22 @@ SKIP = {
     "divmeter meta contest $T/": "needs Tevet & Berant's data (tests/test_meta_tevet.py)",
     "divmeter meta dectest $T/": "needs Tevet & Berant's data (tests/test_meta_tevet.py)",
     "divmeter meta nuggets $T/": "needs Tevet & Berant's data (tests/test_meta_tevet.py)",
+    "divmeter generate ": "runs a model for minutes or needs a server on the user's prompts "
+    "(tests/test_generate*.py run it on small inputs)",
+    "divmeter meta dectest results_dectest_e2e.jsonl": "reads the full generation run's output "
+    "(benchmarks/results_dectest_e2e.jsonl; tests/test_generate.py checks meta dectest reads it)",
+    "export OPENAI_API_KEY": "a key for a hosted API",
+    "divmeter judge ": "needs a judge model behind a server (tests/test_judge*.py)",
+    "divmeter score sets.jsonl -m judge": "needs a judge model behind a server",
+    "divmeter meta pairwise labelled.jsonl": "reads the judge's output",
+    "divmeter meta agreement ratings.xlsx": "reads the user's annotation sheet "
+    "(tests/test_agreement*.py)",
+    "divmeter build ": "builds from the user's sets; para, nonsensical, cdm-fillers and "
+    "pattr-grid need a generator (tests/test_build*.py)",
+    "divmeter meta pairwise rnd_pairs.jsonl": "reads the builder's output",
+    "divmeter score cdm.jsonl": "reads the CDM builder's output",
+    "divmeter meta length-bias pools.jsonl": "reads the PATTR grid builder's output",
+    "divmeter score --corpus ": "illustrative shard paths (tests/test_corpus.py)",
 }
 
 
