@@ -254,7 +254,7 @@ REL = 0.05
 def test_decan_server_matches_local(llama_gemma):
     """D, a_n and C over llama.cpp's /v1/completions (echo + logprobs) agree with the local
     transformers path on the same GGUF, same sets and permutations (eqs. 4-6)."""
-    from divmeter.metrics.icl import decan
+    from divmeter.metrics.decan import decan
 
     responses = ["It rained all day.", "The sun came out at noon.",
                  "Snow fell over the quiet town."]

@@ -139,3 +139,18 @@ def test_ngram_index_order_beyond_every_text_is_empty_at_once() -> None:
     assert (ids.size, doc.size, m) == (0, 0, 0)
     assert max(idx._orders) == 10**9 and len(idx._orders) == 5  # orders 1..4, then 10**9
     assert idx.order(2)[2] == 3 and idx.pooled_counts(10**9).size == 0
+
+
+def test_renamed_metric_modules_keep_their_old_import_paths() -> None:
+    """Issue 9: lexical.py -> ngram.py, response.py -> richness.py, icl.py -> decan.py; the old
+    paths are the same module objects, so ``divmeter.metrics.icl.decan_from_surprisal`` works."""
+    import importlib
+
+    for old, new in (("lexical", "ngram"), ("response", "richness"), ("icl", "decan")):
+        assert importlib.import_module(f"divmeter.metrics.{old}") is importlib.import_module(
+            f"divmeter.metrics.{new}")
+    from divmeter.metrics.icl import decan_from_surprisal
+    from divmeter.metrics.lexical import distinct_n
+
+    assert decan_from_surprisal.__module__ == "divmeter.metrics.decan"
+    assert distinct_n(["a b", "a c"], n=1).value == 0.75

@@ -75,7 +75,10 @@ def _generator(model: str, base_url: str | None) -> Any:
     if importlib.util.find_spec("divmeter.generation") is not None:
         from divmeter.generation import get_generator
 
-        # the builders' prompts are instructions: a server model answers them as chat
+        # `--model NAME --base-url URL` names a model on that server; the builders' prompts are
+        # instructions, so a server model answers them as chat
+        if base_url is not None and not model.startswith("openai:"):
+            model = f"openai:{model}"
         return get_generator(model, base_url=base_url,
                              chat=True if model.startswith("openai:") else None)
     from divmeter.perturb.generator import ChatServerGenerator

@@ -38,7 +38,7 @@ _CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d232a;
 background:#f6f7f9}
 header{background:#1f3b57;color:#fff;padding:16px 20px}
-header h1{font-size:1.3em;margin:0 0 4px}
+header h1{font-size:1.3em;margin:0 0 4px;overflow-wrap:anywhere}
 header p{margin:0;opacity:.85;font-size:.9em;word-break:break-all}
 main{max-width:1100px;margin:0 auto;padding:12px}
 section{background:#fff;border:1px solid #dde1e6;border-radius:8px;padding:12px 14px;margin:12px 0}

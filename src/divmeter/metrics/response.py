@@ -1,0 +1,8 @@
+"""Former name of :mod:`divmeter.metrics.richness` (renamed in the issue-9 reshaping); kept so old
+imports keep working: importing it gives the very same module object."""
+
+import sys
+
+from divmeter.metrics import richness
+
+sys.modules[__name__] = richness
