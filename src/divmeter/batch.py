@@ -386,6 +386,27 @@ def _chunks(
         yield buf
 
 
+def unscored(sets: Iterable[ResponseSet], skip: Mapping[int, str],
+             on_skip: Callable[[], None]) -> Iterator[tuple[int, ResponseSet]]:
+    """``(row, set)`` for every set whose row is not in ``skip`` (``{row: set_id}`` already in a
+    resumed output); ``on_skip`` is called for each skipped set.
+
+    Raises:
+        InvalidInputError: A skipped row holds another set id: the output was written from
+            another input.
+    """
+    for row, s in enumerate(sets):
+        if row in skip:
+            if skip[row] != s.set_id:
+                raise InvalidInputError(
+                    f"cannot resume: the output has set {skip[row]!r} at row {row} but the "
+                    f"input has {s.set_id!r}; the output was written from another input."
+                )
+            on_skip()
+            continue
+        yield row, s
+
+
 def score_sets(
     sets: Iterable[ResponseSet],
     metrics: Sequence[MetricArg],
@@ -439,20 +460,14 @@ def score_sets(
     skip = skip or {}
     done = 0
 
-    def pending() -> Iterator[tuple[int, ResponseSet]]:
+    def skipped() -> None:
         nonlocal done
-        for row, s in enumerate(sets):
-            if row in skip:
-                if skip[row] != s.set_id:
-                    raise InvalidInputError(
-                        f"cannot resume: the output has set {skip[row]!r} at row {row} but the "
-                        f"input has {s.set_id!r}; the output was written from another input."
-                    )
-                done += 1
-                if progress is not None:
-                    progress(done, total)
-                continue
-            yield row, s
+        done += 1
+        if progress is not None:
+            progress(done, total)
+
+    def pending() -> Iterator[tuple[int, ResponseSet]]:
+        return unscored(sets, skip, skipped)
 
     def finish(rec: dict[str, Any]) -> dict[str, Any]:
         nonlocal done

@@ -22,8 +22,15 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from divmeter.batch import MetricArg, MetricPlan, ProgressFn, _score_chunk, resolve_metrics
-from divmeter.errors import DivmeterError, InvalidInputError
+from divmeter.batch import (
+    MetricArg,
+    MetricPlan,
+    ProgressFn,
+    _score_chunk,
+    resolve_metrics,
+    unscored,
+)
+from divmeter.errors import DivmeterError
 
 __all__ = ["init", "corpus_pass", "score_file_ray", "ray_score_sets", "score_sets_ray",
            "WINDOW_CHUNKS", "CHUNK_SETS"]
@@ -191,21 +198,12 @@ def ray_score_sets(address: str | None = None, concurrency: int | None = None,
         skip = skip or {}
         done = 0
 
-        def pending() -> Iterator[tuple[int, Any]]:
+        def skipped() -> None:
             nonlocal done
-            for row, s in enumerate(sets):
-                if row in skip:
-                    if skip[row] != s.set_id:
-                        raise InvalidInputError(
-                            f"cannot resume: the output has set {skip[row]!r} at row {row} but "
-                            f"the input has {s.set_id!r}; the output was written from another "
-                            "input.")
-                    done += 1
-                    continue
-                yield row, s
+            done += 1
 
-        for rec in score_sets_ray(pending(), plans, address=address, concurrency=concurrency,
-                                  chunk_sets=chunk_sets, fault=fault):
+        for rec in score_sets_ray(unscored(sets, skip, skipped), plans, address=address,
+                                  concurrency=concurrency, chunk_sets=chunk_sets, fault=fault):
             if summary is not None:
                 summary.add(rec)
             if not with_signatures:
