@@ -559,23 +559,53 @@ def completed_rows(
     elif p.exists():
         sources.append((p, chosen))
     records: list[dict[str, Any]] = []
+    refuse = f"cannot resume from {p.name}"
     for src, f in sources:
         if f in {"jsonl", "csv"}:
             _truncate_torn_tail(src)
-        records.extend(read_records(src, f))
+        if f == "csv":
+            _check_csv_header(src, refuse, columns)
+        try:
+            records.extend(read_records(src, f))
+        except InvalidInputError as exc:
+            raise InvalidInputError(
+                f"{refuse}: {exc} It is not a complete divmeter score output; use another "
+                "output file."
+            ) from None
     rows: dict[int, str] = {}
     for i, rec in enumerate(records):
-        if "row" not in rec or rec["row"] is None:
+        row = rec.get("row")
+        if isinstance(row, bool) or not isinstance(row, int) or row < 0 or "set_id" not in rec:
             raise InvalidInputError(
-                f"cannot resume from {p.name}: record {i + 1} has no 'row' field; it was not "
+                f"{refuse}: record {i + 1} has no integer 'row' and 'set_id' fields; it was not "
                 "written by divmeter score."
             )
         if columns is not None:
             have = metric_columns(rec)
             if have != list(columns):
                 raise InvalidInputError(
-                    f"cannot resume from {p.name}: it holds metrics {have} but this run asks for "
+                    f"{refuse}: it holds metrics {have} but this run asks for "
                     f"{list(columns)}; use another output file or the same metrics."
                 )
-        rows[int(rec["row"])] = str(rec["set_id"])
+        rows[row] = str(rec["set_id"])
     return rows, records
+
+
+def _check_csv_header(path: Path, refuse: str, columns: Sequence[str] | None) -> None:
+    """A CSV output being resumed must start with divmeter's header (even with no rows yet)."""
+    with open(path, "rb") as fh:
+        first = fh.readline()
+    if not first.strip():
+        return
+    import csv
+
+    try:
+        header = next(csv.reader([first.decode("utf-8-sig")]))
+    except (UnicodeDecodeError, csv.Error, StopIteration):
+        header = []
+    metrics = [c for c in header if c not in RECORD_KEYS]
+    if header[:2] != ["set_id", "row"] or (columns is not None and metrics != list(columns)):
+        raise InvalidInputError(
+            f"{refuse}: its header is {header[:8]}, not that of a divmeter score output with "
+            f"metrics {list(columns or [])}; use another output file."
+        )

@@ -336,6 +336,10 @@ def nuggets_cmd(
     _fmt(fmt)
     if len(metric or []) + len(column or []) != 1:
         raise InvalidInputError("nuggets needs exactly one metric (-m) or column (-c).")
+    if output:
+        from divmeter.data.outputs import refuse_input_as_output
+
+        refuse_input_as_output([file], output)
     table = load_table(file)
     res = resolve_scores(table, metrics=metric or (), columns=column or (), empty=empty)
     name, sc = next(iter(res.scores.items()))
