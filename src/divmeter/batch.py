@@ -575,10 +575,11 @@ def completed_rows(
     rows: dict[int, str] = {}
     for i, rec in enumerate(records):
         row = rec.get("row")
-        if isinstance(row, bool) or not isinstance(row, int) or row < 0 or "set_id" not in rec:
+        bad_row = isinstance(row, bool) or not isinstance(row, int) or row < 0
+        if bad_row or "set_id" not in rec:
+            field = "'row' field (an integer >= 0)" if bad_row else "'set_id' field"
             raise InvalidInputError(
-                f"{refuse}: record {i + 1} has no integer 'row' and 'set_id' fields; it was not "
-                "written by divmeter score."
+                f"{refuse}: record {i + 1} has no {field}; it was not written by divmeter score."
             )
         if columns is not None:
             have = metric_columns(rec)
