@@ -119,6 +119,11 @@ def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
             if str(exc).startswith("metric ") or label is None:
                 raise
             raise InvalidInputError(f"metric {label!r}: {exc}") from None
+        if "model" in spec.params and spec.family in {"content", "lm"}:
+            try:
+                _check_model(spec.family, params.get("model", spec.params["model"]))
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"metric {label!r}: {exc}") from None
         col = column_name(name, params)
         if col in seen:
             raise InvalidInputError(f"metric column {col!r} is requested twice.")
@@ -135,6 +140,19 @@ def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
             )
         )
     return plans
+
+
+def _check_model(family: str, model: Any) -> None:
+    """Resolve a metric's ``model`` without loading it, so an alias, path or cached name that
+    does not exist fails before the first set (not as a null on every set)."""
+    if family == "lm":
+        from divmeter.backends.lm import resolve_model as resolve_lm
+
+        resolve_lm(model)
+        return
+    from divmeter.backends.embed import resolve_model
+
+    resolve_model(model)
 
 
 # --------------------------------------------------------------------------------------------
