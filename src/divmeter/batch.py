@@ -33,6 +33,7 @@ number of workers, so a bad ``n`` fails the run at once instead of filling a fil
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections import Counter, deque
@@ -142,9 +143,11 @@ def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
     return plans
 
 
+@functools.lru_cache(maxsize=64)
 def _check_model(family: str, model: Any) -> None:
     """Resolve a metric's ``model`` without loading it, so an alias, path or cached name that
-    does not exist fails before the first set (not as a null on every set)."""
+    does not exist fails before the first set (not as a null on every set). Remembered per
+    process (resolving an alias may hash its weights)."""
     if family == "lm":
         from divmeter.backends.lm import resolve_model as resolve_lm
 
@@ -496,7 +499,8 @@ def score_sets(
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_watch_parent,
+                             initargs=(os.getpid(),)) as pool:
         window: deque[Future[list[dict[str, Any]]]] = deque()
         try:
             for chunk in _chunks(pending(), size):
@@ -510,6 +514,21 @@ def score_sets(
         finally:
             for fut in window:
                 fut.cancel()
+
+
+def _watch_parent(parent: int, interval: float = 0.5) -> None:
+    """Worker initializer: exit as soon as the parent process is gone (even SIGKILLed, when it
+    cannot tell its workers), so no worker, and hence no resource tracker, outlives a run."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="divmeter-parent-watch", daemon=True).start()
 
 
 # --------------------------------------------------------------------------------------------
