@@ -80,17 +80,22 @@ def _orders(metric: str, n: int | None, n_max: int) -> tuple[list[int], str, str
 
 
 def _beyond_longest(text_sets: Sequence[Sequence[str]], tok: Tokenizer, n: int, metric: str,
-                    sig: str, results: list[MetricResult | None]) -> bool:
+                    sig: str, results: list[MetricResult | None], *, blank: bool = True) -> bool:
     """Set a null result, with the reason, for every set not yet decided whose longest response
     is shorter than the single order ``n`` (no n-gram can exist there, whatever ``n``: a huge
-    ``n`` costs nothing). Sets without any token keep their own reason. Returns whether every
-    set is now decided."""
+    ``n`` costs nothing). With ``blank``, an empty set and a set without any token get their
+    usual reasons here too. Returns whether every set is now decided."""
     longest = _longest_response(text_sets, tok).tolist()
     for i, top in enumerate(longest):
-        if results[i] is None and top > 0 and n > top:
+        if results[i] is not None:
+            continue
+        if top > 0 and n > top:
             results[i] = undefined(
                 metric, sig, f"n = {n} is larger than the longest response ({top} tokens): "
                 f"no {n}-grams")
+        elif blank and top == 0 and n > 1:
+            results[i] = undefined(metric, sig, "empty set" if not text_sets[i]
+                                   else "no tokens in any response")
     return all(r is not None for r in results)
 
 
@@ -1072,7 +1077,12 @@ def self_repetition_many(
         text_sets, "self-repetition", sig,
         "needs at least 2 responses (repetition across responses); got 1")
     if live:
-        _beyond_longest(text_sets, tok, k, "self-repetition", sig, results)
+        _beyond_longest(text_sets, tok, k, "self-repetition", sig, results, blank=False)
+        blank = _longest_response(text_sets, tok).tolist()
+        for i in live:  # no token at all: every s_d is 0 (as computed), whatever n
+            if results[i] is None and blank[i] == 0:
+                results[i] = MetricResult("self-repetition", 0.0, sig,
+                                          details={"per_response": [0.0] * len(text_sets[i])})
         live = [i for i in live if results[i] is None]
     if not live:
         return results  # type: ignore[return-value]
