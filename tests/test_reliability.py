@@ -356,7 +356,7 @@ def test_metric_undefined_on_one_set_does_not_abort_meta(tmp_path: Path,
     code, out, err = run_cli(["meta", "contest", str(src), "-m", "self-bleu", "-f", "json"],
                              capsys, monkeypatch)
     assert code == 0, err
-    assert json.loads(out)["self-bleu"]["settings"]["n_undefined"] == {"self-bleu": 1}
+    assert json.loads(out)["self-bleu"]["n_undefined"] == {"self-bleu": 1}
     assert ("self-bleu is undefined on 1 item(s), excluded (first: row 2 (set 'c'): one "
             "response: self-BLEU needs at least two)") in err
     pairs = tmp_path / "p.jsonl"
