@@ -173,7 +173,7 @@ def test_vendi_embedding_identical_is_one_and_q_matters() -> None:
     v_inf = divmeter.score(texts, "vendi-embedding", q=float("inf"))
     assert 1.0 < v_inf.value < v1.value <= len(texts)
     assert v1.signature == f"vendi-embedding|model:{MINILM_SIG}|q:1|kernel:cosine|v:0.1.0"
-    assert divmeter.score(texts[:1], "vendi-embedding").value == pytest.approx(1.0)
+    assert divmeter.score(texts[:1], "vendi-embedding").value is None  # issue 16: one response
 
 
 @pytest.mark.embed
@@ -241,13 +241,15 @@ def test_degenerate_sets(metric: str) -> None:
     empty = divmeter.score([], metric)
     assert empty.value is None and empty.reason == "empty set"
     one = divmeter.score(["only one"], metric)
-    if metric == "vendi-embedding":
-        assert one.value == pytest.approx(1.0)
+    if metric == "vendi-embedding":  # issue 16: fewer than two non-blank responses is null
+        assert one.value is None and one.reason == "fewer than two non-blank responses (got 1)"
     else:
         assert one.value is None and "at least 2 responses" in one.reason
-    # empty strings are texts: the encoder embeds them (special tokens only)
+    # issue 16: blank responses do not count towards the two a set needs
     if metric != "bertscore":
-        assert divmeter.score(["", "", "x y"], metric).ok
+        res = divmeter.score(["", "", "x y"], metric)
+        assert res.value is None and res.reason == "fewer than two non-blank responses (got 1)"
+        assert divmeter.score(["", "x y", "z"], metric).ok
     else:
         assert "has no tokens" in divmeter.score(["", "x y"], metric).reason
 

@@ -53,7 +53,6 @@ GOLDEN = [
     (distinct_n, ["a b a b", "a b c"], {"n_max": 2}, (3 / 7 + 0.6) / 2),
     # trigrams aba bab | abc (3 of 3), one 4-gram, no 5-gram
     (distinct_n, ["a b a b", "a b c"], {"n_max": 5}, (3 / 7 + 0.6 + 1 + 1 + 0) / 5),
-    (distinct_n, ["a", "b"], {"n": 2}, 0.0),  # shorter than n: no bigram counts as 0
     (distinct_n, ["a b a"], {"n": 1}, 2 / 3),  # one response is fine for a pooled ratio
     (distinct_n, ["a. b\nc", "a bc"], {"n": 1}, 0.5),  # tevet: drop '.' and '\n' -> a bc | a bc
     (distinct_n, ["A a", "a"], {"n": 1, "lowercase": True}, 1 / 3),
@@ -65,7 +64,6 @@ GOLDEN = [
     (entropy_n, ["a b", "a c"], {"n_max": 2, "base": 2}, 1.25),
     (entropy_n, ["a b", "a c"], {"n": 1, "base": 10}, 1.5 * math.log10(2)),
     (entropy_n, ["a a", "a a"], {"n": 1}, 0.0),  # one type only
-    (entropy_n, ["a", "b"], {"n": 2}, 0.0),  # no bigram: the empty sum
     (entropy_n, ["a b c d"], {"n": 1, "base": 2}, 2.0),  # one response, 4 equiprobable types
     # ead: N / (V (1 - ((V-1)/V)^C)); unigrams of "a b" + "a c": N=3, C=4
     (ead, ["a b", "a c"], {"n": 1, "vocab_size": 2}, 3 / (2 * (1 - 0.5**4))),
@@ -74,7 +72,6 @@ GOLDEN = [
     # exact rational value; the naive float form loses ~1e-12 relative to cancellation
     (ead, ["a b", "a c"], {"n": 1}, float(3 / (50257 * (1 - Fraction(50256, 50257) ** 4)))),
     (ead, ["a b"], {"n": 1, "vocab_size": 1}, 2.0),  # V=1: expectation 1 for any C >= 1
-    (ead, ["a", "b"], {"n": 2, "vocab_size": 10}, 0.0),  # C = 0 counts as 0
     # ngram-cosine: unigram vectors {a,b}, {a,c}, {d}: cosines 1/2, 0, 0
     (ngram_cosine, ["a b", "a c", "d"], {"n": 1}, -1 / 6),
     (ngram_cosine, ["a b", "a c", "d"], {"n": 1, "reduction": "one-minus-mean"}, 5 / 6),
@@ -93,7 +90,6 @@ GOLDEN = [
     (self_repetition, ["a b c", "a b d", "x y"], {"n": 2}, 2 * LN2 / 3),
     (self_repetition, ["a b a b", "a b"], {"n": 2}, LN2),  # "a b" counted once per response
     (self_repetition, ["a b c d e"] * 3, {}, math.log(5)),  # 2 four-grams, each in 2 others
-    (self_repetition, ["a b", "a b"], {}, 0.0),  # shorter than n=4
     (self_repetition, ["", ""], {}, 0.0),
     (self_repetition, ["A b c d", "a b c d"], {"lowercase": True}, LN2),
 ]
@@ -129,6 +125,31 @@ DEGENERATE = [
     (self_repetition, ["a b c d e"],
      "needs at least 2 responses (repetition across responses); got 1"),
 ]
+
+
+# a single order n longer than every response: null with the reason (issue 16), at once
+BEYOND_LONGEST = [
+    (distinct_n, ["a", "b"], {"n": 2}, "n = 2 is larger than the longest response (1 tokens): "
+     "no 2-grams"),
+    (entropy_n, ["a", "b"], {"n": 2}, "n = 2 is larger than the longest response (1 tokens): "
+     "no 2-grams"),
+    (ead, ["a", "b"], {"n": 2, "vocab_size": 10},
+     "n = 2 is larger than the longest response (1 tokens): no 2-grams"),
+    (self_repetition, ["a b", "a b"], {}, "n = 4 is larger than the longest response (2 tokens): "
+     "no 4-grams"),
+    (ngram_cosine, ["a b", "c"], {"n": 3}, "n = 3 is larger than the longest response (2 tokens): "
+     "no 3-grams"),
+    (distinct_n, ["a b c", "d"], {"n": 10**9}, "n = 1000000000 is larger than the longest "
+     "response (3 tokens): no 1000000000-grams"),
+]
+
+
+@pytest.mark.parametrize(("fn", "texts", "params", "reason"), BEYOND_LONGEST,
+                         ids=[f"{d[0].__name__}-{i}" for i, d in enumerate(BEYOND_LONGEST)])
+def test_order_beyond_longest_response_is_null(fn: Any, texts: list[str],
+                                               params: dict[str, Any], reason: str) -> None:
+    res = fn(texts, **params)
+    assert (res.value, res.reason) == (None, reason)
 
 
 @pytest.mark.parametrize(("fn", "texts", "reason"), DEGENERATE,

@@ -33,6 +33,7 @@ number of workers, so a bad ``n`` fails the run at once instead of filling a fil
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections import Counter, deque
@@ -119,6 +120,11 @@ def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
             if str(exc).startswith("metric ") or label is None:
                 raise
             raise InvalidInputError(f"metric {label!r}: {exc}") from None
+        if "model" in spec.params and spec.family in {"content", "lm"}:
+            try:
+                _check_model(spec.family, params.get("model", spec.params["model"]))
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"metric {label!r}: {exc}") from None
         col = column_name(name, params)
         if col in seen:
             raise InvalidInputError(f"metric column {col!r} is requested twice.")
@@ -135,6 +141,21 @@ def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
             )
         )
     return plans
+
+
+@functools.lru_cache(maxsize=64)
+def _check_model(family: str, model: Any) -> None:
+    """Resolve a metric's ``model`` without loading it, so an alias, path or cached name that
+    does not exist fails before the first set (not as a null on every set). Remembered per
+    process (resolving an alias may hash its weights)."""
+    if family == "lm":
+        from divmeter.backends.lm import resolve_model as resolve_lm
+
+        resolve_lm(model)
+        return
+    from divmeter.backends.embed import resolve_model
+
+    resolve_model(model)
 
 
 # --------------------------------------------------------------------------------------------
@@ -493,7 +514,8 @@ def score_sets(
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_watch_parent,
+                             initargs=(os.getpid(),)) as pool:
         window: deque[Future[list[dict[str, Any]]]] = deque()
         try:
             for chunk in _chunks(pending(), size):
@@ -507,6 +529,21 @@ def score_sets(
         finally:
             for fut in window:
                 fut.cancel()
+
+
+def _watch_parent(parent: int, interval: float = 0.5) -> None:
+    """Worker initializer: exit as soon as the parent process is gone (even SIGKILLed, when it
+    cannot tell its workers), so no worker, and hence no resource tracker, outlives a run."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="divmeter-parent-watch", daemon=True).start()
 
 
 # --------------------------------------------------------------------------------------------
@@ -574,23 +611,54 @@ def completed_rows(
     elif p.exists():
         sources.append((p, chosen))
     records: list[dict[str, Any]] = []
+    refuse = f"cannot resume from {p.name}"
     for src, f in sources:
         if f in {"jsonl", "csv"}:
             _truncate_torn_tail(src)
-        records.extend(read_records(src, f))
+        if f == "csv":
+            _check_csv_header(src, refuse, columns)
+        try:
+            records.extend(read_records(src, f))
+        except InvalidInputError as exc:
+            raise InvalidInputError(
+                f"{refuse}: {exc} It is not a complete divmeter score output; use another "
+                "output file."
+            ) from None
     rows: dict[int, str] = {}
     for i, rec in enumerate(records):
-        if "row" not in rec or rec["row"] is None:
+        row = rec.get("row")
+        bad_row = isinstance(row, bool) or not isinstance(row, int) or row < 0
+        if bad_row or "set_id" not in rec:
+            field = "'row' field (an integer >= 0)" if bad_row else "'set_id' field"
             raise InvalidInputError(
-                f"cannot resume from {p.name}: record {i + 1} has no 'row' field; it was not "
-                "written by divmeter score."
+                f"{refuse}: record {i + 1} has no {field}; it was not written by divmeter score."
             )
         if columns is not None:
             have = metric_columns(rec)
             if have != list(columns):
                 raise InvalidInputError(
-                    f"cannot resume from {p.name}: it holds metrics {have} but this run asks for "
+                    f"{refuse}: it holds metrics {have} but this run asks for "
                     f"{list(columns)}; use another output file or the same metrics."
                 )
-        rows[int(rec["row"])] = str(rec["set_id"])
+        rows[row] = str(rec["set_id"])
     return rows, records
+
+
+def _check_csv_header(path: Path, refuse: str, columns: Sequence[str] | None) -> None:
+    """A CSV output being resumed must start with divmeter's header (even with no rows yet)."""
+    with open(path, "rb") as fh:
+        first = fh.readline()
+    if not first.strip():
+        return
+    import csv
+
+    try:
+        header = next(csv.reader([first.decode("utf-8-sig")]))
+    except (UnicodeDecodeError, csv.Error, StopIteration):
+        header = []
+    metrics = [c for c in header if c not in RECORD_KEYS]
+    if header[:2] != ["set_id", "row"] or (columns is not None and metrics != list(columns)):
+        raise InvalidInputError(
+            f"{refuse}: its header is {header[:8]}, not that of a divmeter score output with "
+            f"metrics {list(columns or [])}; use another output file."
+        )

@@ -8,6 +8,7 @@ and keeps the running summary. The command line only parses options and prints.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -30,7 +31,8 @@ from divmeter.data import (
     read_instantiation_sets,
     read_sets,
 )
-from divmeter.errors import InvalidInputError
+from divmeter.data.outputs import output_lock, refuse_input_as_output
+from divmeter.errors import DivmeterError, InvalidInputError
 
 __all__ = ["FileRun", "score_file", "record_columns", "carried_fields", "with_metadata"]
 
@@ -201,6 +203,9 @@ def score_file(
     out_fmt = None if output is None else _output_format(output, fmt)
     run = FileRun(plans, columns, summary=Summary(columns), output=output)
 
+    if output is not None:
+        refuse_input_as_output([src], output)
+
     # CDM-like metrics read a JSONL of instantiations (marked texts become the responses)
     reader = read_sets
     if any(p.input == "instantiations" for p in plans):
@@ -208,10 +213,53 @@ def score_file(
     total: int | None = None
     if src != "-":  # validates the whole file before any output is written
         total = sum(1 for _ in reader(src, input_format))
+
+    with contextlib.ExitStack() as stack:
+        if output is not None and output != "-":
+            # one writer per output: the file streamed to (JSON/Parquet: their sidecar) is locked
+            # before it is read for --resume or truncated
+            streamed = Path(f"{output}.partial.jsonl") if out_fmt in {"json", "parquet"} \
+                else Path(output)
+            if not streamed.exists():
+                stack.push(_remove_if_failed(streamed))
+            stack.enter_context(output_lock(streamed))
+        _run(run, src, reader, input_format, total, output, out_fmt, resume=resume,
+             workers=workers, signatures=signatures, summary_in_output=summary_in_output,
+             progress=progress, scorer=scorer)
+    return run
+
+
+def _remove_if_failed(path: Path) -> Callable[..., bool]:
+    """An exit callback removing ``path`` (created by this run for its lock) when the run failed
+    before writing anything to it."""
+
+    def callback(exc_type: Any, *_: Any) -> bool:
+        if exc_type is not None and path.exists() and path.stat().st_size == 0:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        return False
+
+    return callback
+
+
+def _run(run: FileRun, src: str, reader: Any, input_format: str | None, total: int | None,
+         output: str | None, out_fmt: str | None, *, resume: bool, workers: int,
+         signatures: bool, summary_in_output: bool, progress: ProgressFn | None,
+         scorer: Callable[..., Iterator[dict[str, Any]]] | None) -> None:
+    """The body of :func:`score_file` once the output is locked."""
+    plans = run.plans
     sets = reader(src, input_format)
     first = next(sets, None)
     run.has_label = first is not None and first.label is not None
-    run.metadata = carried_fields(first, columns)
+    run.metadata = carried_fields(first, run.columns)
+    skip: dict[int, str] = {}
+    appending = False
+    if resume and output is not None:
+        skip, old = completed_rows(output, out_fmt, columns=run.metadata + run.columns)
+        for rec in old:
+            run.summary.add(rec)
+        appending = bool(old) or (Path(output).exists() and Path(output).stat().st_size > 0)
+    run.skipped = len(skip)
     meta_rows: dict[int, dict[str, Any]] = {}
 
     def remembered(it: Any) -> Any:  # each set's carried metadata, by row, until its record
@@ -221,23 +269,12 @@ def score_file(
             yield s
 
     sets = remembered(itertools.chain([first] if first is not None else [], sets))
-
-    skip: dict[int, str] = {}
-    appending = False
-    if resume and output is not None:
-        skip, old = completed_rows(output, out_fmt, columns=run.metadata + columns)
-        for rec in old:
-            run.summary.add(rec)
-        appending = bool(old) or Path(output).exists()
-    run.skipped = len(skip)
-
-
     writer = None
-    if output is not None:
-        cols = record_columns(plans, has_label=run.has_label, signatures=signatures,
-                              metadata=run.metadata)
-        writer = open_record_writer(output, out_fmt, columns=cols, append=appending)
     try:
+        if output is not None:
+            cols = record_columns(plans, has_label=run.has_label, signatures=signatures,
+                                  metadata=run.metadata)
+            writer = open_record_writer(output, out_fmt, columns=cols, append=appending)
         scorer = scorer or score_sets
         for rec in scorer(sets, [(p.name, p.params) for p in plans], workers=workers,
                           progress=progress, total=total, skip=skip, summary=run.summary,
@@ -251,9 +288,16 @@ def score_file(
         if writer is not None:
             if out_fmt == "json":  # one shape, with or without --summary
                 writer.extra = {"summary": run.summary.to_dict()}
-            writer.close()
-            writer = None
+            w, writer = writer, None
+            w.close()
+    except OSError as exc:
+        if output is None or output == "-" or isinstance(exc, BrokenPipeError):
+            raise
+        raise DivmeterError(
+            f"cannot write {output}: {exc.strerror or exc} (after {run.scored} sets); what was "
+            "written before stays, and --resume continues from it."
+        ) from None
     finally:
         if writer is not None:  # interrupted: keep what was written (JSON/Parquet: the sidecar)
-            writer.__exit__(KeyboardInterrupt, None, None)
-    return run
+            with contextlib.suppress(OSError):  # the original error is the one to report
+                writer.__exit__(KeyboardInterrupt, None, None)

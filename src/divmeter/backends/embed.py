@@ -257,11 +257,53 @@ def resolve_model(model: str) -> ResolvedModel:
     if path.is_file():
         return ResolvedModel("word", path.name, str(path.resolve()), _file_fingerprint(path))
     if path.is_dir():
+        if not any((_model_subfolder(path) / f).is_file()
+                   for f in ("modules.json", "config.json")):
+            raise InvalidInputError(
+                f"model folder {key!r} holds no model (no config.json or modules.json); expected "
+                "a sentence-transformers or transformers model folder."
+            )
         return ResolvedModel("sentence", path.resolve().name, str(path.resolve()),
                              _folder_fingerprint(path))
     if key.lower().endswith(WORDVEC_SUFFIXES):
         raise InvalidInputError(f"word-vector file not found: {key!r}.")
+    require_cached(key, "minilm, mpnet, glove")
     return ResolvedModel("sentence", key, key, "hf-cache")
+
+
+def looks_like_path(name: str) -> bool:
+    """Whether a model argument is written as a path (so it cannot be a hub name)."""
+    return name.startswith(("/", "./", "../", "~", "\\")) or os.sep in name.strip("/") and \
+        name.count("/") != 1
+
+
+def require_cached(name: str, aliases: str) -> None:
+    """Refuse a model name that is neither an existing path nor in the local Hugging Face cache
+    (divmeter never downloads a model at run time).
+
+    Raises:
+        InvalidInputError: ``"model 'bogus' is not an alias (minilm, ...), an existing path or a
+            model in the local Hugging Face cache; ..."``.
+    """
+    if looks_like_path(name):
+        raise InvalidInputError(f"model path {name!r} does not exist; expected an existing "
+                                f"model folder or file, or an alias ({aliases}).")
+    cached = False
+    try:
+        from huggingface_hub import snapshot_download
+
+        snapshot_download(name, local_files_only=True)
+        cached = True
+    except ImportError:  # no hub client: let the loader decide
+        cached = True
+    except Exception:  # not cached, or not a valid repository id
+        cached = False
+    if not cached:
+        raise InvalidInputError(
+            f"model {name!r} is not an alias ({aliases}), an existing path or a model in the "
+            "local Hugging Face cache; divmeter does not download models at run time: download "
+            "it first (e.g. `huggingface-cli download NAME`) or give its folder."
+        )
 
 
 class SentenceEncoder:

@@ -179,7 +179,15 @@ def resolve_model(model: str) -> ModelSource:
         for f in sorted(path.iterdir()):
             if f.suffix in {".safetensors", ".bin"}:
                 h.update(f"{f.name}:{f.stat().st_size}".encode())
+        if not cfg.is_file():
+            raise InvalidInputError(
+                f"model folder {model!r} holds no model (no config.json); expected a "
+                "transformers model folder or a .gguf file."
+            )
         return ModelSource(path.name, "folder", str(path), h.hexdigest()[:12])
+    from divmeter.backends.embed import require_cached
+
+    require_cached(model, ", ".join(_GGUF_PACKAGES))  # before the first set, not on each one
     return ModelSource(model, "hub", model, "local")
 
 

@@ -144,6 +144,12 @@ def main() -> None:
             raise
         typer.echo(f"divmeter: error: {exc.strerror}: {exc.filename}", err=True)
         sys.exit(2)
+    except OSError as exc:  # the system refused a read or a write (full disk, I/O error, ...)
+        if debug or isinstance(exc, BrokenPipeError):
+            raise
+        where = f": {exc.filename}" if exc.filename else ""
+        typer.echo(f"divmeter: error: {exc.strerror or exc}{where}", err=True)
+        sys.exit(2)
     except KeyboardInterrupt:
         typer.echo("divmeter: interrupted (what was written so far is kept).", err=True)
         sys.exit(130)

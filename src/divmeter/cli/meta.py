@@ -147,15 +147,48 @@ def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty
             f"{table.source}: no labels found; this protocol needs a label or parameter per set "
             "(Tevet's label_value column, or a 'label' field)."
         )
-    keep = res.keep
-    scores = {k: v[keep] for k, v in res.scores.items()}
+    keep = res.keep.copy()
     settings = dict(res.info)
+    undefined = _exclude_undefined(table.sets, res.scores, metric, keep,
+                                   lambda r: f"row {r} (set {table.ids[r]!r})", quiet)
+    if undefined:
+        settings["n_undefined"] = undefined
+    scores = {k: v[keep] for k, v in res.scores.items()}
     if round_ is not None:
         if round_ < 0:
             raise InvalidInputError(f"--round must be >= 0; got {round_}.")
         scores = {k: np.round(v, round_) for k, v in scores.items()}
         settings["round"] = round_
     return table, scores, table.labels[keep], settings, res.signatures, np.flatnonzero(keep)
+
+
+def _exclude_undefined(sets: Any, scores: dict[str, np.ndarray], metric: list[str] | None,
+                       keep: np.ndarray, where: Any, quiet: bool, *, in_output: bool = True
+                       ) -> dict[str, int]:
+    """Drop (in ``keep``, in place) the items on which a computed metric is undefined (null),
+    as ``divmeter score`` writes null there, and say how many, with the first one's reason.
+
+    Returns:
+        ``{metric column: items excluded for it}`` (empty when none).
+    """
+    if not metric or sets is None:
+        return {}
+    from divmeter.batch import evaluate, resolve_metrics
+
+    counts: dict[str, int] = {}
+    for plan in resolve_metrics(list(metric)):
+        bad = keep & np.isnan(scores[plan.column])
+        if not bad.any():
+            continue
+        first = int(np.flatnonzero(bad)[0])
+        counts[plan.column] = int(bad.sum())
+        outcome = evaluate([sets[first].responses], [plan])[0][0]
+        reason = str(outcome) if isinstance(outcome, Exception) else (outcome.reason or "null")
+        _note(f"{plan.column} is undefined on {counts[plan.column]} item(s), excluded (first: "
+              f"{where(first)}: {reason})"
+              + ("; n_undefined is in the output." if in_output else "."), quiet)
+        keep &= ~bad
+    return counts
 
 
 def _directions(metric: list[str] | None, lower: list[str] | None,
@@ -354,6 +387,10 @@ def nuggets_cmd(
     _fmt(fmt)
     if len(metric or []) + len(column or []) != 1:
         raise InvalidInputError("nuggets needs exactly one metric (-m) or column (-c).")
+    if output:
+        from divmeter.data.outputs import refuse_input_as_output
+
+        refuse_input_as_output([file], output)
     table = load_table(file)
     res = resolve_scores(table, metrics=metric or (), columns=column or (), empty=empty)
     name, sc = next(iter(res.scores.items()))
@@ -482,6 +519,49 @@ def _field(table: Any, i: int, name: str) -> Any:
 # pairwise
 
 
+def _pair_scores(pairs: Any, metric: list[str] | None, column: list[str] | None, workers: int,
+                 quiet: bool) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Each pair's two score vectors per metric/column: precomputed columns from the rows,
+    metrics computed on both sets; pairs on which a computed metric is undefined are excluded
+    (``pairs`` is filtered in place), counted and noted."""
+    from divmeter.data.model import ResponseSet
+
+    s1: dict[str, np.ndarray] = {}
+    s2: dict[str, np.ndarray] = {}
+    for c in column or []:
+        if c not in pairs.scores1:
+            raise InvalidInputError(
+                f"column {c!r} not found in the rows' scores1/scores2 of {pairs.source}; "
+                f"available: {', '.join(pairs.scores1) or 'none'}."
+            )
+        s1[c], s2[c] = pairs.scores1[c], pairs.scores2[c]
+    if metric:
+        n = len(pairs.labels)
+        sets = [ResponseSet(f"pair{i}.set1", r) for i, r in enumerate(pairs.set1)] + [
+            ResponseSet(f"pair{i}.set2", r) for i, r in enumerate(pairs.set2)]
+        for col, vals in _score_columns(sets, metric, workers).items():
+            s1[col], s2[col] = vals[:n], vals[n:]
+    if not s1:
+        raise InvalidInputError("give at least one metric (-m) or column (-c).")
+    if metric:  # pairs on which a computed metric is undefined are excluded, counted, noted
+        n = len(pairs.labels)
+        keep = np.ones(n, dtype=bool)
+        for side, sets_, vals in (("set1", pairs.set1, s1), ("set2", pairs.set2, s2)):
+            _exclude_undefined([ResponseSet(f"pair{i}.{side}", r) for i, r in enumerate(sets_)],
+                               vals, metric, keep,
+                               lambda r, side=side: f"pair {r + 1} {side}", quiet,
+                               in_output=False)
+        if not keep.all():
+            s1 = {c: v[keep] for c, v in s1.items()}
+            s2 = {c: v[keep] for c, v in s2.items()}
+            pairs.labels = pairs.labels[keep]
+            if pairs.rating1 is not None:
+                pairs.rating1 = pairs.rating1[keep]
+            if pairs.rating2 is not None:
+                pairs.rating2 = pairs.rating2[keep]
+    return s1, s2
+
+
 @meta_app.command("pairwise")
 def pairwise_cmd(
     file: Annotated[str, typer.Argument(help="JSONL of {set1, set2, label} rows (label 0 = set1 "
@@ -520,28 +600,11 @@ def pairwise_cmd(
     the annotator.
     """
     _fmt(fmt)  # fail on a bad --format before any work
-    from divmeter.data.model import ResponseSet
     from divmeter.data.tables import read_pairs
     from divmeter.meta.protocols import pairwise
 
     pairs = read_pairs(file)
-    s1: dict[str, np.ndarray] = {}
-    s2: dict[str, np.ndarray] = {}
-    for c in column or []:
-        if c not in pairs.scores1:
-            raise InvalidInputError(
-                f"column {c!r} not found in the rows' scores1/scores2 of {pairs.source}; "
-                f"available: {', '.join(pairs.scores1) or 'none'}."
-            )
-        s1[c], s2[c] = pairs.scores1[c], pairs.scores2[c]
-    if metric:
-        n = len(pairs.labels)
-        sets = [ResponseSet(f"pair{i}.set1", r) for i, r in enumerate(pairs.set1)] + [
-            ResponseSet(f"pair{i}.set2", r) for i, r in enumerate(pairs.set2)]
-        for col, vals in _score_columns(sets, metric, workers).items():
-            s1[col], s2[col] = vals[:n], vals[n:]
-    if not s1:
-        raise InvalidInputError("give at least one metric (-m) or column (-c).")
+    s1, s2 = _pair_scores(pairs, metric, column, workers, quiet)
     result = pairwise(s1, s2, pairs.labels, metric_ties=metric_ties, label_ties=label_ties,
                       rating1=pairs.rating1, rating2=pairs.rating2,
                       min_rating_diff=min_rating_diff, confidence=confidence,

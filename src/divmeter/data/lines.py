@@ -21,6 +21,7 @@ import gzip
 import json
 import os
 import sys
+import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,6 +38,7 @@ __all__ = [
     "decode_lines",
     "decode_all",
     "invalid_json",
+    "loads",
     "json_lines",
     "read_json_lines",
     "require_object",
@@ -126,20 +128,56 @@ def detect_format(path: str | os.PathLike[str], fmt: str | None = None) -> str:
 def open_source(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     """Open a source for reading bytes: a file, a ``.gz`` file, or stdin for ``"-"``.
 
+    A ``.gz`` file that is not gzip, or is cut short, fails while it is read with a one-line
+    :class:`InvalidInputError` naming the file (not gzip's own exception).
+
     Raises:
         FileNotFoundError: If the file does not exist.
     """
     if str(path) == "-":
         yield sys.stdin.buffer
         return
-    if str(path).lower().endswith(".gz"):
+    gz = str(path).lower().endswith(".gz")
+    if gz:
         fh: IO[bytes] = gzip.open(path, "rb")  # type: ignore[assignment]
     else:
         fh = open(path, "rb")  # noqa: SIM115
     try:
         yield fh
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        if not gz:
+            raise
+        what = ("is cut short (the compressed stream ends early)" if isinstance(exc, EOFError)
+                else "is not a valid gzip file")
+        raise InvalidInputError(
+            f"{display_name(path)}: the file {what}; expected a complete gzip-compressed file "
+            "(or drop the .gz extension)."
+        ) from None
     finally:
         fh.close()
+
+
+def loads(text: str | bytes, name: str, lineno: int = 1) -> Any:
+    """``json.loads`` with divmeter's one-line errors: syntax errors name the line and column,
+    and nesting too deep for the parser is refused instead of a ``RecursionError``.
+
+    Example:
+        >>> loads("[[[1]]]", "x.json")
+        [[[1]]]
+        >>> loads("[" * 100_000, "x.json")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        divmeter.errors.InvalidInputError: x.json line 1: JSON nested too deeply ...
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise invalid_json(name, lineno + exc.lineno - 1, exc) from None
+    except RecursionError:
+        raise InvalidInputError(
+            f"{name} line {lineno}: JSON nested too deeply to read (more levels than the parser "
+            "allows); expected response sets a few levels deep."
+        ) from None
 
 
 def _bad_utf8(name: str, lineno: int, line: bytes, exc: UnicodeDecodeError) -> InvalidInputError:
@@ -227,11 +265,11 @@ def json_lines(
         if not text.strip():
             continue
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
+            value = loads(text, name, lineno)
+        except InvalidInputError:
             if torn_tail and not line.endswith(b"\n"):
                 return
-            raise invalid_json(name, lineno, exc) from None
+            raise
         yield f"{name} line {lineno}", value
 
 

@@ -52,9 +52,11 @@ from divmeter.data.lines import (
     display_name,
     invalid_json,
     json_lines,
+    loads,
     open_source,
     read_json_lines,
     require_object,
+    type_name,
 )
 from divmeter.data.model import ResponseSet
 from divmeter.data.records import TableLayout, record_cell, set_from_object
@@ -88,10 +90,7 @@ def _read_json_text(text: str, name: str) -> Iterator[ResponseSet]:
 
     pos = skip(0)
     if pos < n and text[pos] == "{":
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise invalid_json(name, exc.lineno, exc) from None
+        doc = loads(text, name)
         if not isinstance(doc.get("sets"), list):
             raise InvalidInputError(
                 f"{name}: a JSON file must hold a list of sets, or an object with a list "
@@ -115,6 +114,11 @@ def _read_json_text(text: str, name: str) -> Iterator[ResponseSet]:
             obj, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
             raise invalid_json(name, exc.lineno, exc) from None
+        except RecursionError:
+            raise InvalidInputError(
+                f"{name} line {line_of(start)}: JSON nested too deeply to read (more levels than "
+                "the parser allows); expected response sets a few levels deep."
+            ) from None
         yield set_from_object(obj, f"{name} line {line_of(start)}", index)
         index += 1
         pos = skip(pos)
@@ -322,18 +326,54 @@ def read_records(path: str | os.PathLike[str], fmt: str | None = None) -> Iterat
         InvalidInputError: If a line other than the last is not valid JSON.
     """
     chosen = detect_format(path, fmt)
+    name = display_name(path)
     if chosen == "jsonl":
-        for _, rec in read_json_lines(path, torn_tail=True):
-            yield rec
-    elif chosen == "json":
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-        yield from doc["results"] if isinstance(doc, dict) else doc
-    elif chosen == "csv":
-        with open(path, encoding="utf-8", newline="") as fh:
-            for row in csv.DictReader(fh):
-                yield {k: record_cell(k, v) for k, v in row.items()}
-    else:
-        pq = require("pyarrow.parquet", extra="io", package="pyarrow")
-        for row in pq.read_table(str(path)).to_pylist():
-            yield {k: record_cell(k, v) if isinstance(v, str) else v for k, v in row.items()}
+        for where, rec in read_json_lines(path, torn_tail=True):
+            yield require_object(rec, where, "record")
+        return
+    if chosen == "json":
+        with open_source(path) as fh:
+            doc = loads(decode_all(fh.read(), name), name)
+        if isinstance(doc, dict) and isinstance(doc.get("results"), list):
+            doc = doc["results"]
+        if not isinstance(doc, list):
+            raise InvalidInputError(
+                f"{name}: a JSON file of result records must hold a list of records (or an "
+                f"object with a list 'results'); got {type_name(doc)}."
+            )
+        for i, rec in enumerate(doc):
+            yield require_object(rec, f"{name} item {i + 1}", "record")
+        return
+    if chosen == "csv":
+        counter = [0]
+        with open_source(path) as fh:
+            reader = csv.DictReader(decode_lines(fh, name, counter), strict=True)
+            try:
+                for row in reader:
+                    if None in row or None in row.values():
+                        raise InvalidInputError(
+                            f"{name} line {counter[0]}: expected {len(reader.fieldnames or [])} "
+                            "fields as in the header; got another number."
+                        )
+                    yield {k: _record_cell(k, v, f"{name} line {counter[0]}")
+                           for k, v in row.items()}
+            except csv.Error as exc:
+                raise InvalidInputError(f"{name} line {counter[0]}: invalid CSV ({exc}).") from None
+        return
+    pq = require("pyarrow.parquet", extra="io", package="pyarrow")
+    try:
+        table = pq.read_table(str(path))
+    except Exception as exc:  # pyarrow raises its own error types
+        raise InvalidInputError(f"{name}: not a readable Parquet file ({exc}).") from None
+    for i, row in enumerate(table.to_pylist()):
+        yield {k: _record_cell(k, v, f"{name} row {i + 1}") if isinstance(v, str) else v
+               for k, v in row.items()}
+
+
+def _record_cell(key: str, value: str | None, where: str) -> Any:
+    try:
+        return record_cell(key, value)
+    except ValueError:  # a nested column that is not JSON (json.JSONDecodeError is one)
+        raise InvalidInputError(
+            f"{where}: field {key!r} must hold JSON; got {str(value)[:40]!r}."
+        ) from None

@@ -13,6 +13,7 @@ Rows keep their file order; duplicate set ids are kept (Tevet's conTest pairs tw
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from collections.abc import Sequence
@@ -82,6 +83,20 @@ def as_float(value: Any) -> float:
         return float(value)
     except (TypeError, ValueError):
         return math.nan
+
+
+def _pair_number(value: Any, where: str, field: str) -> float:
+    """A number (or null: NaN) of a pairs row; anything else names the line and field."""
+    if value is None:
+        return math.nan
+    if isinstance(value, str):  # a number written as text ("3.5") is read as that number
+        with contextlib.suppress(ValueError):
+            return float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInputError(
+            f"{where}: field {field!r} must be a number or null; got {value!r}"[:200] + "."
+        )
+    return float(value)
 
 
 def label_array(values: Sequence[Any]) -> np.ndarray:
@@ -209,10 +224,16 @@ def read_pairs(path: str | os.PathLike[str]) -> Pairs:
         s1.append(pair_texts(row, "set1", where))
         s2.append(pair_texts(row, "set2", where))
         labels.append(pair_label(row, where))
-        r1.append(as_float(row.get("rating1", row.get("score1"))))
-        r2.append(as_float(row.get("rating2", row.get("score2"))))
-        sc1.append(dict(row.get("scores1") or {}))
-        sc2.append(dict(row.get("scores2") or {}))
+        r1.append(_pair_number(row.get("rating1", row.get("score1")), where, "rating1"))
+        r2.append(_pair_number(row.get("rating2", row.get("score2")), where, "rating2"))
+        for key, out in (("scores1", sc1), ("scores2", sc2)):
+            value = row.get(key) or {}
+            if not isinstance(value, dict):
+                raise InvalidInputError(
+                    f"{where}: field {key!r} must be an object of metric values; "
+                    f"got {type(value).__name__}."
+                )
+            out.append({k: _pair_number(v, where, f"{key}.{k}") for k, v in value.items()})
     if not labels:
         raise InvalidInputError(f"{name}: no pairs found.")
     keys = sorted({k for d in sc1 + sc2 for k in d})

@@ -22,6 +22,7 @@ from typing import IO, Any
 from divmeter._optional import require
 from divmeter.data.lines import FORMATS, detect_format, display_name
 from divmeter.data.model import ResponseSet
+from divmeter.data.outputs import replace_atomically
 from divmeter.data.readers import read_records
 from divmeter.errors import InvalidInputError
 
@@ -97,6 +98,17 @@ def write_sets(
     chosen = detect_format(path, fmt)
     if layout not in {"long", "wide"}:
         raise InvalidInputError(f"layout must be 'long' or 'wide'; got {layout!r}.")
+    if str(path) != "-":  # whole file to a temporary, renamed into place when complete
+        if str(path).lower().endswith(".gz"):
+            raise InvalidInputError(f"{display_name(path)}: compressed output is not supported.")
+        with replace_atomically(path) as tmp:
+            return _write_sets(sets, tmp, chosen, layout, display_name(path))
+    return _write_sets(sets, path, chosen, layout, display_name(path))
+
+
+def _write_sets(
+    sets: Iterable[ResponseSet], path: str | os.PathLike[str], chosen: str, layout: str, name: str
+) -> int:
     items = list(sets) if chosen in {"csv", "parquet", "json"} else sets
     count = 0
     if chosen == "parquet":
@@ -125,7 +137,7 @@ def write_sets(
                 count += 1
             fh.write("\n]\n")
         else:
-            count = _write_sets_csv(items, fh, layout, display_name(path))  # type: ignore[arg-type]
+            count = _write_sets_csv(items, fh, layout, name)  # type: ignore[arg-type]
     finally:
         if fh is not sys.stdout:
             fh.close()
@@ -294,23 +306,23 @@ class RecordWriter:
                     records.extend(read_records(self.path, self.fmt))
                 assert self.sidecar is not None
                 records.extend(read_records(self.sidecar, "jsonl"))
-            if self.fmt == "json":
-                fh = _open_text_out(self.path)
-                try:
-                    doc: Any = records
-                    if self.extra:
-                        doc = {"results": records, **self.extra}
-                    text = json.dumps(
-                        _clean(doc), ensure_ascii=False, indent=1, default=_json_default
-                    )
-                    fh.write(text + "\n")
-                finally:
-                    if fh is not sys.stdout:
-                        fh.close()
+            doc: Any = records
+            if self.extra:
+                doc = {"results": records, **self.extra}
+            if self._stdout:
+                text = json.dumps(_clean(doc), ensure_ascii=False, indent=1, default=_json_default)
+                sys.stdout.write(text + "\n")
+                sys.stdout.flush()
+            else:  # the whole file to a temporary, renamed over OUT once complete
+                with replace_atomically(self.path) as tmp:
+                    if self.fmt == "json":
+                        text = json.dumps(
+                            _clean(doc), ensure_ascii=False, indent=1, default=_json_default
+                        )
+                        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                            fh.write(text + "\n")
                     else:
-                        fh.flush()
-            else:
-                _write_records_parquet(records, self.path, self.columns)
+                        _write_records_parquet(records, tmp, self.columns)
             if self.sidecar is not None and self.sidecar.exists():
                 self.sidecar.unlink()
         elif self._fh is not None:

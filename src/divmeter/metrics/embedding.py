@@ -366,11 +366,16 @@ def _model_sig(model: str, base_url: str | None = None) -> str:
 
 def _embed_checked(metric: str, sig: str, texts: list[str], model: str, *, min_n: int,
                    base_url: str | None = None) -> np.ndarray | MetricResult:
-    """Embeddings, or an undefined result (too few responses, or a text with a zero vector)."""
+    """Embeddings, or an undefined result: an empty set, fewer than two non-blank responses
+    (every set-level metric is null there), too few responses for the metric, or a text with a
+    zero vector."""
     if not texts:
         return undefined(metric, sig, "empty set")
     if len(texts) < min_n:
         return undefined(metric, sig, f"needs at least {min_n} responses; got {len(texts)}")
+    non_blank = sum(1 for t in texts if t.strip())
+    if non_blank < 2:  # the one rule for degenerate sets (issue 16): below two, no diversity
+        return undefined(metric, sig, f"fewer than two non-blank responses (got {non_blank})")
     X = embed_texts(texts, model, base_url)
     zero = np.flatnonzero(~np.any(X != 0, axis=1))
     if zero.size:

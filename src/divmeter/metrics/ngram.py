@@ -44,6 +44,7 @@ from divmeter.text import NgramIndex, SetTokens, Tokenizer, get_tokenizer
 from divmeter.text import encode_sets as _encode_sets
 from divmeter.text import fit_groups as _fit_groups
 from divmeter.text import interned as _interned  # noqa: F401  (tests check its cache)
+from divmeter.text import longest_response as _longest_response
 from divmeter.text import set_ngram_keys as _set_ngram_keys
 
 TEVET = "Tevet & Berant 2021, Evaluating the Evaluation of Diversity in NLG (EACL)"
@@ -76,6 +77,26 @@ def _orders(metric: str, n: int | None, n_max: int) -> tuple[list[int], str, str
         return [k], str(k), None
     check_int(n_max, "n_max", metric)
     return list(range(1, n_max + 1)), f"1..{n_max}", "mean"
+
+
+def _beyond_longest(text_sets: Sequence[Sequence[str]], tok: Tokenizer, n: int, metric: str,
+                    sig: str, results: list[MetricResult | None], *, blank: bool = True) -> bool:
+    """Set a null result, with the reason, for every set not yet decided whose longest response
+    is shorter than the single order ``n`` (no n-gram can exist there, whatever ``n``: a huge
+    ``n`` costs nothing). With ``blank``, an empty set and a set without any token get their
+    usual reasons here too. Returns whether every set is now decided."""
+    longest = _longest_response(text_sets, tok).tolist()
+    for i, top in enumerate(longest):
+        if results[i] is not None:
+            continue
+        if top > 0 and n > top:
+            results[i] = undefined(
+                metric, sig, f"n = {n} is larger than the longest response ({top} tokens): "
+                f"no {n}-grams")
+        elif blank and top == 0 and n > 1:
+            results[i] = undefined(metric, sig, "empty set" if not text_sets[i]
+                                   else "no tokens in any response")
+    return all(r is not None for r in results)
 
 
 def _index(texts: list[str], tok: Tokenizer) -> NgramIndex:
@@ -876,8 +897,10 @@ def _pooled_many(
     """The kernel of the pooled-count metrics (distinct-n, entropy-n, EAD, n-gram diversity):
     ``per_order(distinct, total, sum c ln c)`` gives one order's value, ``agg`` (``mean`` or
     ``sum``) combines the orders."""
-    st = _encode_sets(text_sets, tok, max(orders))
     results: list[MetricResult | None] = [None] * len(text_sets)
+    if len(orders) == 1 and _beyond_longest(text_sets, tok, orders[0], metric, sig, results):
+        return results  # type: ignore[return-value]
+    st = _encode_sets(text_sets, tok, max(orders))
     n_tok = st.n_tokens().tolist()
     for i, (k, t) in enumerate(zip(st.n_texts.tolist(), n_tok, strict=True)):
         if k == 0:
@@ -1053,6 +1076,16 @@ def self_repetition_many(
     results, live = _sets_with_pairs(
         text_sets, "self-repetition", sig,
         "needs at least 2 responses (repetition across responses); got 1")
+    if live:
+        _beyond_longest(text_sets, tok, k, "self-repetition", sig, results, blank=False)
+        blank = _longest_response(text_sets, tok).tolist()
+        for i in live:  # no token at all: every s_d is 0 (as computed), whatever n
+            if results[i] is None and blank[i] == 0:
+                results[i] = MetricResult("self-repetition", 0.0, sig,
+                                          details={"per_response": [0.0] * len(text_sets[i])})
+        live = [i for i in live if results[i] is None]
+    if not live:
+        return results  # type: ignore[return-value]
     st = None if len(live) == 1 else _encode_live(text_sets, live, tok, k)
     # a batch of one set (small-input branch) is scored from its own keys, as a set too wide
     groups = [(0, 1, True)] if st is None else _fit_groups(st, k, st.n_texts)
@@ -1144,6 +1177,9 @@ def ngram_cosine_many(
     tok, orders, red, sig = _ngram_cosine_setup(n, n_max, reduction, tokenizer, lowercase)
     results, paired = _sets_with_pairs(text_sets, "ngram-cosine", sig,
                                        "needs at least 2 responses (pairs); got 1")
+    if n is not None and paired:
+        _beyond_longest(text_sets, tok, orders[0], "ngram-cosine", sig, results)
+        paired = [i for i in paired if results[i] is None]
     live: list[int] = []
     for i in paired:
         if len(text_sets[i]) > _COSINE_BATCH_MAX_DOCS or len(paired) == 1:

@@ -1,6 +1,6 @@
 """Tokenizers, tokenize-and-intern, and n-gram statistics shared by the form metrics."""
 
-from divmeter.text.intern import SetTokens, TokenKeys, encode_sets, interned
+from divmeter.text.intern import SetTokens, TokenKeys, encode_sets, interned, longest_response
 from divmeter.text.ngrams import NgramIndex, encode_tokens, fit_groups, set_ngram_keys
 from divmeter.text.tokenize import TOKENIZERS, Tokenizer, get_tokenizer
 
@@ -15,5 +15,6 @@ __all__ = [
     "fit_groups",
     "get_tokenizer",
     "interned",
+    "longest_response",
     "set_ngram_keys",
 ]

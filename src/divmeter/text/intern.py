@@ -323,3 +323,28 @@ class TokenKeys:
         first = np.flatnonzero(brk)
         counts = np.diff(np.append(first, self.n_tokens))
         return d[first], counts
+
+
+def longest_response(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> np.ndarray:
+    """The token count of each set's longest response (0 for an empty set), from the shared
+    interning (so a batch is tokenized once).
+
+    Example:
+        >>> from divmeter.text.tokenize import get_tokenizer
+        >>> longest_response([["a b c", "a"], [], ["  "]], get_tokenizer("whitespace")).tolist()
+        [3, 0, 0]
+    """
+    it = interned(text_sets, tok)
+    raw = it.raw
+    n_sets = len(it.n_texts)
+    out = np.zeros(n_sets, dtype=np.int64)
+    n_texts_total = int(sum(it.n_texts))
+    if raw.size == 0 or n_texts_total == 0:
+        return out
+    text_of = np.cumsum(raw == 0) - (raw == 0)  # the text each word belongs to
+    per_text = np.bincount(text_of[raw >= 2], minlength=n_texts_total)
+    counts = np.array(it.n_texts, dtype=np.int64)
+    live = counts > 0
+    starts = (np.cumsum(counts) - counts)[live]
+    out[live] = np.maximum.reduceat(per_text, starts)
+    return out
