@@ -394,7 +394,8 @@ def test_cli_bad_inputs(tmp_path, fault):
         (["generate", str(good), "-o", out, "--model", "openai:m", "--base-url",
           "http://127.0.0.1:9/v1"], r"http://127.0.0.1:9/v1: .*Is the server running"),
         (["generate", str(good), "-o", out, "--model", "no-such-model-xyz"],
-         r"model 'no-such-model-xyz' is not a known alias, a .gguf file, a local folder"),
+         r"model 'no-such-model-xyz' is not an alias \(gemma-3-270m, smollm2-135m-instruct\), "
+         r"an existing path"),
         (["generate", str(good), "-o", out, "--model", "openai:nope", "--base-url", srv.url],
          r"does not serve model 'nope'"),
         (["generate", str(good), "-o", out, "--base-url", srv.url],

@@ -126,7 +126,7 @@ def test_chat_needs_a_template():
 
 
 def test_unknown_model():
-    with pytest.raises(InvalidInputError, match=r"model 'no/such-model' is not a known alias"):
+    with pytest.raises(InvalidInputError, match=r"model 'no/such-model' is not an alias"):
         get_generator("no/such-model")
 
 
