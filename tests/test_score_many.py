@@ -143,7 +143,7 @@ def test_hand_checked_values_inside_a_batch() -> None:
     assert [r.reason for r in got] == [None, "empty set", "no tokens in any response", None,
                                        "fewer than two non-blank responses (got 1)"]
     assert got[0].details == {"per_n": {2: 0.6}}
-    ent = score_many([["a b", "a c"], ["a b c d"]], "entropy-n", n=1, base=2)
+    ent = score_many([["a b", "a c"], ["a b", "c d"]], "entropy-n", n=1, base=2)
     assert [r.value for r in ent] == [1.5, 2.0]
     rep = score_many([["a b c", "a b d", "x y"], ["one"]], "self-repetition", n=2)
     assert rep[0].value == pytest.approx(2 * math.log(2) / 3, rel=1e-15)
