@@ -149,7 +149,7 @@ def test_hand_checked_values_inside_a_batch() -> None:
     assert rep[0].value == pytest.approx(2 * math.log(2) / 3, rel=1e-15)
     assert rep[0].details["per_response"] == [math.log(2), math.log(2), 0.0]
     assert (rep[1].value, rep[1].reason) == (
-        None, "needs at least 2 responses (repetition across responses); got 1")
+        None, "fewer than two non-blank responses (got 1)")
     assert rep[1].signature == "self-repetition|n:2|log:ln|tok:whitespace|case:mixed|v:0.1.0"
 
 
