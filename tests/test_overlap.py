@@ -125,7 +125,7 @@ def test_self_bleu_signatures() -> None:
         ),
         (
             {"tokenizer": "nltk"},
-            r"^`tokenizer` of self-bleu must be one of tevet, whitespace, word, rouge; "
+            r"^`tokenizer` of self-bleu must be one of tevet, whitespace, word, char, rouge; "
             r"got 'nltk'\.$",
         ),
     ],

@@ -34,7 +34,7 @@ __all__ = [
 
 #: The tokenizers of :mod:`divmeter.text.tokenize` (repeated here so that declaring a parameter
 #: imports nothing; a test checks the two agree). The overlap metrics add ``rouge``.
-TEXT_TOKENIZERS: tuple[str, ...] = ("tevet", "whitespace", "word")
+TEXT_TOKENIZERS: tuple[str, ...] = ("tevet", "whitespace", "word", "char")
 
 _TYPE_NAMES = {int: "int", float: "float", str: "str", bool: "bool", object: "any"}
 

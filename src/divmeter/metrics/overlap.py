@@ -48,7 +48,7 @@ from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError, MissingDependencyError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.reduce import diversity_from_similarity, mean_pairwise
-from divmeter.params import LOWERCASE, Param, tokenizer_param
+from divmeter.params import LOWERCASE, TEXT_TOKENIZERS, Param, tokenizer_param
 from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult, make_signature
 from divmeter.text import NgramIndex, get_tokenizer
@@ -80,7 +80,7 @@ VARIANTS: tuple[str, ...] = ("corpus", "sentence")
 #: Smoothings of self-BLEU per variant; the first is the variant's default.
 SMOOTHINGS: dict[str, tuple[str, ...]] = {"corpus": ("none", "coco"), "sentence": ("method1",)}
 MEASURES: tuple[str, ...] = ("rouge1", "rouge2", "rougeL", "bleu", "bleu-hf")
-TOKENIZER_NAMES: tuple[str, ...] = ("tevet", "whitespace", "word", "rouge")
+TOKENIZER_NAMES: tuple[str, ...] = (*TEXT_TOKENIZERS, "rouge")
 EPSILON_METHOD1 = 0.1  # nltk SmoothingFunction().method1 default epsilon
 COCO_TINY = 1e-15  # pycocoevalcap bleu_scorer: added to every order's clipped matches
 COCO_SMALL = 1e-9  # pycocoevalcap bleu_scorer: added to every order's totals and to ref_len
