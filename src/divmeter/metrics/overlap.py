@@ -23,6 +23,11 @@ the set as references. Two aggregations are found in the literature and are name
   ``max(1, total)`` denominator); a hypothesis with no unigram match scores 0, and a
   hypothesis shorter than ``k`` tokens gets precision ``0.1`` at order ``k``, exactly as nltk.
 
+An ``n`` larger than the longest response of the set (in tokens) leaves no ``n``-gram
+anywhere, so no BLEU-``n`` can mean anything there: the set is null with the reason at once,
+whatever ``n`` (issue 16: ``n=10**9`` must not loop over a billion orders). Below that, the
+conventions above apply to the responses shorter than ``n``.
+
 Neither is quadratic in the number of responses: clipping a hypothesis n-gram against *all
 other* responses only needs, per n-gram, its largest count among the other texts, i.e. the
 top-2 counts over the set and which text holds the top one; the closest reference length
@@ -443,7 +448,8 @@ def self_bleu(
         statistics (``matches``, ``totals`` per order, ``sys_len``, ``ref_len``, ``bp``,
         ``precisions``; with ``coco`` the smoothed precisions and its BP); the sentence
         variant adds ``per_response``. ``value`` is ``None``
-        for an empty set, a single response, or a set without any token.
+        for an empty set, a single response, a set without any token, or a set whose longest
+        response is shorter than ``n`` tokens (no ``n``-gram: null at once, whatever ``n``).
 
     Raises:
         InvalidInputError: For a bad parameter or input.
@@ -467,7 +473,7 @@ def self_bleu(
 def _self_bleu_result(
     tokens: list[list[str]], n: int, variant: str, smooth: str, sig: str
 ) -> MetricResult:
-    reason = _pair_degenerate(tokens, "self-BLEU")
+    reason = _pair_degenerate(tokens, "self-BLEU") or _beyond_longest(tokens, n)
     if reason:
         return undefined("self-bleu", sig, reason)
     stats = _self_bleu_groups(tokens, [len(tokens)], n, variant, smooth)
@@ -491,6 +497,14 @@ def _self_bleu_pack(
     else:
         details["per_response"] = stats["per_response"][stats["group"] == g].tolist()
     return MetricResult("self-bleu", value, sig, details=details)
+
+
+def _beyond_longest(tokens: list[list[str]], n: int) -> str | None:
+    """Why BLEU-``n`` means nothing on a set whose longest response is shorter than ``n``."""
+    top = max(map(len, tokens), default=0)
+    if n > top:
+        return f"n = {n} is larger than the longest response ({top} tokens): no {n}-grams"
+    return None
 
 
 def _pair_degenerate(tokens: list[list[str]], what: str) -> str | None:
@@ -529,12 +543,14 @@ def self_bleu_many(
     for s in all_texts:
         per_set.append(tokens[pos : pos + len(s)])
         pos += len(s)
-    ok = [i for i, t in enumerate(per_set) if _pair_degenerate(t, "self-BLEU") is None]
     results: list[MetricResult | None] = [None] * len(per_set)
+    ok: list[int] = []
     for i, t in enumerate(per_set):
-        reason = _pair_degenerate(t, "self-BLEU")
+        reason = _pair_degenerate(t, "self-BLEU") or _beyond_longest(t, n)
         if reason:
             results[i] = undefined("self-bleu", sig, reason)
+        else:
+            ok.append(i)
     if ok:
         stats = _self_bleu_groups(
             [tok for i in ok for tok in per_set[i]],
