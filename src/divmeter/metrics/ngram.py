@@ -1225,7 +1225,9 @@ def _cosine_set_diversity(st: SetTokens, orders: Sequence[int], red: str
         counts = np.diff(np.append(starts, pair.size)).astype(np.float64)
         uniq = pair[starts]
         gram_key = uniq // width
-        col = np.cumsum(np.concatenate(([True], gram_key[1:] != gram_key[:-1]))) - 1
+        # [:size]: an order with no n-gram in the whole group leaves no column (not one)
+        col = (np.cumsum(np.concatenate(([True], gram_key[1:] != gram_key[:-1]))) - 1
+               )[:gram_key.size]
         row = text_start[gram_key // scale] + uniq % width
         x = sparse.csr_matrix((counts, (row, col)),
                               shape=(n_all, int(col[-1]) + 1 if col.size else 0))
