@@ -87,7 +87,8 @@ def test_every_bad_value_is_rejected_at_the_boundary(metric: str, param: str, ba
         ("distinct-n", {"lowercase": "maybe"},
          "`lowercase` of distinct-n must be true or false; got 'maybe'."),
         ("ttr", {"tokenizer": "spacy"},
-         "unknown tokenizer 'spacy': `tokenizer` of ttr must be one of tevet, whitespace, word, char."),
+         "unknown tokenizer 'spacy': `tokenizer` of ttr must be one of tevet, whitespace, word, "
+         "char."),
         ("mtld", {"threshold": 1}, "`threshold` of mtld must be a number strictly between 0 and "
                                    "1; got 1."),
         ("vendi-ngram", {"q": 0}, "`q` of vendi-ngram must be a number > 0; got 0."),

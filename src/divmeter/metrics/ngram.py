@@ -174,7 +174,8 @@ def _distinct_setup(n: int | None, n_max: int, tokenizer: str, lowercase: bool
     citation=f"{LI2016}; averaged over n=1..5 as in {TEVET}",
     params={"n": Param(int, ge=1, allow_none=True, default=None,
                        doc="one n-gram order (None: mean over 1..n_max)"),
-            "n_max": Param(int, ge=1, le=MAX_ORDER, default=5, doc="highest n-gram order when n is None"),
+            "n_max": Param(int, ge=1, le=MAX_ORDER, default=5,
+                           doc="highest n-gram order when n is None"),
             "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Unique n-grams / all n-grams pooled over the set; mean over n=1..n_max "
     "unless `n` is given",
@@ -278,7 +279,8 @@ def _entropy_value(total: int, xlogx: float, base: float) -> float:
     "Information Maximization (NeurIPS)",
     params={"n": Param(int, ge=1, allow_none=True, default=None,
                        doc="one n-gram order (None: mean over 1..n_max)"),
-            "n_max": Param(int, ge=1, le=MAX_ORDER, default=5, doc="highest n-gram order when n is None"),
+            "n_max": Param(int, ge=1, le=MAX_ORDER, default=5,
+                           doc="highest n-gram order when n is None"),
             "base": Param(float, default="e", doc="logarithm base",
                           predicate=lambda b: b in ("e", "nats", "bits") or (
                               isinstance(b, (int, float)) and not isinstance(b, bool)
@@ -362,7 +364,8 @@ def _ead_one(unique: int, total: int, v: int) -> float:
     citation=f"{LIU2022}; averaged over n=1..5 with V=50257 as in {KIRK2023}",
     params={"n": Param(int, ge=1, allow_none=True, default=None,
                        doc="one n-gram order (None: mean over 1..n_max)"),
-            "n_max": Param(int, ge=1, le=MAX_ORDER, default=5, doc="highest n-gram order when n is None"),
+            "n_max": Param(int, ge=1, le=MAX_ORDER, default=5,
+                           doc="highest n-gram order when n is None"),
             "vocab_size": Param(int, ge=1, default=GPT2_VOCAB, doc="vocabulary size V"),
             "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Expectation-adjusted distinct: unique n-grams / V(1-((V-1)/V)^C); mean over "
@@ -485,7 +488,8 @@ def _ngram_cosine_setup(n: int | None, n_max: int, reduction: str, tokenizer: st
     citation=f"{TEVET} (cos-sim, section 5 reduction)",
     params={"n": Param(int, ge=1, allow_none=True, default=None,
                        doc="one n-gram order (None: mean over 1..n_max)"),
-            "n_max": Param(int, ge=1, le=MAX_ORDER, default=5, doc="highest n-gram order when n is None"),
+            "n_max": Param(int, ge=1, le=MAX_ORDER, default=5,
+                           doc="highest n-gram order when n is None"),
             "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
                                doc="how similarities become a diversity"),
             "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
@@ -584,7 +588,8 @@ def _ngram_diversity_setup(n_max: int, tokenizer: str, lowercase: bool
     higher_is_more_diverse=True,
     bounds=(0.0, None),
     citation=f"{SHAIB2024} (NGD; `diversity` package's ngram_diversity_score)",
-    params={"n_max": Param(int, ge=1, le=MAX_ORDER, default=4, doc="sum over n-gram orders 1..n_max"),
+    params={"n_max": Param(int, ge=1, le=MAX_ORDER, default=4,
+                           doc="sum over n-gram orders 1..n_max"),
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="N-gram diversity score: sum over n=1..n_max of unique/total n-grams, "
     "n-grams not crossing response boundaries",

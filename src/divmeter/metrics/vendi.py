@@ -417,7 +417,8 @@ def _gram_from_triples(
     bounds=(1.0, None),
     citation=f"{FRIEDMAN2023}; order q: {PASARKAR2024}; n-gram kernel as in {COMMONSENSE}",
     params={"q": Param(float, gt=0, default=1.0, doc="order of the Vendi score (inf allowed)"),
-            "n_max": Param(int, ge=1, le=MAX_ORDER, default=4, doc="kernel over n-gram orders 1..n_max"),
+            "n_max": Param(int, ge=1, le=MAX_ORDER, default=4,
+                           doc="kernel over n-gram orders 1..n_max"),
             "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Vendi score of order q (effective number of distinct responses) with the mean "
     "per-order n-gram cosine kernel, n=1..n_max",
