@@ -144,8 +144,8 @@ def test_cli_values_are_read_as_their_declared_type(arg: str, expected: dict[str
          "`lowercase` of distinct-n must be true or false; got 'maybe'."),
         ("distinct-n:lowercase=1", "`lowercase` of distinct-n must be true or false; got '1'."),
         ("distinct-n:n=2.0", "`n` of distinct-n must be an integer >= 1; got 2.0."),
-        ("distinct-n:n=none,n_max=none", "`n_max` of distinct-n must be an integer >= 1; "
-                                         "got None."),
+        ("distinct-n:n=none,n_max=none", "`n_max` of distinct-n must be an integer >= 1 "
+                                         "and <= 100; got None."),
         ("decan:permutations=0", "`permutations` of decan must be an integer >= 1; got 0."),
         ("self-bleu:m=2", "metric 'self-bleu' has no parameter 'm'; its parameters are: n, "
                           "variant, tokenizer, lowercase, smooth."),

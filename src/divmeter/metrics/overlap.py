@@ -427,8 +427,9 @@ def self_bleu(
     ``BP = exp(1 - 1/ratio)`` if ``ratio = (c + 1e-15) / (r + 1e-9) < 1``, else 1. A set whose
     responses share no ``k``-gram for some order then scores a tiny positive,
     length-dependent value (e.g. ``~3.5e-16`` for ``["a b", "c d"]`` at ``n=2``) instead of
-    exactly 0, which breaks the ties that exact BLEU gives such sets; an order with no
-    ``k``-gram at all (every text shorter than ``k``) gets ``1e-15 / 1e-9 = 1e-6``; when every
+    exactly 0, which breaks the ties that exact BLEU gives such sets (a set whose every text is
+    shorter than ``n``, where pycocoevalcap's arithmetic gives an order with no ``k``-gram at all
+    ``1e-15 / 1e-9 = 1e-6``, is null here, as under every smoothing); when every
     order matches, the value moves by less than 1e-9 (identical responses score
     ``1 - ~6e-10``, not 1).
 
