@@ -254,7 +254,9 @@ def evaluate(
     validated once for every plan; plans with a batched implementation score all valid sets in
     one call (on one immutable tuple of tuples, so metrics may share work on it, e.g. tokenize it
     once per tokenizer) when there are at least ``min_batch`` of them; the others call the metric
-    once per set. Each result is identical to :func:`divmeter.score` on that set.
+    once per set. Each result is identical to :func:`divmeter.score` on that set (which is this
+    function on one set). A set the one rule for degenerate sets refuses
+    (:func:`degenerate_reason`) gets its null result here, without any call of the metric on it.
 
     Args:
         inputs: What each set is passed to the metric as (a list of strings, or the metric's
