@@ -18,6 +18,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -381,3 +385,21 @@ def test_orders_beyond_the_longest_response_count_as_zero(n_max: int, expected: 
     assert got.value == pytest.approx(expected, rel=1e-15)
     if n_max > 2:
         assert got.details["per_n"][n_max] == 0.0
+
+
+def test_the_cli_warns_in_one_line(tmp_path: Path) -> None:
+    """What a user sees: one stderr line naming the tokenizer and the fix, once per run (two
+    Chinese sets), and the scores still written."""
+    src = tmp_path / "zh.jsonl"
+    src.write_text("".join(json.dumps({"set_id": f"s{i}", "responses": ZH}, ensure_ascii=False)
+                           + "\n" for i in range(2)), encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-c", "from divmeter.cli import main; main()", "score", str(src),
+         "-m", "distinct-n:n=1", "-f", "jsonl"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONWARNINGS": ""})
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert lines == ["divmeter:0: UnspacedScriptWarning: tokenizer 'tevet' splits on spaces but "
+                     "the text is mostly Chinese, Japanese or Thai (written without spaces): "
+                     "each sentence is one token; use tokenizer=char for character n-grams."]
+    assert [json.loads(ln)["distinct-n:n=1"] for ln in proc.stdout.splitlines()] == [1.0, 1.0]

@@ -116,11 +116,12 @@ def check_script(text: str, tokenizer: str) -> None:
     if scripts < UNSPACED_SHARE * letters:
         return
     _warned = True
-    warnings.warn(
+    # warn_explicit with no source line: Python shows the warning as one line on stderr
+    warnings.warn_explicit(
         f"tokenizer {tokenizer!r} splits on spaces but the text is mostly Chinese, Japanese or "
         "Thai (written without spaces): each sentence is one token; use tokenizer=char for "
         "character n-grams.",
-        UnspacedScriptWarning, stacklevel=2)
+        UnspacedScriptWarning, "divmeter", 0)
 
 
 @dataclass(frozen=True)
