@@ -43,8 +43,9 @@ def _tevet_words(text: str) -> list[str]:
     whitespace-only words (a tab, a no-break space) become ``""`` too, so they are dropped with
     them (the tokenizer contract: no whitespace-only token)."""
     check_script(text, "tevet")
-    words = text.replace(".", "").replace("\n", "").split(" ")
-    if _OTHER_SPACE.search(text) is None:  # nearly always: no word can be whitespace only
+    kept = text.replace(".", "").replace("\n", "")
+    words = kept.split(" ")
+    if _OTHER_SPACE.search(kept) is None:  # nearly always: no word can be whitespace only
         return words
     return ["" if w.isspace() else w for w in words]
 
