@@ -59,7 +59,8 @@ def test_columns_follow_registry_names_and_match_score() -> None:
         assert r["distinct-n:n=2"] == divmeter.score(s.responses, "distinct-n", n=2).value
     assert recs[0]["signatures"]["distinct-n:n=2"] == "distinct-n|n:2|tok:tevet|case:mixed|v:0.1.0"
     assert recs[-1]["set_id"] == "empty-outputs"
-    assert recs[-1]["reasons"]["distinct-n"] == "no tokens in any response"
+    # the one rule for degenerate sets (issue 16): blank responses only, so null before the kernel
+    assert recs[-1]["reasons"]["distinct-n"] == "fewer than two non-blank responses (got 0)"
 
 
 def test_bad_parameters_fail_before_any_set() -> None:
@@ -208,7 +209,7 @@ def test_per_response_values(length_metric: str) -> None:
     assert recs[0]["test-words"] == 3.0
     assert recs[0]["per_response"] == {"test-words": [3.0, 3.0]}
     assert recs[2]["per_response"] == {"test-words": [2.0, 1.0]}
-    assert recs[1]["per_response"] == {"test-words": None}
+    assert recs[1]["per_response"] == {"test-words": []}  # null by the rule: no response
     assert recs[1]["reasons"] == {"test-words": "empty set", "distinct-n:n=1": "empty set"}
 
 
@@ -233,7 +234,7 @@ def prompt_metric() -> Iterator[str]:
 
 
 def test_set_prompt_is_passed_unless_fixed(prompt_metric: str) -> None:
-    sets = [ResponseSet("a", ["x"], prompt="one two three"), ResponseSet("b", ["y"])]
+    sets = [ResponseSet("a", ["x", "z"], prompt="one two three"), ResponseSet("b", ["y", "w"])]
     assert [r["test-prompt"] for r in score_sets(sets, [prompt_metric])] == [3.0, 0.0]
     fixed = list(score_sets(sets, ["test-prompt:prompt=four"]))
     assert [r["test-prompt:prompt=four"] for r in fixed] == [1.0, 1.0]

@@ -133,9 +133,15 @@ def test_family_defaults_and_param_errors(toy_vectors: Path) -> None:
 def test_degenerate_and_malformed(toy_vectors: Path) -> None:
     kw = {"model": str(toy_vectors), "family": "word2vec"}
     one = divmeter.score([["a", "b"]], "cdm", **kw)
-    assert one.value is None and one.reason == "needs at least 2 instantiations; got 1"
-    assert divmeter.score([], "cdm", **kw).reason == "needs at least 2 instantiations; got 0"
-    assert divmeter.score([[], []], "cdm", **kw).reason == "instantiations have no positions"
+    # the one rule for degenerate sets (issue 16, divmeter.batch): an instantiation is a response
+    assert one.value is None and one.reason == "fewer than two non-blank responses (got 1)"
+    assert divmeter.score([], "cdm", **kw).reason == "empty set"
+    from divmeter.metrics.cdm import cdm  # the function itself keeps its own reasons
+    assert cdm([["a", "b"]], **kw).reason == "needs at least 2 instantiations; got 1"
+    # no phrase at all: blank instantiations, null by the rule; the function's own reason
+    assert divmeter.score([[], []], "cdm", **kw).reason == (
+        "fewer than two non-blank responses (got 0)")
+    assert cdm([[], []], **kw).reason == "instantiations have no positions"
     oov = divmeter.score([["a", "zzz"], ["b", "c"]], "cdm", **kw)
     assert oov.value is None and "'zzz' (instantiation 0, position 1)" in oov.reason
     with pytest.raises(InvalidInputError, match="instantiation 1 has 1"):

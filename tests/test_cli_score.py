@@ -95,7 +95,7 @@ def test_summary_in_json_output(tmp_path: Path) -> None:
     assert (s["count"], s["nulls"]) == (7, 1)
     assert s["mean"] == pytest.approx(sum(values) / 7)
     assert s["signature"] == "distinct-n|n:1..5|avg:mean|tok:tevet|case:mixed|v:0.1.0"
-    assert s["reasons"] == {"no tokens in any response": 1}
+    assert s["reasons"] == {"fewer than two non-blank responses (got 0)": 1}  # the one rule
     assert b"summary over 8 sets" in proc.stderr  # also shown to the user
 
 
@@ -179,7 +179,7 @@ def test_table_output_with_summary() -> None:
     assert result.exit_code == 0, result.output
     out = result.output
     assert "lighthouse-diverse" in out and "0.9604" in out
-    assert "null" in out and "no tokens in any response" in out
+    assert "null" in out and "fewer than two non-blank responses (got 0)" in out
     assert "summary over 8 sets" in out
 
 

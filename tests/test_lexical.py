@@ -228,7 +228,8 @@ ERRORS = [
     (entropy_n, {"base": 1}, r"`base` of entropy-n must be 'e', 'bits' or a number > 0 other "
                              r"than 1; got 1\."),
     (entropy_n, {"base": "nat"}, r"`base` of entropy-n must be .*; got 'nat'\."),
-    (entropy_n, {"n_max": 0}, r"`n_max` of entropy-n must be an integer >= 1; got 0\."),
+    (entropy_n, {"n_max": 0},
+     r"`n_max` of entropy-n must be an integer >= 1 and <= 100; got 0\."),
     (ead, {"vocab_size": 0}, r"`vocab_size` of ead must be an integer >= 1; got 0\."),
     (ead, {"n": 1.5}, r"`n` of ead must be an integer >= 1; got 1\.5\."),
     (ngram_cosine, {"reduction": "mean"},

@@ -87,7 +87,8 @@ def test_every_bad_value_is_rejected_at_the_boundary(metric: str, param: str, ba
         ("distinct-n", {"lowercase": "maybe"},
          "`lowercase` of distinct-n must be true or false; got 'maybe'."),
         ("ttr", {"tokenizer": "spacy"},
-         "unknown tokenizer 'spacy': `tokenizer` of ttr must be one of tevet, whitespace, word."),
+         "unknown tokenizer 'spacy': `tokenizer` of ttr must be one of tevet, whitespace, word, "
+         "char."),
         ("mtld", {"threshold": 1}, "`threshold` of mtld must be a number strictly between 0 and "
                                    "1; got 1."),
         ("vendi-ngram", {"q": 0}, "`q` of vendi-ngram must be a number > 0; got 0."),
@@ -143,8 +144,8 @@ def test_cli_values_are_read_as_their_declared_type(arg: str, expected: dict[str
          "`lowercase` of distinct-n must be true or false; got 'maybe'."),
         ("distinct-n:lowercase=1", "`lowercase` of distinct-n must be true or false; got '1'."),
         ("distinct-n:n=2.0", "`n` of distinct-n must be an integer >= 1; got 2.0."),
-        ("distinct-n:n=none,n_max=none", "`n_max` of distinct-n must be an integer >= 1; "
-                                         "got None."),
+        ("distinct-n:n=none,n_max=none", "`n_max` of distinct-n must be an integer >= 1 "
+                                         "and <= 100; got None."),
         ("decan:permutations=0", "`permutations` of decan must be an integer >= 1; got 0."),
         ("self-bleu:m=2", "metric 'self-bleu' has no parameter 'm'; its parameters are: n, "
                           "variant, tokenizer, lowercase, smooth."),

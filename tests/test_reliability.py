@@ -347,28 +347,29 @@ def test_bom_is_accepted_by_score_and_pairwise(tmp_path: Path, capsys: pytest.Ca
 def test_metric_undefined_on_one_set_does_not_abort_meta(tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str],
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    rows = [{"set_id": "a", "responses": ["the cat sat", "a dog ran"], "label": 1},
-            {"set_id": "b", "responses": ["x y z", "x y z"], "label": 0},
+    # four tokens at least: self-BLEU-4 is null on a set whose responses are all shorter
+    rows = [{"set_id": "a", "responses": ["the cat sat down", "a dog ran off"], "label": 1},
+            {"set_id": "b", "responses": ["x y z w", "x y z w"], "label": 0},
             {"set_id": "c", "responses": ["one"], "label": 1},
-            {"set_id": "d", "responses": ["p q r", "s t u"], "label": 1},
-            {"set_id": "e", "responses": ["p q r", "p q r"], "label": 0}]
+            {"set_id": "d", "responses": ["p q r s", "s t u v"], "label": 1},
+            {"set_id": "e", "responses": ["p q r s", "p q r s"], "label": 0}]
     src = _jsonl(tmp_path / "c.jsonl", rows)
     code, out, err = run_cli(["meta", "contest", str(src), "-m", "self-bleu", "-f", "json"],
                              capsys, monkeypatch)
     assert code == 0, err
     assert json.loads(out)["self-bleu"]["n_undefined"] == {"self-bleu": 1}
-    assert ("self-bleu is undefined on 1 item(s), excluded (first: row 2 (set 'c'): one "
-            "response: self-BLEU needs at least two)") in err
+    assert ("self-bleu is undefined on 1 item(s), excluded (first: row 2 (set 'c'): fewer "
+            "than two non-blank responses (got 1))") in err
     pairs = tmp_path / "p.jsonl"
-    prs = [{"set1": ["a b c", "a b d"], "set2": ["x y", "x y"], "label": 0},
-           {"set1": ["the cat", "a dog"], "set2": ["one"], "label": 0},
-           {"set1": ["p q", "r s"], "set2": ["p q", "p q"], "label": 0}]
+    prs = [{"set1": ["a b c e", "a b d e"], "set2": ["x y z w", "x y z w"], "label": 0},
+           {"set1": ["the cat sat down", "a dog ran off"], "set2": ["one"], "label": 0},
+           {"set1": ["p q r s", "r s t u"], "set2": ["p q r s", "p q r s"], "label": 0}]
     pairs.write_text("".join(json.dumps(r) + "\n" for r in prs))
     code, out, err = run_cli(["meta", "pairwise", str(pairs), "-m", "self-bleu", "--resamples",
                               "10", "-f", "json"], capsys, monkeypatch)
     assert code == 0, err
     assert json.loads(out)["self-bleu"]["n"] == 2
-    assert "(first: pair 2 set2: one response: self-BLEU needs at least two)" in err
+    assert "(first: pair 2 set2: fewer than two non-blank responses (got 1))" in err
 
 
 # --------------------------------------------------------------------------- degenerate sets

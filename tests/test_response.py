@@ -69,7 +69,7 @@ def per(res: divmeter.MetricResult) -> list[float | None]:
         ("pattr", ["a b c d"], {"target_length": 5}, [4 / 5]),
         ("pattr", ["a b a b c d"], {"target_length": 5}, [4 / 7]),
         ("pattr", ["a b c"], {"target_length": 3}, [1.0]),
-        ("pattr", [""], {"target_length": 3}, [0.0]),  # 0 / (0 + 3)
+        ("pattr", ["", "a b c"], {"target_length": 3}, [0.0, 1.0]),  # 0 / (0 + 3), 3 / 3
         ("pattr", ["a b"], {}, [2 / 400]),  # default L_T = 400: 2 / (2 + 398)
         # MTLD, threshold 0.72, forward and backward averaged
         # a b a | c a d : factor at "a b a" (2/3 <= .72), rest "c a d" has TTR 1 -> partial 0
@@ -159,14 +159,15 @@ def test_per_response_value_does_not_depend_on_the_rest_of_the_set() -> None:
 
 
 DEGENERATE = {
-    # metric: (empty strings -> value, one word -> value)
+    # metric: (empty strings -> value, one word -> value); blank responses only: null for every
+    # metric by the one rule for degenerate sets (issue 16, divmeter.batch)
     "ttr": (None, 1.0),
     "mattr": (None, 1.0),
-    "pattr": (0.0, 1 / 400),  # 1 / (1 + 399)
+    "pattr": (None, 1 / 400),  # 1 / (1 + 399)
     "response-compression": (None, 1 / len(gzip.compress(b"a"))),
     "mtld": (None, None),
     "hdd": (None, None),
-    "length": (0.0, 1.0),
+    "length": (None, 1.0),
 }
 
 
@@ -188,7 +189,7 @@ def test_degenerate_rows(metric: str) -> None:
 @pytest.mark.parametrize(
     ("metric", "texts", "reason"),
     [
-        ("ttr", ["", ""], "no response has a token"),
+        ("ttr", ["", ""], "no non-blank response"),  # the rule of divmeter.batch (issue 16)
         ("mtld", ["a b c", "d"], "no response has a repeated word (MTLD is undefined without "
          "a repetition)"),
         ("hdd", ["a b c"], "every response has fewer than sample_size=42 tokens"),

@@ -59,7 +59,7 @@ def test_markdown_to_stdout_and_file(tmp_path: Path) -> None:
     assert lines[0] == "| row | set_id | label | distinct-n ↑ | self-bleu ↓ |"
     assert lines[1] == "|---:|---|---:|---:|---:|"
     assert lines[9] == "| 7 | empty-outputs | 0 | null | null |"
-    assert "- distinct-n: no tokens in any response (x1)" in lines
+    assert "- distinct-n: fewer than two non-blank responses (got 0) (x1)" in lines
     out = tmp_path / "scores.md"
     proc = run("score", str(EXAMPLE), "-m", "distinct-n", "-m", "self-bleu", "-o", str(out))
     assert proc.returncode == 0, proc.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from divmeter.batch import OnError, evaluate, resolve_metrics
+from divmeter.batch import MetricPlan, OnError, evaluate, resolve_metrics
 from divmeter.errors import InvalidInputError
 from divmeter.registry import check_params, get_metric, parse_metric_arg
 from divmeter.result import MetricResult
@@ -41,7 +41,12 @@ def score(responses: Any, metric: str, **params: Any) -> MetricResult:
     spec = get_metric(name)
     merged = {**inline, **params}
     check_params(spec, merged)
-    return spec.load()(responses, **merged)  # type: ignore[no-any-return]
+    # the batch core applies the one rule for degenerate sets (divmeter.batch), for score too
+    plan = MetricPlan(spec.name, merged, spec.name, spec.granularity, spec.family, spec.input)
+    res = evaluate([responses], [plan], min_batch=2)[0][0]
+    if isinstance(res, InvalidInputError):
+        raise res
+    return res
 
 
 def score_many(

@@ -26,6 +26,15 @@ with a batched implementation (:func:`divmeter.registry.register_batch`, e.g. di
 whole chunk in one call, with results identical to per-set calls; the others run set by set.
 Records are still yielded one per set, in input order.
 
+One rule for degenerate sets, for every metric, applied here (the core every metric's scoring
+passes through, :func:`divmeter.score` included): a set with fewer than two non-blank responses
+(a response is blank when it is empty or whitespace only) is null before the metric's kernel
+runs, with the reason ``"fewer than two non-blank responses (got k)"`` (``"empty set"`` for a set
+with no response at all). Diversity is a property of two texts or more. Metrics of
+``granularity="response"`` (TTR, MATTR, MTLD, HD-D, PATTR, length, response compression) are
+defined on one text, so for them the rule asks for one non-blank response
+(``"no non-blank response"``). See :func:`degenerate_reason`.
+
 Parameter mistakes are not set problems: every parameter of every metric is checked against the
 metric's declaration (:mod:`divmeter.params`) before the first set, for every family and any
 number of workers, so a bad ``n`` fails the run at once instead of filling a file with nulls.
@@ -59,6 +68,7 @@ __all__ = [
     "RECORD_KEYS",
     "metric_columns",
     "completed_rows",
+    "degenerate_reason",
 ]
 
 #: Keys of a result record that are not metric columns.
@@ -159,6 +169,62 @@ def _check_model(family: str, model: Any) -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# the one rule for degenerate sets
+
+#: Granularities whose metrics are defined on a single text (a per-response value averaged over
+#: the set): the rule asks them for one non-blank response instead of two.
+ONE_TEXT_GRANULARITIES = frozenset({"response"})
+
+
+def _non_blank(item: Any) -> bool | None:
+    """Whether a response (a string, or a CDM instantiation: a list of phrases) holds any
+    non-whitespace character; ``None`` for something else (the metric reports it)."""
+    if isinstance(item, str):
+        return bool(item) and not item.isspace()
+    if isinstance(item, (list, tuple)) and all(isinstance(x, str) for x in item):
+        return any(x and not x.isspace() for x in item)
+    return None
+
+
+def degenerate_reason(items: Any, granularity: str = "set") -> str | None:
+    """Why the one rule makes a set null, or ``None`` when the metric is to score it.
+
+    A set needs at least two non-blank responses (one for metrics of a granularity in
+    :data:`ONE_TEXT_GRANULARITIES`). Input the rule cannot read (not a list of strings or of
+    phrase lists) is left to the metric, which reports it.
+
+    Example:
+        >>> [degenerate_reason(s) for s in ([], [""], ["x"], ["x", " \\t"], ["x", "y"])]
+        ['empty set', 'fewer than two non-blank responses (got 0)', \
+'fewer than two non-blank responses (got 1)', 'fewer than two non-blank responses (got 1)', None]
+        >>> degenerate_reason(["x"], "response"), degenerate_reason(["", " "], "response")
+        (None, 'no non-blank response')
+    """
+    if isinstance(items, (str, bytes)) or not isinstance(items, (list, tuple)):
+        return None
+    if not items:
+        return "empty set"
+    flags = [_non_blank(x) for x in items]
+    if any(f is None for f in flags):
+        return None
+    k = sum(1 for f in flags if f)
+    if granularity in ONE_TEXT_GRANULARITIES:
+        return None if k else "no non-blank response"
+    return None if k >= 2 else f"fewer than two non-blank responses (got {k})"
+
+
+def _rule_signature(fn: Callable[..., Any], kwargs: Mapping[str, Any]
+                    ) -> str | InvalidInputError:
+    """The metric's signature for the null results of the rule: from its answer on an empty
+    input, which every registered metric gives at once, before any model or kernel (a
+    registry-wide test checks); the metric's error if it refuses the parameters."""
+    try:
+        return str(fn([], **kwargs).signature)
+    except InvalidInputError as exc:
+        return exc
+
+
+# --------------------------------------------------------------------------------------------
 # the core: a chunk of sets x the plans (runs in the main process or in workers)
 
 Outcome = MetricResult | InvalidInputError
@@ -188,7 +254,9 @@ def evaluate(
     validated once for every plan; plans with a batched implementation score all valid sets in
     one call (on one immutable tuple of tuples, so metrics may share work on it, e.g. tokenize it
     once per tokenizer) when there are at least ``min_batch`` of them; the others call the metric
-    once per set. Each result is identical to :func:`divmeter.score` on that set.
+    once per set. Each result is identical to :func:`divmeter.score` on that set (which is this
+    function on one set). A set the one rule for degenerate sets refuses
+    (:func:`degenerate_reason`) gets its null result here, without any call of the metric on it.
 
     Args:
         inputs: What each set is passed to the metric as (a list of strings, or the metric's
@@ -208,6 +276,7 @@ def evaluate(
     """
     texts: tuple[tuple[str, ...], ...] | None = None
     errors: list[InvalidInputError | None] = []
+    text_of: list[tuple[str, ...] | None] = []
 
     def validated() -> tuple[tuple[str, ...], ...]:
         nonlocal texts
@@ -218,24 +287,70 @@ def evaluate(
                     label = {} if what is None else {"what": f"{what}[{i}]"}
                     valid.append(tuple(as_texts(s, **label)))
                     errors.append(None)
+                    text_of.append(valid[-1])
                 except InvalidInputError as exc:
                     errors.append(exc)
+                    text_of.append(None)
             texts = tuple(valid)
         return texts
+
+    def item(p: MetricPlan, i: int) -> Any:
+        """What set ``i`` is passed to the plan's metric as."""
+        if p.input == "texts":
+            return text_of[i]
+        if instantiations is not None:
+            return instantiations[i]
+        return inputs[i]
+
+    # the rule's verdict and the sets it lets through, per granularity kind: the tuple of live
+    # sets keeps one identity across plans (metrics share their tokenizing of it)
+    verdicts: dict[tuple[str, bool], tuple[list[str | None], tuple[tuple[str, ...], ...]]] = {}
+
+    def verdict(p: MetricPlan) -> tuple[list[str | None], tuple[tuple[str, ...], ...]]:
+        key = (p.input, p.granularity in ONE_TEXT_GRANULARITIES)
+        if key not in verdicts:
+            why = [degenerate_reason(item(p, i), p.granularity) for i in range(len(inputs))]
+            live: tuple[tuple[str, ...], ...] = ()
+            if p.input == "texts":
+                live = validated() if not any(why) else tuple(
+                    t for t, w in zip(text_of, why, strict=True) if t is not None and w is None)
+            verdicts[key] = (why, live)
+        return verdicts[key]
 
     out: list[list[Outcome]] = []
     for p in plans:
         if p.input == "texts":
             validated()
+        fn = get_metric(p.name).load()
+        why, live = verdict(p)
+        sig: list[str | InvalidInputError] = []  # computed at the first refused set
+
+        def kwargs_of(i: int, p: MetricPlan = p) -> dict[str, Any]:
+            kwargs = dict(p.params)
+            if p.uses_prompt and prompts is not None and prompts[i] is not None:
+                kwargs["prompt"] = prompts[i]
+            return kwargs
+
+        def refuse(i: int, p: MetricPlan = p, fn: Callable[..., Any] = fn,
+                   why: list[str | None] = why, sig: list[str | InvalidInputError] = sig
+                   ) -> Outcome:
+            if not sig:
+                sig.append(_rule_signature(fn, kwargs_of(i)))
+            if isinstance(sig[0], InvalidInputError):
+                return sig[0]
+            details = ({"per_response": [None] * len(item(p, i))}
+                       if p.granularity == "response" else {})
+            return MetricResult(p.name, None, sig[0], reason=str(why[i]), details=details)
+
         many = _batch_fn(p)
         if many is not None and len(inputs) >= min_batch:
             try:
-                results = iter(many(validated(), **p.params))
-                out.append([next(results) if err is None else err for err in errors])
+                results = iter(many(live, **p.params) if live else ())
+                out.append([err if err is not None else refuse(i) if why[i] is not None
+                            else next(results) for i, err in enumerate(errors)])
                 continue
             except InvalidInputError:  # not expected after the checks: score set by set
                 pass
-        fn = get_metric(p.name).load()
         row: list[Outcome] = []
         for i, s in enumerate(inputs):
             bad = errors[i] if p.input == "texts" else None
@@ -247,11 +362,11 @@ def evaluate(
                     row.append(_not_instantiations(p.name))
                     continue
                 s = instantiations[i]
-            kwargs = dict(p.params)
-            if p.uses_prompt and prompts is not None and prompts[i] is not None:
-                kwargs["prompt"] = prompts[i]
+            if why[i] is not None:
+                row.append(refuse(i))
+                continue
             try:
-                row.append(fn(s, **kwargs))
+                row.append(fn(s, **kwargs_of(i)))
             except InvalidInputError as exc:
                 row.append(exc)
         out.append(row)

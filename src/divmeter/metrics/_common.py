@@ -10,11 +10,15 @@ from divmeter.result import MetricResult
 __all__ = ["check_int", "check_positive", "undefined", "check_choice"]
 
 
-def check_int(value: Any, name: str, metric: str, *, minimum: int = 1) -> int:
-    """Validate an integer parameter: ``"`n` of distinct-n must be an integer >= 1; got 0."``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+def check_int(value: Any, name: str, metric: str, *, minimum: int = 1,
+              maximum: int | None = None) -> int:
+    """Validate an integer parameter: ``"`n` of distinct-n must be an integer >= 1; got 0."``
+    (with ``maximum``: ``"... an integer >= 1 and <= 100; ..."``, as the declarations say)."""
+    if (isinstance(value, bool) or not isinstance(value, int) or value < minimum
+            or (maximum is not None and value > maximum)):
+        upto = "" if maximum is None else f" and <= {maximum}"
         raise InvalidInputError(
-            f"`{name}` of {metric} must be an integer >= {minimum}; got {value!r}."
+            f"`{name}` of {metric} must be an integer >= {minimum}{upto}; got {value!r}."
         )
     return value
 

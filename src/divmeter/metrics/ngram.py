@@ -37,7 +37,7 @@ from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.reduce import REDUCTIONS, diversity_from_similarity
-from divmeter.params import LOWERCASE, Param, tokenizer_param
+from divmeter.params import LOWERCASE, MAX_ORDER, Param, tokenizer_param
 from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult, make_signature
 from divmeter.text import NgramIndex, SetTokens, Tokenizer, get_tokenizer
@@ -75,7 +75,7 @@ def _orders(metric: str, n: int | None, n_max: int) -> tuple[list[int], str, str
     if n is not None:
         k = check_int(n, "n", metric)
         return [k], str(k), None
-    check_int(n_max, "n_max", metric)
+    check_int(n_max, "n_max", metric, maximum=MAX_ORDER)
     return list(range(1, n_max + 1)), f"1..{n_max}", "mean"
 
 
@@ -174,7 +174,8 @@ def _distinct_setup(n: int | None, n_max: int, tokenizer: str, lowercase: bool
     citation=f"{LI2016}; averaged over n=1..5 as in {TEVET}",
     params={"n": Param(int, ge=1, allow_none=True, default=None,
                        doc="one n-gram order (None: mean over 1..n_max)"),
-            "n_max": Param(int, ge=1, default=5, doc="highest n-gram order when n is None"),
+            "n_max": Param(int, ge=1, le=MAX_ORDER, default=5,
+                           doc="highest n-gram order when n is None"),
             "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Unique n-grams / all n-grams pooled over the set; mean over n=1..n_max "
     "unless `n` is given",
@@ -278,7 +279,8 @@ def _entropy_value(total: int, xlogx: float, base: float) -> float:
     "Information Maximization (NeurIPS)",
     params={"n": Param(int, ge=1, allow_none=True, default=None,
                        doc="one n-gram order (None: mean over 1..n_max)"),
-            "n_max": Param(int, ge=1, default=5, doc="highest n-gram order when n is None"),
+            "n_max": Param(int, ge=1, le=MAX_ORDER, default=5,
+                           doc="highest n-gram order when n is None"),
             "base": Param(float, default="e", doc="logarithm base",
                           predicate=lambda b: b in ("e", "nats", "bits") or (
                               isinstance(b, (int, float)) and not isinstance(b, bool)
@@ -362,7 +364,8 @@ def _ead_one(unique: int, total: int, v: int) -> float:
     citation=f"{LIU2022}; averaged over n=1..5 with V=50257 as in {KIRK2023}",
     params={"n": Param(int, ge=1, allow_none=True, default=None,
                        doc="one n-gram order (None: mean over 1..n_max)"),
-            "n_max": Param(int, ge=1, default=5, doc="highest n-gram order when n is None"),
+            "n_max": Param(int, ge=1, le=MAX_ORDER, default=5,
+                           doc="highest n-gram order when n is None"),
             "vocab_size": Param(int, ge=1, default=GPT2_VOCAB, doc="vocabulary size V"),
             "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Expectation-adjusted distinct: unique n-grams / V(1-((V-1)/V)^C); mean over "
@@ -485,7 +488,8 @@ def _ngram_cosine_setup(n: int | None, n_max: int, reduction: str, tokenizer: st
     citation=f"{TEVET} (cos-sim, section 5 reduction)",
     params={"n": Param(int, ge=1, allow_none=True, default=None,
                        doc="one n-gram order (None: mean over 1..n_max)"),
-            "n_max": Param(int, ge=1, default=5, doc="highest n-gram order when n is None"),
+            "n_max": Param(int, ge=1, le=MAX_ORDER, default=5,
+                           doc="highest n-gram order when n is None"),
             "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
                                doc="how similarities become a diversity"),
             "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
@@ -571,7 +575,7 @@ def _cosine_one_set(texts: Sequence[str], tok: Tokenizer, orders: Sequence[int],
 def _ngram_diversity_setup(n_max: int, tokenizer: str, lowercase: bool
                            ) -> tuple[Tokenizer, list[int], str]:
     tok = get_tokenizer(tokenizer, lowercase)
-    n_max = check_int(n_max, "n_max", "ngram-diversity")
+    n_max = check_int(n_max, "n_max", "ngram-diversity", maximum=MAX_ORDER)
     sig = make_signature("ngram-diversity", n=f"1..{n_max}", agg="sum", tok=tok.name,
                          case=tok.case)
     return tok, list(range(1, n_max + 1)), sig
@@ -584,7 +588,8 @@ def _ngram_diversity_setup(n_max: int, tokenizer: str, lowercase: bool
     higher_is_more_diverse=True,
     bounds=(0.0, None),
     citation=f"{SHAIB2024} (NGD; `diversity` package's ngram_diversity_score)",
-    params={"n_max": Param(int, ge=1, default=4, doc="sum over n-gram orders 1..n_max"),
+    params={"n_max": Param(int, ge=1, le=MAX_ORDER, default=4,
+                           doc="sum over n-gram orders 1..n_max"),
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="N-gram diversity score: sum over n=1..n_max of unique/total n-grams, "
     "n-grams not crossing response boundaries",
@@ -1225,7 +1230,9 @@ def _cosine_set_diversity(st: SetTokens, orders: Sequence[int], red: str
         counts = np.diff(np.append(starts, pair.size)).astype(np.float64)
         uniq = pair[starts]
         gram_key = uniq // width
-        col = np.cumsum(np.concatenate(([True], gram_key[1:] != gram_key[:-1]))) - 1
+        # [:size]: an order with no n-gram in the whole group leaves no column (not one)
+        col = (np.cumsum(np.concatenate(([True], gram_key[1:] != gram_key[:-1]))) - 1
+               )[:gram_key.size]
         row = text_start[gram_key // scale] + uniq % width
         x = sparse.csr_matrix((counts, (row, col)),
                               shape=(n_all, int(col[-1]) + 1 if col.size else 0))

@@ -23,6 +23,11 @@ the set as references. Two aggregations are found in the literature and are name
   ``max(1, total)`` denominator); a hypothesis with no unigram match scores 0, and a
   hypothesis shorter than ``k`` tokens gets precision ``0.1`` at order ``k``, exactly as nltk.
 
+An ``n`` larger than the longest response of the set (in tokens) leaves no ``n``-gram
+anywhere, so no BLEU-``n`` can mean anything there: the set is null with the reason at once,
+whatever ``n`` (issue 16: ``n=10**9`` must not loop over a billion orders). Below that, the
+conventions above apply to the responses shorter than ``n``.
+
 Neither is quadratic in the number of responses: clipping a hypothesis n-gram against *all
 other* responses only needs, per n-gram, its largest count among the other texts, i.e. the
 top-2 counts over the set and which text holds the top one; the closest reference length
@@ -48,7 +53,7 @@ from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError, MissingDependencyError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.reduce import diversity_from_similarity, mean_pairwise
-from divmeter.params import LOWERCASE, Param, tokenizer_param
+from divmeter.params import LOWERCASE, TEXT_TOKENIZERS, Param, tokenizer_param
 from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult, make_signature
 from divmeter.text import NgramIndex, get_tokenizer
@@ -80,7 +85,7 @@ VARIANTS: tuple[str, ...] = ("corpus", "sentence")
 #: Smoothings of self-BLEU per variant; the first is the variant's default.
 SMOOTHINGS: dict[str, tuple[str, ...]] = {"corpus": ("none", "coco"), "sentence": ("method1",)}
 MEASURES: tuple[str, ...] = ("rouge1", "rouge2", "rougeL", "bleu", "bleu-hf")
-TOKENIZER_NAMES: tuple[str, ...] = ("tevet", "whitespace", "word", "rouge")
+TOKENIZER_NAMES: tuple[str, ...] = (*TEXT_TOKENIZERS, "rouge")
 EPSILON_METHOD1 = 0.1  # nltk SmoothingFunction().method1 default epsilon
 COCO_TINY = 1e-15  # pycocoevalcap bleu_scorer: added to every order's clipped matches
 COCO_SMALL = 1e-9  # pycocoevalcap bleu_scorer: added to every order's totals and to ref_len
@@ -422,8 +427,9 @@ def self_bleu(
     ``BP = exp(1 - 1/ratio)`` if ``ratio = (c + 1e-15) / (r + 1e-9) < 1``, else 1. A set whose
     responses share no ``k``-gram for some order then scores a tiny positive,
     length-dependent value (e.g. ``~3.5e-16`` for ``["a b", "c d"]`` at ``n=2``) instead of
-    exactly 0, which breaks the ties that exact BLEU gives such sets; an order with no
-    ``k``-gram at all (every text shorter than ``k``) gets ``1e-15 / 1e-9 = 1e-6``; when every
+    exactly 0, which breaks the ties that exact BLEU gives such sets (a set whose every text is
+    shorter than ``n``, where pycocoevalcap's arithmetic gives an order with no ``k``-gram at all
+    ``1e-15 / 1e-9 = 1e-6``, is null here, as under every smoothing); when every
     order matches, the value moves by less than 1e-9 (identical responses score
     ``1 - ~6e-10``, not 1).
 
@@ -443,7 +449,8 @@ def self_bleu(
         statistics (``matches``, ``totals`` per order, ``sys_len``, ``ref_len``, ``bp``,
         ``precisions``; with ``coco`` the smoothed precisions and its BP); the sentence
         variant adds ``per_response``. ``value`` is ``None``
-        for an empty set, a single response, or a set without any token.
+        for an empty set, a single response, a set without any token, or a set whose longest
+        response is shorter than ``n`` tokens (no ``n``-gram: null at once, whatever ``n``).
 
     Raises:
         InvalidInputError: For a bad parameter or input.
@@ -467,7 +474,7 @@ def self_bleu(
 def _self_bleu_result(
     tokens: list[list[str]], n: int, variant: str, smooth: str, sig: str
 ) -> MetricResult:
-    reason = _pair_degenerate(tokens, "self-BLEU")
+    reason = _pair_degenerate(tokens, "self-BLEU") or _beyond_longest(tokens, n)
     if reason:
         return undefined("self-bleu", sig, reason)
     stats = _self_bleu_groups(tokens, [len(tokens)], n, variant, smooth)
@@ -491,6 +498,14 @@ def _self_bleu_pack(
     else:
         details["per_response"] = stats["per_response"][stats["group"] == g].tolist()
     return MetricResult("self-bleu", value, sig, details=details)
+
+
+def _beyond_longest(tokens: list[list[str]], n: int) -> str | None:
+    """Why BLEU-``n`` means nothing on a set whose longest response is shorter than ``n``."""
+    top = max(map(len, tokens), default=0)
+    if n > top:
+        return f"n = {n} is larger than the longest response ({top} tokens): no {n}-grams"
+    return None
 
 
 def _pair_degenerate(tokens: list[list[str]], what: str) -> str | None:
@@ -529,12 +544,14 @@ def self_bleu_many(
     for s in all_texts:
         per_set.append(tokens[pos : pos + len(s)])
         pos += len(s)
-    ok = [i for i, t in enumerate(per_set) if _pair_degenerate(t, "self-BLEU") is None]
     results: list[MetricResult | None] = [None] * len(per_set)
+    ok: list[int] = []
     for i, t in enumerate(per_set):
-        reason = _pair_degenerate(t, "self-BLEU")
+        reason = _pair_degenerate(t, "self-BLEU") or _beyond_longest(t, n)
         if reason:
             results[i] = undefined("self-bleu", sig, reason)
+        else:
+            ok.append(i)
     if ok:
         stats = _self_bleu_groups(
             [tok for i in ok for tok in per_set[i]],

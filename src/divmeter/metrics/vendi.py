@@ -52,7 +52,7 @@ import scipy.sparse as sp
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_int, check_positive, undefined
-from divmeter.params import LOWERCASE, Param, tokenizer_param
+from divmeter.params import LOWERCASE, MAX_ORDER, Param, tokenizer_param
 from divmeter.registry import register
 from divmeter.result import MetricResult, make_signature
 from divmeter.text import NgramIndex, get_tokenizer
@@ -417,7 +417,8 @@ def _gram_from_triples(
     bounds=(1.0, None),
     citation=f"{FRIEDMAN2023}; order q: {PASARKAR2024}; n-gram kernel as in {COMMONSENSE}",
     params={"q": Param(float, gt=0, default=1.0, doc="order of the Vendi score (inf allowed)"),
-            "n_max": Param(int, ge=1, default=4, doc="kernel over n-gram orders 1..n_max"),
+            "n_max": Param(int, ge=1, le=MAX_ORDER, default=4,
+                           doc="kernel over n-gram orders 1..n_max"),
             "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Vendi score of order q (effective number of distinct responses) with the mean "
     "per-order n-gram cosine kernel, n=1..n_max",
@@ -479,7 +480,7 @@ def vendi_ngram(
     """
     texts = as_texts(responses)
     q = _check_q(q, "vendi-ngram")
-    check_int(n_max, "n_max", "vendi-ngram")
+    check_int(n_max, "n_max", "vendi-ngram", maximum=MAX_ORDER)
     tok = get_tokenizer(tokenizer, lowercase)
     sig = make_signature("vendi-ngram", q=q, n=f"1..{n_max}", tok=tok.name, case=tok.case)
     if not texts:

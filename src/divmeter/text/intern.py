@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from divmeter.text.ngrams import KEY_BITS, encode_tokens
-from divmeter.text.tokenize import SPACE_SPLITS, Tokenizer
+from divmeter.text.tokenize import SPACE_SPLITS, Tokenizer, check_scripts
 
 __all__ = ["InternedSets", "SetTokens", "TokenKeys", "encode_sets", "intern_sets", "interned"]
 
@@ -211,6 +211,7 @@ class TokenKeys:
     @classmethod
     def from_texts(cls, texts: list[str], tok: Tokenizer) -> TokenKeys:
         if tok.name == "whitespace":
+            check_scripts(texts, tok.name)  # the numpy path never calls the tokenizer
             fast = cls._fast_whitespace(texts, tok.lowercase)
             if fast is not None:
                 return fast

@@ -1,0 +1,405 @@
+"""Degenerate and non-English text (issue 16, "Degenerate and non-English text"; parameter bounds).
+
+1. One rule for degenerate sets, every registered metric (parametrized from the registry, as in
+   tests/test_registry_complete.py): a set with fewer than two non-blank responses is null with
+   the reason ``"fewer than two non-blank responses (got k)"`` (``"empty set"`` for no response),
+   before the metric's kernel, through :func:`divmeter.score`, :func:`divmeter.score_many` and
+   :func:`divmeter.batch.score_sets` alike. Metrics of ``granularity="response"`` are defined on
+   one text: they need one non-blank response.
+2. One tokenizer contract: no tokenizer gives a whitespace-only token (a tab used to be a
+   ``tevet`` token, so distinct-n counted it where ttr and self-BLEU did not).
+3. Scripts written without spaces: a ``char`` tokenizer for every form metric, with distinct-n
+   values computed by hand on real Chinese sentences, and one warning per process when a
+   space-splitting tokenizer meets such text.
+4. Parameter bounds: a single order ``n`` larger than the longest response is null at once
+   (``n=10**9`` included; no timing is asserted), ``n_max`` is declared ``<= 100`` and the orders
+   beyond the longest response count as 0 (Tevet & Berant 2021's ``averaged_distinct_ngrams``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import divmeter
+from divmeter.batch import degenerate_reason, score_sets
+from divmeter.data import ResponseSet
+from divmeter.errors import InvalidInputError
+from divmeter.params import MAX_ORDER, TEXT_TOKENIZERS
+from divmeter.registry import MetricSpec, column_name, list_metrics
+from divmeter.text import tokenize
+from divmeter.text.tokenize import TOKENIZERS, Tokenizer, UnspacedScriptWarning
+
+SPECS = list_metrics()
+
+#: The degenerate sets of the rule and the reason every set-level metric gives on each.
+DEGENERATE: list[tuple[list[str], str]] = [
+    ([], "empty set"),
+    ([""], "fewer than two non-blank responses (got 0)"),
+    (["x"], "fewer than two non-blank responses (got 1)"),
+    (["x", " \t"], "fewer than two non-blank responses (got 1)"),
+]
+#: The same for metrics defined on one text (``granularity="response"``): ``None`` = scored by
+#: the metric's own definition.
+DEGENERATE_ONE_TEXT = ["empty set", "no non-blank response", None, None]
+
+
+def _marks(spec: MetricSpec) -> list[pytest.MarkDecorator]:
+    return [getattr(pytest.mark, spec.extra)] if spec.extra else []
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("dmcache")
+
+
+def _params(spec: MetricSpec) -> dict[str, Any]:
+    """Parameters that let every metric run offline; the judge points at a closed port, so a
+    request (which the rule must prevent) would give a connection-failure reason instead."""
+    if spec.family == "judge":
+        return {"model": "openai:none", "base_url": "http://127.0.0.1:9", "cache": "none",
+                "samples": 1, "max_attempts": 1}
+    if spec.name == "decan":
+        return {"prompt": "Weather:", "permutations": 2}
+    return {}
+
+
+def _input(spec: MetricSpec, texts: list[str]) -> Any:
+    """CDM scores instantiations: each response becomes a one-phrase instantiation."""
+    return [[t] for t in texts] if spec.input == "instantiations" else texts
+
+
+@pytest.mark.parametrize(
+    "spec", [pytest.param(s, id=s.name, marks=_marks(s)) for s in SPECS]
+)
+def test_every_metric_follows_the_one_rule(spec: MetricSpec, cache_dir: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every registered metric, every entry point: null with the rule's reason and the metric's
+    own signature (the one it gives on an empty input)."""
+    monkeypatch.setenv("DIVMETER_CACHE", str(cache_dir))
+    params = _params(spec)
+    one_text = spec.granularity == "response"
+    sig = divmeter.score(_input(spec, []), spec.name, **params).signature
+    assert sig.startswith(f"{spec.name}|")
+    sets = [_input(spec, texts) for texts, _ in DEGENERATE]
+    many = divmeter.score_many(sets, spec.name, **params)
+    if spec.input == "texts":
+        records = list(score_sets([ResponseSet(f"s{i}", s) for i, s in enumerate(sets)],
+                                  [(spec.name, params)], with_signatures=True))
+    for i, ((texts, reason), want_one) in enumerate(
+            zip(DEGENERATE, DEGENERATE_ONE_TEXT, strict=True)):
+        want = want_one if one_text else reason
+        got = divmeter.score(sets[i], spec.name, **params)
+        assert (many[i].value, many[i].reason, many[i].signature) == (
+            got.value, got.reason, got.signature), texts
+        if want is None:
+            continue
+        assert got.value is None and got.reason == want, (texts, got)
+        assert got.signature == sig
+        if spec.input == "texts":
+            col = column_name(spec.name, params)
+            assert records[i][col] is None
+            assert records[i]["reasons"][col] == want
+            assert records[i]["signatures"][col] == sig
+
+
+@pytest.mark.parametrize(
+    ("texts", "granularity", "reason"),
+    [
+        ([], "set", "empty set"),
+        (["", " ", "\t\n", "\u00a0\u3000"], "set", "fewer than two non-blank responses (got 0)"),
+        (["x", "", "  "], "corpus", "fewer than two non-blank responses (got 1)"),
+        (["x", "y"], "set", None),
+        (["x", "x"], "set", None),  # two identical responses: diversity 0, not undefined
+        ([], "response", "empty set"),
+        (["", "\t"], "response", "no non-blank response"),
+        (["x", ""], "response", None),
+        ("not a list", "set", None),  # left to the metric, which reports it
+        ([["a", ""], [" "]], "set", "fewer than two non-blank responses (got 1)"),  # CDM
+        ([["a"], ["b", ""]], "set", None),
+    ],
+)
+def test_degenerate_reason(texts: Any, granularity: str, reason: str | None) -> None:
+    assert degenerate_reason(texts, granularity) == reason
+
+
+def test_one_text_metrics_still_score_one_response() -> None:
+    """TTR of one response is that response's TTR (defined on one text): 3 types / 4 tokens."""
+    res = divmeter.score(["a b a c"], "ttr")
+    assert res.value == 0.75
+    assert res.details["per_response"] == [0.75]
+    blank = divmeter.score(["", " \t"], "ttr")
+    assert blank.value is None and blank.reason == "no non-blank response"
+    assert blank.details["per_response"] == [None, None]
+
+
+def test_rule_runs_before_the_kernel() -> None:
+    """A set the rule refuses never reaches the metric: the judge on a closed port would answer
+    a connection failure, not the rule's reason; a scorable set in the same batch does."""
+    params = _params(divmeter.get_metric("judge"))
+    got = divmeter.score_many([["only one"], ["a b", "c d"]], "judge", **params)
+    assert got[0].reason == "fewer than two non-blank responses (got 1)"
+    assert got[1].value is None and "connection" in str(got[1].reason)
+
+
+# --------------------------------------------------------------------------- tokenizer contract
+
+
+@pytest.mark.parametrize("name", sorted(TOKENIZERS))
+@pytest.mark.parametrize(
+    "text", ["a \t b", "\t", " \u00a0 ", "a\u3000 b\r\n", "x \x0b\x0c y", " \u2003 "])
+def test_no_tokenizer_gives_a_whitespace_only_token(name: str, text: str) -> None:
+    for lowercase in (False, True):
+        toks = Tokenizer(name, lowercase)(text)
+        assert all(t and not t.isspace() for t in toks), (name, text, toks)
+        assert toks == Tokenizer(name, lowercase).many([text])[0]
+        assert toks == next(Tokenizer(name, lowercase).each([text]))
+
+
+FORM_TEXT = [m.name for m in SPECS if m.family == "form" and "tokenizer" in m.params
+             and m.name not in {"hdd", "mtld"}]  # these two need 42 tokens / a repeated word
+
+
+@pytest.mark.parametrize("metric", FORM_TEXT)
+@pytest.mark.parametrize("tok", list(TEXT_TOKENIZERS))
+def test_whitespace_only_words_change_no_value(metric: str, tok: str) -> None:
+    """Tabs and no-break spaces between words, and a whitespace-only response, give exactly the
+    values of the same set without them, for every form metric and tokenizer."""
+    params = {"tokenizer": tok}
+    clean = ["the cat sat", "the dog sat down", "", "a cat"]
+    messy = ["the cat \t sat", "the dog \u00a0 sat down \t", " \t\u3000", "a cat"]
+    want = divmeter.score(clean, metric, **params)
+    got = divmeter.score(messy, metric, **params)
+    assert (got.value, got.reason, got.signature) == (want.value, want.reason, want.signature)
+    many = divmeter.score_many([messy, clean], metric, **params)
+    assert many[0].value == many[1].value == want.value
+
+
+@pytest.mark.parametrize(
+    ("metric", "params", "expected"),
+    [
+        # tokens a b | a b (the tab is no token): 2 types / 4 tokens (was 3 / 5 with the tab)
+        ("distinct-n", {"n": 1}, 0.5),
+        ("ttr", {"tokenizer": "tevet"}, 1.0),
+        # tokens a b a b: one unigram type per 2 occurrences, entropy ln 2 (base e)
+        ("entropy-n", {"n": 1}, 0.6931471805599453),
+    ],
+)
+def test_a_tab_is_no_token_in_tevet(metric: str, params: dict[str, Any], expected: float
+                                    ) -> None:
+    """Tevet & Berant's tokenizer splits on the space character only: the tab of ``"a \\t b"``
+    used to survive as a word of its own."""
+    assert divmeter.score(["a b", "a \t b"], metric, **params).value == expected
+
+
+# --------------------------------------------------------------------------- char tokenizer
+
+
+ZH = ["今天天气很好。", "今天天气不好。"]
+
+
+@pytest.mark.parametrize(
+    ("texts", "params", "expected"),
+    [
+        # chars 今 天 天 气 很 好 。 / 今 天 天 气 不 好 。: 7 types (今天气很好。不) / 14
+        (ZH, {"n": 1}, 7 / 14),
+        # bigrams 今天 天天 天气 气很 很好 好。 / ... 气不 不好 ...: 8 types / 12
+        (ZH, {"n": 2}, 8 / 12),
+        # trigrams 今天天 天天气 天气很 气很好 很好。 / 天气不 气不好 不好。: 8 / 10
+        (ZH, {"n": 3}, 8 / 10),
+        # 我喜欢吃苹果。/ 我喜欢吃香蕉。: 9 types / 14 chars; bigrams 9 / 12
+        (["我喜欢吃苹果。", "我喜欢吃香蕉。"], {"n": 1}, 9 / 14),
+        (["我喜欢吃苹果。", "我喜欢吃香蕉。"], {"n": 2}, 9 / 12),
+        # spaces and tabs are no characters of the tokenizer: same as without them
+        (["今天 天气\t很好。", "今天天气 不好。"], {"n": 2}, 8 / 12),
+        # mean over n = 1..3
+        (ZH, {}, (7 / 14 + 8 / 12 + 8 / 10) / 3),
+    ],
+)
+def test_char_distinct_n_on_chinese(texts: list[str], params: dict[str, Any], expected: float
+                                    ) -> None:
+    """Distinct-n (Li et al. 2016) over character n-grams, counted by hand."""
+    p = {"n_max": 3, **params} if "n" not in params else params
+    res = divmeter.score(texts, "distinct-n", tokenizer="char", **p)
+    assert res.value == pytest.approx(expected, rel=1e-15)
+    assert res.signature.endswith("|tok:char|case:mixed|v:0.1.0")
+    # the batched kernel and the CLI's column agree
+    assert divmeter.score_many([texts, ["x y", "y z"]], "distinct-n", tokenizer="char",
+                               **p)[0].value == res.value
+
+
+def test_space_splitting_tokenizers_see_one_token_per_chinese_sentence() -> None:
+    """Why the char tokenizer is needed: under tevet each sentence is one token."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnspacedScriptWarning)
+        assert divmeter.score(ZH, "distinct-n", n=1).value == 1.0
+        two = divmeter.score(ZH, "distinct-n", n=2)
+    assert two.value is None
+    assert two.reason == "n = 2 is larger than the longest response (1 tokens): no 2-grams"
+
+
+def test_char_is_a_tokenizer_of_every_form_metric() -> None:
+    for spec in SPECS:
+        if spec.family == "form" and "tokenizer" in spec.params:
+            assert "char" in (spec.schema["tokenizer"].choices or ()), spec.name
+    rec = next(score_sets([ResponseSet("zh", ZH)], ["distinct-n:n=2,tokenizer=char"]))
+    assert rec["distinct-n:n=2,tokenizer=char"] == pytest.approx(8 / 12, rel=1e-15)
+
+
+# --------------------------------------------------------------------------- the warning
+
+
+@pytest.fixture
+def fresh_warning(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The warning is issued once per process: let this test see a process that has not."""
+    monkeypatch.setattr(tokenize, "_warned", False)
+    yield
+
+
+@pytest.mark.parametrize(
+    ("metric", "tok", "texts"),
+    [
+        ("distinct-n", "tevet", ZH),  # the batched n-gram path (joined split)
+        ("ttr", "whitespace", ZH),  # the numpy path of richness metrics (TokenKeys)
+        ("self-bleu", "whitespace", ["彼は毎朝コーヒーを飲みます。", "彼女は毎晩お茶を飲みます。"]),
+        ("vendi-ngram", "tevet", ["ฉันชอบกินข้าวผัด", "เขาชอบดื่มกาแฟ"]),
+    ],
+)
+def test_warns_once_when_a_space_splitter_meets_unspaced_script(
+        fresh_warning: None, metric: str, tok: str, texts: list[str]) -> None:
+    with pytest.warns(UnspacedScriptWarning,
+                      match=rf"^tokenizer '{tok}' splits on spaces but the text is mostly "
+                            r"Chinese, Japanese or Thai .* use tokenizer=char") as rec:
+        divmeter.score(texts, metric, tokenizer=tok)
+    assert len([w for w in rec if w.category is UnspacedScriptWarning]) == 1
+    assert "\n" not in str(rec[0].message)
+    with warnings.catch_warnings(record=True) as again:
+        warnings.simplefilter("always")
+        divmeter.score(texts, metric, tokenizer=tok)
+    assert not [w for w in again if w.category is UnspacedScriptWarning]
+
+
+@pytest.mark.parametrize(
+    ("tok", "texts"),
+    [
+        ("char", ZH),  # the right tokenizer
+        ("word", ZH),
+        ("tevet", ["Mr 李 went home.", "Ms Müller stayed, naïve café."]),  # a name: 1 char in 10
+        ("whitespace", ["안녕하세요 만나서 반갑습니다", "오늘 날씨가 좋네요"]),  # Hangul has spaces
+    ],
+)
+def test_no_warning_otherwise(fresh_warning: None, tok: str, texts: list[str]) -> None:
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        divmeter.score(texts, "distinct-n", tokenizer=tok)
+        divmeter.score(texts, "ttr", tokenizer=tok)
+    assert not [w for w in rec if w.category is UnspacedScriptWarning]
+
+
+# --------------------------------------------------------------------------- parameter bounds
+
+
+HUGE = 10**9
+SINGLE_N = [("distinct-n", {}), ("entropy-n", {}), ("ead", {}), ("ngram-cosine", {}),
+            ("self-repetition", {}), ("self-bleu", {}), ("self-bleu", {"variant": "sentence"})]
+
+
+@pytest.mark.parametrize(("metric", "params"), SINGLE_N)
+def test_huge_n_is_null_at_once(metric: str, params: dict[str, Any]) -> None:
+    """``n=10**9`` finishes (at once: no order is enumerated) with null and the reason."""
+    texts = ["a b", "a c"]
+    reason = f"n = {HUGE} is larger than the longest response (2 tokens): no {HUGE}-grams"
+    got = divmeter.score(texts, metric, n=HUGE, **params)
+    assert got.value is None and got.reason == reason
+    assert divmeter.score_many([texts, texts], metric, n=HUGE, **params)[1].reason == reason
+
+
+@pytest.mark.parametrize(
+    ("n", "variant", "expected"),
+    [
+        # hypotheses a b / a c, each against the other: 1 of 2 unigrams match, no bigram match
+        (1, "corpus", 0.5),
+        (2, "corpus", 0.0),
+        (3, "corpus", None),  # no response has 3 tokens: null, not 0
+        (3, "sentence", None),
+    ],
+)
+def test_self_bleu_n_bounded_by_the_longest_response(n: int, variant: str,
+                                                     expected: float | None) -> None:
+    got = divmeter.score(["a b", "a c"], "self-bleu", n=n, variant=variant)
+    assert got.value == expected
+    if expected is None:
+        assert got.reason == f"n = {n} is larger than the longest response (2 tokens): no {n}-grams"
+
+
+N_MAX = [s.name for s in SPECS if "n_max" in s.params]
+
+
+@pytest.mark.parametrize("metric", N_MAX)
+def test_huge_n_max_is_refused_before_any_set(metric: str) -> None:
+    with pytest.raises(InvalidInputError,
+                       match=rf"`n_max` of {metric} must be an integer >= 1 and <= {MAX_ORDER}; "
+                             rf"got {HUGE}\."):
+        divmeter.score(["a b", "a c"], metric, n_max=HUGE)
+    with pytest.raises(InvalidInputError, match=rf"metric '{metric}:n_max={HUGE}'"):
+        list(score_sets([ResponseSet("s", ["a b", "a c"])], [f"{metric}:n_max={HUGE}"]))
+    fn = divmeter.get_metric(metric).load()  # the public function checks it too
+    with pytest.raises(InvalidInputError, match=rf"<= {MAX_ORDER}; got {HUGE}\."):
+        fn(["a b", "a c"], n_max=HUGE)
+
+
+@pytest.mark.parametrize("metric", ["ngram-cosine", "distinct-n", "vendi-ngram"])
+def test_batch_of_sets_all_shorter_than_n_max(metric: str) -> None:
+    """Regression: ngram-cosine's batched kernel crashed (scipy ValueError, a traceback in the
+    CLI) when no set of a batch had an n-gram of some order <= n_max; each set must get
+    :func:`divmeter.score`'s value (orders without n-grams: pair similarity 0)."""
+    sets = [["the cat sat", "the dog sat down", "", "a cat"], ["a b", "a c"]]
+    many = divmeter.score_many(sets, metric)
+    for got, s in zip(many, sets, strict=True):
+        want = divmeter.score(s, metric)
+        assert (got.value, got.reason, got.signature) == (want.value, want.reason,
+                                                          want.signature)
+    if metric == "ngram-cosine":  # orders 2..5 of ["a b", "a c"]: no shared n-gram
+        assert many[1].value == pytest.approx(-1 / 2 / 5, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("n_max", "expected"),
+    [
+        (2, (3 / 4 + 2 / 2) / 2),  # distinct-1 = 3/4 (a b a c), distinct-2 = 2/2
+        (4, (3 / 4 + 2 / 2 + 0 + 0) / 4),  # orders 3 and 4 hold no n-gram: 0 (Tevet's rule)
+        (MAX_ORDER, (3 / 4 + 2 / 2) / MAX_ORDER),
+    ],
+)
+def test_orders_beyond_the_longest_response_count_as_zero(n_max: int, expected: float) -> None:
+    """Tevet & Berant 2021 (averaged_distinct_ngrams): an order with no n-gram adds 0."""
+    got = divmeter.score(["a b", "a c"], "distinct-n", n_max=n_max)
+    assert got.value == pytest.approx(expected, rel=1e-15)
+    if n_max > 2:
+        assert got.details["per_n"][n_max] == 0.0
+
+
+def test_the_cli_warns_in_one_line(tmp_path: Path) -> None:
+    """What a user sees: one stderr line naming the tokenizer and the fix, once per run (two
+    Chinese sets), and the scores still written."""
+    src = tmp_path / "zh.jsonl"
+    src.write_text("".join(json.dumps({"set_id": f"s{i}", "responses": ZH}, ensure_ascii=False)
+                           + "\n" for i in range(2)), encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-c", "from divmeter.cli import main; main()", "score", str(src),
+         "-m", "distinct-n:n=1", "-f", "jsonl"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONWARNINGS": ""})
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert lines == ["divmeter:0: UnspacedScriptWarning: tokenizer 'tevet' splits on spaces but "
+                     "the text is mostly Chinese, Japanese or Thai (written without spaces): "
+                     "each sentence is one token; use tokenizer=char for character n-grams."]
+    assert [json.loads(ln)["distinct-n:n=1"] for ln in proc.stdout.splitlines()] == [1.0, 1.0]
