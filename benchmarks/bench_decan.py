@@ -53,7 +53,7 @@ def sets_per_minute(
     t, c = time.perf_counter(), time.process_time()
     for s in range(reps):
         r = decan(make_set(n, 100 + s), prompt=PROMPT, permutations=perms, threads=threads,
-                  dtype=dtype)
+                  dtype=dtype, format="instruct")
         assert r.value is not None
     return 60.0 * reps / (time.perf_counter() - t), 60.0 * reps / (time.process_time() - c)
 

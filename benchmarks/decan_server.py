@@ -34,10 +34,10 @@ def main() -> None:
     for prompt, responses in SETS:
         t = time.perf_counter()
         r = decan(responses, prompt=prompt, permutations=a.permutations,
-                  model=f"openai:{a.model}", base_url=a.base_url)
+                  model=f"openai:{a.model}", base_url=a.base_url, format="instruct")
         tr = time.perf_counter() - t
         t = time.perf_counter()
-        loc = decan(responses, prompt=prompt, permutations=a.permutations)
+        loc = decan(responses, prompt=prompt, permutations=a.permutations, format="instruct")
         tl = time.perf_counter() - t
         print(f"server {tr:.1f} s  {r.signature}")
         print(f"local  {tl:.1f} s  {loc.signature}")

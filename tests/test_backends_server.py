@@ -261,7 +261,7 @@ def test_decan_server_matches_local(llama_gemma):
     kw = {"prompt": "Describe the weather.", "permutations": 2, "seed": 0}
     remote = decan(responses, model=f"openai:{llama_gemma.model}", base_url=llama_gemma.url, **kw)
     assert remote.signature.startswith(
-        "decan|fmt:instruct|perms:2|seed:0|model:openai:gemma-3-270m@127.0.0.1:"
+        "decan|fmt:completion|perms:2|seed:0|model:openai:gemma-3-270m@127.0.0.1:"
     )
     assert "torch:" not in remote.signature
     local = decan(responses, **kw)

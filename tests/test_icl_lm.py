@@ -32,6 +32,9 @@ DIVERSE = [
 
 
 def run(responses: list[str], perms: int = 5, prompt: str = PROMPT, **kw: object) -> dict:
+    """Decan in the instruct format, the paper's format for its synthetic scenarios (appendix
+    A.1 and B.2); the metric's default is completion (see test_default_format_is_completion)."""
+    kw.setdefault("format", "instruct")
     r = decan(responses, prompt=prompt, permutations=perms, threads=THREADS, **kw)
     assert r.value is not None, r.reason
     return dict(r.details)
@@ -98,11 +101,13 @@ def test_scenarios_coherence(scenario_scores: dict[str, dict]) -> None:
 # -- invariants of the scoring layer ---------------------------------------------------------
 
 
-def test_first_position_equals_unconditional_pass() -> None:
-    """a_1 of every permutation is h(r|p) x bytes of the response placed first (instruct)."""
+@pytest.mark.parametrize("fmt", ["instruct", "completion"])
+def test_first_position_equals_unconditional_pass(fmt: str) -> None:
+    """a_1 of every permutation is h(r|p) x bytes of the response placed first, in both formats
+    of appendix A.1 (the first slot and the lone response see the same context)."""
     texts = DIVERSE[:3]
     bits, nbytes, h, perms = decan_surprisal(
-        texts, prompt=PROMPT, permutations=4, seed=1, threads=THREADS
+        texts, prompt=PROMPT, permutations=4, seed=1, threads=THREADS, format=fmt
     )
     assert bits.shape == nbytes.shape == perms.shape == (4, 3)
     assert nbytes.tolist() == [[len(texts[i].encode()) for i in p] for p in perms]
@@ -164,3 +169,21 @@ def test_local_folder_model_matches_alias() -> None:
     # the converted folder is keyed by the GGUF hash and the transformers version
     assert model_field.startswith("model:gemma-3-270m-a5fd3b62230a-tf")
     assert len(model_field.split("@")[1]) == 12
+
+
+def test_default_format_is_completion() -> None:
+    """The default template is appendix A.1's completion format (prompt repeated before each
+    response), the paper's format for Tevet & Berant's sets (section 5) and the one a base model
+    continues naturally; instruct stays one parameter away. Golden D values from one run of the
+    packaged Gemma-3-270m (float32, 1 thread): completion 0.44453, instruct 0.46926."""
+    default = decan(DIVERSE[:3], prompt=PROMPT, permutations=2, seed=0, threads=THREADS)
+    completion = decan(DIVERSE[:3], prompt=PROMPT, permutations=2, seed=0, threads=THREADS,
+                       format="completion")
+    instruct = decan(DIVERSE[:3], prompt=PROMPT, permutations=2, seed=0, threads=THREADS,
+                     format="instruct")
+    assert default.signature == completion.signature
+    assert default.signature.startswith("decan|fmt:completion|perms:2|seed:0|")
+    assert instruct.signature.startswith("decan|fmt:instruct|perms:2|seed:0|")
+    assert default.value == pytest.approx(completion.value, abs=1e-9)
+    assert default.value == pytest.approx(0.44453, abs=1e-3)
+    assert instruct.value == pytest.approx(0.46926, abs=1e-3)

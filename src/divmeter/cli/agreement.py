@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from divmeter.cli.options import QuietOpt, VerboseOpt
 from divmeter.errors import InvalidInputError
 
 __all__ = ["agreement_cmd", "read_rating_table"]
@@ -89,6 +90,8 @@ def agreement_cmd(
     fmt: Annotated[str | None, typer.Option(
         "--format", "-f", help="table, json or markdown (default: table on a terminal, json "
         "when piped).", show_default=False)] = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Accuracy and Cohen's kappa (with CIs) per rater against --reference; Fleiss' kappa,
     Krippendorff's alpha (nominal, ordinal) and mean pairwise agreement among the raters."""

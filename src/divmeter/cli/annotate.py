@@ -16,6 +16,8 @@ from typing import Annotated
 
 import typer
 
+from divmeter.cli.options import QuietOpt, VerboseOpt
+from divmeter.cli.options import note as _note
 from divmeter.errors import InvalidInputError
 
 annotate_app = typer.Typer(
@@ -35,9 +37,6 @@ StudyOpt = Annotated[
 ]
 
 
-def _note(msg: str) -> None:
-    typer.echo(f"divmeter: note: {msg}", err=True)
-
 
 @annotate_app.command("init")
 def init_cmd(
@@ -52,6 +51,8 @@ def init_cmd(
                                                            "distinct annotators.")] = 10,
     name: Annotated[str | None, typer.Option("--name", help="Study name (default: FILE-KIND).",
                                              show_default=False)] = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Create a study from a file of response sets."""
     from divmeter.data.io import read_sets
@@ -84,6 +85,8 @@ def serve_cmd(
                                                  "item stays reserved for its annotator.")] = 60.0,
     max_body: Annotated[int, typer.Option("--max-body", help="Largest request body in bytes.")]
     = 65536,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Serve the questionnaires (and the admin page) over HTTP."""
     from divmeter._optional import require
@@ -115,6 +118,8 @@ def invite_cmd(
     = "http://127.0.0.1:8000",
     admin: Annotated[bool, typer.Option("--admin", help="Print the admin page link instead.")]
     = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Print one personal link per new annotator (or the admin link)."""
     from divmeter.web.store import Store
@@ -133,6 +138,8 @@ def status_cmd(
     db: DbArg,
     fmt: Annotated[str | None, typer.Option("--format", "-f", help="table or json (default: "
                                             "table on a terminal).", show_default=False)] = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Progress of every study in the database."""
     from divmeter.web.store import Store
@@ -172,6 +179,8 @@ def export_cmd(
     raw: Annotated[str | None, typer.Option("--raw", help="Also write every rating (with the "
                                             "warm-up answers) to this file.",
                                             show_default=False)] = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Per-item mean, std (ddof=1) and count of the ratings: item_id, set_id, kind, n_ratings,
     mean, std (+ label). `divmeter meta contest FILE -c mean` reads it directly."""
@@ -204,6 +213,8 @@ def report_cmd(
     reps: Annotated[int, typer.Option("--reps", help="Resamples per point (Figure 5).")] = 200,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the resampling.")] = 0,
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip stability.png.")] = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Krippendorff's alpha (ordinal) and Tevet & Berant's Figure 5 stability analysis."""
     from divmeter.web.analysis import MAIN_ASPECT, alpha, stability, units, write_report

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from divmeter.cli.options import QuietOpt, VerboseOpt
 from divmeter.errors import InvalidInputError
 
 
@@ -23,6 +24,8 @@ def embed_parity_cmd(
                      ] = "minilm",
     sample: Annotated[int, typer.Option("--sample", help="Texts compared (the first N).")] = 64,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Print the worst (and mean) cosine between server and local embeddings on a sample."""
     from divmeter.backends.server import parity_check

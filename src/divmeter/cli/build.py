@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from divmeter.cli.options import QuietOpt, VerboseOpt
 from divmeter.errors import InvalidInputError
 
 build_app = typer.Typer(
@@ -49,7 +50,6 @@ TemplateOpt = Annotated[
                  show_default=False),
 ]
 MaxTokOpt = Annotated[int, typer.Option("--max-tokens", help="Longest generation in tokens.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No summary on stderr.")]
 
 
 def _run(builder: str, sets_file: str, output: str, pairs: str | None, prefer: str,
@@ -64,7 +64,7 @@ def _run(builder: str, sets_file: str, output: str, pairs: str | None, prefer: s
     if pairs:
         write_jsonl(built.pairs(prefer), pairs)
     if not quiet:
-        typer.echo(f"{n} sets -> {output}{f' (+ pairs {pairs})' if pairs else ''}; "
+        typer.echo(f"divmeter: {n} sets -> {output}{f' (+ pairs {pairs})' if pairs else ''}; "
                    f"{built.signature}", err=True)
 
 
@@ -98,6 +98,7 @@ def rndshuff_cmd(
     within: Annotated[str, typer.Option("--within", help="Shuffle words per sentence or per "
                                         "response.")] = "sentence",
     quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """RndShuff: shuffle all the words of each sentence (section 4.2.2)."""
     _run("rndshuff", sets, output, pairs, prefer, quiet, seed=seed, within=within)
@@ -116,6 +117,7 @@ def nounshuff_cmd(
                      show_default=False),
     ] = None,
     quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """NounShuff: shuffle nouns and pronouns within each sentence (spaCy en_core_web_sm)."""
     _run("nounshuff", sets, output, pairs, prefer, quiet, seed=seed, pos=pos)
@@ -136,6 +138,7 @@ def para_cmd(
     = 0.7,
     max_tokens: MaxTokOpt = 64,
     quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Para-k: replace sentences by paraphrases of others (section 4.2.1), via a generator."""
     if k not in (1, 2, 3):
@@ -158,6 +161,7 @@ def nonsensical_cmd(
     = 1.0,
     max_tokens: MaxTokOpt = 64,
     quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Nonsensical: concept-covering sentences that defy common sense (section 4.2.2)."""
     _run("nonsensical", sets, output, pairs, prefer, quiet, seed=seed, template=template,
@@ -180,6 +184,7 @@ def cdm_fillers_cmd(
     = 0.7,
     max_tokens: MaxTokOpt = 96,
     quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """CDM appendix A.2: high/low-diversity rewrites of marked frames, written as P1 (label 1)
     / P2 (label 0) CDM items with the frame's id: then `divmeter score OUT -m cdm -o S.jsonl`
@@ -195,7 +200,7 @@ def cdm_fillers_cmd(
 
     write_jsonl(built.rows, output)
     if not quiet:
-        typer.echo(f"{len(built.rows) // 2} of {len(items)} frames -> {output} "
+        typer.echo(f"divmeter: {len(built.rows) // 2} of {len(items)} frames -> {output} "
                    f"({len(built.failures)} (frame, condition) failed); {built.signature}",
                    err=True)
 
@@ -240,6 +245,7 @@ def pattr_grid_cmd(
     = 1.0,
     max_tokens: MaxTokOpt = 256,
     quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """PATTR section 3.1 prompt grid (topics x instruction levels x styles); with --model, one
     pool of responses per topic for `divmeter meta length-bias`."""
@@ -264,7 +270,7 @@ def pattr_grid_cmd(
         write_jsonl([p.to_dict() for p in pools], output)
         what = f"{len(pools)} pools of {len(grid) // len(pools) * n} responses"
     if not quiet:
-        typer.echo(f"{what} -> {output}", err=True)
+        typer.echo(f"divmeter: {what} -> {output}", err=True)
 
 
 def _levels(text: str) -> list[int]:

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from divmeter.cli.options import QuietOpt, VerboseOpt
 from divmeter.errors import InvalidInputError
 
 __all__ = ["generate_cmd"]
@@ -74,7 +75,6 @@ _GenerateTimeout = Annotated[float, typer.Option("--timeout", help="Server: seco
                        ]
 _GenerateOverwrite = Annotated[bool, typer.Option("--overwrite", help="Start OUT afresh instead of "
                                             "resuming.")]
-_GenerateQuiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary.")]
 
 
 def generate_cmd(
@@ -97,7 +97,8 @@ def generate_cmd(
     concurrency: _GenerateConcurrency = 4,
     timeout: _GenerateTimeout = 60.0,
     overwrite: _GenerateOverwrite = False,
-    quiet: _GenerateQuiet = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Generate N samples per prompt (and per swept decoding value) into OUT.jsonl.
 
@@ -125,9 +126,7 @@ def generate_cmd(
                 f"--base-url is for server models, named openai:NAME; got --model {model!r}.")
         kw = {"device": device, "dtype": dtype, "batch_size": batch_size}
     gen = get_generator(model, base_url=base_url, chat=chat, **kw)  # type: ignore[arg-type]
-    note = getattr(gen, "device_note", None)
-    if note and not quiet:
-        typer.echo(f"divmeter: {note}", err=True)
+    # the device note (cuda asked, none found) is logged once by the generator itself
     total = len(items) * len(spec.values)
     t0 = time.perf_counter()
     count = [0]

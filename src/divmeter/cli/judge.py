@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from divmeter.cli.options import QuietOpt, VerboseOpt
 from divmeter.errors import InvalidInputError
 from divmeter.judge.files import (
     done_indices,
@@ -106,7 +107,6 @@ _JudgeConsistency = Annotated[bool, typer.Option(
         "its accuracy by number of samples) to the summary.")]
 _JudgeChunk = Annotated[int, typer.Option("--chunk", help="Items judged (and written) per "
                                        "step.")]
-_JudgeQuiet = Annotated[bool, typer.Option("--quiet", "-q", help="No notes on stderr.")]
 
 
 def judge_cmd(
@@ -134,7 +134,8 @@ def judge_cmd(
     batch_ingest: _JudgeBatchIngest = None,
     consistency: _JudgeConsistency = False,
     chunk: _JudgeChunk = 32,
-    quiet: _JudgeQuiet = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """LLM-as-judge diversity ratings, the commonsense paper's protocol (section 4.1).
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from divmeter.cli.options import QuietOpt, VerboseOpt
 from divmeter.errors import InvalidInputError
 
 __all__ = ["list_cmd", "short_description", "direction_text", "range_text", "example_command"]
@@ -155,6 +156,8 @@ def list_cmd(
         "--family", help="Only this family: form, content, lm, judge.", metavar="FAMILY")] = None,
     fmt: Annotated[str, typer.Option("--format", help="table or json.", metavar="FORMAT")
                    ] = "table",
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """List every registered metric (name, family, direction, range, what it measures), or
     one metric's details with NAME. --format json gives every field, parameters included.

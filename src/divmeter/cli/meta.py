@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
+from divmeter.cli.options import QuietOpt, VerboseOpt
 from divmeter.cli.progress import progress_bar
 from divmeter.errors import InvalidInputError
 
@@ -82,7 +83,6 @@ BootOpt = Annotated[
 ]
 CiOpt = Annotated[str, typer.Option("--ci", help="Bootstrap interval: percentile or bca.")]
 WorkersOpt = Annotated[int, typer.Option("--workers", help="Processes for computing metrics.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No notes on stderr.")]
 
 
 def _note(msg: str, quiet: bool) -> None:
@@ -271,6 +271,7 @@ def contest_cmd(
     no_plots: NoPlotOpt = False,
     workers: WorkersOpt = 1,
     quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """conTest (Tevet & Berant): Spearman rho, OCA and ROC AUC of each metric against a 0/1 label.
 
@@ -335,6 +336,7 @@ def dectest_cmd(
     no_plots: NoPlotOpt = False,
     workers: WorkersOpt = 1,
     quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """decTest (Tevet & Berant): Spearman and Pearson of each metric with a decoding parameter.
 
@@ -374,6 +376,7 @@ def nuggets_cmd(
     ] = None,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """McDiv_nuggets construction (Tevet & Berant C.2): a form-neutralised subset.
 
@@ -469,6 +472,7 @@ def paired_cmd(
     no_plots: NoPlotOpt = False,
     workers: WorkersOpt = 1,
     quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Paired contrasts (CDM P1 vs P2, Decan stages): Wilcoxon two/one-sided, d, sign accuracy.
 
@@ -592,6 +596,7 @@ def pairwise_cmd(
     no_plots: NoPlotOpt = False,
     workers: WorkersOpt = 1,
     quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Pairwise preference accuracy against an annotator, with CIs and a kappa matrix.
 
@@ -646,6 +651,7 @@ def length_bias_cmd(
     no_plots: NoPlotOpt = False,
     workers: WorkersOpt = 1,
     quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Length bias (PATTR paper): short-response win rate, Spearman with length (raw, as in its
     Table 1, and oriented to diversity), top-k filtering (after an optional length range)."""
@@ -725,6 +731,7 @@ def decan_confound_cmd(
     html: HtmlOpt = None,
     no_plots: NoPlotOpt = False,
     quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Decan confound check (appendix E): class means of a_1 and D overall and by length bin.
 
@@ -798,6 +805,7 @@ def pattr_sensitivity_cmd(
     seed: SeedOpt = 0,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
     html: HtmlOpt = None,
 ) -> None:
     """PATTR's L_T x W sensitivity table (its Section 4.4, Table 4 / F.1): independent t-tests of

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from divmeter.cli.options import QuietOpt, VerboseOpt
+
 __all__ = ["report_cmd"]
 
 
@@ -18,7 +20,8 @@ def report_cmd(
         show_default=False)],
     title: Annotated[str, typer.Option("--title", help="Page title.", metavar="TEXT")
                      ] = "divmeter report",
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No notes on stderr.")] = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Write one self-contained HTML report (no network: styles, scripts and plots inline):
     signatures, summary table, per-metric distributions, metric-metric correlations, the sets.

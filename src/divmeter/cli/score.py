@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from divmeter.cli.options import QuietOpt, VerboseOpt
 from divmeter.errors import InvalidInputError
 
 __all__ = ["score_cmd"]
@@ -49,8 +50,6 @@ WorkersOpt = Annotated[int, typer.Option(
     "--workers", "-j", help="Processes to spread the sets over.", min=1)]
 SignaturesOpt = Annotated[bool, typer.Option(
     "--signatures", help="Add each metric's signature to every record.")]
-QuietOpt = Annotated[bool, typer.Option(
-    "--quiet", "-q", help="No progress bar, no notes (errors still go to stderr).")]
 SplitOpt = Annotated[str | None, typer.Option(
     "--split", help="hf: inputs: the split (default: test if there is one, else the first).",
     metavar="SPLIT")]
@@ -117,6 +116,7 @@ def score_cmd(
     workers: WorkersOpt = 1,
     signatures: SignaturesOpt = False,
     quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
     html: HtmlOpt = None,
     split: SplitOpt = None,
     text_column: TextColumnOpt = "response",

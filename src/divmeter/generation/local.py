@@ -140,11 +140,11 @@ class TransformersGenerator:
         torch = require("torch", extra="generate")
         transformers = require("transformers", extra="generate")
         dev, note = resolve_device(device)
-        if note is not None and note not in _NOTED:
-            _NOTED.add(note)
-            _log.info(note)
         self.device_note = note
         self.lm = load_causal_lm(model, dtype=dtype, device=dev)
+        if note is not None and note not in _NOTED:  # once the model is known to load
+            _NOTED.add(note)
+            _log.info(note)
         self._torch, self._tf = torch, transformers
         tok = self.lm.tokenizer
         has_template = bool(getattr(tok, "chat_template", None))

@@ -67,6 +67,12 @@ DECAN = (
     "(arXiv:2606.01811)"
 )
 FORMATS = ("instruct", "completion")
+#: The default template. ``completion`` (appendix A.1: the prompt repeated before each response)
+#: is what the paper uses on its human-grounded benchmark (section 5, Tevet & Berant's sets), and
+#: it fits a *base* model such as the default Gemma-3-270m, which continues text rather than
+#: answering ``Response A:`` headers; ``instruct`` is the paper's choice for its synthetic
+#: scenarios (appendix B.2/B.3) and the OLMo-2 stages (section 6): pass ``format="instruct"``.
+DEFAULT_FORMAT = "completion"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -489,7 +495,7 @@ def response_label(index: int) -> str:
 
 
 def format_responses(
-    prompt: str, responses: Sequence[str], fmt: str = "instruct"
+    prompt: str, responses: Sequence[str], fmt: str = DEFAULT_FORMAT
 ) -> tuple[str, list[tuple[int, int]]]:
     """Build the conditioning context and the character span of each response (appendix A.1).
 
@@ -499,9 +505,9 @@ def format_responses(
       each response (an empty prompt gives ``1. {r1}``); only response characters are spans.
 
     Example:
-        >>> format_responses("Rain", ["a", "bc"])
+        >>> format_responses("Rain", ["a", "bc"], "instruct")
         ('Rain\\n\\nResponse A: a\\n\\nResponse B: bc', [(18, 19), (33, 35)])
-        >>> format_responses("It", ["x", "y"], "completion")
+        >>> format_responses("It", ["x", "y"])
         ('1. It x\\n\\n2. It y', [(6, 7), (15, 16)])
     """
     parts: list[str] = []
@@ -592,7 +598,7 @@ def decan_surprisal(
     *,
     prompt: str = "",
     permutations: int = 50,
-    format: str = "instruct",
+    format: str = DEFAULT_FORMAT,
     model: str = "gemma-3-270m",
     seed: int = 0,
     threads: int | None = None,
@@ -657,7 +663,8 @@ def decan_surprisal(
     params={
         "prompt": Param(str, allow_none=True, default="", doc="the prompt (default: the set's)"),
         "permutations": Param(int, ge=1, default=50, doc="response orders averaged"),
-        "format": Param(str, choices=FORMATS, default="instruct", doc="prompt template"),
+        "format": Param(str, choices=FORMATS, default=DEFAULT_FORMAT,
+                        doc="prompt template (appendix A.1)"),
         "model": Param(str, default="gemma-3-270m",
                        doc="base LM: alias, GGUF path, or openai:NAME on base_url"),
         "base_url": Param(str, allow_none=True, default=None,
@@ -678,7 +685,7 @@ def decan(
     *,
     prompt: str | None = "",
     permutations: int = 50,
-    format: str = "instruct",
+    format: str = DEFAULT_FORMAT,
     model: str = "gemma-3-270m",
     seed: int = 0,
     max_bytes: int | None = None,
@@ -698,8 +705,10 @@ def decan(
         responses: The response set (n >= 2).
         prompt: The prompt the responses answer (or continue, in completion format).
         permutations: Number of random orderings averaged (paper: 50; 100 for scenarios).
-        format: ``instruct`` (``Response A: ...``) or ``completion`` (prompt repeated before each
-            response, as for Tevet & Berant's continuation tasks).
+        format: ``completion`` (default: the prompt repeated before each response, appendix
+            A.1, the paper's format for Tevet & Berant's sets in section 5, and the one that fits
+            a base model) or ``instruct`` (``Response A: ...``, the paper's format for the
+            synthetic scenarios of appendix B.2/B.3 and the OLMo-2 stages of section 6).
         model: Scoring LM (see :func:`divmeter.backends.lm.resolve_model`); default Gemma-3-270m
             base (Q4_K_M GGUF, dequantized), the paper used Qwen2.5-3B base.
         seed: Seed of the permutations.
@@ -724,7 +733,7 @@ def decan(
         >>> r = decan(["It rained all day.", "The sun came out."], prompt="Describe the weather.",
         ...           permutations=2)
         >>> r.signature.split("|")[:5]
-        ['decan', 'fmt:instruct', 'perms:2', 'seed:0', 'model:gemma-3-270m@a5fd3b62230a']
+        ['decan', 'fmt:completion', 'perms:2', 'seed:0', 'model:gemma-3-270m@a5fd3b62230a']
         >>> 0 < r.details["C"] < 1 and r.value > 0
         True
     """
