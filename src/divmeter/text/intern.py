@@ -89,6 +89,10 @@ def intern_sets(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> InternedS
     set's words go through one ``dict.setdefault`` pass mapping a word to 2 + the index of its first
     occurrence (0: end of text; 1: the empty word of runs of spaces).
     """
+    if tok.name in _BYTE_SPLITS:
+        fast = _intern_bytes(text_sets, tok)
+        if fast is not None:
+            return fast
     parts: list[np.ndarray] = []  # one array per set: the words die with their set (cache-hot)
     n_words: list[int] = []
     n_texts: list[int] = []
@@ -183,6 +187,145 @@ _BYTE_MASK = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)  
 _MIX = np.array([1, 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
                  0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53,
                  0x27D4EB2F165667C5], dtype=np.uint64)
+
+
+#: Tokenizers whose tokens the byte path finds (maximal runs of non-separator bytes), with the
+#: character joining the texts: ``whitespace`` (``str.split()``; ``\\x1f`` is whitespace to it)
+#: and ``tevet`` (``.`` and ``\\n`` removed, split on ``" "``; ``\\x00`` joins).
+_BYTE_SPLITS = {"whitespace": "\x1f", "tevet": "\x00"}
+
+
+@dataclass
+class _ByteTokens:
+    """Tokens of many texts grouped by equal token: ``order`` lists the tokens sorted by
+    (type, position), ``same[i]`` says that ``order[i + 1]`` is the same token as ``order[i]``;
+    ``doc`` is the text of each token and ``lengths`` the token count of each text."""
+
+    order: np.ndarray
+    same: np.ndarray
+    doc: np.ndarray
+    lengths: np.ndarray
+
+
+def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
+    """``whitespace`` or ``tevet`` tokens of ``texts`` found and grouped in numpy from the UTF-8
+    bytes of the joined texts, without a Python string per token; ``None`` where this does not
+    apply (a NUL or separator character in a text, non-ASCII whitespace for ``whitespace``, a
+    token over 64 bytes, more than 2**32 tokens, or a key collision: the caller then uses the
+    dictionary path).
+
+    A token's key is its UTF-8 bytes packed into a 64-bit word when it has at most 8 bytes
+    (exact: the texts hold no NUL), else that word mixed with the later 8-byte words. One plain
+    sort of ``hash32(key) << 32 | index`` groups equal keys in position order; the grouping is
+    then checked exactly (equal hash32 iff equal key along the sorted order, and equal bytes for
+    every pair of neighbours involving a token over 8 bytes), so equal groups iff equal tokens.
+    """
+    n_texts = len(texts)
+    sep = _BYTE_SPLITS[name]
+    # every text is followed by the separator, and 8 more pad the last 8-byte read
+    joined = sep.join(chain(texts, [""] * 9))
+    if name == "tevet":
+        if joined.count("\x00") != n_texts + 8:
+            return None
+        joined = joined.replace(".", "").replace("\n", "")
+    elif ("\x00" in joined or joined.count("\x1f") != n_texts + 8
+          or (not joined.isascii() and _NON_ASCII_SPACE.search(joined))):
+        return None
+    buf = np.frombuffer(joined.encode("utf-8"), dtype=np.uint8)
+    head = buf[:-8]
+    if name == "whitespace":  # str.split()'s ASCII whitespace: 9-13 and 28-32
+        ws = ((head - np.uint8(9)) <= 4) | ((head - np.uint8(28)) <= 4)
+    else:
+        ws = (head == 32) | (head == 0)
+    edges = np.flatnonzero(ws[1:] != ws[:-1]) + 1
+    if not ws[0]:
+        edges = np.concatenate((np.zeros(1, dtype=np.int64), edges))
+    st = edges[0::2]  # token = [st, en): a run of non-separator bytes (raw ends in one)
+    tlen = edges[1::2] - st
+    n_tok = int(st.size)
+    if n_tok >= 1 << 32 or int(tlen.max(initial=1)) > _MAX_PACK:
+        return None
+    # tokens before each text's end
+    cum = np.searchsorted(st, np.flatnonzero(head == ord(sep))[:n_texts])
+    lengths = np.diff(cum, prepend=0)
+    doc = np.repeat(np.arange(n_texts, dtype=np.int64), lengths)
+    # words8[i] = the 8 bytes from i on, little-endian (an unaligned view, no copy)
+    words8 = np.ndarray(buffer=buf, dtype="<u8", shape=(buf.size - 7,), strides=(1,))
+    key = words8[st] & _BYTE_MASK[np.minimum(tlen, 8)]
+    long_tok = tlen > 8
+    lng = np.flatnonzero(long_tok)
+    with np.errstate(over="ignore"):  # arithmetic modulo 2**64 on purpose
+        if lng.size:
+            h, sub, at = key[lng], lng, np.arange(lng.size)
+            for j in range(1, _MAX_PACK // 8):
+                live = tlen[sub] > 8 * j
+                sub, at = sub[live], at[live]
+                if not sub.size:
+                    break
+                h[at] ^= (words8[st[sub] + 8 * j]
+                          & _BYTE_MASK[np.minimum(tlen[sub] - 8 * j, 8)]) * _MIX[j]
+            key[lng] = h
+        hs32 = (key * _MIX[1]) >> np.uint64(32)
+    packed = np.sort((hs32 << np.uint64(32)) | np.arange(n_tok, dtype=np.uint64))
+    order = (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    hs = packed >> np.uint64(32)
+    same = hs[1:] == hs[:-1]
+    ks = key[order]
+    if not np.array_equal(same, ks[1:] == ks[:-1]):
+        return None  # two keys share a hash32
+    if lng.size:  # keys mixing several words may collide: compare those tokens' bytes
+        lo = long_tok[order]
+        eq = np.flatnonzero(same & (lo[1:] | lo[:-1]))
+        a, b = order[eq], order[eq + 1]
+        if not np.array_equal(tlen[a], tlen[b]):
+            return None
+        for j in range(1, _MAX_PACK // 8):
+            live = tlen[a] > 8 * j
+            a, b = a[live], b[live]
+            if not a.size:
+                break
+            diff = (words8[st[a] + 8 * j] ^ words8[st[b] + 8 * j]) & _BYTE_MASK[
+                np.minimum(tlen[a] - 8 * j, 8)]
+            if diff.any():
+                return None
+    return _ByteTokens(order, same, doc, lengths)
+
+
+def _intern_bytes(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> InternedSets | None:
+    """:func:`intern_sets` from :func:`_byte_tokens` of every text of every set at once (the
+    same ids: 2 + the index of the token's first occurrence in its set's stream); ``None``
+    where the byte path does not apply."""
+    n_texts = np.fromiter(map(len, text_sets), dtype=np.int64, count=len(text_sets))
+    texts = list(chain.from_iterable(text_sets))
+    if tok.lowercase:
+        texts = [t.lower() for t in texts]
+    if not texts:
+        zeros = [0] * len(text_sets)
+        return InternedSets(np.zeros(0, dtype=np.int64), zeros, n_texts.tolist(), zeros)
+    bt = _byte_tokens(texts, tok.name)
+    if bt is None:
+        return None
+    n_sets, n_all, n_tok = len(text_sets), len(texts), int(bt.doc.size)
+    set_of_text = np.repeat(np.arange(n_sets, dtype=np.int64), n_texts)
+    text_cum = np.concatenate(([0], np.cumsum(bt.lengths)))
+    set_cum = np.concatenate(([0], np.cumsum(n_texts)))
+    n_words = np.diff(text_cum[set_cum]) + n_texts  # tokens + one end of text per text
+    raw = np.zeros(n_tok + n_all, dtype=np.int64)
+    n_types = np.zeros(n_sets, dtype=np.int64)
+    if n_tok:
+        order, doc = bt.order, bt.doc
+        stream = np.arange(n_tok, dtype=np.int64) + doc  # position in the stream of 0-ended texts
+        so = set_of_text[doc[order]]
+        brk = np.empty(n_tok, dtype=bool)  # first of a (token, set) group in the sorted order
+        brk[0] = True
+        brk[1:] = ~bt.same
+        brk[1:] |= so[1:] != so[:-1]
+        gstart = np.flatnonzero(brk)
+        gset = so[gstart]
+        first = stream[order[gstart]] - (np.cumsum(n_words) - n_words)[gset] + 2
+        raw[stream[order]] = first[np.cumsum(brk) - 1]
+        n_types = np.bincount(gset, minlength=n_sets)
+    return InternedSets(raw, n_words.tolist(), n_texts.tolist(), n_types.tolist())
 
 
 class TokenKeys:
