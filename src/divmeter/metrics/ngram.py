@@ -1164,13 +1164,20 @@ def _self_repetition_per_response(st: SetTokens, n: int) -> np.ndarray:
         np.not_equal(pair[1:], pair[:-1], out=first[1:])
         uniq = pair[first]  # distinct (set, n-gram, response)
         gram = uniq >> bits
-        gfirst = np.empty(uniq.size, dtype=bool)
-        gfirst[0] = True
-        np.not_equal(gram[1:], gram[:-1], out=gfirst[1:])
-        runs = np.diff(np.append(np.flatnonzero(gfirst), uniq.size))  # df of each n-gram
+        # only n-grams held by two or more responses (df >= 2) add to any s_d
+        shared = gram[1:] == gram[:-1]
+        keep = np.zeros(uniq.size, dtype=bool)
+        keep[1:] = shared
+        keep[:-1] |= shared
+        at = np.flatnonzero(keep)
+        if not at.size:
+            break
+        starts = np.flatnonzero(np.concatenate(([True], gram[at[1:]] != gram[at[:-1]])))
+        runs = np.diff(np.append(starts, at.size))  # df of each shared n-gram
         others = np.repeat((runs - 1).astype(np.float64), runs)  # df - 1, per pair
         cuts = np.searchsorted(uniq, (np.arange(n_sets + 1, dtype=np.int64) * scale) << bits)
-        doc = np.repeat(text_start, np.diff(cuts)) + (uniq & ((1 << bits) - 1))
+        set_of = np.searchsorted(cuts, at, side="right") - 1
+        doc = text_start[set_of] + (uniq[at] & ((1 << bits) - 1))
         sums = np.bincount(doc, weights=others, minlength=n_all)
     return _log1p_ints(sums)
 

@@ -77,6 +77,7 @@ class InternedSets:
     n_words: list[int]
     n_texts: list[int]
     n_types: list[int]
+    longest: np.ndarray | None = None  # tokens of each set's longest text, once computed
 
 
 def intern_sets(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> InternedSets:
@@ -245,8 +246,11 @@ def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
     n_tok = int(st.size)
     if n_tok >= 1 << 32 or int(tlen.max(initial=1)) > _MAX_PACK:
         return None
-    # tokens before each text's end
-    cum = np.searchsorted(st, np.flatnonzero(head == ord(sep))[:n_texts])
+    if name == "whitespace" and joined.isascii():  # text ends from the texts' lengths
+        ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n_texts) + 1) - 1
+    else:
+        ends = np.flatnonzero(head == ord(sep))[:n_texts]
+    cum = np.searchsorted(st, ends)  # tokens before each text's end
     lengths = np.diff(cum, prepend=0)
     doc = np.repeat(np.arange(n_texts, dtype=np.int64), lengths)
     # words8[i] = the 8 bytes from i on, little-endian (an unaligned view, no copy)
@@ -313,19 +317,22 @@ def _intern_bytes(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> Interne
     raw = np.zeros(n_tok + n_all, dtype=np.int64)
     n_types = np.zeros(n_sets, dtype=np.int64)
     if n_tok:
-        order, doc = bt.order, bt.doc
-        stream = np.arange(n_tok, dtype=np.int64) + doc  # position in the stream of 0-ended texts
-        so = set_of_text[doc[order]]
+        doc_o = bt.doc[bt.order]  # in the sorted order: text, set, position in the stream
+        so = set_of_text[doc_o]
+        doc_o += bt.order  # (texts end with a 0 in the stream)
         brk = np.empty(n_tok, dtype=bool)  # first of a (token, set) group in the sorted order
         brk[0] = True
-        brk[1:] = ~bt.same
+        np.logical_not(bt.same, out=brk[1:])
         brk[1:] |= so[1:] != so[:-1]
         gstart = np.flatnonzero(brk)
         gset = so[gstart]
-        first = stream[order[gstart]] - (np.cumsum(n_words) - n_words)[gset] + 2
-        raw[stream[order]] = first[np.cumsum(brk) - 1]
+        first = doc_o[gstart] - (np.cumsum(n_words) - n_words)[gset] + 2
+        raw[doc_o] = first[np.cumsum(brk) - 1]
         n_types = np.bincount(gset, minlength=n_sets)
-    return InternedSets(raw, n_words.tolist(), n_texts.tolist(), n_types.tolist())
+    longest = np.zeros(n_sets, dtype=np.int64)
+    live = n_texts > 0
+    longest[live] = np.maximum.reduceat(bt.lengths, set_cum[:-1][live])
+    return InternedSets(raw, n_words.tolist(), n_texts.tolist(), n_types.tolist(), longest)
 
 
 class TokenKeys:
@@ -478,6 +485,12 @@ def longest_response(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> np.n
         [3, 0, 0]
     """
     it = interned(text_sets, tok)
+    if it.longest is None:
+        it.longest = _longest(it)
+    return it.longest.copy()
+
+
+def _longest(it: InternedSets) -> np.ndarray:
     raw = it.raw
     n_sets = len(it.n_texts)
     out = np.zeros(n_sets, dtype=np.int64)
