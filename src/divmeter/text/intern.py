@@ -275,8 +275,11 @@ def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
     hs = packed >> np.uint64(32)
     same = hs[1:] == hs[:-1]
     ks = key[order]
-    if not np.array_equal(same, ks[1:] == ks[:-1]):
-        return None  # two keys share a hash32
+    key_same = ks[1:] == ks[:-1]
+    if not np.array_equal(same, key_same):  # two keys share a hash32: exact (slower) sort
+        order = np.argsort(key, kind="stable")
+        ks = key[order]
+        same = ks[1:] == ks[:-1]
     if lng.size:  # keys mixing several words may collide: compare those tokens' bytes
         lo = long_tok[order]
         eq = np.flatnonzero(same & (lo[1:] | lo[:-1]))
@@ -360,8 +363,8 @@ class TokenKeys:
 
     @classmethod
     def from_texts(cls, texts: list[str], tok: Tokenizer) -> TokenKeys:
-        if tok.name == "whitespace":
-            fast = cls._fast_whitespace(texts, tok.lowercase)
+        if tok.name in _BYTE_SPLITS:
+            fast = cls._fast(texts, tok.name, tok.lowercase)
             if fast is not None:
                 return fast
         ids, lengths, _ = encode_tokens(tok.many(texts))
@@ -369,53 +372,31 @@ class TokenKeys:
 
     @classmethod
     def _fast_whitespace(cls, texts: list[str], lowercase: bool) -> TokenKeys | None:
-        """``str.split()`` tokens, coded in numpy from the UTF-8 bytes; ``None`` if not
+        """``str.split()`` tokens coded in numpy from the UTF-8 bytes; ``None`` if not
         applicable (non-ASCII whitespace, a NUL or \\x1f character, a token over 64 bytes, a
         key collision)."""
+        return cls._fast(texts, "whitespace", lowercase)
+
+    @classmethod
+    def _fast(cls, texts: list[str], name: str, lowercase: bool) -> TokenKeys | None:
+        """Keys from :func:`_byte_tokens`: each token's key is the index of its group (type)
+        in the sorted order, and that sort is kept as :meth:`sorted_keys`."""
         if lowercase:
             texts = [t.lower() for t in texts]
-        # \x1f is whitespace to str.split(): tokens never straddle two texts, and counting the
-        # separators before a token gives its text
-        joined = "\x1f".join(texts)
-        if "\x00" in joined or joined.count("\x1f") != len(texts) - 1:
+        if not texts:
             return None
-        if not joined.isascii() and _NON_ASCII_SPACE.search(joined):
-            return None  # UTF-8 bytes >= 128 never hold ASCII whitespace: only these need care
-        raw = joined.encode("utf-8") + b"\x1f"
-        buf = np.frombuffer(raw + bytes(_MAX_PACK), dtype=np.uint8)
-        head = buf[: len(raw)]
-        # str.split()'s ASCII whitespace: \t \n \v \f \r (9-13), \x1c-\x1f and space (28-32)
-        ws = ((head - np.uint8(9)) <= 4) | ((head - np.uint8(28)) <= 4)
-        edges = np.flatnonzero(ws[1:] != ws[:-1]) + 1
-        if not ws[0]:
-            edges = np.concatenate((np.zeros(1, dtype=np.int64), edges))
-        st, en = edges[0::2], edges[1::2]  # token = [st, en): non-space runs (raw ends in \x1f)
-        tlen = en - st
-        longest = int(tlen.max(initial=1))
-        if longest > _MAX_PACK:
+        bt = _byte_tokens(texts, name)
+        if bt is None:
             return None
-        doc = np.searchsorted(np.flatnonzero(head == 31), st)  # separators before = its text
-        lengths = np.bincount(doc, minlength=len(texts))
-        width = max(8, -(-longest // 8) * 8)
-        rows = np.ndarray(buffer=buf, dtype=f"V{width}", shape=(buf.shape[0] - width + 1,),
-                          strides=(1,))  # rows[i] = the `width` bytes from i on (no copy)
-        words = rows[st].view("<u8").reshape(-1, width // 8)  # a copy: (n_tokens, width / 8)
-        for j in range(width // 8):  # zero the bytes past the token's end (the text has no NUL)
-            words[:, j] &= _BYTE_MASK[np.clip(tlen - 8 * j, 0, 8)]
-        with np.errstate(over="ignore"):  # arithmetic modulo 2**64 on purpose
-            key = words[:, 0] if width == 8 else words[:, 1] * _MIX[1]
-            for j in range(2, words.shape[1]):
-                key ^= words[:, j] * _MIX[j]
-            if width > 8:
-                key ^= words[:, 0]
-        enc = cls(key, lengths, doc)
-        if width > 8:  # keys involving a token over 8 bytes may collide: check those exactly
-            a, b = enc.pairs()
-            long = tlen > 8
-            check = long[a] | long[b]
-            a, b = a[check], b[check]
-            if not np.array_equal(words[a], words[b]):
-                return None
+        n_tok = bt.doc.size
+        key = np.empty(n_tok, dtype=np.int64)
+        if n_tok:
+            type_at = np.empty(n_tok, dtype=np.int64)
+            type_at[0] = 0
+            np.cumsum(~bt.same, out=type_at[1:])
+            key[bt.order] = type_at
+        enc = cls(key, bt.lengths, bt.doc)
+        enc._sort = (bt.order, bt.same)
         return enc
 
     def sorted_keys(self) -> tuple[np.ndarray, np.ndarray]:
