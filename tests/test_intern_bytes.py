@@ -31,6 +31,12 @@ TEXTS = [
 SETS = [TEXTS[:4], [], [""], TEXTS[4:], TEXTS[2:7], ["  "]]
 
 
+@pytest.fixture(autouse=True)
+def _byte_path_on_small_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The byte path runs from 8,192 characters on; these inputs are smaller."""
+    monkeypatch.setattr(intern_module, "_BYTE_MIN_CHARS", 0)
+
+
 def _dictionary_path(sets: list[list[str]], name: str, lowercase: bool
                      ) -> intern_module.InternedSets:
     """intern_sets with the byte path switched off."""
@@ -118,6 +124,13 @@ def test_hash_collisions_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _byte_tokens(texts, "whitespace") is None
     assert [r.value for r in self_repetition_many([texts[1:] * 2], n=1)] == [
         pytest.approx(np.log(3))]  # the dictionary path: 2 distinct tokens, each in both
+
+
+def test_small_batches_take_the_dictionary_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(intern_module, "_BYTE_MIN_CHARS", 8192)
+    tok = get_tokenizer("whitespace")
+    assert intern_sets([["a b"] * 10], tok).longest is None  # 30 characters: dictionary path
+    assert intern_sets([["a b"] * 3000], tok).longest is not None  # 9,000: byte path
 
 
 def test_kernels_agree_with_the_dictionary_path() -> None:
