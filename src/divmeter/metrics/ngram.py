@@ -1097,11 +1097,12 @@ def self_repetition_many(
             sizes = g.n_texts.tolist()
             per = _self_repetition_per_response(g, k)
         means = _segment_means(per, sizes)
+        per_list = per.tolist()
         start = 0
         for j, (size, mean) in enumerate(zip(sizes, means, strict=True)):
             results[live[a + j]] = MetricResult(
                 "self-repetition", mean, sig,
-                details={"per_response": per[start:start + size].tolist()})
+                details={"per_response": per_list[start:start + size]})
             start += size
     return results  # type: ignore[return-value]
 

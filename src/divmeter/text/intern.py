@@ -235,7 +235,11 @@ def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
     buf = np.frombuffer(joined.encode("utf-8"), dtype=np.uint8)
     head = buf[:-8]
     if name == "whitespace":  # str.split()'s ASCII whitespace: 9-13 and 28-32
-        ws = ((head - np.uint8(9)) <= 4) | ((head - np.uint8(28)) <= 4)
+        shifted = head - np.uint8(9)
+        ws = shifted <= 4
+        shifted -= np.uint8(19)
+        ws |= shifted <= 4
+        del shifted
     else:
         ws = (head == 32) | (head == 0)
     edges = np.flatnonzero(ws[1:] != ws[:-1]) + 1
@@ -255,7 +259,8 @@ def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
     doc = np.repeat(np.arange(n_texts, dtype=np.int64), lengths)
     # words8[i] = the 8 bytes from i on, little-endian (an unaligned view, no copy)
     words8 = np.ndarray(buffer=buf, dtype="<u8", shape=(buf.size - 7,), strides=(1,))
-    key = words8[st] & _BYTE_MASK[np.minimum(tlen, 8)]
+    key = words8[st]
+    key &= _BYTE_MASK[np.minimum(tlen, 8)]
     long_tok = tlen > 8
     lng = np.flatnonzero(long_tok)
     with np.errstate(over="ignore"):  # arithmetic modulo 2**64 on purpose
@@ -269,10 +274,14 @@ def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
                 h[at] ^= (words8[st[sub] + 8 * j]
                           & _BYTE_MASK[np.minimum(tlen[sub] - 8 * j, 8)]) * _MIX[j]
             key[lng] = h
-        hs32 = (key * _MIX[1]) >> np.uint64(32)
-    packed = np.sort((hs32 << np.uint64(32)) | np.arange(n_tok, dtype=np.uint64))
-    order = (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        packed = key * _MIX[1]  # hash32(key) << 32 | index, sorted in place
+    packed >>= np.uint64(32)
+    packed <<= np.uint64(32)
+    packed |= np.arange(n_tok, dtype=np.uint64)
+    packed.sort()
     hs = packed >> np.uint64(32)
+    packed &= np.uint64(0xFFFFFFFF)
+    order = packed.view(np.int64)
     same = hs[1:] == hs[:-1]
     ks = key[order]
     key_same = ks[1:] == ks[:-1]
