@@ -8,10 +8,13 @@ Two encodings, for the two kinds of form metric:
   tokenized with one call of its tokenizer on its joined texts where the tokenizer splits on
   spaces (:data:`divmeter.text.tokenize.SPACE_SPLITS`), and interned with one ``dict`` pass.
   :func:`interned` keeps the last interning of an immutable batch per tokenizer, so several
-  metrics scoring one batch tokenize it once.
+  metrics scoring one batch tokenize it once. From 8,192 characters on, ``whitespace`` and
+  ``tevet`` sets are tokenized and interned all at once in numpy from the UTF-8 bytes
+  (:func:`_byte_tokens`, :func:`_intern_bytes`), giving the same ids.
 * :class:`TokenKeys` (per-response metrics): the tokens of many texts as exact integer keys with
-  each token's text; whitespace tokens are coded in numpy straight from the UTF-8 bytes, other
-  tokenizers go through :func:`divmeter.text.ngrams.encode_tokens`.
+  each token's text; ``whitespace`` and ``tevet`` tokens are coded in numpy straight from the
+  UTF-8 bytes (:func:`_byte_tokens`), other tokenizers go through
+  :func:`divmeter.text.ngrams.encode_tokens`.
 
 Both are exact: equal ids (keys) if and only if equal tokens.
 """
