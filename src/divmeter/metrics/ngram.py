@@ -873,18 +873,17 @@ def _pooled_set_stats(st: SetTokens, orders: Sequence[int], *, xlogx: bool
         first = np.empty(srt.size, dtype=bool)
         first[:1] = True
         np.not_equal(srt[1:], srt[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
         sums = None
         if xlogx:
+            starts = np.flatnonzero(first)
             runs = np.diff(np.append(starts, srt.size))
             sums = _xlogx_sums(srt[starts] // scale, runs, n_sets).tolist()
         if n_sets == 1:  # small-input branch (a batch of one): no cut into sets
-            out[n] = ([int(starts.size)], [int(srt.size)], sums)
+            out[n] = ([int(np.count_nonzero(first))], [int(srt.size)], sums)
             continue
-        cuts = np.arange(n_sets + 1, dtype=np.int64) * scale
-        total = np.diff(np.searchsorted(srt, cuts))
-        distinct = np.diff(np.searchsorted(srt[starts], cuts))
-        out[n] = (distinct.tolist(), total.tolist(), sums)
+        cut = np.searchsorted(srt, np.arange(n_sets + 1, dtype=np.int64) * scale)
+        n_first = np.concatenate(([0], np.cumsum(first)))  # distinct n-grams before each key
+        out[n] = (np.diff(n_first[cut]).tolist(), np.diff(cut).tolist(), sums)
     return out
 
 
@@ -1093,7 +1092,7 @@ def self_repetition_many(
         return results  # type: ignore[return-value]
     st = None if len(live) == 1 else _encode_live(text_sets, live, tok, k)
     # a batch of one set (small-input branch) is scored from its own keys, as a set too wide
-    groups = [(0, 1, True)] if st is None else _fit_groups(st, k, st.n_texts)
+    groups = [(0, 1, True)] if st is None else _fit_groups(st, k, _pow2_at_least(st.n_texts))
     for a, b, solo in groups:
         if solo or st is None:
             sizes = [len(text_sets[live[a]])]
@@ -1103,11 +1102,12 @@ def self_repetition_many(
             sizes = g.n_texts.tolist()
             per = _self_repetition_per_response(g, k)
         means = _segment_means(per, sizes)
+        per_list = per.tolist()
         start = 0
         for j, (size, mean) in enumerate(zip(sizes, means, strict=True)):
             results[live[a + j]] = MetricResult(
                 "self-repetition", mean, sig,
-                details={"per_response": per[start:start + size].tolist()})
+                details={"per_response": per_list[start:start + size]})
             start += size
     return results  # type: ignore[return-value]
 
@@ -1135,17 +1135,56 @@ def _response_pairs(st: SetTokens, orders: Sequence[int], width: int, text_start
         yield n, pair, scale
 
 
+def _pow2_at_least(x: np.ndarray) -> np.ndarray:
+    """The smallest power of two >= each entry (>= 2)."""
+    out: np.ndarray = np.left_shift(1, np.ceil(np.log2(np.maximum(x, 2))).astype(np.int64))
+    return out
+
+
 def _self_repetition_per_response(st: SetTokens, n: int) -> np.ndarray:
-    """``ln(1 + s_d)`` for every response of every set (see :func:`self_repetition`)."""
-    width, text_start = _text_starts(st)
-    n_all = int(st.n_texts.sum())
+    """``ln(1 + s_d)`` for every response of every set (see :func:`self_repetition`).
+
+    One sort of the keys ``(set * B**n + n-gram) << bits | response-in-set`` of every n-gram
+    occurrence of the group (``2**bits``: a power of two >= the largest set, which
+    :func:`_fit_groups` accounts for); runs of equal keys are the distinct (n-gram, response)
+    pairs, runs of one n-gram within them give its document frequency, and each set's slice of
+    the sorted keys is found by a binary search (no division)."""
+    n_texts = st.n_texts
+    n_sets, n_all = n_texts.size, int(n_texts.sum())
+    bits = int(_pow2_at_least(np.array([n_texts.max(initial=1)]))[0]).bit_length() - 1
+    text_start = np.cumsum(n_texts) - n_texts
+    ends = st.ids == 0
+    rin = np.cumsum(ends)  # response index within its set, at each stream position
+    rin -= ends
+    rin -= np.repeat(text_start, st.n_words)
     sums = np.zeros(n_all)
-    for _, pair, scale in _response_pairs(st, [n], width, text_start):
-        if pair.size == 0:
-            continue
-        pair, others = _df_minus_one(pair, width)
-        doc = text_start[pair // width // scale] + pair % width
-        sums = np.bincount(doc, weights=others, minlength=n_all).astype(np.float64)
+    for _, key, valid, scale in _set_ngram_keys(st, [n]):
+        pair = key[valid]
+        if not pair.size:
+            break
+        pair <<= bits
+        pair |= rin[: valid.size][valid]
+        pair.sort()
+        first = np.empty(pair.size, dtype=bool)
+        first[0] = True
+        np.not_equal(pair[1:], pair[:-1], out=first[1:])
+        uniq = pair[first]  # distinct (set, n-gram, response)
+        gram = uniq >> bits
+        # only n-grams held by two or more responses (df >= 2) add to any s_d
+        shared = gram[1:] == gram[:-1]
+        keep = np.zeros(uniq.size, dtype=bool)
+        keep[1:] = shared
+        keep[:-1] |= shared
+        at = np.flatnonzero(keep)
+        if not at.size:
+            break
+        starts = np.flatnonzero(np.concatenate(([True], gram[at[1:]] != gram[at[:-1]])))
+        runs = np.diff(np.append(starts, at.size))  # df of each shared n-gram
+        others = np.repeat((runs - 1).astype(np.float64), runs)  # df - 1, per pair
+        cuts = np.searchsorted(uniq, (np.arange(n_sets + 1, dtype=np.int64) * scale) << bits)
+        set_of = np.searchsorted(cuts, at, side="right") - 1
+        doc = text_start[set_of] + (uniq[at] & ((1 << bits) - 1))
+        sums = np.bincount(doc, weights=others, minlength=n_all)
     return _log1p_ints(sums)
 
 

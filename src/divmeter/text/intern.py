@@ -8,10 +8,13 @@ Two encodings, for the two kinds of form metric:
   tokenized with one call of its tokenizer on its joined texts where the tokenizer splits on
   spaces (:data:`divmeter.text.tokenize.SPACE_SPLITS`), and interned with one ``dict`` pass.
   :func:`interned` keeps the last interning of an immutable batch per tokenizer, so several
-  metrics scoring one batch tokenize it once.
+  metrics scoring one batch tokenize it once. From 8,192 characters on, ``whitespace`` and
+  ``tevet`` sets are tokenized and interned all at once in numpy from the UTF-8 bytes
+  (:func:`_byte_tokens`, :func:`_intern_bytes`), giving the same ids.
 * :class:`TokenKeys` (per-response metrics): the tokens of many texts as exact integer keys with
-  each token's text; whitespace tokens are coded in numpy straight from the UTF-8 bytes, other
-  tokenizers go through :func:`divmeter.text.ngrams.encode_tokens`.
+  each token's text; ``whitespace`` and ``tevet`` tokens are coded in numpy straight from the
+  UTF-8 bytes (:func:`_byte_tokens`), other tokenizers go through
+  :func:`divmeter.text.ngrams.encode_tokens`.
 
 Both are exact: equal ids (keys) if and only if equal tokens.
 """
@@ -77,6 +80,7 @@ class InternedSets:
     n_words: list[int]
     n_texts: list[int]
     n_types: list[int]
+    longest: np.ndarray | None = None  # tokens of each set's longest text, once computed
 
 
 def intern_sets(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> InternedSets:
@@ -89,6 +93,10 @@ def intern_sets(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> InternedS
     set's words go through one ``dict.setdefault`` pass mapping a word to 2 + the index of its first
     occurrence (0: end of text; 1: the empty word of runs of spaces).
     """
+    if tok.name in _BYTE_SPLITS:
+        fast = _intern_bytes(text_sets, tok)
+        if fast is not None:
+            return fast
     parts: list[np.ndarray] = []  # one array per set: the words die with their set (cache-hot)
     n_words: list[int] = []
     n_texts: list[int] = []
@@ -185,6 +193,171 @@ _MIX = np.array([1, 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
                  0x27D4EB2F165667C5], dtype=np.uint64)
 
 
+#: Tokenizers whose tokens the byte path finds (maximal runs of non-separator bytes), with the
+#: character joining the texts: ``whitespace`` (``str.split()``; ``\\x1f`` is whitespace to it)
+#: and ``tevet`` (``.`` and ``\\n`` removed, split on ``" "``; ``\\x00`` joins).
+_BYTE_SPLITS = {"whitespace": "\x1f", "tevet": "\x00"}
+
+
+@dataclass
+class _ByteTokens:
+    """Tokens of many texts grouped by equal token: ``order`` lists the tokens sorted by
+    (type, position), ``same[i]`` says that ``order[i + 1]`` is the same token as ``order[i]``;
+    ``doc`` is the text of each token and ``lengths`` the token count of each text."""
+
+    order: np.ndarray
+    same: np.ndarray
+    doc: np.ndarray
+    lengths: np.ndarray
+
+
+def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
+    """``whitespace`` or ``tevet`` tokens of ``texts`` found and grouped in numpy from the UTF-8
+    bytes of the joined texts, without a Python string per token; ``None`` where this does not
+    apply (a NUL or separator character in a text, non-ASCII whitespace for ``whitespace``, a
+    token over 64 bytes, more than 2**32 tokens, or a key collision: the caller then uses the
+    dictionary path).
+
+    A token's key is its UTF-8 bytes packed into a 64-bit word when it has at most 8 bytes
+    (exact: the texts hold no NUL), else that word mixed with the later 8-byte words. One plain
+    sort of ``hash32(key) << 32 | index`` groups equal keys in position order; the grouping is
+    then checked exactly (equal hash32 iff equal key along the sorted order, and equal bytes for
+    every pair of neighbours involving a token over 8 bytes), so equal groups iff equal tokens.
+    """
+    check_scripts(texts, name)  # this path never calls the tokenizer, which would warn
+    n_texts = len(texts)
+    sep = _BYTE_SPLITS[name]
+    # every text is followed by the separator, and 8 more pad the last 8-byte read
+    joined = sep.join(chain(texts, [""] * 9))
+    if name == "tevet":
+        if joined.count("\x00") != n_texts + 8:
+            return None
+        joined = joined.replace(".", "").replace("\n", "")
+    elif ("\x00" in joined or joined.count("\x1f") != n_texts + 8
+          or (not joined.isascii() and _NON_ASCII_SPACE.search(joined))):
+        return None
+    buf = np.frombuffer(joined.encode("utf-8"), dtype=np.uint8)
+    head = buf[:-8]
+    if name == "whitespace":  # str.split()'s ASCII whitespace: 9-13 and 28-32
+        shifted = head - np.uint8(9)
+        ws = shifted <= 4
+        shifted -= np.uint8(19)
+        ws |= shifted <= 4
+        del shifted
+    else:
+        ws = (head == 32) | (head == 0)
+    edges = np.flatnonzero(ws[1:] != ws[:-1]) + 1
+    if not ws[0]:
+        edges = np.concatenate((np.zeros(1, dtype=np.int64), edges))
+    st = edges[0::2]  # token = [st, en): a run of non-separator bytes (raw ends in one)
+    tlen = edges[1::2] - st
+    n_tok = int(st.size)
+    if n_tok >= 1 << 32 or int(tlen.max(initial=1)) > _MAX_PACK:
+        return None
+    if name == "whitespace" and joined.isascii():  # text ends from the texts' lengths
+        ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n_texts) + 1) - 1
+    else:
+        ends = np.flatnonzero(head == ord(sep))[:n_texts]
+    cum = np.searchsorted(st, ends)  # tokens before each text's end
+    lengths = np.diff(cum, prepend=0)
+    doc = np.repeat(np.arange(n_texts, dtype=np.int64), lengths)
+    # words8[i] = the 8 bytes from i on, little-endian (an unaligned view, no copy)
+    words8 = np.ndarray(buffer=buf, dtype="<u8", shape=(buf.size - 7,), strides=(1,))
+    key = words8[st]
+    key &= _BYTE_MASK[np.minimum(tlen, 8)]
+    long_tok = tlen > 8
+    lng = np.flatnonzero(long_tok)
+    with np.errstate(over="ignore"):  # arithmetic modulo 2**64 on purpose
+        if lng.size:
+            h, sub, at = key[lng], lng, np.arange(lng.size)
+            for j in range(1, _MAX_PACK // 8):
+                live = tlen[sub] > 8 * j
+                sub, at = sub[live], at[live]
+                if not sub.size:
+                    break
+                h[at] ^= (words8[st[sub] + 8 * j]
+                          & _BYTE_MASK[np.minimum(tlen[sub] - 8 * j, 8)]) * _MIX[j]
+            key[lng] = h
+        packed = key * _MIX[1]  # hash32(key) << 32 | index, sorted in place
+    packed >>= np.uint64(32)
+    packed <<= np.uint64(32)
+    packed |= np.arange(n_tok, dtype=np.uint64)
+    packed.sort()
+    hs = packed >> np.uint64(32)
+    packed &= np.uint64(0xFFFFFFFF)
+    order = packed.view(np.int64)
+    same = hs[1:] == hs[:-1]
+    ks = key[order]
+    key_same = ks[1:] == ks[:-1]
+    if not np.array_equal(same, key_same):  # two keys share a hash32: exact (slower) sort
+        order = np.argsort(key, kind="stable")
+        ks = key[order]
+        same = ks[1:] == ks[:-1]
+    if lng.size:  # keys mixing several words may collide: compare those tokens' bytes
+        lo = long_tok[order]
+        eq = np.flatnonzero(same & (lo[1:] | lo[:-1]))
+        a, b = order[eq], order[eq + 1]
+        if not np.array_equal(tlen[a], tlen[b]):
+            return None
+        for j in range(1, _MAX_PACK // 8):
+            live = tlen[a] > 8 * j
+            a, b = a[live], b[live]
+            if not a.size:
+                break
+            diff = (words8[st[a] + 8 * j] ^ words8[st[b] + 8 * j]) & _BYTE_MASK[
+                np.minimum(tlen[a] - 8 * j, 8)]
+            if diff.any():
+                return None
+    return _ByteTokens(order, same, doc, lengths)
+
+
+#: Below this many characters in a batch, the dictionary path of :func:`intern_sets` is
+#: quicker (the byte path's fixed cost is a few dozen numpy calls).
+_BYTE_MIN_CHARS = 8192
+
+
+def _intern_bytes(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> InternedSets | None:
+    """:func:`intern_sets` from :func:`_byte_tokens` of every text of every set at once (the
+    same ids: 2 + the index of the token's first occurrence in its set's stream); ``None``
+    where the byte path does not apply."""
+    texts = list(chain.from_iterable(text_sets))
+    if sum(map(len, texts)) < _BYTE_MIN_CHARS:
+        return None
+    n_texts = np.fromiter(map(len, text_sets), dtype=np.int64, count=len(text_sets))
+    if tok.lowercase:
+        texts = [t.lower() for t in texts]
+    if not texts:
+        zeros = [0] * len(text_sets)
+        return InternedSets(np.zeros(0, dtype=np.int64), zeros, n_texts.tolist(), zeros)
+    bt = _byte_tokens(texts, tok.name)
+    if bt is None:
+        return None
+    n_sets, n_all, n_tok = len(text_sets), len(texts), int(bt.doc.size)
+    set_of_text = np.repeat(np.arange(n_sets, dtype=np.int64), n_texts)
+    text_cum = np.concatenate(([0], np.cumsum(bt.lengths)))
+    set_cum = np.concatenate(([0], np.cumsum(n_texts)))
+    n_words = np.diff(text_cum[set_cum]) + n_texts  # tokens + one end of text per text
+    raw = np.zeros(n_tok + n_all, dtype=np.int64)
+    n_types = np.zeros(n_sets, dtype=np.int64)
+    if n_tok:
+        doc_o = bt.doc[bt.order]  # in the sorted order: text, set, position in the stream
+        so = set_of_text[doc_o]
+        doc_o += bt.order  # (texts end with a 0 in the stream)
+        brk = np.empty(n_tok, dtype=bool)  # first of a (token, set) group in the sorted order
+        brk[0] = True
+        np.logical_not(bt.same, out=brk[1:])
+        brk[1:] |= so[1:] != so[:-1]
+        gstart = np.flatnonzero(brk)
+        gset = so[gstart]
+        first = doc_o[gstart] - (np.cumsum(n_words) - n_words)[gset] + 2
+        raw[doc_o] = first[np.cumsum(brk) - 1]
+        n_types = np.bincount(gset, minlength=n_sets)
+    longest = np.zeros(n_sets, dtype=np.int64)
+    live = n_texts > 0
+    longest[live] = np.maximum.reduceat(bt.lengths, set_cum[:-1][live])
+    return InternedSets(raw, n_words.tolist(), n_texts.tolist(), n_types.tolist(), longest)
+
+
 class TokenKeys:
     """The tokens of a set as exact integer keys (equal keys = equal tokens), with their
     response, and (lazily) each token's previous / next occurrence in its response.
@@ -210,9 +383,8 @@ class TokenKeys:
 
     @classmethod
     def from_texts(cls, texts: list[str], tok: Tokenizer) -> TokenKeys:
-        if tok.name == "whitespace":
-            check_scripts(texts, tok.name)  # the numpy path never calls the tokenizer
-            fast = cls._fast_whitespace(texts, tok.lowercase)
+        if tok.name in _BYTE_SPLITS:
+            fast = cls._fast(texts, tok.name, tok.lowercase)
             if fast is not None:
                 return fast
         ids, lengths, _ = encode_tokens(tok.many(texts))
@@ -220,53 +392,31 @@ class TokenKeys:
 
     @classmethod
     def _fast_whitespace(cls, texts: list[str], lowercase: bool) -> TokenKeys | None:
-        """``str.split()`` tokens, coded in numpy from the UTF-8 bytes; ``None`` if not
+        """``str.split()`` tokens coded in numpy from the UTF-8 bytes; ``None`` if not
         applicable (non-ASCII whitespace, a NUL or \\x1f character, a token over 64 bytes, a
         key collision)."""
+        return cls._fast(texts, "whitespace", lowercase)
+
+    @classmethod
+    def _fast(cls, texts: list[str], name: str, lowercase: bool) -> TokenKeys | None:
+        """Keys from :func:`_byte_tokens`: each token's key is the index of its group (type)
+        in the sorted order, and that sort is kept as :meth:`sorted_keys`."""
         if lowercase:
             texts = [t.lower() for t in texts]
-        # \x1f is whitespace to str.split(): tokens never straddle two texts, and counting the
-        # separators before a token gives its text
-        joined = "\x1f".join(texts)
-        if "\x00" in joined or joined.count("\x1f") != len(texts) - 1:
+        if not texts:
             return None
-        if not joined.isascii() and _NON_ASCII_SPACE.search(joined):
-            return None  # UTF-8 bytes >= 128 never hold ASCII whitespace: only these need care
-        raw = joined.encode("utf-8") + b"\x1f"
-        buf = np.frombuffer(raw + bytes(_MAX_PACK), dtype=np.uint8)
-        head = buf[: len(raw)]
-        # str.split()'s ASCII whitespace: \t \n \v \f \r (9-13), \x1c-\x1f and space (28-32)
-        ws = ((head - np.uint8(9)) <= 4) | ((head - np.uint8(28)) <= 4)
-        edges = np.flatnonzero(ws[1:] != ws[:-1]) + 1
-        if not ws[0]:
-            edges = np.concatenate((np.zeros(1, dtype=np.int64), edges))
-        st, en = edges[0::2], edges[1::2]  # token = [st, en): non-space runs (raw ends in \x1f)
-        tlen = en - st
-        longest = int(tlen.max(initial=1))
-        if longest > _MAX_PACK:
+        bt = _byte_tokens(texts, name)
+        if bt is None:
             return None
-        doc = np.searchsorted(np.flatnonzero(head == 31), st)  # separators before = its text
-        lengths = np.bincount(doc, minlength=len(texts))
-        width = max(8, -(-longest // 8) * 8)
-        rows = np.ndarray(buffer=buf, dtype=f"V{width}", shape=(buf.shape[0] - width + 1,),
-                          strides=(1,))  # rows[i] = the `width` bytes from i on (no copy)
-        words = rows[st].view("<u8").reshape(-1, width // 8)  # a copy: (n_tokens, width / 8)
-        for j in range(width // 8):  # zero the bytes past the token's end (the text has no NUL)
-            words[:, j] &= _BYTE_MASK[np.clip(tlen - 8 * j, 0, 8)]
-        with np.errstate(over="ignore"):  # arithmetic modulo 2**64 on purpose
-            key = words[:, 0] if width == 8 else words[:, 1] * _MIX[1]
-            for j in range(2, words.shape[1]):
-                key ^= words[:, j] * _MIX[j]
-            if width > 8:
-                key ^= words[:, 0]
-        enc = cls(key, lengths, doc)
-        if width > 8:  # keys involving a token over 8 bytes may collide: check those exactly
-            a, b = enc.pairs()
-            long = tlen > 8
-            check = long[a] | long[b]
-            a, b = a[check], b[check]
-            if not np.array_equal(words[a], words[b]):
-                return None
+        n_tok = bt.doc.size
+        key = np.empty(n_tok, dtype=np.int64)
+        if n_tok:
+            type_at = np.empty(n_tok, dtype=np.int64)
+            type_at[0] = 0
+            np.cumsum(~bt.same, out=type_at[1:])
+            key[bt.order] = type_at
+        enc = cls(key, bt.lengths, bt.doc)
+        enc._sort = (bt.order, bt.same)
         return enc
 
     def sorted_keys(self) -> tuple[np.ndarray, np.ndarray]:
@@ -336,6 +486,12 @@ def longest_response(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> np.n
         [3, 0, 0]
     """
     it = interned(text_sets, tok)
+    if it.longest is None:
+        it.longest = _longest(it)
+    return it.longest.copy()
+
+
+def _longest(it: InternedSets) -> np.ndarray:
     raw = it.raw
     n_sets = len(it.n_texts)
     out = np.zeros(n_sets, dtype=np.int64)

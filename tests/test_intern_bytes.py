@@ -1,0 +1,148 @@
+"""The byte path of tokenize-and-intern (:mod:`divmeter.text.intern`) against the dictionary path.
+
+The byte path finds ``whitespace`` and ``tevet`` tokens in numpy from the UTF-8 bytes and groups
+equal tokens by one sort; it must give the same tokens and the same equalities as the tokenizers
+of :mod:`divmeter.text.tokenize` (``str.split()``; Tevet & Berant's split on spaces after removing
+``.`` and ``\\n``), and decline (``None``: the dictionary path runs) where it cannot be exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from divmeter.metrics.ngram import ngram_diversity_many, self_repetition_many
+from divmeter.text import intern as intern_module
+from divmeter.text.intern import _byte_tokens, intern_sets
+from divmeter.text.tokenize import get_tokenizer
+
+TEXTS = [
+    "",
+    "   ",
+    "a b  a\tb\nc",
+    "Aa aA AA aa aa.",
+    "abcdefgh abcdefghi abcdefgh abcdefghi abcdefghij",  # 8 / 9 / 10 bytes
+    "x" * 64 + " " + "x" * 63 + " " + "x" * 64,  # the longest packed tokens
+    "A man, a plan. A canal:\nPanama! 42 42.0 .. .",
+    "caf\u00e9 \u2018quoted\u2019 na\u00efve \u2014 caf\u00e9 cafe",  # 2-3 byte characters
+    "\u65e5\u672c\u8a9e \U0001f642 \U0001f642 \u00c9T\u00c9 \u00e9t\u00e9",
+    "ctrl\x01char ctrl\x01char \x1b",  # control bytes inside tokens (not whitespace)
+]
+SETS = [TEXTS[:4], [], [""], TEXTS[4:], TEXTS[2:7], ["  "]]
+
+
+@pytest.fixture(autouse=True)
+def _byte_path_on_small_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The byte path runs from 8,192 characters on; these inputs are smaller."""
+    monkeypatch.setattr(intern_module, "_BYTE_MIN_CHARS", 0)
+
+
+def _dictionary_path(sets: list[list[str]], name: str, lowercase: bool
+                     ) -> intern_module.InternedSets:
+    """intern_sets with the byte path switched off."""
+    saved = intern_module._BYTE_SPLITS
+    intern_module._BYTE_SPLITS = {}
+    try:
+        return intern_module.intern_sets(sets, get_tokenizer(name, lowercase))
+    finally:
+        intern_module._BYTE_SPLITS = saved
+
+
+def _sequences(it: intern_module.InternedSets) -> list[list[int]]:
+    """Each set's stream with empty words dropped and ids renamed by first appearance."""
+    out, pos = [], 0
+    for w in it.n_words:
+        ids = it.raw[pos:pos + w]
+        pos += w
+        names: dict[int, int] = {}
+        out.append([0 if x == 0 else names.setdefault(x, len(names) + 1)
+                     for x in ids.tolist() if x != 1])
+    return out
+
+
+@pytest.mark.parametrize("name", ["whitespace", "tevet"])
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_byte_path_interns_as_the_dictionary_path(name: str, lowercase: bool) -> None:
+    fast = intern_sets(SETS, get_tokenizer(name, lowercase))
+    slow = _dictionary_path(SETS, name, lowercase)
+    assert fast.longest is not None  # the byte path ran (it records the longest responses)
+    assert _sequences(fast) == _sequences(slow)
+    assert (fast.n_texts, fast.n_types) == (slow.n_texts, slow.n_types)
+    assert fast.longest.tolist() == intern_module._longest(slow).tolist()
+    if name == "whitespace":  # no empty words: the very same ids (2 + first occurrence)
+        assert fast.raw.tolist() == slow.raw.tolist() and fast.n_words == slow.n_words
+
+
+@pytest.mark.parametrize("name", ["whitespace", "tevet"])
+def test_byte_tokens_are_the_tokenizer_tokens(name: str) -> None:
+    bt = _byte_tokens(TEXTS, name)
+    assert bt is not None
+    tok = get_tokenizer(name)
+    words = [w for t in TEXTS for w in tok(t)]
+    assert bt.lengths.tolist() == [len(tok(t)) for t in TEXTS]
+    # tokens in one group are equal, tokens in different groups differ
+    groups = np.cumsum(np.concatenate(([0], ~bt.same)))
+    got = {}
+    for g, i in zip(groups.tolist(), bt.order.tolist(), strict=True):
+        got.setdefault(g, set()).add(words[i])
+    assert all(len(v) == 1 for v in got.values())
+    assert len(got) == len(set(words))
+    # within a group, positions ascend (first occurrence first)
+    starts = np.flatnonzero(np.concatenate(([True], ~bt.same)))
+    for a, b in zip(starts.tolist(), [*starts[1:].tolist(), len(words)], strict=True):
+        assert bt.order[a:b].tolist() == sorted(bt.order[a:b].tolist())
+
+
+@pytest.mark.parametrize("texts, why", [
+    (["a\x00b a"], "NUL byte"),
+    (["a\x1fb a"], "whitespace separator inside a text"),
+    (["a\u00a0b a"], "non-ASCII whitespace"),
+    (["x" * 65 + " y"], "token over 64 bytes"),
+])
+def test_byte_path_declines_where_it_cannot_be_exact(texts: list[str], why: str) -> None:
+    assert _byte_tokens(texts, "whitespace") is None, why
+    sets = [texts, ["a a b", "a b"]]
+    assert _sequences(intern_sets(sets, get_tokenizer("whitespace"))) == _sequences(
+        _dictionary_path(sets, "whitespace", False))
+
+
+def test_tevet_declines_on_nul_only() -> None:
+    assert _byte_tokens(["a\x00b a"], "tevet") is None
+    assert _byte_tokens(["a\x1fb\u00a0c a\x1fb\u00a0c"], "tevet") is not None
+
+
+def test_hash_collisions_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every key forced to hash32 0 and every long token to its first 8 bytes: the exact
+    argsort replaces the hash sort, and tokens over 8 bytes that share their first 8 bytes are
+    told apart by comparing bytes (the byte path declines)."""
+    texts = ["b a c a b", "abcdefghX abcdefghY abcdefghX"]
+    monkeypatch.setattr(intern_module, "_MIX", np.zeros(8, dtype=np.uint64))
+    bt = _byte_tokens(texts[:1], "whitespace")
+    assert bt is not None
+    assert bt.order.tolist() == [1, 3, 0, 4, 2] and bt.same.tolist() == [True, False, True,
+                                                                         False]
+    assert _byte_tokens(texts, "whitespace") is None
+    assert [r.value for r in self_repetition_many([texts[1:] * 2], n=1)] == [
+        pytest.approx(np.log(3))]  # the dictionary path: 2 distinct tokens, each in both
+
+
+def test_small_batches_take_the_dictionary_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(intern_module, "_BYTE_MIN_CHARS", 8192)
+    tok = get_tokenizer("whitespace")
+    assert intern_sets([["a b"] * 10], tok).longest is None  # 30 characters: dictionary path
+    assert intern_sets([["a b"] * 3000], tok).longest is not None  # 9,000: byte path
+
+
+def test_kernels_agree_with_the_dictionary_path() -> None:
+    """distinct counts and self-repetition from the byte path equal the dictionary path's."""
+    sets = [list(s) for s in SETS if s] + [["p q r s", "p q r s t", "q r s t"]]
+    fast = [(r.value, r.details) for r in ngram_diversity_many(sets, n_max=3)]
+    fast_rep = [(r.value, r.reason) for r in self_repetition_many(sets, n=2)]
+    saved = intern_module._BYTE_SPLITS
+    intern_module._BYTE_SPLITS = {}
+    try:
+        slow = [(r.value, r.details) for r in ngram_diversity_many(sets, n_max=3)]
+        slow_rep = [(r.value, r.reason) for r in self_repetition_many(sets, n=2)]
+    finally:
+        intern_module._BYTE_SPLITS = saved
+    assert fast == slow and fast_rep == slow_rep
