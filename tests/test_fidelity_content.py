@@ -187,7 +187,8 @@ def test_chamfer_sqeuclidean_is_four_times_chamfer_on_minilm() -> None:
 def test_chamfer_sqeuclidean_degenerate_and_batch() -> None:
     assert divmeter.score([], "chamfer-sqeuclidean").reason == "empty set"
     one = divmeter.score(["only one"], "chamfer-sqeuclidean")
-    assert one.value is None and one.reason == "needs at least 2 responses; got 1"
+    # the one rule for degenerate sets (issue 16, divmeter.batch)
+    assert one.value is None and one.reason == "fewer than two non-blank responses (got 1)"
     dup = divmeter.score(["Same words.", "Same words."], "chamfer-sqeuclidean")
     assert dup.value == 0.0
     oov = divmeter.score(["the cat", "qzxqzxq vbnvbnq"], "chamfer-sqeuclidean", model="glove")
