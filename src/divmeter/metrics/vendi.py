@@ -51,7 +51,7 @@ import scipy.sparse as sp
 
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
-from divmeter.metrics._common import check_int, check_positive, undefined
+from divmeter.metrics._common import check_choice, check_int, check_positive, undefined
 from divmeter.params import LOWERCASE, Param, tokenizer_param
 from divmeter.registry import register
 from divmeter.result import MetricResult, make_signature
@@ -64,6 +64,7 @@ __all__ = [
     "feature_eigenvalues",
     "ngram_features",
     "vendi_ngram",
+    "APPROX",
 ]
 
 FRIEDMAN2023 = (
@@ -409,6 +410,146 @@ def _gram_from_triples(
     return K.reshape(n, n)
 
 
+# --------------------------------------------------------------------------------------------
+# Large sets: exact with bounded memory, or a named approximation
+
+
+#: Sets with more responses than this take the bounded exact path below (duplicate responses
+#: merged, the smaller of the kernel and the dual, the Gram matrix built in row blocks);
+#: smaller sets keep the original path, so their values are unchanged bit for bit.
+_LARGE = 2000
+
+#: Approximation modes of ``vendi-ngram`` (``none`` = exact).
+APPROX = ("none", "nystroem")
+
+
+def _merge_duplicate_rows(Z: sp.csr_matrix) -> sp.csr_matrix:
+    """Replace the ``m`` copies of a row ``z`` by one row ``sqrt(m) z``.
+
+    ``Z^T Z = sum_i z_i z_i^T`` is unchanged, so ``Z Z^T / n`` keeps its non-zero eigenvalues
+    (exact, with ``n`` the original number of rows).
+    """
+    Z.sort_indices()
+    seen: dict[bytes, int] = {}
+    keep: list[int] = []
+    mult: list[int] = []
+    ptr, ind, val = Z.indptr, Z.indices, Z.data
+    for i in range(Z.shape[0]):
+        a, b = ptr[i], ptr[i + 1]
+        key = ind[a:b].tobytes() + val[a:b].tobytes()
+        u = seen.setdefault(key, len(keep))
+        if u == len(keep):
+            keep.append(i)
+            mult.append(1)
+        else:
+            mult[u] += 1
+    if len(keep) == Z.shape[0]:
+        return Z
+    return sp.csr_matrix(sp.diags(np.sqrt(np.asarray(mult, dtype=np.float64))) @ Z[keep])
+
+
+def _merge_single_columns(Z: sp.csr_matrix) -> sp.csr_matrix:
+    """Merge the columns that have one non-zero entry (n-grams of one row only) per row.
+
+    Such columns add ``v^2`` to ``(Z Z^T)_ii`` and nothing else, so one column
+    ``sqrt(sum v^2) e_i`` per row gives the same ``Z Z^T`` (exact) with far fewer columns,
+    which makes the ``D x D`` dual usable more often.
+    """
+    n, width = Z.shape
+    df = np.bincount(Z.indices, minlength=width)
+    single = df[Z.indices] == 1
+    if not single.any():
+        return Z
+    row = np.repeat(np.arange(n), np.diff(Z.indptr))
+    shared = np.flatnonzero(df > 1)
+    remap = np.full(width, -1, dtype=np.int64)
+    remap[shared] = np.arange(shared.size)
+    sq = np.bincount(row[single], weights=Z.data[single] ** 2, minlength=n)
+    own = np.flatnonzero(sq > 0)
+    rows = np.concatenate([row[~single], own])
+    cols = np.concatenate([remap[Z.indices[~single]], shared.size + np.arange(own.size)])
+    vals = np.concatenate([Z.data[~single], np.sqrt(sq[own])])
+    return sp.csr_matrix((vals, (rows, cols)), shape=(n, shared.size + own.size))
+
+
+def _gram_blocks(A: sp.csr_matrix, out: np.ndarray | None = None) -> np.ndarray:
+    """Dense ``A A^T`` built in row blocks of at most ``BLOCK_BYTES`` (no sparse n x n copy)."""
+    from divmeter.memory import BLOCK_BYTES
+
+    m = A.shape[0]
+    G = np.empty((m, m)) if out is None else out
+    AT = sp.csc_matrix(A.T)
+    step = max(1, BLOCK_BYTES // (8 * max(m, 1)))
+    for a in range(0, m, step):
+        G[a : a + step] = (A[a : a + step] @ AT).toarray()
+    return G
+
+
+def _reduced_features(Z: sp.csr_matrix) -> tuple[sp.csr_matrix, str]:
+    """Exact reduction of ``Z`` (duplicate rows, single-row columns) and the smaller side."""
+    Zr = _merge_single_columns(_merge_duplicate_rows(Z))
+    return Zr, ("kernel" if Zr.shape[0] <= Zr.shape[1] else "dual")
+
+
+def vendi_ngram_bytes(Zr: sp.csr_matrix, path: str) -> tuple[int, str]:
+    """Bytes of the dense matrix the exact large-set path decomposes, and what it is."""
+    m = Zr.shape[0] if path == "kernel" else Zr.shape[1]
+    return 8 * m * m, f"a {m:,} x {m:,} {path} matrix"
+
+
+def _exact_large(Z: sp.csr_matrix, n: int) -> tuple[np.ndarray, str]:
+    """Eigenvalues of ``Z Z^T / n`` by the bounded exact path (memory-checked first)."""
+    import scipy.linalg as sla
+
+    from divmeter import memory
+
+    Zr, path = _reduced_features(Z)
+    needed, what = vendi_ngram_bytes(Zr, path)
+    memory.check("vendi-ngram", needed, what, hint="use vendi-ngram:approx=nystroem")
+    G = _gram_blocks(Zr if path == "kernel" else sp.csr_matrix(Zr.T))
+    w = sla.eigh(G, eigvals_only=True, overwrite_a=True, check_finite=False)
+    return np.asarray(w) / n, path
+
+
+def _nystroem(Z: sp.csr_matrix, k: int, seed: int) -> np.ndarray:
+    """Eigenvalues of the Nystroem approximation ``C W^+ C^T`` of ``K = Z Z^T``, summing to 1.
+
+    ``k`` landmark rows ``L`` are drawn uniformly without replacement (``seed``);
+    ``W = Z_L Z_L^T``, ``C = Z Z_L^T``. The non-zero eigenvalues of ``C W^+ C^T`` are those of
+    ``W^{+1/2} C^T C W^{+1/2}`` (``k x k``); ``C^T C`` is accumulated in row blocks, so the
+    memory is ``O(k^2 + k B)``. The approximation is the Gram matrix of the rows projected on
+    the span of the landmarks; the part of each row outside that span is lost, so the
+    eigenvalues are renormalised to sum to 1 (rather than divided by ``n``).
+    """
+    from divmeter import memory
+
+    n = Z.shape[0]
+    k = min(k, n)
+    landmarks = np.sort(np.random.default_rng(seed).choice(n, size=k, replace=False))
+    ZL = sp.csc_matrix(Z[landmarks].T)
+    step = max(1, memory.BLOCK_BYTES // (8 * k))
+    CtC = np.zeros((k, k))
+    for a in range(0, n, step):
+        C = (Z[a : a + step] @ ZL).toarray()
+        CtC += C.T @ C
+    W = (Z[landmarks] @ ZL).toarray()
+    wv, U = np.linalg.eigh(W)
+    tol = k * _EPS * max(float(wv.max()), 0.0)
+    keep = wv > tol
+    P = U[:, keep] / np.sqrt(wv[keep])
+    M = P.T @ CtC @ P
+    w = np.linalg.eigvalsh((M + M.T) / 2.0)
+    w = np.clip(w, 0.0, None)
+    return np.asarray(w / w.sum())
+
+
+def _nystroem_bytes(n: int, k: int) -> tuple[int, str]:
+    from divmeter.memory import BLOCK_BYTES
+
+    k = min(k, n)
+    return 8 * 4 * k * k + 2 * BLOCK_BYTES, f"{k:,} x {k:,} Nystroem matrices"
+
+
 @register(
     "vendi-ngram",
     family="form",
@@ -418,7 +559,11 @@ def _gram_from_triples(
     citation=f"{FRIEDMAN2023}; order q: {PASARKAR2024}; n-gram kernel as in {COMMONSENSE}",
     params={"q": Param(float, gt=0, default=1.0, doc="order of the Vendi score (inf allowed)"),
             "n_max": Param(int, ge=1, default=4, doc="kernel over n-gram orders 1..n_max"),
-            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
+            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE,
+            "approx": Param(str, choices=APPROX, default="none",
+                            doc="none (exact) or nystroem (k landmark responses; approximate)"),
+            "k": Param(int, ge=1, default=1000, doc="landmarks of approx=nystroem"),
+            "seed": Param(int, ge=0, default=0, doc="seed of the landmarks of approx=nystroem")},
     description="Vendi score of order q (effective number of distinct responses) with the mean "
     "per-order n-gram cosine kernel, n=1..n_max",
 )
@@ -429,14 +574,18 @@ def vendi_ngram(
     n_max: int = 4,
     tokenizer: str = "tevet",
     lowercase: bool = False,
+    approx: str = "none",
+    k: int = 1000,
+    seed: int = 0,
 ) -> MetricResult:
     """Vendi score of order ``q`` of a response set with an n-gram cosine kernel (VS-ngram-q).
 
     The kernel is the mean over ``n = 1..n_max`` of the cosine similarities of the responses'
     n-gram count vectors (``K = mean_n X_n X_n^T`` with L2-normalised rows), and
-    ``VS_q = exp(H_q(eigenvalues of K / n))`` with the Renyi entropy of order ``q`` (see the
-    module docstring for q = 1 and q = inf). The value is the effective number of distinct
-    responses: 1 for identical responses, ``n`` when no two share any n-gram.
+    ``VS_q = exp(H_q(eigenvalues of K / n))`` with the Renyi entropy of order ``q`` (the
+    commonsense meta-evaluation, appendix A, eq. 1 and 2; see the module docstring for q = 1
+    and q = inf). The value is the effective number of distinct responses: 1 for identical
+    responses, ``n`` when no two share any n-gram.
 
     Short responses: the paper's kernel has ``K_ii = 1`` only when response ``i`` has n-grams of
     every order. A response with fewer than ``n_max`` tokens lacks some orders; here its
@@ -449,8 +598,21 @@ def vendi_ngram(
     other, orthogonal to the rest). ``vendi-score`` also ignores ``q`` in ``ngram_vendi_score``
     (it always computes q = 1); here ``q`` is honoured.
 
-    Eigenvalues come from the ``n x n`` kernel, or from the ``D x D`` dual ``Z^T Z / n`` when
-    there are more responses than distinct n-grams (``D``).
+    Exact computation (``approx="none"``): eigenvalues come from the ``n x n`` kernel, or from
+    the ``D x D`` dual ``Z^T Z / n`` when there are more responses than distinct n-grams
+    (``D``). Above 2,000 responses the bounded path is taken, still exact: the ``m`` copies of
+    a duplicate response become one feature row scaled by ``sqrt(m)``, the n-grams of a single
+    response are merged into one feature per response (both leave the non-zero eigenvalues
+    unchanged), the smaller of kernel and dual is built in row blocks and decomposed in place.
+    Its size is checked against the memory limit first (:mod:`divmeter.memory`); above it a
+    :class:`~divmeter.memory.MemoryLimitError` names the estimate and ``--max-memory``.
+    Every order ``q`` is a function of the same eigenvalues, so all work on every path.
+
+    Approximate computation (``approx="nystroem"``): the Nystroem approximation of the kernel
+    from ``k`` landmark responses drawn uniformly with ``seed``, its eigenvalues renormalised to
+    sum to 1; ``O(k^2)`` memory and ``O(n k)`` kernel entries. The result has at most ``k``
+    non-zero eigenvalues, so ``VS_q <= k``: choose ``k`` well above the expected score. The
+    signature records ``approx:nystroem|k:K|seed:S``.
 
     Args:
         responses: The response set.
@@ -459,16 +621,21 @@ def vendi_ngram(
         n_max: Highest n-gram order of the kernel (orders ``1..n_max``).
         tokenizer: ``tevet``, ``whitespace`` or ``word``.
         lowercase: Lowercase before tokenizing.
+        approx: ``none`` (exact) or ``nystroem`` (approximate, for very large sets).
+        k: Number of landmark responses of ``approx="nystroem"`` (ignored when exact).
+        seed: Seed of the landmark draw of ``approx="nystroem"`` (ignored when exact).
 
     Returns:
         MetricResult with ``details``: ``eigenvalues`` (positive eigenvalues of ``K / n``,
         descending; VS for another q is :func:`vendi_from_eigenvalues` of them), ``path``
-        (``kernel`` or ``dual``), ``n_short`` and ``n_empty`` (responses missing some order /
-        with no token). ``value`` is ``None`` for an empty set or when no response has a token.
+        (``kernel``, ``dual`` or ``nystroem``), ``n_short`` and ``n_empty`` (responses missing
+        some order / with no token). ``value`` is ``None`` for an empty set or when no
+        response has a token.
 
     Raises:
-        InvalidInputError: If ``q <= 0`` or ``n_max < 1``, or the responses are not a list of
-            strings.
+        InvalidInputError: If ``q <= 0``, ``n_max < 1``, ``approx`` is not a known mode or
+            ``k < 1``, or the responses are not a list of strings.
+        MemoryLimitError: If the exact matrix would exceed the memory limit.
 
     Example:
         >>> r = vendi_ngram(["the cat sat down", "the cat sat down", "a dog ran off"])
@@ -476,12 +643,20 @@ def vendi_ngram(
         1.889882
         >>> r.signature
         'vendi-ngram|q:1|n:1..4|tok:tevet|case:mixed|v:0.1.0'
+        >>> vendi_ngram(["a b", "c d"], approx="nystroem", k=2).signature
+        'vendi-ngram|q:1|n:1..4|tok:tevet|case:mixed|approx:nystroem|k:2|seed:0|v:0.1.0'
     """
     texts = as_texts(responses)
     q = _check_q(q, "vendi-ngram")
     check_int(n_max, "n_max", "vendi-ngram")
+    approx = check_choice(approx, "approx", "vendi-ngram", APPROX)
+    check_int(k, "k", "vendi-ngram")
+    check_int(seed, "seed", "vendi-ngram", minimum=0)
     tok = get_tokenizer(tokenizer, lowercase)
-    sig = make_signature("vendi-ngram", q=q, n=f"1..{n_max}", tok=tok.name, case=tok.case)
+    nys = approx == "nystroem"
+    sig = make_signature("vendi-ngram", q=q, n=f"1..{n_max}", tok=tok.name, case=tok.case,
+                         approx=approx if nys else None, k=k if nys else None,
+                         seed=seed if nys else None)
     if not texts:
         return undefined("vendi-ngram", sig, "empty set")
     idx = NgramIndex.from_tokens(tok.many(texts))
@@ -489,12 +664,23 @@ def vendi_ngram(
         return undefined("vendi-ngram", sig, "no tokens in any response")
     rows, cols, vals, width, info = _ngram_triples(idx, n_max)
     n = idx.n_docs
-    K = _gram_from_triples(rows, cols, vals, n) if n <= width else None
-    if K is not None:
-        w, path = _eigvalsh(K / n), "kernel"
-    else:
+    if nys:
+        from divmeter import memory
+
+        memory.check("vendi-ngram", *_nystroem_bytes(n, k))
         Z = sp.csr_matrix((vals, (rows, cols)), shape=(n, width))
-        w, path = feature_eigenvalues(Z)
+        w, path = _nystroem(Z, k, seed), "nystroem"
+    elif n > _LARGE:
+        Z = sp.csr_matrix((vals, (rows, cols)), shape=(n, width))
+        del rows, cols, vals
+        w, path = _exact_large(Z, n)
+    else:
+        K = _gram_from_triples(rows, cols, vals, n) if n <= width else None
+        if K is not None:
+            w, path = _eigvalsh(K / n), "kernel"
+        else:
+            Z = sp.csr_matrix((vals, (rows, cols)), shape=(n, width))
+            w, path = feature_eigenvalues(Z)
     w = _clean_eigenvalues(w)
     value = _vendi_q(w, q)
     details = {
