@@ -4,12 +4,12 @@ A set of 50,000 responses needs a 50,000 x 50,000 similarity matrix (20 GB of fl
 metric that compares every pair. Such metrics estimate what they need before they start and
 either run a bounded algorithm (``homogenization`` scores its pairs in row blocks, ``vendi-ngram``
 merges duplicate responses and takes the smaller of its kernel and dual matrices, or approximates
-when asked with ``approx="nystroem"``) or stop with a :class:`MemoryLimitError` that names the set,
+when asked with ``approx="slq"`` or ``approx="nystroem"``) or stop with a :class:`MemoryLimitError` that names the set,
 the estimate and the option that lifts the limit::
 
     set 'big' (row 0): vendi-ngram needs about 20.0 GB (a 50,000 x 50,000 kernel), above the
     memory limit of 4.0 GB; raise it with --max-memory (library: max_memory=...) or use
-    vendi-ngram:approx=nystroem.
+    vendi-ngram:approx=slq.
 
 The limit is ``DEFAULT_MAX_MEMORY`` = 4 GiB unless set: ``divmeter score --max-memory 16G``,
 ``divmeter.score(..., max_memory="16G")`` or ``with memory_limit("16G"): ...``. Estimates count
@@ -18,10 +18,11 @@ Python's own overhead and the inputs come on top.
 
 Estimates per metric (``n`` responses; ``d`` = 1,024 as a bound on an embedding's width):
 
-* ``vendi-ngram``: ``8 m^2`` bytes with ``m`` the smaller of the number of distinct responses
-  and the number of distinct n-grams after merging the n-grams of one response only (computed
-  inside the metric, after its linear-size feature matrix is built); approximate mode:
-  ``8 (3 k^2 + 2 k B)`` with block ``B``.
+* ``vendi-ngram`` (checked inside the metric, after its linear-size feature matrix is built):
+  up to 2,000 responses ``3 * 8 m^2`` with ``m = min(n, D)`` (``D`` distinct n-grams); above,
+  ``8 m^2`` with ``m`` the smaller of the number of distinct responses and the number of
+  distinct n-grams once the n-grams of a single response are merged; ``approx="slq"``:
+  ``32 n P`` (``P`` probes); ``approx="nystroem"``: ``32 k^2`` plus two blocks.
 * ``vendi-embedding``: ``8 n d`` (embeddings) + ``8 min(n, d)^2`` (kernel or dual).
 * ``embedding-cosine``, ``chamfer``, ``chamfer-sqeuclidean``, ``remote-clique``: ``3 * 8 n^2``
   (the distance or similarity matrix and two temporaries).
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
@@ -64,7 +66,7 @@ BLOCK_BYTES = 32 * 2**20
 
 _EMBED_DIM = 1024
 
-_LIMIT: ContextVar[int] = ContextVar("divmeter_max_memory", default=DEFAULT_MAX_MEMORY)
+_LIMIT: ContextVar[int | None] = ContextVar("divmeter_max_memory", default=None)
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
@@ -122,9 +124,19 @@ def format_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
+#: Environment variable read when no limit is set in this context; ``divmeter score
+#: --max-memory`` sets it, so worker processes (``-j``) inherit the limit.
+ENV = "DIVMETER_MAX_MEMORY"
+
+
 def current_limit() -> int:
-    """The memory limit in force (bytes): :data:`DEFAULT_MAX_MEMORY` unless set."""
-    return _LIMIT.get()
+    """The memory limit in force (bytes): the innermost :func:`memory_limit`, else
+    ``$DIVMETER_MAX_MEMORY``, else :data:`DEFAULT_MAX_MEMORY`."""
+    limit = _LIMIT.get()
+    if limit is not None:
+        return limit
+    env = os.environ.get(ENV)
+    return parse_memory(env) if env else DEFAULT_MAX_MEMORY
 
 
 @contextlib.contextmanager
@@ -218,13 +230,17 @@ max_memory=...).
     )
 
 
-def precheck(metric: str, responses: Any, params: Mapping[str, Any]) -> None:
-    """The pre-check of :data:`ESTIMATORS` for one set (before the metric starts)."""
+def precheck(metric: str, responses: Any, params: Mapping[str, Any], name: str = "") -> None:
+    """The pre-check of :data:`ESTIMATORS` for one set (before the metric starts); ``name``
+    names the set in the error."""
     est = ESTIMATORS.get(metric)
     if est is None or not hasattr(responses, "__len__"):
         return
     needed, what = est(len(responses), params)
-    check(metric, needed, what)
+    try:
+        check(metric, needed, what)
+    except MemoryLimitError as exc:
+        raise (for_set(exc, name) if name else exc) from None
 
 
 def for_set(exc: MemoryLimitError, label: str) -> MemoryLimitError:

@@ -80,6 +80,10 @@ CheckpointOpt = Annotated[str | None, typer.Option(
 BudgetOpt = Annotated[float | None, typer.Option(
     "--memory-budget", help="With --corpus: MB of text buffered per batch is a quarter of this "
     "(default 256).", metavar="MB")]
+MaxMemoryOpt = Annotated[str | None, typer.Option(
+    "--max-memory", help="Memory limit of pairwise and kernel metrics (vendi-ngram, chamfer, "
+    "...): a set whose estimate exceeds it stops the run with a one-line error (default 4G; "
+    "e.g. 16G, 512M).", metavar="SIZE")]
 
 
 def _destination(output: str | None, fmt: str | None, resume: bool) -> tuple[str | None, str]:
@@ -127,6 +131,7 @@ def score_cmd(
     address: AddressOpt = None,
     checkpoint: CheckpointOpt = None,
     memory_budget: BudgetOpt = None,
+    max_memory: MaxMemoryOpt = None,
 ) -> None:
     """Score every response set in INPUT with the given metrics.
 
@@ -152,6 +157,10 @@ def score_cmd(
         quiet_libraries()
 
     resolve_metrics(metric)  # bad metrics and parameters before any option problem
+    if max_memory is not None:  # through the environment, so -j workers inherit it
+        from divmeter.memory import ENV, parse_memory
+
+        os.environ[ENV] = str(parse_memory(max_memory))
     if _corpus_or_one_file(input, corpus, engine, address, checkpoint, memory_budget):
         _corpus(input, metric, output, fmt, input_format, quiet, engine, address, checkpoint,
                 memory_budget)
