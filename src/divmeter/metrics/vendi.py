@@ -605,6 +605,25 @@ def _nystroem_bytes(n: int, k: int) -> tuple[int, str]:
     return 8 * 4 * k * k + 2 * BLOCK_BYTES, f"{k:,} x {k:,} Nystroem matrices"
 
 
+#: Which approximate mode each of its size parameters belongs to, and their defaults.
+_APPROX_PARAMS = {"k": (("nystroem",), 1000), "probes": (("slq",), 16), "steps": (("slq",), 30),
+                  "seed": (("nystroem", "slq"), 0)}
+
+
+def _approx_relation(name: str) -> Any:
+    """A parameter of the approximate modes set while another mode (or exact) is chosen would be
+    silently ignored: it is an error instead (``relation`` of :class:`~divmeter.params.Param`)."""
+    modes, default = _APPROX_PARAMS[name]
+
+    def rel(value: Any, p: Any) -> str | None:
+        if value == default or p["approx"] in modes:
+            return None
+        return (f"applies to approx={' or '.join(modes)} only; got {name}={value!r} with "
+                f"approx={p['approx']!r}.")
+
+    return rel
+
+
 @register(
     "vendi-ngram",
     family="form",
@@ -617,10 +636,14 @@ def _nystroem_bytes(n: int, k: int) -> tuple[int, str]:
             "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE,
             "approx": Param(str, choices=APPROX, default="none",
                             doc="none (exact), slq or nystroem (approximate, large sets)"),
-            "k": Param(int, ge=1, default=1000, doc="landmarks of approx=nystroem"),
-            "probes": Param(int, ge=1, default=16, doc="random probes of approx=slq"),
-            "steps": Param(int, ge=2, default=30, doc="Lanczos steps of approx=slq"),
-            "seed": Param(int, ge=0, default=0, doc="seed of approx=nystroem or slq")},
+            "k": Param(int, ge=1, default=1000, doc="landmarks of approx=nystroem",
+                       relation=_approx_relation("k")),
+            "probes": Param(int, ge=1, default=16, doc="random probes of approx=slq",
+                            relation=_approx_relation("probes")),
+            "steps": Param(int, ge=2, default=30, doc="Lanczos steps of approx=slq",
+                           relation=_approx_relation("steps")),
+            "seed": Param(int, ge=0, default=0, doc="seed of approx=nystroem or slq",
+                          relation=_approx_relation("seed"))},
     description="Vendi score of order q (effective number of distinct responses) with the mean "
     "per-order n-gram cosine kernel, n=1..n_max",
 )
@@ -690,10 +713,12 @@ def vendi_ngram(
         tokenizer: ``tevet``, ``whitespace`` or ``word``.
         lowercase: Lowercase before tokenizing.
         approx: ``none`` (exact), ``slq`` or ``nystroem`` (approximate, for very large sets).
-        k: Number of landmark responses of ``approx="nystroem"`` (used by it only).
-        probes: Random probe vectors of ``approx="slq"`` (used by it only).
-        steps: Lanczos steps per probe of ``approx="slq"`` (used by it only).
-        seed: Seed of the landmarks or probes of the approximate modes (unused when exact).
+        k: Number of landmark responses of ``approx="nystroem"``.
+        probes: Random probe vectors of ``approx="slq"``.
+        steps: Lanczos steps per probe of ``approx="slq"``.
+        seed: Seed of the landmarks or probes of the approximate modes.
+            (Each of ``k``, ``probes``, ``steps``, ``seed`` set to a non-default value under
+            another mode is an error, not silently ignored.)
 
     Returns:
         MetricResult with ``details``: ``eigenvalues`` (positive eigenvalues of ``K / n``,
@@ -704,8 +729,9 @@ def vendi_ngram(
         response has a token.
 
     Raises:
-        InvalidInputError: If ``q <= 0``, ``n_max < 1``, ``approx`` is not a known mode or
-            ``k < 1``, or the responses are not a list of strings.
+        InvalidInputError: If ``q <= 0``, ``n_max < 1``, ``approx`` is not a known mode, a size
+            parameter is out of range or set under another mode, or the responses are not a
+            list of strings.
         MemoryLimitError: If the exact matrix would exceed the memory limit.
 
     Example:
@@ -725,6 +751,11 @@ def vendi_ngram(
     check_int(probes, "probes", "vendi-ngram")
     check_int(steps, "steps", "vendi-ngram", minimum=2)
     check_int(seed, "seed", "vendi-ngram", minimum=0)
+    given = {"approx": approx}
+    for name, value in (("k", k), ("probes", probes), ("steps", steps), ("seed", seed)):
+        problem = _approx_relation(name)(value, given)
+        if problem:
+            raise InvalidInputError(f"`{name}` of vendi-ngram {problem}")
     tok = get_tokenizer(tokenizer, lowercase)
     nys, slq = approx == "nystroem", approx == "slq"
     sig = make_signature("vendi-ngram", q=q, n=f"1..{n_max}", tok=tok.name, case=tok.case,
