@@ -13,6 +13,8 @@ whole peak, Python and the corpus included).
 Cases:
     exact      vendi-ngram (q=1, n=1..4, tevet tokens), exact; q=0.5 and q=inf from the same
                eigenvalues (``details["eigenvalues"]``)
+    slq        vendi-ngram approx=slq, P probes and M steps (K = 1000 P + M on the command line;
+               q = 1, 0.5 and inf each a separate run), error against exact
     nystroem   vendi-ngram approx=nystroem with k landmarks (error against exact)
     homog      homogenization (rougeL and rouge1) on the first N responses of the pool
 
@@ -81,7 +83,15 @@ def child(case: str, n: int, k: int) -> None:
                    qinf=vendi_from_eigenvalues(eig, float("inf")), unique=len(set(texts)))
     elif case == "nystroem":
         r = divmeter.score(texts, "vendi-ngram", approx="nystroem", k=k)
-        out.update(value=r.value, k=k, signature=r.signature)
+        out.update(value=r.value, signature=r.signature)
+    elif case == "slq":
+        probes, steps = divmod(k, 1000)
+        sets = {"value": 1.0, "q05": 0.5, "qinf": float("inf")}
+        for key, q in sets.items():
+            r = divmeter.score(texts, "vendi-ngram", q=q, approx="slq", probes=probes,
+                               steps=steps)
+            out[key] = r.value
+        out["signature"] = r.signature
     else:
         out.update(rougeL=divmeter.score(texts, "homogenization").value,
                    rouge1=divmeter.score(texts, "homogenization", measure="rouge1").value)
@@ -102,7 +112,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=10_000)
     ap.add_argument("--homog", type=int, default=2_000)
-    ap.add_argument("--k", type=int, nargs="*", default=[500, 2000])
+    ap.add_argument("--k", type=int, nargs="*", default=[1000, 2000])
+    ap.add_argument("--slq", type=int, nargs="*", default=[16030, 32050],
+                    help="probes * 1000 + steps")
     ap.add_argument("--child", nargs=3, metavar=("CASE", "N", "K"))
     a = ap.parse_args()
     if a.child:
@@ -110,10 +122,12 @@ def main() -> None:
         return
     exact = run("exact", a.docs)
     print(json.dumps(exact))
-    for k in a.k:
-        r = run("nystroem", a.docs, k)
-        if "value" in exact and "value" in r:
-            r["rel_error"] = (float(r["value"]) - float(exact["value"])) / float(exact["value"])
+    cases = [("slq", k) for k in a.slq] + [("nystroem", k) for k in a.k]
+    for case, k in cases:
+        r = run(case, a.docs, k)
+        for key in ("value", "q05", "qinf"):
+            if key in exact and key in r:
+                r[f"rel_error_{key}"] = (float(r[key]) - float(exact[key])) / float(exact[key])
         print(json.dumps(r))
     print(json.dumps(run("homog", a.homog)))
 

@@ -2,10 +2,10 @@
 
 A set of 50,000 responses needs a 50,000 x 50,000 similarity matrix (20 GB of float64) under a
 metric that compares every pair. Such metrics estimate what they need before they start and
-either run a bounded algorithm (``homogenization`` scores its pairs in row blocks, ``vendi-ngram``
-merges duplicate responses and takes the smaller of its kernel and dual matrices, or approximates
-when asked with ``approx="slq"`` or ``approx="nystroem"``) or stop with a :class:`MemoryLimitError` that names the set,
-the estimate and the option that lifts the limit::
+either run a bounded algorithm (``homogenization`` scores its pairs in row blocks,
+``vendi-ngram`` merges duplicate responses and takes the smaller of its kernel and dual matrices,
+or approximates when asked with ``approx="slq"`` or ``approx="nystroem"``) or stop with a
+:class:`MemoryLimitError` that names the set, the estimate and the option that lifts the limit::
 
     set 'big' (row 0): vendi-ngram needs about 20.0 GB (a 50,000 x 50,000 kernel), above the
     memory limit of 4.0 GB; raise it with --max-memory (library: max_memory=...) or use

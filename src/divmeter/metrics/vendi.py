@@ -724,9 +724,9 @@ def vendi_ngram(
         MetricResult with ``details``: ``eigenvalues`` (positive eigenvalues of ``K / n``,
         descending; VS for another q is :func:`vendi_from_eigenvalues` of them), ``path``
         (``kernel``, ``dual``, ``nystroem`` or ``slq``; for ``slq`` the eigenvalues are the
-        Ritz values of all probes, ``details["weights"]`` their quadrature weights), ``n_short`` and ``n_empty`` (responses missing
-        some order / with no token). ``value`` is ``None`` for an empty set or when no
-        response has a token.
+        Ritz values of all probes, ``details["weights"]`` their quadrature weights),
+        ``n_short`` and ``n_empty`` (responses missing some order / with no token). ``value``
+        is ``None`` for an empty set or when no response has a token.
 
     Raises:
         InvalidInputError: If ``q <= 0``, ``n_max < 1``, ``approx`` is not a known mode, a size
