@@ -560,7 +560,8 @@ def _slq(Z: sp.csr_matrix, n: int, probes: int, steps: int, seed: int
     """
     rng = np.random.default_rng(seed)
     ZT = sp.csr_matrix(Z.T)
-    cur = rng.choice(np.array([-1.0, 1.0]), size=(n, probes)) / math.sqrt(n)
+    dim = Z.shape[0]  # rows of Z (after merging duplicates: fewer than n)
+    cur = rng.choice(np.array([-1.0, 1.0]), size=(dim, probes)) / math.sqrt(dim)
     prev = np.zeros_like(cur)
     alpha = np.zeros((steps, probes))
     beta = np.zeros((steps, probes))
@@ -586,7 +587,8 @@ def _slq(Z: sp.csr_matrix, n: int, probes: int, steps: int, seed: int
 
 
 def _slq_vendi(theta: np.ndarray, tau: np.ndarray, n: int, q: float) -> float:
-    """``VS_q`` from the quadrature of :func:`_slq` (``q = inf``: the largest Ritz value)."""
+    """``VS_q`` from the quadrature of :func:`_slq` on ``n`` rows (``q = inf``: the largest
+    Ritz value)."""
     if math.isinf(q):
         return 1.0 / float(theta.max())
     pos = theta > 0
@@ -774,11 +776,12 @@ def vendi_ngram(
 
         memory.check("vendi-ngram", 8 * n * probes * 4, f"{probes} Lanczos vectors of {n:,}")
         Z = sp.csr_matrix((vals, (rows, cols)), shape=(n, width))
-        theta, tau = _slq(_merge_single_columns(_merge_duplicate_rows(Z)), n, probes, steps,
-                          seed)
+        Zr = _merge_single_columns(_merge_duplicate_rows(Z))
+        theta, tau = _slq(Zr, n, probes, steps, seed)
         details = {"eigenvalues": theta, "weights": tau, "path": "slq",
                    "n_short": info["short"], "n_empty": info["empty"]}
-        return MetricResult("vendi-ngram", _slq_vendi(theta, tau, n, q), sig, details=details)
+        value = _slq_vendi(theta, tau, Zr.shape[0], q)
+        return MetricResult("vendi-ngram", value, sig, details=details)
     if nys:
         from divmeter import memory
 
