@@ -7,7 +7,8 @@ stream runs out it is reshuffled and repeated, so documents mix responses and (f
 corpora) repeat some. ``--unique`` reports how many documents are distinct.
 
 Each case runs in a child process (``python bench_vendi_scale.py --child CASE N``) that prints
-its value, wall time and peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``, the process's
+its value, wall time, CPU time (all threads of the process; on a shared machine the fairer
+number) and peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``, the process's
 whole peak, Python and the corpus included).
 
 Cases:
@@ -72,7 +73,7 @@ def child(case: str, n: int, k: int) -> None:
         texts = responses()[:n]
     else:
         texts = documents(n)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out: dict[str, object] = {"case": case, "n": n}
     if case == "exact":
         r = divmeter.score(texts, "vendi-ngram")
@@ -96,6 +97,7 @@ def child(case: str, n: int, k: int) -> None:
         out.update(rougeL=divmeter.score(texts, "homogenization").value,
                    rouge1=divmeter.score(texts, "homogenization", measure="rouge1").value)
     out["seconds"] = round(time.perf_counter() - t0, 2)
+    out["cpu_seconds"] = round(time.process_time() - c0, 2)
     out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     print(json.dumps(out))
 

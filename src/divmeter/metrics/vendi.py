@@ -497,20 +497,47 @@ def vendi_ngram_bytes(Zr: sp.csr_matrix, path: str) -> tuple[int, str]:
     return 8 * m * m, f"a {m:,} x {m:,} {path} matrix"
 
 
-def _exact_large(Z: sp.csr_matrix, n: int) -> tuple[np.ndarray, str]:
-    """Eigenvalues of ``Z Z^T / n`` by the bounded exact path (memory-checked first)."""
+def _exact_large(holder: list[sp.csr_matrix], n: int) -> tuple[np.ndarray, str]:
+    """Eigenvalues of ``Z Z^T / n`` by the bounded exact path (memory-checked first); ``Z`` is
+    taken out of ``holder`` so that it is freed once reduced."""
     import scipy.linalg as sla
 
     from divmeter import memory
 
-    Zr, path = _reduced_features(Z)
+    Zr, path = _reduced_features(holder.pop())
     needed, what = vendi_ngram_bytes(Zr, path)
     memory.check("vendi-ngram", needed, what, hint="use vendi-ngram:approx=slq")
-    G = _gram_blocks(Zr if path == "kernel" else sp.csr_matrix(Zr.T))
-    # G is symmetric: its transpose is the same matrix in Fortran order, which LAPACK then
-    # overwrites in place instead of copying (n^2 doubles saved).
-    w = sla.eigh(G.T, eigvals_only=True, overwrite_a=True, check_finite=False)
-    return np.asarray(w) / n, path
+    A = Zr if path == "kernel" else sp.csr_matrix(Zr.T)
+    parts: list[np.ndarray] = []
+    blocks = _components(A)
+    single = [b[0] for b in blocks if b.size == 1]  # a 1 x 1 block: its squared row norm
+    if single:
+        parts.append(np.asarray(A[single].multiply(A[single]).sum(axis=1)).ravel())
+    for block in (b for b in blocks if b.size > 1):
+        G = _gram_blocks(A[block])
+        # G is symmetric: its transpose is the same matrix in Fortran order, which LAPACK
+        # then overwrites in place instead of copying (n^2 doubles saved).
+        parts.append(sla.eigh(G.T, eigvals_only=True, overwrite_a=True, check_finite=False))
+        del G
+    return np.concatenate(parts) / n, path
+
+
+def _components(A: sp.csr_matrix) -> list[np.ndarray]:
+    """Row groups of ``A`` that share no column with each other: ``A A^T`` is block diagonal
+    over them, so its eigenvalues are the union of the blocks' (exact, and far cheaper when
+    responses fall into groups with no n-gram in common)."""
+    from scipy.sparse.csgraph import connected_components
+
+    m, d = A.shape
+    pattern = sp.csr_matrix((np.ones(A.nnz), A.indices, A.indptr), shape=(m, d))
+    graph = sp.bmat([[None, pattern], [pattern.T, None]], format="csr")
+    count, labels = connected_components(graph, directed=False)
+    if count == 1:
+        return [np.arange(m)]
+    rows = labels[:m]
+    order = np.argsort(rows, kind="stable")
+    cuts = np.flatnonzero(np.diff(rows[order])) + 1
+    return [g for g in np.split(order, cuts) if g.size]
 
 
 def _nystroem(Z: sp.csr_matrix, k: int, seed: int) -> np.ndarray:
@@ -687,7 +714,9 @@ def vendi_ngram(
     (``D``). Above 2,000 responses the bounded path is taken, still exact: the ``m`` copies of
     a duplicate response become one feature row scaled by ``sqrt(m)``, the n-grams of a single
     response are merged into one feature per response (both leave the non-zero eigenvalues
-    unchanged), the smaller of kernel and dual is built in row blocks and decomposed in place.
+    unchanged), groups of responses sharing no n-gram with the rest are decomposed apart (the
+    kernel is block diagonal), and the smaller of kernel and dual is built in row blocks and
+    decomposed in place.
     Its size is checked against the memory limit first (:mod:`divmeter.memory`); above it a
     :class:`~divmeter.memory.MemoryLimitError` names the estimate and ``--max-memory``.
     Every order ``q`` is a function of the same eigenvalues, so all work on every path.
@@ -789,9 +818,11 @@ def vendi_ngram(
         Z = sp.csr_matrix((vals, (rows, cols)), shape=(n, width))
         w, path = _nystroem(Z, k, seed), "nystroem"
     elif n > _LARGE:
-        Z = sp.csr_matrix((vals, (rows, cols)), shape=(n, width))
-        del rows, cols, vals
-        w, path = _exact_large(Z, n)
+        # Only the feature matrix is kept: the index and the triples are released before the
+        # n x n matrix is allocated (the holder list lets _exact_large drop Z itself).
+        holder = [sp.csr_matrix((vals, (rows, cols)), shape=(n, width))]
+        del rows, cols, vals, idx
+        w, path = _exact_large(holder, n)
     else:
         from divmeter import memory
 
