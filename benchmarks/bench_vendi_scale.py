@@ -115,14 +115,16 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=10_000)
     ap.add_argument("--homog", type=int, default=2_000)
     ap.add_argument("--k", type=int, nargs="*", default=[1000, 2000])
-    ap.add_argument("--slq", type=int, nargs="*", default=[16030, 32050],
+    ap.add_argument("--slq", type=int, nargs="*", default=[16030, 32030],
                     help="probes * 1000 + steps")
+    ap.add_argument("--exact-from", metavar="JSON",
+                    help="reuse the exact case's JSON line from an earlier run (it is slow)")
     ap.add_argument("--child", nargs=3, metavar=("CASE", "N", "K"))
     a = ap.parse_args()
     if a.child:
         child(a.child[0], int(a.child[1]), int(a.child[2]))
         return
-    exact = run("exact", a.docs)
+    exact = json.loads(a.exact_from) if a.exact_from else run("exact", a.docs)
     print(json.dumps(exact))
     cases = [("slq", k) for k in a.slq] + [("nystroem", k) for k in a.k]
     for case, k in cases:

@@ -157,10 +157,7 @@ def score_cmd(
         quiet_libraries()
 
     resolve_metrics(metric)  # bad metrics and parameters before any option problem
-    if max_memory is not None:  # through the environment, so -j workers inherit it
-        from divmeter.memory import ENV, parse_memory
-
-        os.environ[ENV] = str(parse_memory(max_memory))
+    _set_max_memory(max_memory)
     if _corpus_or_one_file(input, corpus, engine, address, checkpoint, memory_budget):
         _corpus(input, metric, output, fmt, input_format, quiet, engine, address, checkpoint,
                 memory_budget)
@@ -192,6 +189,14 @@ def score_cmd(
     stats = run.summary.to_dict()
     _print_results(run, stats, dest, text_out=text_out, summary=summary)
     _finish(run, stats, dest, source, output, html=html, text_out=text_out, quiet=quiet)
+
+
+def _set_max_memory(max_memory: str | None) -> None:
+    """``--max-memory``: through the environment, so ``-j`` workers inherit the limit."""
+    if max_memory is not None:
+        from divmeter.memory import ENV, parse_memory
+
+        os.environ[ENV] = str(parse_memory(max_memory))
 
 
 def _score(path: str, metric: list[str], dest: str | None, *, engine: str, address: str | None,
