@@ -760,7 +760,8 @@ def vendi_ngram(
       q = 1 and ``lambda^q`` otherwise, then exponentiated; ``q = inf`` is exact. Sets of at
       most 200 distinct responses are decomposed exactly. Measured on 5,000 and 10,000
       documents of 200 words (``benchmarks/results_bench_vendi_scale.md``): q = inf exact to
-      1e-12, q = 0.5 within 0.3%, q = 1 within about 1% (P = 16, M = 30).
+      1e-12, q = 0.5 within 0.3%, q = 1 within about 1% (P = 16 or 32, M = 30); on 233 short
+      random responses q = 1 was 5% off (``tests/test_memory.py``): raise ``probes`` there.
     * ``approx="nystroem"`` (``approx:nystroem|k:K|seed:S``): the Nystroem approximation of
       the kernel from ``k`` landmark responses drawn uniformly with ``seed``, its eigenvalues
       renormalised to sum to 1; ``O(k^2)`` memory. It keeps what the responses share with the
