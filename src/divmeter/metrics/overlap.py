@@ -740,13 +740,13 @@ def _blocked_mean(idx: NgramIndex, measure: str, n: int, block: int | None = Non
         enc = _encoded(idx)
         lengths = idx.lengths.astype(float)
         for i in range(m - 1):
-            a = enc[i]
+            seq = enc[i]
             row = np.zeros(m - i - 1)
-            if a:
+            if seq:
                 masks: dict[int, int] = {}
-                for p, t in enumerate(a):
+                for p, t in enumerate(seq):
                     masks[t] = masks.get(t, 0) | (1 << p)
-                row = np.array([_lcs_from_masks(masks, len(a), b) if b else 0
+                row = np.array([_lcs_from_masks(masks, len(seq), b) if b else 0
                                 for b in enc[i + 1 :]], dtype=float)
             total += float(_f_from_overlap(row[None, :], lengths[i + 1 :],
                                            lengths[i : i + 1]).sum())
@@ -754,9 +754,10 @@ def _blocked_mean(idx: NgramIndex, measure: str, n: int, block: int | None = Non
     orders = [int(measure[-1])] if measure in ("rouge1", "rouge2") else list(range(1, n + 1))
     xs = [_level_matrix(idx, k) for k in range(1, max(orders) + 1)]
     cols = np.arange(m)
-    for a in range(0, m, step):
-        rows = slice(a, min(a + step, m))
-        idx_rows = np.arange(rows.start, rows.stop)
+    for lo in range(0, m, step):
+        hi = min(lo + step, m)
+        rows = slice(lo, hi)
+        idx_rows = np.arange(lo, hi)
         if measure in ("rouge1", "rouge2"):
             k = orders[0]
             tot = idx.doc_totals(k).astype(float)

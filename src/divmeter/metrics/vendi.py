@@ -816,8 +816,8 @@ def vendi_ngram(
     check_int(steps, "steps", "vendi-ngram", minimum=2)
     check_int(seed, "seed", "vendi-ngram", minimum=0)
     given = {"approx": approx}
-    for name, value in (("k", k), ("probes", probes), ("steps", steps), ("seed", seed)):
-        problem = _approx_relation(name)(value, given)
+    for name, setting in (("k", k), ("probes", probes), ("steps", steps), ("seed", seed)):
+        problem = _approx_relation(name)(setting, given)
         if problem:
             raise InvalidInputError(f"`{name}` of vendi-ngram {problem}")
     tok = get_tokenizer(tokenizer, lowercase)
