@@ -7,13 +7,15 @@ from typing import Any
 
 from divmeter.batch import MetricPlan, OnError, evaluate, resolve_metrics
 from divmeter.errors import InvalidInputError
+from divmeter.memory import memory_limit, precheck
 from divmeter.registry import check_params, get_metric, parse_metric_arg
 from divmeter.result import MetricResult
 
 __all__ = ["score", "score_many"]
 
 
-def score(responses: Any, metric: str, **params: Any) -> MetricResult:
+def score(responses: Any, metric: str, *, max_memory: int | str | None = None,
+          **params: Any) -> MetricResult:
     """Score ``responses`` with a registered metric.
 
     Args:
@@ -21,6 +23,9 @@ def score(responses: Any, metric: str, **params: Any) -> MetricResult:
             (CDM: a list of equal-length lists of phrases).
         metric: A registered name, optionally with parameters: ``"self-bleu"`` or
             ``"self-bleu:n=3,variant=sentence"``. Keyword parameters override those.
+        max_memory: Memory limit of pairwise and kernel metrics (bytes, or ``"16G"``; default
+            :data:`divmeter.memory.DEFAULT_MAX_MEMORY`, 4 GiB). Not a metric parameter: it never
+            changes a value, only whether a too-large set is refused.
         **params: The metric's parameters (see ``divmeter list``).
 
     Returns:
@@ -32,6 +37,7 @@ def score(responses: Any, metric: str, **params: Any) -> MetricResult:
         InvalidInputError: For malformed responses, or parameters the metric does not declare
             or whose value breaks its declaration (``"`n` of distinct-n must be an integer >=
             1; got 0."``).
+        MemoryLimitError: If the metric's memory estimate for this set exceeds ``max_memory``.
 
     Example:
         >>> score(["a b c", "a b d"], "distinct-n", n=1).value
@@ -41,16 +47,19 @@ def score(responses: Any, metric: str, **params: Any) -> MetricResult:
     spec = get_metric(name)
     merged = {**inline, **params}
     check_params(spec, merged)
-    # the batch core applies the one rule for degenerate sets (divmeter.batch), for score too
-    plan = MetricPlan(spec.name, merged, spec.name, spec.granularity, spec.family, spec.input)
-    res = evaluate([responses], [plan], min_batch=2)[0][0]
+    with memory_limit(max_memory):
+        precheck(spec.name, responses, merged)  # the estimate, before any work (unnamed set)
+        # the batch core applies the one rule for degenerate sets (divmeter.batch), for score too
+        plan = MetricPlan(spec.name, merged, spec.name, spec.granularity, spec.family, spec.input)
+        res = evaluate([responses], [plan], min_batch=2)[0][0]
     if isinstance(res, InvalidInputError):
         raise res
     return res
 
 
 def score_many(
-    sets: Iterable[Any], metric: str, *, on_error: OnError = "raise", **params: Any
+    sets: Iterable[Any], metric: str, *, on_error: OnError = "raise",
+    max_memory: int | str | None = None, **params: Any
 ) -> list[MetricResult]:
     """Score many response sets with one metric: ``[score(s, metric, **params) for s in sets]``,
     faster.
@@ -71,6 +80,9 @@ def score_many(
             ``value=None``, an empty signature and the error message as ``reason``, and the
             other sets are scored (as ``divmeter score`` does). Bad parameters raise either way,
             before any set is scored.
+        max_memory: Memory limit of pairwise and kernel metrics, as in :func:`score`; a set
+            above it raises :class:`~divmeter.memory.MemoryLimitError` naming it
+            (``sets[3]``), whatever ``on_error``.
         **params: The metric's parameters.
 
     Returns:
@@ -97,7 +109,9 @@ def score_many(
     (plan,) = resolve_metrics([(spec.name, merged)])
     items = list(sets)
     out: list[MetricResult] = []
-    for res in evaluate(items, [plan], what="sets", min_batch=1)[0]:
+    with memory_limit(max_memory):
+        outcomes = evaluate(items, [plan], what="sets", min_batch=1)[0]
+    for res in outcomes:
         if isinstance(res, InvalidInputError):
             if on_error == "raise":
                 raise res

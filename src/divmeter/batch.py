@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from divmeter import memory
 from divmeter.data.lines import detect_format
 from divmeter.data.model import ResponseSet, as_texts
 from divmeter.data.readers import read_records
@@ -245,6 +246,7 @@ def evaluate(
     instantiations: Sequence[Any] | None = None,
     what: str | None = None,
     min_batch: int = 2,
+    names: Sequence[str] | None = None,
 ) -> list[list[Outcome]]:
     """Score a chunk of sets with every plan: ``out[plan][set]`` is the
     :class:`~divmeter.result.MetricResult`, or the :class:`~divmeter.errors.InvalidInputError`
@@ -268,6 +270,10 @@ def evaluate(
         what: How a malformed set is named in its error: ``"sets"`` gives ``sets[3][1]``; by
             default the metric's own wording (``responses[1]``).
         min_batch: The fewest sets worth a batched call.
+        names: How each set is named in a :class:`~divmeter.memory.MemoryLimitError` (default
+            ``sets[i]``): pairwise and kernel metrics check their memory estimate against
+            :func:`divmeter.memory.current_limit` before the work, and a set above it stops the
+            run (it is not a null: the limit is the user's to raise).
 
     Example:
         >>> [[r.value for r in per_plan]
@@ -317,6 +323,9 @@ def evaluate(
             verdicts[key] = (why, live)
         return verdicts[key]
 
+    def set_name(i: int) -> str:
+        return names[i] if names is not None else f"{what or 'sets'}[{i}]"
+
     out: list[list[Outcome]] = []
     for p in plans:
         if p.input == "texts":
@@ -342,6 +351,10 @@ def evaluate(
                        if p.granularity == "response" else {})
             return MetricResult(p.name, None, sig[0], reason=str(why[i]), details=details)
 
+        if p.input == "texts":  # memory estimates before any work, for the sets to be scored
+            for i, s in enumerate(inputs):
+                if errors[i] is None and why[i] is None:
+                    memory.precheck(p.name, s, p.params, set_name(i))
         many = _batch_fn(p)
         if many is not None and len(inputs) >= min_batch:
             try:
@@ -369,6 +382,8 @@ def evaluate(
                 row.append(fn(s, **kwargs_of(i)))
             except InvalidInputError as exc:
                 row.append(exc)
+            except memory.MemoryLimitError as exc:
+                raise memory.for_set(exc, set_name(i)) from None
         out.append(row)
     return out
 
@@ -430,7 +445,8 @@ def _score_chunk(
     """Records of a chunk of ``(row, set)`` (in this process or a worker)."""
     outcomes = evaluate([s.responses for _, s in chunk], plans,
                         prompts=[s.prompt for _, s in chunk],
-                        instantiations=[s.instantiations for _, s in chunk])
+                        instantiations=[s.instantiations for _, s in chunk],
+                        names=[f"set {s.set_id!r} (row {row})" for row, s in chunk])
     return [
         _record(row, s, plans, [per_plan[i] for per_plan in outcomes])
         for i, (row, s) in enumerate(chunk)

@@ -79,6 +79,10 @@ CheckpointOpt = Annotated[str | None, typer.Option(
 BudgetOpt = Annotated[float | None, typer.Option(
     "--memory-budget", help="With --corpus: MB of text buffered per batch is a quarter of this "
     "(default 256).", metavar="MB")]
+MaxMemoryOpt = Annotated[str | None, typer.Option(
+    "--max-memory", help="Memory limit of pairwise and kernel metrics (vendi-ngram, chamfer, "
+    "...): a set whose estimate exceeds it stops the run with a one-line error (default 4G; "
+    "e.g. 16G, 512M).", metavar="SIZE")]
 
 
 def _destination(output: str | None, fmt: str | None, resume: bool) -> tuple[str | None, str]:
@@ -127,6 +131,7 @@ def score_cmd(
     address: AddressOpt = None,
     checkpoint: CheckpointOpt = None,
     memory_budget: BudgetOpt = None,
+    max_memory: MaxMemoryOpt = None,
 ) -> None:
     """Score every response set in INPUT with the given metrics.
 
@@ -152,6 +157,7 @@ def score_cmd(
         quiet_libraries()
 
     resolve_metrics(metric)  # bad metrics and parameters before any option problem
+    _set_max_memory(max_memory)
     if _corpus_or_one_file(input, corpus, engine, address, checkpoint, memory_budget):
         _corpus(input, metric, output, fmt, input_format, quiet, engine, address, checkpoint,
                 memory_budget)
@@ -183,6 +189,14 @@ def score_cmd(
     stats = run.summary.to_dict()
     _print_results(run, stats, dest, text_out=text_out, summary=summary)
     _finish(run, stats, dest, source, output, html=html, text_out=text_out, quiet=quiet)
+
+
+def _set_max_memory(max_memory: str | None) -> None:
+    """``--max-memory``: through the environment, so ``-j`` workers inherit the limit."""
+    if max_memory is not None:
+        from divmeter.memory import ENV, parse_memory
+
+        os.environ[ENV] = str(parse_memory(max_memory))
 
 
 def _score(path: str, metric: list[str], dest: str | None, *, engine: str, address: str | None,

@@ -617,17 +617,13 @@ def _lcs_matrix(seqs: list[list[int]]) -> np.ndarray:
     return out
 
 
-def _min_overlap(idx: NgramIndex, k: int) -> np.ndarray:
-    """``O[i, j] = sum_g min(count_i(g), count_j(g))`` over the k-grams, for all pairs.
-
-    Each occurrence of ``g`` in a text gets its rank ``t`` among the occurrences of ``g`` in
-    that text; the binary text x (g, t) matrix ``X`` then gives ``O = X X^T``, since
-    ``min(a, b)`` is the number of levels ``t`` reached by both counts.
-    """
+def _level_matrix(idx: NgramIndex, k: int) -> sp.csr_matrix | None:
+    """The binary text x (k-gram, level) matrix ``X`` with ``X X^T = O`` of :func:`_min_overlap`
+    (``None`` when no text has a k-gram)."""
     d = idx.n_docs
     ids, doc, _ = idx.order(k)
     if ids.size == 0:
-        return np.zeros((d, d))
+        return None
     order = np.lexsort((ids, doc))
     s_id, s_doc = ids[order], doc[order]
     start = np.empty(s_id.size, dtype=bool)
@@ -636,43 +632,69 @@ def _min_overlap(idx: NgramIndex, k: int) -> np.ndarray:
     starts = np.flatnonzero(start)
     rank = np.arange(s_id.size) - np.repeat(starts, np.diff(np.append(starts, s_id.size)))
     _, col = np.unique(s_id * np.int64(rank.max() + 1) + rank, return_inverse=True)
-    x = sp.csr_matrix(
+    return sp.csr_matrix(
         (np.ones(s_id.size), (s_doc, col.ravel())), shape=(d, int(col.max()) + 1)
     )
-    return np.asarray((x @ x.T).toarray(), dtype=float)
 
 
-def _f_from_overlap(overlap: np.ndarray, totals: np.ndarray) -> np.ndarray:
-    """F-measure 2PR/(P+R) = 2 * overlap / (total_i + total_j); 0 where the overlap is 0."""
-    s = totals[:, None] + totals[None, :]
+def _min_overlap(idx: NgramIndex, k: int, x: sp.csr_matrix | None = None,
+                 rows: slice | None = None) -> np.ndarray:
+    """``O[i, j] = sum_g min(count_i(g), count_j(g))`` over the k-grams, for all pairs (or for
+    the rows ``rows`` against every text, given the :func:`_level_matrix` ``x``).
+
+    Each occurrence of ``g`` in a text gets its rank ``t`` among the occurrences of ``g`` in
+    that text; the binary text x (g, t) matrix ``X`` then gives ``O = X X^T``, since
+    ``min(a, b)`` is the number of levels ``t`` reached by both counts.
+    """
+    d = idx.n_docs
+    if rows is None:
+        x = _level_matrix(idx, k)
+        if x is None:
+            return np.zeros((d, d))
+        return np.asarray((x @ x.T).toarray(), dtype=float)
+    if x is None:
+        return np.zeros((len(range(d)[rows]), d))
+    return np.asarray((x[rows] @ x.T).toarray(), dtype=float)
+
+
+def _f_from_overlap(overlap: np.ndarray, totals: np.ndarray,
+                    row_totals: np.ndarray | None = None) -> np.ndarray:
+    """F-measure 2PR/(P+R) = 2 * overlap / (total_i + total_j); 0 where the overlap is 0
+    (``row_totals``: the totals of the rows of a block, default ``totals``)."""
+    s = (totals if row_totals is None else row_totals)[:, None] + totals[None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
         f = np.where(overlap > 0, 2.0 * overlap / np.where(s > 0, s, 1), 0.0)
     return np.asarray(f, dtype=float)
 
 
-def _pairwise_bleu(idx: NgramIndex, n: int) -> np.ndarray:
-    """``S[i, j]``: sentence BLEU-n of hypothesis ``j`` against the single reference ``i``.
+def _pairwise_bleu(idx: NgramIndex, n: int, xs: list[sp.csr_matrix | None] | None = None,
+                   rows: slice | None = None) -> np.ndarray:
+    """``S[i, j]``: sentence BLEU-n of hypothesis ``j`` against the single reference ``i``
+    (all ``i``, or the rows ``rows`` given the level matrices ``xs`` of orders 1..n).
 
     No smoothing (0 if an order has no match), uniform weights, brevity penalty.
     """
     lengths = idx.lengths
     d = lengths.size
-    log_sum = np.zeros((d, d))
-    all_pos = np.ones((d, d), dtype=bool)
+    r = lengths if rows is None else lengths[rows]
+    log_sum = np.zeros((r.size, d))
+    all_pos = np.ones((r.size, d), dtype=bool)
     for k in range(1, n + 1):
-        o = _min_overlap(idx, k)
+        o = _min_overlap(idx, k) if xs is None else _min_overlap(idx, k, xs[k - 1], rows)
         tot = np.maximum(lengths - k + 1, 0).astype(float)
         all_pos &= o > 0
         with np.errstate(divide="ignore", invalid="ignore"):
             log_sum += np.log(np.where(o > 0, o, 1.0) / np.where(tot > 0, tot, 1.0)[None, :])
-    hyp = np.broadcast_to(lengths[None, :], (d, d))
-    ref = np.broadcast_to(lengths[:, None], (d, d))
+    hyp = np.broadcast_to(lengths[None, :], (r.size, d))
+    ref = np.broadcast_to(r[:, None], (r.size, d))
     bp = _brevity_penalty(hyp, ref)
     return np.where(all_pos, bp * np.exp(log_sum / n), 0.0)
 
 
-def _pairwise_bleu_hf(idx: NgramIndex, n: int) -> np.ndarray:
-    """``S[i, j]``: Hugging Face ``evaluate`` BLEU-n of prediction ``i`` against reference ``j``.
+def _pairwise_bleu_hf(idx: NgramIndex, n: int, xs: list[sp.csr_matrix | None] | None = None,
+                      rows: slice | None = None) -> np.ndarray:
+    """``S[i, j]``: Hugging Face ``evaluate`` BLEU-n of prediction ``i`` against reference ``j``
+    (all ``i``, or the rows ``rows`` given the level matrices ``xs`` of orders 1..n).
 
     The arithmetic of its ``compute_bleu`` (tensorflow/nmt) for one prediction and one
     reference: ``p_k = matches_k / (len_i - k + 1)``, and ``p_k = 0`` when the prediction has no
@@ -682,22 +704,92 @@ def _pairwise_bleu_hf(idx: NgramIndex, n: int) -> np.ndarray:
     """
     lengths = idx.lengths.astype(float)
     d = lengths.size
-    log_sum = np.zeros((d, d))
-    all_pos = np.ones((d, d), dtype=bool)
+    r = lengths if rows is None else lengths[rows]
+    log_sum = np.zeros((r.size, d))
+    all_pos = np.ones((r.size, d), dtype=bool)
     for k in range(1, n + 1):
-        o = _min_overlap(idx, k)  # symmetric: min(count_i, count_j) is the clipped match count
-        tot = np.maximum(lengths - k + 1, 0.0)
+        # symmetric: min(count_i, count_j) is the clipped match count
+        o = _min_overlap(idx, k) if xs is None else _min_overlap(idx, k, xs[k - 1], rows)
+        tot = np.maximum(r - k + 1, 0.0)
         all_pos &= o > 0
         with np.errstate(divide="ignore", invalid="ignore"):
             p = np.where(o > 0, o, 1.0) / np.where(tot > 0, tot, 1.0)[:, None]
             log_sum += (1.0 / n) * np.log(p)
-    hyp = np.broadcast_to(lengths[:, None], (d, d))
-    ref = np.broadcast_to(lengths[None, :], (d, d))
+    hyp = np.broadcast_to(r[:, None], (r.size, d))
+    ref = np.broadcast_to(lengths[None, :], (r.size, d))
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = hyp / np.where(ref > 0, ref, 1.0)
         bp = np.where(ratio > 1.0, 1.0, np.exp(1.0 - 1.0 / np.where(ratio > 0, ratio, 1.0)))
     ok = all_pos & (hyp > 0) & (ref > 0)
     return np.where(ok, np.exp(log_sum) * bp, 0.0)
+
+
+#: Above this many responses homogenization scores its pairs in row blocks (memory linear in
+#: the number of responses: blocks of at most ``divmeter.memory.BLOCK_BYTES`` per temporary)
+#: and keeps no pair matrix; up to it, the whole matrix as before (values unchanged).
+_DENSE_MAX = 1000
+
+
+def _encoded(idx: NgramIndex) -> list[list[int]]:
+    """Each text's token ids (for the LCS of ROUGE-L)."""
+    enc: list[list[int]] = []
+    pos = 0
+    flat = idx.tokens.tolist()
+    for ln in idx.lengths.tolist():
+        enc.append(flat[pos : pos + ln])
+        pos += ln
+    return enc
+
+
+def _blocked_mean(idx: NgramIndex, measure: str, n: int, block: int | None = None) -> float:
+    """The homogenization value without the ``m x m`` matrix: pairs scored in row blocks.
+
+    Equal to the mean of the dense path up to summation order (tested to 1e-12 relative). The
+    sum runs over ``i < j`` for symmetric measures and ``bleu-hf`` (one direction), and over
+    ``i != j`` for ``bleu`` (the mean of both directions).
+    """
+    from divmeter.memory import BLOCK_BYTES
+
+    m = idx.n_docs
+    step = block or max(1, BLOCK_BYTES // (8 * m))
+    total = 0.0
+    if measure == "rougeL":
+        enc = _encoded(idx)
+        lengths = idx.lengths.astype(float)
+        for i in range(m - 1):
+            seq = enc[i]
+            row = np.zeros(m - i - 1)
+            if seq:
+                masks: dict[int, int] = {}
+                for p, t in enumerate(seq):
+                    masks[t] = masks.get(t, 0) | (1 << p)
+                row = np.array([_lcs_from_masks(masks, len(seq), b) if b else 0
+                                for b in enc[i + 1 :]], dtype=float)
+            total += float(_f_from_overlap(row[None, :], lengths[i + 1 :],
+                                           lengths[i : i + 1]).sum())
+        return total / (m * (m - 1) / 2)
+    orders = [int(measure[-1])] if measure in ("rouge1", "rouge2") else list(range(1, n + 1))
+    xs = [_level_matrix(idx, k) for k in range(1, max(orders) + 1)]
+    cols = np.arange(m)
+    for lo in range(0, m, step):
+        hi = min(lo + step, m)
+        rows = slice(lo, hi)
+        idx_rows = np.arange(lo, hi)
+        if measure in ("rouge1", "rouge2"):
+            k = orders[0]
+            tot = idx.doc_totals(k).astype(float)
+            blk = _f_from_overlap(_min_overlap(idx, k, xs[k - 1], rows), tot, tot[rows])
+        elif measure == "bleu":
+            blk = _pairwise_bleu(idx, n, xs, rows)
+        else:
+            blk = _pairwise_bleu_hf(idx, n, xs, rows)
+        if measure == "bleu":
+            keep = cols[None, :] != idx_rows[:, None]
+        else:
+            keep = cols[None, :] > idx_rows[:, None]
+        total += float(blk[keep].sum())
+    pairs = m * (m - 1) if measure == "bleu" else m * (m - 1) / 2
+    return total / pairs
 
 
 @register(
@@ -773,7 +865,10 @@ def homogenization(
         symmetric ``(m, m)`` pair matrix (for ``bleu`` the mean of both directions; for
         ``bleu-hf`` entry ``[i, j]`` and ``[j, i]`` hold the BLEU of ``r_min(i,j)`` against
         ``r_max(i,j)``; the diagonal is not used). ``None`` for an empty set, a single
-        response, or a set without any token.
+        response, or a set without any token. Above 1,000 responses the pairs are scored in
+        row blocks, so memory grows linearly with the set (a 50,000-response set needs no
+        50,000 x 50,000 matrix); ``details["similarity"]`` is then ``None`` and the value
+        equals the whole-matrix mean up to summation order.
 
     Raises:
         InvalidInputError: For a bad parameter or input.
@@ -816,14 +911,13 @@ def homogenization(
     if reason:
         return undefined("homogenization", sig, reason)
     idx = NgramIndex.from_tokens(tokens)
+    if idx.n_docs > _DENSE_MAX:
+        value = _blocked_mean(idx, measure, n)
+        return MetricResult("homogenization", value, sig,
+                            details={"diversity": 1.0 - value, "similarity": None})
     if measure == "rougeL":
-        enc: list[list[int]] = []
-        pos = 0
-        flat = idx.tokens.tolist()
-        for ln in idx.lengths.tolist():
-            enc.append(flat[pos : pos + ln])
-            pos += ln
-        sim = _f_from_overlap(_lcs_matrix(enc).astype(float), idx.lengths.astype(float))
+        sim = _f_from_overlap(_lcs_matrix(_encoded(idx)).astype(float),
+                              idx.lengths.astype(float))
     elif measure in ("rouge1", "rouge2"):
         k = int(measure[-1])
         sim = _f_from_overlap(_min_overlap(idx, k), idx.doc_totals(k).astype(float))
