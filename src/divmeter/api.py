@@ -51,7 +51,7 @@ def score(responses: Any, metric: str, *, max_memory: int | str | None = None,
         precheck(spec.name, responses, merged)  # the estimate, before any work (unnamed set)
         # the batch core applies the one rule for degenerate sets (divmeter.batch), for score too
         plan = MetricPlan(spec.name, merged, spec.name, spec.granularity, spec.family, spec.input)
-        res = evaluate([responses], [plan], min_batch=2)[0][0]
+        res = evaluate([responses], [plan], min_batch=2, names=[""])[0][0]
     if isinstance(res, InvalidInputError):
         raise res
     return res

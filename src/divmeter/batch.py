@@ -383,7 +383,7 @@ def evaluate(
             except InvalidInputError as exc:
                 row.append(exc)
             except memory.MemoryLimitError as exc:
-                raise memory.for_set(exc, set_name(i)) from None
+                raise (memory.for_set(exc, set_name(i)) if set_name(i) else exc) from None
         out.append(row)
     return out
 
