@@ -324,20 +324,12 @@ def _self_bleu_groups(
         ref_len = np.bincount(group, weights=closest, minlength=g)
         if smooth == "coco":
             value, prec, bp = _coco_bleu(c_sum, t_sum, sys_len, ref_len, n)
-            return {
-                "value": value,
-                "matches": c_sum,
-                "totals": t_sum,
-                "precisions": prec,
-                "bp": bp,
-                "sys_len": sys_len,
-                "ref_len": ref_len,
-            }
-        with np.errstate(divide="ignore", invalid="ignore"):
-            prec = np.where(t_sum > 0, c_sum / np.where(t_sum > 0, t_sum, 1), 0.0)
-            log_mean = np.log(np.where(c_sum > 0, prec, 1.0)).sum(axis=0) / n
-        bp = _brevity_penalty(sys_len, ref_len)
-        value = np.where((c_sum > 0).all(axis=0), bp * np.exp(log_mean), 0.0)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                prec = np.where(t_sum > 0, c_sum / np.where(t_sum > 0, t_sum, 1), 0.0)
+                log_mean = np.log(np.where(c_sum > 0, prec, 1.0)).sum(axis=0) / n
+            bp = _brevity_penalty(sys_len, ref_len)
+            value = np.where((c_sum > 0).all(axis=0), bp * np.exp(log_mean), 0.0)
         return {
             "value": value,
             "matches": c_sum,
