@@ -56,6 +56,16 @@ def _plt() -> Any:
     return require("matplotlib.pyplot", extra="plot", package="matplotlib")
 
 
+def _finish(fig: Any, ax: Any, title: str, path: str | os.PathLike[str], dpi: int) -> Path:
+    """Title the plot (``ax``'s title, or the figure's when ``ax`` is None), lay it out, save."""
+    if ax is None:
+        fig.suptitle(title, fontsize=10)
+    else:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path, dpi)
+
+
 def _save(fig: Any, path: str | os.PathLike[str], dpi: int) -> Path:
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -92,10 +102,8 @@ def class_histogram(
     ax.axvline(threshold, color="black", lw=0.8, ls=":")
     ax.set_xlabel("metric value")
     ax.set_ylabel("sets per bin")
-    ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
-    fig.tight_layout()
-    return _save(fig, path, dpi)
+    return _finish(fig, ax, title, path, dpi)
 
 
 def parameter_scatter(
@@ -122,10 +130,8 @@ def parameter_scatter(
         ax.plot(mids, means, color="black", lw=1.5, label="binned mean")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("metric value")
-    ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    return _save(fig, path, dpi)
+    return _finish(fig, ax, title, path, dpi)
 
 
 def kappa_heatmap(
@@ -151,9 +157,7 @@ def kappa_heatmap(
             ax.text(j, i, "–" if np.isnan(val) else f"{val:.2f}", ha="center", va="center",
                     fontsize=8, color="white" if abs(val) > 0.6 else "black")
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    return _save(fig, path, dpi)
+    return _finish(fig, ax, title, path, dpi)
 
 
 def paired_differences(
@@ -187,9 +191,7 @@ def paired_differences(
     ax2.set_xlabel("pairs, sorted by difference")
     ax2.set_ylabel("a - b")
     ax2.legend(fontsize=8, loc="upper left")
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return _save(fig, path, dpi)
+    return _finish(fig, None, title, path, dpi)
 
 
 def length_scatter(
