@@ -112,17 +112,9 @@ class ServerEncoder:
     """
 
     def __init__(
-        self,
-        name: str,
-        base_url: str | None = None,
-        *,
-        api_key: str | None = None,
-        normalize: str = "none",
-        batch_size: int = 32,
-        concurrency: int = 4,
-        max_attempts: int = 5,
-        timeout: float = 60.0,
-        cache: bool = True,
+        self, name: str, base_url: str | None = None, *, api_key: str | None = None,
+        normalize: str = "none", batch_size: int = 32,
+        concurrency: int = 4, max_attempts: int = 5, timeout: float = 60.0, cache: bool = True,
     ) -> None:
         if normalize not in NORMS:
             raise InvalidInputError(
@@ -376,14 +368,8 @@ class CompletionsScorer:
     """
 
     def __init__(
-        self,
-        name: str,
-        base_url: str | None = None,
-        *,
-        api_key: str | None = None,
-        concurrency: int = 2,
-        max_attempts: int = 5,
-        timeout: float = 600.0,
+        self, name: str, base_url: str | None = None, *, api_key: str | None = None,
+        concurrency: int = 2, max_attempts: int = 5, timeout: float = 600.0,
         cache: Any = "default",
     ) -> None:
         self.name = name
