@@ -206,15 +206,9 @@ def ray_score_sets(address: str | None = None, concurrency: int | None = None,
 
 
 def score_file_ray(
-    input: str | os.PathLike[str],
-    metrics: Sequence[MetricArg],
-    output: str | None = None,
-    *,
-    address: str | None = None,
-    concurrency: int | None = None,
-    chunk_sets: int = CHUNK_SETS,
-    fault: tuple[int, str] | None = None,
-    **options: Any,
+    input: str | os.PathLike[str], metrics: Sequence[MetricArg], output: str | None = None, *,
+    address: str | None = None, concurrency: int | None = None, chunk_sets: int = CHUNK_SETS,
+    fault: tuple[int, str] | None = None, **options: Any,
 ) -> Any:
     """:func:`divmeter.runner.score_file` with the sets scored on Ray: the same records, in the
     same order, written the same way (every option of ``score_file`` but ``workers``).

@@ -730,12 +730,8 @@ def paired_matched(
     conditions: Sequence[str],
     keys: Sequence[str],
     *,
-    high: str = "1",
-    low: str = "0",
-    by: str = "label",
-    key: str = "set_id",
-    directions: Mapping[str, str] | None = None,
-    settings: Mapping[str, Any] | None = None,
+    high: str = "1", low: str = "0", by: str = "label", key: str = "set_id",
+    directions: Mapping[str, str] | None = None, settings: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> ProtocolResult:
     """CDM P1 vs P2 from one table: match rows by ``keys``, then :func:`paired` per metric.
@@ -777,14 +773,9 @@ def paired_stages(
     keys: Sequence[str],
     contrasts: Sequence[str],
     *,
-    exploratory: Sequence[str] = (),
-    by: str = "stage",
-    key: str = "set_id",
-    correction: str = "bonferroni",
-    zero_method: str = "wilcox",
-    nan: str = "error",
-    directions: Mapping[str, str] | None = None,
-    settings: Mapping[str, Any] | None = None,
+    exploratory: Sequence[str] = (), by: str = "stage", key: str = "set_id",
+    correction: str = "bonferroni", zero_method: str = "wilcox", nan: str = "error",
+    directions: Mapping[str, str] | None = None, settings: Mapping[str, Any] | None = None,
 ) -> ProtocolResult:
     """Decan stage contrasts from one table: align stages by ``keys``, then :func:`stages`.
 

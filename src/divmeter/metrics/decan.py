@@ -31,7 +31,7 @@ import functools
 import importlib.metadata
 import string
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -129,16 +129,8 @@ class SigmoidFit:
         return self.reason is None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-Python dict of the fitted parameters and fit quality."""
-        return {
-            "a_inf": self.a_inf,
-            "alpha": self.alpha,
-            "beta": self.beta,
-            "k0": self.k0,
-            "rmse": self.rmse,
-            "r_squared": self.r_squared,
-            "reason": self.reason,
-        }
+        """Plain-Python dict of the fitted parameters and fit quality (the fields, in order)."""
+        return asdict(self)
 
 
 def _failed_fit(reason: str) -> SigmoidFit:
@@ -648,12 +640,8 @@ def decan_surprisal(
 
 
 @register(
-    "decan",
-    family="lm",
-    granularity="set",
-    higher_is_more_diverse=True,
-    bounds=(0.0, None),
-    citation=DECAN,
+    "decan", family="lm", granularity="set", higher_is_more_diverse=True,
+    bounds=(0.0, None), citation=DECAN,
     params={
         "prompt": Param(str, allow_none=True, default="", doc="the prompt (default: the set's)"),
         "permutations": Param(int, ge=1, default=50, doc="response orders averaged"),
@@ -773,15 +761,8 @@ def decan(
             "decan", sig, f"response {empty[0]} is empty (0 bytes): per-byte surprise undefined"
         )
     perm_bits, perm_bytes, uncond, _ = decan_surprisal(
-        texts,
-        prompt=prompt,
-        permutations=permutations,
-        format=format,
-        model=model,
-        seed=seed,
-        threads=threads,
-        dtype=dtype,
-        base_url=base_url,
+        texts, prompt=prompt, permutations=permutations, format=format, model=model, seed=seed,
+        threads=threads, dtype=dtype, base_url=base_url,
     )
     res = decan_from_surprisal(perm_bits, perm_bytes, uncond)
     details = res.to_dict()

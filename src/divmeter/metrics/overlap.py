@@ -368,12 +368,8 @@ def _check_self_bleu_params(n: Any, variant: Any, smooth: Any) -> tuple[int, str
 
 
 @register(
-    "self-bleu",
-    family="form",
-    granularity="set",
-    higher_is_more_diverse=False,
-    bounds=(0.0, 1.0),
-    citation=f"corpus: {COMMONSENSE}; sentence: {ZHU2018}",
+    "self-bleu", family="form", granularity="set", higher_is_more_diverse=False,
+    bounds=(0.0, 1.0), citation=f"corpus: {COMMONSENSE}; sentence: {ZHU2018}",
     params={"n": Param(int, ge=1, default=4, doc="highest n-gram order of BLEU"),
             "variant": Param(str, choices=VARIANTS, default="corpus",
                              doc="corpus BLEU or mean sentence BLEU"),
@@ -676,12 +672,8 @@ def _pairwise_bleu_hf(idx: NgramIndex, n: int) -> np.ndarray:
 
 
 @register(
-    "homogenization",
-    family="form",
-    granularity="set",
-    higher_is_more_diverse=False,
-    bounds=(0.0, 1.0),
-    citation=SHAIB2024,
+    "homogenization", family="form", granularity="set", higher_is_more_diverse=False,
+    bounds=(0.0, 1.0), citation=SHAIB2024,
     params={
         "measure": Param(str, choices=MEASURES, default="rougeL", doc="pairwise similarity"),
         "tokenizer": tokenizer_param("rouge", TOKENIZER_NAMES),
