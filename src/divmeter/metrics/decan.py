@@ -166,16 +166,7 @@ def fit_sigmoid_curve(curve: Any) -> SigmoidFit:
         >>> fit_sigmoid_curve([2.0, 1.5, 1.2]).reason
         'the 4-parameter sigmoid fit (eq. 9) needs n >= 5 points; got n = 3'
     """
-    try:
-        y = np.asarray(curve, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(
-            f"`curve` must be a numeric 1-D array; got {type(curve).__name__}."
-        ) from exc
-    if y.ndim != 1 or y.size == 0:
-        raise InvalidInputError(f"`curve` must be a non-empty 1-D array; got shape {y.shape}.")
-    if not np.all(np.isfinite(y)):
-        raise InvalidInputError("`curve` must be finite; got NaN or inf.")
+    y = _finite_array(curve, "curve", 1, "1-D array")
     n = int(y.size)
     if n < SIGMOID_MIN_N:
         return _failed_fit(
@@ -300,20 +291,24 @@ class DecanSurprisal:
         }
 
 
-def _as_2d(x: Any, name: str) -> np.ndarray:
+def _finite_array(x: Any, name: str, ndim: int, shape: str) -> np.ndarray:
+    """``x`` as a finite float64 array with ``ndim`` non-empty axes (``shape`` names the
+    expected shape in messages)."""
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(
-            f"`{name}` must be a numeric array; got {type(x).__name__}."
+            f"`{name}` must be a numeric {shape}; got {type(x).__name__}."
         ) from exc
-    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
-        raise InvalidInputError(
-            f"`{name}` must have shape (permutations, n) with both >= 1; got shape {arr.shape}."
-        )
+    if arr.ndim != ndim or 0 in arr.shape:
+        raise InvalidInputError(f"`{name}` must be a non-empty {shape}; got shape {arr.shape}.")
     if not np.all(np.isfinite(arr)):
         raise InvalidInputError(f"`{name}` must be finite; got NaN or inf.")
     return arr
+
+
+def _as_2d(x: Any, name: str) -> np.ndarray:
+    return _finite_array(x, name, 2, "array of shape (permutations, n)")
 
 
 def decan_from_surprisal(

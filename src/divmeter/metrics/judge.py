@@ -39,11 +39,7 @@ JUDGE_PARAMS: dict[str, Param] = {
 
 
 @register(
-    "judge",
-    family="judge",
-    granularity="set",
-    higher_is_more_diverse=True,
-    bounds=(1, 5),
+    "judge", family="judge", granularity="set", higher_is_more_diverse=True, bounds=(1, 5),
     citation="Zhang, Peng & Bollegala 2025, Evaluating the Evaluation of Diversity in "
     "Commonsense Generation, section 4.1 and appendices D-F (LLM annotator)",
     params=JUDGE_PARAMS,
