@@ -1,8 +1,9 @@
 """Prove that a refactor changed no number: `divmeter score` output, byte for byte.
 
 Runs `divmeter score` with a fixed list of metrics on the bundled example and on every Tevet &
-Berant file in $DIVMETER_SHARED/data/tevet/ (default ../shared) (form metrics: no model needed), and compares the SHA-256 of
-each output with the digests recorded before the refactor in `identical_outputs.json`.
+Berant file in $DIVMETER_SHARED/data/tevet/ (default: ../shared; form metrics: no model
+needed), and compares the SHA-256 of each output with the digests recorded before the refactor
+in `identical_outputs.json`.
 
     python benchmarks/identical_outputs.py            # check (exit 1 on any difference)
     python benchmarks/identical_outputs.py --record   # record the digests of the current code
