@@ -1,8 +1,9 @@
 """Prove that a refactor changed no number: `divmeter score` output, byte for byte.
 
 Runs `divmeter score` with a fixed list of metrics on the bundled example and on every Tevet &
-Berant file in ../shared/data/tevet/ (form metrics: no model needed), and compares the SHA-256 of
-each output with the digests recorded before the refactor in `identical_outputs.json`.
+Berant file in $DIVMETER_SHARED/data/tevet/ (default: ../shared; form metrics: no model
+needed), and compares the SHA-256 of each output with the digests recorded before the refactor
+in `identical_outputs.json`.
 
     python benchmarks/identical_outputs.py            # check (exit 1 on any difference)
     python benchmarks/identical_outputs.py --record   # record the digests of the current code
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -23,7 +25,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TEVET = ROOT.parent / "shared" / "data" / "tevet" / "with_metrics"
+TEVET = (Path(os.environ.get("DIVMETER_SHARED", ROOT.parent / "shared")) / "data" / "tevet"
+         / "with_metrics")
 DIGESTS = Path(__file__).with_name("identical_outputs.json")
 
 #: Every form metric, at its defaults and at the variants users name most often.

@@ -133,7 +133,10 @@ def test_batched_metrics_are_registered() -> None:
     assert batched >= {"distinct-n", "entropy-n", "ead", "ngram-diversity", "self-repetition",
                        "ngram-cosine"}
     assert get_metric("distinct-n").batch == "divmeter.metrics.ngram:distinct_n_many"
-    assert get_metric("ttr").load_batch() is None
+    # the response-level metrics score every set with their one many-set kernel too
+    assert batched >= {"ttr", "mattr", "pattr", "response-compression", "mtld", "hdd", "length"}
+    assert get_metric("ttr").batch == "divmeter.metrics.richness:ttr_many"
+    assert get_metric("compression-ratio").load_batch() is None
 
 
 def test_hand_checked_values_inside_a_batch() -> None:

@@ -559,6 +559,33 @@ def unscored(sets: Iterable[ResponseSet], skip: Mapping[int, str],
         yield row, s
 
 
+class Tally:
+    """The bookkeeping of a scoring run shared by every engine: counts the sets done (scored
+    or skipped on resume) for ``progress``, adds each record to ``summary`` and drops its
+    signatures unless ``with_signatures``."""
+
+    def __init__(self, progress: ProgressFn | None, total: int | None,
+                 summary: Summary | None, with_signatures: bool) -> None:
+        self.progress, self.total = progress, total
+        self.summary, self.with_signatures = summary, with_signatures
+        self.done = 0
+
+    def skipped(self) -> None:
+        """Count a set skipped on resume."""
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+    def finish(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """Count a scored set; returns its record as written."""
+        if self.summary is not None:
+            self.summary.add(rec)
+        if not self.with_signatures:
+            rec.pop("signatures", None)
+        self.skipped()
+        return rec
+
+
 def score_sets(
     sets: Iterable[ResponseSet],
     metrics: Sequence[MetricArg],
@@ -610,27 +637,11 @@ def score_sets(
     if total is None and hasattr(sets, "__len__"):
         total = len(sets)  # type: ignore[arg-type]
     skip = skip or {}
-    done = 0
-
-    def skipped() -> None:
-        nonlocal done
-        done += 1
-        if progress is not None:
-            progress(done, total)
+    tally = Tally(progress, total, summary, with_signatures)
+    finish = tally.finish
 
     def pending() -> Iterator[tuple[int, ResponseSet]]:
-        return unscored(sets, skip, skipped)
-
-    def finish(rec: dict[str, Any]) -> dict[str, Any]:
-        nonlocal done
-        if summary is not None:
-            summary.add(rec)
-        if not with_signatures:
-            rec.pop("signatures", None)
-        done += 1
-        if progress is not None:
-            progress(done, total)
-        return rec
+        return unscored(sets, skip, tally.skipped)
 
     if workers == 1:
         batched = any(_batch_fn(p) is not None for p in plans)

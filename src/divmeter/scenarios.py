@@ -40,59 +40,18 @@ _CITIES = ["Lisbon", "Oslo", "Denver", "Nairobi", "Osaka", "Lima", "Perth", "Que
 _NAMES = ["Anna", "Tom", "Maria", "Kenji", "Lucy", "Omar"]
 
 
-def _haiku(r: random.Random) -> str:
-    return (f"Soft rain on the roof / the {r.choice(['dark', 'cold', 'long'])} night listens "
-            f"close / morning finds the {r.choice(['puddles', 'garden', 'river'])}")
+Slot = Sequence[str] | tuple[int, int]
 
 
-def _recipe(r: random.Random) -> str:
-    return (f"Mix two cups of flour with {r.randint(2, 4)} eggs, add a pinch of salt, and bake "
-            f"for {r.randint(20, 40)} minutes while the rain taps the window.")
+def _mode(template: str, *slots: Slot) -> Callable[[random.Random], str]:
+    """A mode from a template: its ``{}`` fields filled in order, each from its slot (a list:
+    ``r.choice`` of it; a ``(lo, hi)`` pair: ``r.randint(lo, hi)``)."""
 
+    def draw(r: random.Random) -> str:
+        return template.format(*(r.randint(*s) if isinstance(s, tuple) else r.choice(s)
+                                 for s in slots))
 
-def _code(r: random.Random) -> str:
-    return f"def rainfall_total(days):\n    return sum(days) * {r.randint(2, 9)}"
-
-
-def _forecast(r: random.Random) -> str:
-    return (f"Forecast for {r.choice(_CITIES)}: {r.randint(5, 30)} mm of rain expected, winds "
-            f"from the {r.choice(['north', 'south', 'west'])} at {r.randint(10, 40)} km/h.")
-
-
-def _letter(r: random.Random) -> str:
-    return (f"Dear {r.choice(_NAMES)}, the rain kept me inside all week, so I finally read "
-            f"your letter {r.choice(['twice', 'three times', 'aloud'])}.")
-
-
-def _legal(r: random.Random) -> str:
-    return (f"DISCLAIMER: Section {r.randint(2, 19)}. The provider accepts no liability for "
-            f"damage caused by rain, hail or {r.choice(['flooding', 'lightning', 'wind'])}.")
-
-
-def _headline(r: random.Random) -> str:
-    return (f"BREAKING: {r.choice(_CITIES)} records wettest {r.choice(['May', 'June', 'autumn'])}"
-            f" in {r.randint(20, 90)} years as rain continues")
-
-
-def _sql(r: random.Random) -> str:
-    return (f"SELECT city, SUM(mm) FROM rainfall WHERE year = {r.randint(1990, 2024)} "
-            f"GROUP BY city ORDER BY 2 DESC LIMIT {r.randint(3, 10)};")
-
-
-def _shopping(r: random.Random) -> str:
-    return (f"Shopping list: umbrella, {r.choice(['green', 'yellow', 'red'])} raincoat, "
-            f"{r.randint(2, 6)} pairs of wool socks, tea")
-
-
-def _dialogue(r: random.Random) -> str:
-    return (f"{r.choice(_NAMES)}: Is it still raining?\n{r.choice(_NAMES)}: Only "
-            f"{r.choice(['a drizzle', 'buckets', 'a little'])} now.")
-
-
-def _limerick(r: random.Random) -> str:
-    return (f"There once was a cloud over {r.choice(_CITIES)} / who rained on a man and his "
-            f"{r.choice(['cat', 'hat', 'boat'])} / he said with a frown / as the drops tumbled "
-            "down / that is quite enough weather for that")
+    return draw
 
 
 def _math(r: random.Random) -> str:
@@ -103,9 +62,29 @@ def _math(r: random.Random) -> str:
 #: The mode pool: name -> template with random slot fillers (appendix B.3's "format-based
 #: generators"); the first five are B.2's multi-mode set.
 MODES: dict[str, Callable[[random.Random], str]] = {
-    "haiku": _haiku, "recipe": _recipe, "code": _code, "forecast": _forecast,
-    "letter": _letter, "legal": _legal, "headline": _headline, "sql": _sql,
-    "shopping": _shopping, "dialogue": _dialogue, "limerick": _limerick, "math": _math,
+    "haiku": _mode("Soft rain on the roof / the {} night listens close / morning finds the {}",
+                   ["dark", "cold", "long"], ["puddles", "garden", "river"]),
+    "recipe": _mode("Mix two cups of flour with {} eggs, add a pinch of salt, and bake for {} "
+                    "minutes while the rain taps the window.", (2, 4), (20, 40)),
+    "code": _mode("def rainfall_total(days):\n    return sum(days) * {}", (2, 9)),
+    "forecast": _mode("Forecast for {}: {} mm of rain expected, winds from the {} at {} km/h.",
+                      _CITIES, (5, 30), ["north", "south", "west"], (10, 40)),
+    "letter": _mode("Dear {}, the rain kept me inside all week, so I finally read your letter "
+                    "{}.", _NAMES, ["twice", "three times", "aloud"]),
+    "legal": _mode("DISCLAIMER: Section {}. The provider accepts no liability for damage caused "
+                   "by rain, hail or {}.", (2, 19), ["flooding", "lightning", "wind"]),
+    "headline": _mode("BREAKING: {} records wettest {} in {} years as rain continues",
+                      _CITIES, ["May", "June", "autumn"], (20, 90)),
+    "sql": _mode("SELECT city, SUM(mm) FROM rainfall WHERE year = {} GROUP BY city ORDER BY 2 "
+                 "DESC LIMIT {};", (1990, 2024), (3, 10)),
+    "shopping": _mode("Shopping list: umbrella, {} raincoat, {} pairs of wool socks, tea",
+                      ["green", "yellow", "red"], (2, 6)),
+    "dialogue": _mode("{}: Is it still raining?\n{}: Only {} now.",
+                      _NAMES, _NAMES, ["a drizzle", "buckets", "a little"]),
+    "limerick": _mode("There once was a cloud over {} / who rained on a man and his {} / he "
+                      "said with a frown / as the drops tumbled down / that is quite enough "
+                      "weather for that", _CITIES, ["cat", "hat", "boat"]),
+    "math": _math,
 }
 #: Appendix B.2's scenario names.
 SCENARIOS = ("pure noise", "multi-mode incoherent", "multi-mode coherent", "one-mode", "mixed")

@@ -19,7 +19,7 @@ import hashlib
 import os
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -121,6 +121,31 @@ class EmbeddingCache:
             self.hits += len(found)
             self.misses += len(missing)
             return found, missing
+
+    def vectors(self, texts: Sequence[str],
+                compute: Callable[[list[str], dict[int, np.ndarray]], np.ndarray],
+                dim: Callable[[], int]) -> np.ndarray:
+        """The ``(len(texts), d)`` float32 vectors of ``texts``: cached ones looked up, the
+        others computed once per distinct text by ``compute(texts, hits)`` (``hits``: the
+        cached ``{position: vector}``, for checks) and stored; ``dim()`` shapes an empty answer.
+
+        Example:
+            >>> c = EmbeddingCache("toy-model|v:1", root=None)
+            >>> twice = lambda ts, hits: np.array([[2.0 * len(t)] for t in ts])
+            >>> c.vectors(["ab", "c", "ab"], twice, lambda: 1).ravel().tolist(), c.misses
+            ([4.0, 2.0, 4.0], 3)
+        """
+        texts = list(texts)
+        hits, missing = self.get(texts)
+        if missing:
+            todo = list(dict.fromkeys(texts[i] for i in missing))
+            fresh = compute(todo, hits)  # may raise: nothing of this call is stored then
+            self.put(todo, fresh)
+            row = dict(zip(todo, np.asarray(fresh, dtype=np.float32), strict=True))
+            hits.update((i, row[texts[i]]) for i in missing)
+        if not texts:
+            return np.zeros((0, dim()), dtype=np.float32)
+        return np.stack([hits[i] for i in range(len(texts))]).astype(np.float32, copy=False)
 
     def put(self, texts: Sequence[str], vectors: np.ndarray) -> None:
         """Store vectors (rows aligned with ``texts``); written to disk in batches."""

@@ -112,17 +112,9 @@ class ServerEncoder:
     """
 
     def __init__(
-        self,
-        name: str,
-        base_url: str | None = None,
-        *,
-        api_key: str | None = None,
-        normalize: str = "none",
-        batch_size: int = 32,
-        concurrency: int = 4,
-        max_attempts: int = 5,
-        timeout: float = 60.0,
-        cache: bool = True,
+        self, name: str, base_url: str | None = None, *, api_key: str | None = None,
+        normalize: str = "none", batch_size: int = 32,
+        concurrency: int = 4, max_attempts: int = 5, timeout: float = 60.0, cache: bool = True,
     ) -> None:
         if normalize not in NORMS:
             raise InvalidInputError(
@@ -220,27 +212,20 @@ class ServerEncoder:
             ServerError: When the server cannot be reached or returns a wrong answer (wrong
                 count or dimension, NaN); nothing of that call is cached then.
         """
-        texts = list(texts)
-        found, missing = self.cache.get(texts)
-        if missing:
-            uniq = list(dict.fromkeys(texts[i] for i in missing))
-            vecs = self._fetch(uniq)  # checked whole before anything is cached
-            self._dim = int(vecs.shape[1])
-            if found:
-                have = next(iter(found.values())).shape[0]
-                if have != self._dim:
-                    raise ServerError(
-                        f"{self.client.base_url}/embeddings: the server now returns "
-                        f"{self._dim}-d vectors but {have}-d ones are cached for "
-                        f"{self.signature!r}; nothing was cached."
-                    )
-            self.cache.put(uniq, vecs)
-            by_text = dict(zip(uniq, vecs, strict=True))
-            for i in missing:
-                found[i] = by_text[texts[i]]
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([found[i] for i in range(len(texts))]).astype(np.float32, copy=False)
+        return self.cache.vectors(texts, self._fetch_new, lambda: self.dim)
+
+    def _fetch_new(self, texts: list[str], cached: dict[int, np.ndarray]) -> np.ndarray:
+        vecs = self._fetch(texts)  # checked whole before anything is cached
+        self._dim = int(vecs.shape[1])
+        if cached:
+            have = next(iter(cached.values())).shape[0]
+            if have != self._dim:
+                raise ServerError(
+                    f"{self.client.base_url}/embeddings: the server now returns "
+                    f"{self._dim}-d vectors but {have}-d ones are cached for "
+                    f"{self.signature!r}; nothing was cached."
+                )
+        return vecs
 
 
 _SERVER_ENCODERS: dict[tuple[str, str, str, bool], ServerEncoder] = {}
@@ -383,14 +368,8 @@ class CompletionsScorer:
     """
 
     def __init__(
-        self,
-        name: str,
-        base_url: str | None = None,
-        *,
-        api_key: str | None = None,
-        concurrency: int = 2,
-        max_attempts: int = 5,
-        timeout: float = 600.0,
+        self, name: str, base_url: str | None = None, *, api_key: str | None = None,
+        concurrency: int = 2, max_attempts: int = 5, timeout: float = 600.0,
         cache: Any = "default",
     ) -> None:
         self.name = name

@@ -258,12 +258,27 @@ class PooledCounts(Accumulator):
                             details={"per_n": dict(zip(self.orders, row, strict=True))})
 
 
-class SelfRepetition(Accumulator):
-    """Self-repetition in two passes: document frequencies, then each response's
-    ``ln(1 + s_d)`` against the merged frequencies (an :class:`ExactSum` of them)."""
+class TwoPass(Accumulator):
+    """An exact two-pass metric: pass 1 gathers corpus-wide statistics, pass 2 scores each
+    response against them; :meth:`next_pass` records the number of responses (``n_docs``)."""
 
     passes = 2
     kind = "exact-two-pass"
+
+    def _freeze(self) -> None:
+        """Freeze what pass 2 reads from pass 1 (beyond ``n_docs``)."""
+
+    def next_pass(self) -> None:
+        self.n_docs = self.n_responses
+        self._freeze()
+        self.pass_ = 1
+        self.n_responses = 0
+        self._reset()
+
+
+class SelfRepetition(TwoPass):
+    """Self-repetition in two passes: document frequencies, then each response's
+    ``ln(1 + s_d)`` against the merged frequencies (an :class:`ExactSum` of them)."""
 
     def _setup(self) -> None:
         from divmeter.metrics import ngram as lx
@@ -294,12 +309,6 @@ class SelfRepetition(Accumulator):
             self.df.update(other.df)
         else:
             self.total.merge(other.total)
-
-    def next_pass(self) -> None:
-        self.n_docs = self.n_responses
-        self.pass_ = 1
-        self.n_responses = 0
-        self._reset()
 
     def result(self) -> MetricResult:
         if self.n_docs == 0:
@@ -542,7 +551,7 @@ class ResponseMean(Accumulator):
                             details=details)
 
 
-class SelfBleu(Accumulator):
+class SelfBleu(TwoPass):
     """self-BLEU in two passes. Pass 1: for every n-gram (orders 1..n) the two largest counts
     any single response has (a multiset top-two, merged exactly) and the multiset of response
     lengths. Pass 2: each response's clipped matches against the best *other* response
@@ -550,9 +559,6 @@ class SelfBleu(Accumulator):
     summed as integers (corpus variant) or its sentence BLEU in an :class:`ExactSum`
     (sentence variant). The BLEU arithmetic is the metric's own
     (:mod:`divmeter.metrics.overlap`)."""
-
-    passes = 2
-    kind = "exact-two-pass"
 
     def _setup(self) -> None:
         from divmeter.metrics import overlap as ov
@@ -658,12 +664,8 @@ class SelfBleu(Accumulator):
         self.ref_len += other.ref_len
         self.sentence.merge(other.sentence)
 
-    def next_pass(self) -> None:
-        self.n_docs = self.n_responses
+    def _freeze(self) -> None:
         self._sorted = sorted(self.lengths)
-        self.pass_ = 1
-        self.n_responses = 0
-        self._reset()
 
     def result(self) -> MetricResult:
         from divmeter.metrics import overlap as ov

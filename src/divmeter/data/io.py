@@ -8,13 +8,14 @@ from divmeter.data.lines import FORMATS, detect_format
 from divmeter.data.readers import read_records, read_sets
 from divmeter.data.writers import RecordWriter, dumps, open_record_writer, write_sets
 
+# Listed in the order of the imports above (module by module), as the shim re-exports them.
 __all__ = [
     "FORMATS",
     "detect_format",
-    "read_sets",
-    "write_sets",
-    "RecordWriter",
-    "open_record_writer",
     "read_records",
+    "read_sets",
+    "RecordWriter",
     "dumps",
+    "open_record_writer",
+    "write_sets",
 ]

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from divmeter.data.lines import type_name
+from divmeter.data.lines import string_list, type_name
 from divmeter.errors import InvalidInputError
 
 __all__ = ["pair_texts", "pair_label", "CDMItem", "cdm_item", "fillers_from_marked"]
@@ -43,17 +43,8 @@ def pair_texts(row: dict[str, Any], key: str, where: str) -> list[str]:
     value = row[key]
     if isinstance(value, dict):
         value = value.get("responses")
-    if not isinstance(value, list):
-        raise InvalidInputError(
-            f"{where}: field {key!r} must be a list of strings (or an object with 'responses'); "
-            f"got {type_name(value)}."
-        )
-    for i, t in enumerate(value):
-        if not isinstance(t, str):
-            raise InvalidInputError(
-                f"{where}: field '{key}[{i}]' must be a string; got {type_name(t)}."
-            )
-    return list(value)
+    return list(string_list(value, where, key,
+                            expected="a list of strings (or an object with 'responses')"))
 
 
 def pair_label(row: dict[str, Any], where: str) -> float:
@@ -84,15 +75,7 @@ def _instantiations(value: Any, where: str) -> list[list[str]]:
             f"{where}: field {key!r} must be a list of lists of phrases; got {type_name(value)}."
         )
     for i, inst in enumerate(value):
-        if not isinstance(inst, list):
-            raise InvalidInputError(
-                f"{where}: field '{key}[{i}]' must be a list of phrases; got {type_name(inst)}."
-            )
-        for j, p in enumerate(inst):
-            if not isinstance(p, str):
-                raise InvalidInputError(
-                    f"{where}: field '{key}[{i}][{j}]' must be a string; got {type_name(p)}."
-                )
+        string_list(inst, where, f"{key}[{i}]", noun="phrases")
     for i, inst in enumerate(value):
         if len(inst) != len(value[0]):
             raise InvalidInputError(
@@ -120,16 +103,7 @@ def cdm_item(
     if "instantiations" in obj:
         insts = _instantiations(obj["instantiations"], where)
     elif "texts" in obj:
-        marked = obj["texts"]
-        if not isinstance(marked, list):
-            raise InvalidInputError(
-                f"{where}: field 'texts' must be a list of strings; got {type_name(marked)}."
-            )
-        for i, t in enumerate(marked):
-            if not isinstance(t, str):
-                raise InvalidInputError(
-                    f"{where}: field 'texts[{i}]' must be a string; got {type_name(t)}."
-                )
+        marked = string_list(obj["texts"], where, "texts")
         try:
             insts, texts = fillers_from_marked(marked, open_mark=open_mark, close_mark=close_mark)
         except InvalidInputError as exc:

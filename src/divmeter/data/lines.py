@@ -34,6 +34,7 @@ __all__ = [
     "detect_format",
     "display_name",
     "type_name",
+    "string_list",
     "open_source",
     "decode_lines",
     "decode_all",
@@ -81,6 +82,43 @@ def type_name(value: Any) -> str:
     if isinstance(value, dict):
         return "object"
     return type(value).__name__
+
+
+def string_list(
+    value: Any, where: str, key: str, *, noun: str = "strings", expected: str | None = None
+) -> list[str]:
+    """Check that field ``key`` of the record read at ``where`` is a list of strings.
+
+    Args:
+        value: The field's value.
+        where: Where the record was read, e.g. ``"s.jsonl line 3"``.
+        key: The field's name as messages show it (``"instantiations[2]"`` for a nested list).
+        noun: What the strings are, for the message (``"strings"``, ``"phrases"``).
+        expected: The whole expectation, when it is more than ``a list of NOUN``.
+
+    Returns:
+        ``value`` itself.
+
+    Raises:
+        InvalidInputError: ``WHERE: field 'KEY' must be a list of NOUN; got TYPE.``, or
+            ``WHERE: field 'KEY[i]' must be a string; got TYPE.`` for the first non-string.
+
+    Example:
+        >>> string_list(["a", "b"], "s.jsonl line 1", "responses")
+        ['a', 'b']
+        >>> string_list(["a", 2], "s.jsonl line 1", "r")
+        Traceback (most recent call last):
+        ...
+        divmeter.errors.InvalidInputError: s.jsonl line 1: field 'r[1]' must be a string; got int.
+    """
+    if not isinstance(value, list):
+        raise InvalidInputError(f"{where}: field '{key}' must be {expected or 'a list of ' + noun}"
+                                f"; got {type_name(value)}.")
+    for i, s in enumerate(value):
+        if not isinstance(s, str):
+            raise InvalidInputError(
+                f"{where}: field '{key}[{i}]' must be a string; got {type_name(s)}.")
+    return value
 
 
 def detect_format(path: str | os.PathLike[str], fmt: str | None = None) -> str:

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from divmeter.data.lines import require_object, type_name
+from divmeter.data.lines import require_object, string_list, type_name
 from divmeter.data.model import ResponseSet
 from divmeter.errors import InvalidInputError
 
@@ -72,16 +72,7 @@ def set_from_object(obj: Any, where: str, index: int) -> ResponseSet:
         raise InvalidInputError(
             f"{where}: field 'responses' is missing; expected a list of strings."
         )
-    responses = obj.pop("responses")
-    if not isinstance(responses, list):
-        raise InvalidInputError(
-            f"{where}: field 'responses' must be a list of strings; got {type_name(responses)}."
-        )
-    for i, r in enumerate(responses):
-        if not isinstance(r, str):
-            raise InvalidInputError(
-                f"{where}: field 'responses[{i}]' must be a string; got {type_name(r)}."
-            )
+    responses = string_list(obj.pop("responses"), where, "responses")
     prompt: Any = None
     for key in _PROMPT_KEYS:
         if key in obj:

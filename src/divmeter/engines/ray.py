@@ -26,6 +26,7 @@ from divmeter.batch import (
     MetricArg,
     MetricPlan,
     ProgressFn,
+    Tally,
     _score_chunk,
     resolve_metrics,
     unscored,
@@ -195,37 +196,19 @@ def ray_score_sets(address: str | None = None, concurrency: int | None = None,
                    skip: Any = None, summary: Any = None, with_signatures: bool = False
                    ) -> Iterator[dict[str, Any]]:
         plans = resolve_metrics(metrics)
-        skip = skip or {}
-        done = 0
-
-        def skipped() -> None:
-            nonlocal done
-            done += 1
-
-        for rec in score_sets_ray(unscored(sets, skip, skipped), plans, address=address,
-                                  concurrency=concurrency, chunk_sets=chunk_sets, fault=fault):
-            if summary is not None:
-                summary.add(rec)
-            if not with_signatures:
-                rec.pop("signatures", None)
-            done += 1
-            if progress is not None:
-                progress(done, total)
-            yield rec
+        tally = Tally(progress, total, summary, with_signatures)
+        for rec in score_sets_ray(unscored(sets, skip or {}, tally.skipped), plans,
+                                  address=address, concurrency=concurrency,
+                                  chunk_sets=chunk_sets, fault=fault):
+            yield tally.finish(rec)
 
     return score_sets
 
 
 def score_file_ray(
-    input: str | os.PathLike[str],
-    metrics: Sequence[MetricArg],
-    output: str | None = None,
-    *,
-    address: str | None = None,
-    concurrency: int | None = None,
-    chunk_sets: int = CHUNK_SETS,
-    fault: tuple[int, str] | None = None,
-    **options: Any,
+    input: str | os.PathLike[str], metrics: Sequence[MetricArg], output: str | None = None, *,
+    address: str | None = None, concurrency: int | None = None, chunk_sets: int = CHUNK_SETS,
+    fault: tuple[int, str] | None = None, **options: Any,
 ) -> Any:
     """:func:`divmeter.runner.score_file` with the sets scored on Ray: the same records, in the
     same order, written the same way (every option of ``score_file`` but ``workers``).

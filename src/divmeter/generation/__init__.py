@@ -180,6 +180,17 @@ def check_n(n: Any) -> int:
     return n
 
 
+def check_request(prompts: Any, n: Any, prompt_seeds: Sequence[int] | None) -> list[str]:
+    """Validate the arguments of a backend's ``generate``: the prompts (returned as a list),
+    ``n`` and the optional per-prompt seeds (one per prompt)."""
+    texts = check_prompts(prompts)
+    check_n(n)
+    if prompt_seeds is not None and len(prompt_seeds) != len(texts):
+        raise InvalidInputError(f"`prompt_seeds` must have one seed per prompt "
+                                f"({len(texts)}); got {len(prompt_seeds)}.")
+    return texts
+
+
 def get_generator(
     model: str = DEFAULT_GENERATION_MODEL,
     *,

@@ -21,7 +21,7 @@ from typing import Any
 from divmeter import __version__
 from divmeter._optional import require
 from divmeter.errors import InvalidInputError
-from divmeter.generation import Decoding, check_n, check_prompts, sample_seeds
+from divmeter.generation import Decoding, check_request, sample_seeds
 
 __all__ = ["TransformersGenerator", "resolve_device"]
 
@@ -254,12 +254,8 @@ class TransformersGenerator:
         Returns:
             ``out[i][j]``: sample j of prompt i (the new text only).
         """
-        texts = check_prompts(prompts)
-        check_n(n)
+        texts = check_request(prompts, n, prompt_seeds)
         d = Decoding(temperature, top_p, top_k, max_tokens, tuple(stop))
-        if prompt_seeds is not None and len(prompt_seeds) != len(texts):
-            raise InvalidInputError(f"`prompt_seeds` must have one seed per prompt "
-                                    f"({len(texts)}); got {len(prompt_seeds)}.")
         rows: list[tuple[int, list[int], int]] = []
         for i, p in enumerate(texts):
             enc = self._encode(p)

@@ -19,7 +19,7 @@ from typing import Any
 from divmeter import __version__
 from divmeter.backends.http import Failure, HttpClient, ServerError
 from divmeter.errors import InvalidInputError
-from divmeter.generation import Decoding, check_n, check_prompts, sample_seeds
+from divmeter.generation import Decoding, check_request, sample_seeds
 
 __all__ = ["OpenAIGenerator"]
 
@@ -112,12 +112,8 @@ class OpenAIGenerator:
         """Like :meth:`generate`, but a prompt whose samples did not all succeed comes back as
         ``(texts so far, [failure kinds])`` instead of raising; complete ones as
         ``(texts, None)``."""
-        texts = check_prompts(prompts)
-        check_n(n)
+        texts = check_request(prompts, n, prompt_seeds)
         d = Decoding(temperature, top_p, top_k, max_tokens, tuple(stop))
-        if prompt_seeds is not None and len(prompt_seeds) != len(texts):
-            raise InvalidInputError(f"`prompt_seeds` must have one seed per prompt "
-                                    f"({len(texts)}); got {len(prompt_seeds)}.")
         where: list[tuple[int, int]] = []
         payloads: list[dict[str, Any]] = []
         salts: list[int] = []

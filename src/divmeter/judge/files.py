@@ -10,6 +10,8 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from divmeter.data.items import pair_texts
+from divmeter.data.lines import display_name, read_json_lines, require_object
 from divmeter.errors import InvalidInputError
 
 __all__ = ["read_judge_pairs", "read_judge_input", "done_indices", "judge_file"]
@@ -23,34 +25,14 @@ def read_judge_pairs(path: str) -> list[dict[str, Any]]:
     Raises:
         InvalidInputError: Naming file, line and field.
     """
-    name = os.path.basename(path)
     rows = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{name} line {lineno}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(f"{where}: not valid JSON ({exc.msg}).") from None
-            if not isinstance(row, dict):
-                raise InvalidInputError(f"{where}: expected an object; got {type(row).__name__}.")
-            for key in ("set1", "set2"):
-                if key not in row:
-                    raise InvalidInputError(f"{where}: field {key!r} is missing.")
-                v = row[key]
-                if isinstance(v, dict):
-                    v = v.get("responses")
-                if isinstance(v, str) or not isinstance(v, list) or not all(
-                        isinstance(t, str) for t in v):
-                    raise InvalidInputError(f"{where}: field {key!r} must be a list of strings "
-                                            f"(or an object with 'responses'); got "
-                                            f"{type(v).__name__}.")
-                row[key] = v
-            rows.append(row)
+    for where, row in read_json_lines(path):
+        require_object(row, where, "pair")
+        for key in ("set1", "set2"):
+            row[key] = pair_texts(row, key, where)
+        rows.append(row)
     if not rows:
-        raise InvalidInputError(f"{name}: no pairs found.")
+        raise InvalidInputError(f"{display_name(path)}: no pairs found.")
     return rows
 
 

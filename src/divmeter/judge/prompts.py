@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from divmeter.data.lines import json_lines
 from divmeter.errors import InvalidInputError
 
 __all__ = ["Template", "FewShot", "load_template", "load_fewshot", "render_set",
@@ -50,6 +51,19 @@ def _hash(text: str) -> str:
 
 def _package_text(name: str) -> str:
     return resources.files("divmeter.judge").joinpath("templates", name).read_text("utf-8")
+
+
+def _source_text(source: str, default: str, what: str, expected: str) -> tuple[str, str]:
+    """``(text, name)`` of a template or few-shot source: the package file ``default`` for
+    ``"default"``, else the file at path ``source`` (named by its base name)."""
+    if source == "default":
+        return _package_text(default), "default"
+    try:
+        with open(source, encoding="utf-8") as fh:
+            return fh.read(), os.path.basename(source)
+    except OSError as exc:
+        raise InvalidInputError(
+            f"{what} {source!r} cannot be read ({exc.strerror}); expected {expected}.") from None
 
 
 @dataclass(frozen=True)
@@ -107,17 +121,8 @@ def load_template(task: str, template: str = "default") -> Template:
     if not isinstance(template, str):
         raise InvalidInputError(f"`template` of judge must be 'default' or a path; got "
                                 f"{template!r}.")
-    if template == "default":
-        text, name = _package_text(f"{task}.txt"), "default"
-    else:
-        try:
-            with open(template, encoding="utf-8") as fh:
-                text = fh.read()
-        except OSError as exc:
-            raise InvalidInputError(
-                f"judge template {template!r} cannot be read ({exc.strerror}); expected "
-                "'default' or a path to a text file.") from None
-        name = os.path.basename(template)
+    text, name = _source_text(template, f"{task}.txt", "judge template",
+                              "'default' or a path to a text file")
     missing = [p for p in _PLACEHOLDERS[task] if p not in text]
     if missing:
         raise InvalidInputError(
@@ -164,27 +169,10 @@ def load_fewshot(task: str, fewshot: str | None = "default") -> FewShot:
     if not isinstance(fewshot, str):
         raise InvalidInputError(f"`fewshot` of judge must be 'default', 'none' or a path; got "
                                 f"{fewshot!r}.")
-    if fewshot == "default":
-        text, name = _package_text(f"fewshot_{task}.jsonl"), "default"
-    else:
-        try:
-            with open(fewshot, encoding="utf-8") as fh:
-                text = fh.read()
-        except OSError as exc:
-            raise InvalidInputError(
-                f"few-shot file {fewshot!r} cannot be read ({exc.strerror}); expected 'default', "
-                "'none' or a path to a JSONL file.") from None
-        name = os.path.basename(fewshot)
-    examples = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{name} line {lineno}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(f"{where}: not valid JSON ({exc.msg}).") from None
-        examples.append(_example_ok(obj, task, where))
+    text, name = _source_text(fewshot, f"fewshot_{task}.jsonl", "few-shot file",
+                              "'default', 'none' or a path to a JSONL file")
+    lines = text.encode("utf-8").splitlines(keepends=True)
+    examples = [_example_ok(obj, task, where) for where, obj in json_lines(lines, name)]
     return FewShot(name, tuple(examples))
 
 

@@ -24,18 +24,19 @@ from divmeter.meta.stats import (
     spearman,
 )
 
+# In the order of the imports above: the Decan confound check, then the statistics.
 __all__ = [
-    "oca",
-    "spearman",
-    "pearson",
-    "kendall",
-    "roc_auc",
-    "paired_contrast",
+    "decan_confound",
     "adjust_pvalues",
-    "preference_accuracy",
-    "preferences",
+    "bootstrap_ci",
     "cohen_kappa",
     "kappa_matrix",
-    "bootstrap_ci",
-    "decan_confound",
+    "kendall",
+    "oca",
+    "paired_contrast",
+    "pearson",
+    "preference_accuracy",
+    "preferences",
+    "roc_auc",
+    "spearman",
 ]

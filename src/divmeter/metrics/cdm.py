@@ -251,12 +251,8 @@ def _phi_for(model: str) -> tuple[Callable[[list[str]], np.ndarray], Any, int | 
 
 
 @register(
-    "cdm",
-    family="content",
-    granularity="set",
-    higher_is_more_diverse=True,
-    bounds=(0.0, 1.0),
-    citation=CITATION,
+    "cdm", family="content", granularity="set", higher_is_more_diverse=True,
+    bounds=(0.0, 1.0), citation=CITATION,
     params={"model": Param(str, default="minilm", doc="encoder: minilm, glove, a path or a name"),
             "family": Param(str, choices=FAMILIES, allow_none=True, default=None,
                             doc="embedding family of the defaults (None: from the model)"),

@@ -31,7 +31,7 @@ import functools
 import importlib.metadata
 import string
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -135,16 +135,8 @@ class SigmoidFit:
         return self.reason is None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-Python dict of the fitted parameters and fit quality."""
-        return {
-            "a_inf": self.a_inf,
-            "alpha": self.alpha,
-            "beta": self.beta,
-            "k0": self.k0,
-            "rmse": self.rmse,
-            "r_squared": self.r_squared,
-            "reason": self.reason,
-        }
+        """Plain-Python dict of the fitted parameters and fit quality (the fields, in order)."""
+        return asdict(self)
 
 
 def _failed_fit(reason: str) -> SigmoidFit:
@@ -180,16 +172,7 @@ def fit_sigmoid_curve(curve: Any) -> SigmoidFit:
         >>> fit_sigmoid_curve([2.0, 1.5, 1.2]).reason
         'the 4-parameter sigmoid fit (eq. 9) needs n >= 5 points; got n = 3'
     """
-    try:
-        y = np.asarray(curve, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(
-            f"`curve` must be a numeric 1-D array; got {type(curve).__name__}."
-        ) from exc
-    if y.ndim != 1 or y.size == 0:
-        raise InvalidInputError(f"`curve` must be a non-empty 1-D array; got shape {y.shape}.")
-    if not np.all(np.isfinite(y)):
-        raise InvalidInputError("`curve` must be finite; got NaN or inf.")
+    y = _finite_array(curve, "curve", 1, "1-D array")
     n = int(y.size)
     if n < SIGMOID_MIN_N:
         return _failed_fit(
@@ -314,20 +297,24 @@ class DecanSurprisal:
         }
 
 
-def _as_2d(x: Any, name: str) -> np.ndarray:
+def _finite_array(x: Any, name: str, ndim: int, shape: str) -> np.ndarray:
+    """``x`` as a finite float64 array with ``ndim`` non-empty axes (``shape`` names the
+    expected shape in messages)."""
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(
-            f"`{name}` must be a numeric array; got {type(x).__name__}."
+            f"`{name}` must be a numeric {shape}; got {type(x).__name__}."
         ) from exc
-    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
-        raise InvalidInputError(
-            f"`{name}` must have shape (permutations, n) with both >= 1; got shape {arr.shape}."
-        )
+    if arr.ndim != ndim or 0 in arr.shape:
+        raise InvalidInputError(f"`{name}` must be a non-empty {shape}; got shape {arr.shape}.")
     if not np.all(np.isfinite(arr)):
         raise InvalidInputError(f"`{name}` must be finite; got NaN or inf.")
     return arr
+
+
+def _as_2d(x: Any, name: str) -> np.ndarray:
+    return _finite_array(x, name, 2, "array of shape (permutations, n)")
 
 
 def decan_from_surprisal(
@@ -654,12 +641,8 @@ def decan_surprisal(
 
 
 @register(
-    "decan",
-    family="lm",
-    granularity="set",
-    higher_is_more_diverse=True,
-    bounds=(0.0, None),
-    citation=DECAN,
+    "decan", family="lm", granularity="set", higher_is_more_diverse=True,
+    bounds=(0.0, None), citation=DECAN,
     params={
         "prompt": Param(str, allow_none=True, default="", doc="the prompt (default: the set's)"),
         "permutations": Param(int, ge=1, default=50, doc="response orders averaged"),
@@ -782,15 +765,8 @@ def decan(
             "decan", sig, f"response {empty[0]} is empty (0 bytes): per-byte surprise undefined"
         )
     perm_bits, perm_bytes, uncond, _ = decan_surprisal(
-        texts,
-        prompt=prompt,
-        permutations=permutations,
-        format=format,
-        model=model,
-        seed=seed,
-        threads=threads,
-        dtype=dtype,
-        base_url=base_url,
+        texts, prompt=prompt, permutations=permutations, format=format, model=model, seed=seed,
+        threads=threads, dtype=dtype, base_url=base_url,
     )
     res = decan_from_surprisal(perm_bits, perm_bytes, uncond)
     details = res.to_dict()

@@ -39,11 +39,7 @@ JUDGE_PARAMS: dict[str, Param] = {
 
 
 @register(
-    "judge",
-    family="judge",
-    granularity="set",
-    higher_is_more_diverse=True,
-    bounds=(1, 5),
+    "judge", family="judge", granularity="set", higher_is_more_diverse=True, bounds=(1, 5),
     citation="Zhang, Peng & Bollegala 2025, Evaluating the Evaluation of Diversity in "
     "Commonsense Generation, section 4.1 and appendices D-F (LLM annotator)",
     params=JUDGE_PARAMS,
@@ -54,19 +50,10 @@ JUDGE_PARAMS: dict[str, Param] = {
 def judge(
     responses: Sequence[str],
     *,
-    model: str | None = None,
-    base_url: str | None = None,
-    samples: int = 5,
-    temperature: float = 1.0,
-    max_tokens: int = 256,
-    template: str = "default",
-    fewshot: str = "default",
-    retries: int = 2,
-    seed: int | None = None,
-    concurrency: int = 4,
-    timeout: float = 60.0,
-    max_attempts: int = 5,
-    cache: str = "default",
+    model: str | None = None, base_url: str | None = None,
+    samples: int = 5, temperature: float = 1.0, max_tokens: int = 256,
+    template: str = "default", fewshot: str = "default", retries: int = 2, seed: int | None = None,
+    concurrency: int = 4, timeout: float = 60.0, max_attempts: int = 5, cache: str = "default",
 ) -> MetricResult:
     """The judge's diversity rating of one set: the mean of ``samples`` ratings 1-5.
 

@@ -108,11 +108,24 @@ def _index(texts: list[str], tok: Tokenizer) -> NgramIndex:
 _OrderStats = tuple[list[int], list[int], list[float] | None]
 
 
-def _pooled_wide_stats(texts: Sequence[str], tok: Tokenizer, orders: Sequence[int], *,
-                       xlogx: bool) -> dict[int, _OrderStats]:
+def _set_index(one: SetTokens) -> NgramIndex:
+    """The :class:`NgramIndex` of one encoded set, from its own set-local ids (no second
+    tokenization): ids >= 1 below ``width``, each text closed by a 0; renumbered ``0 .. V-1``
+    in id order, as the index wants them."""
+    ends = np.flatnonzero(one.ids == 0)
+    lengths = np.diff(ends, prepend=-1) - 1
+    raw = one.ids[one.ids != 0]
+    present = np.zeros(int(one.width[0]), dtype=bool)
+    present[raw] = True
+    renumber = np.cumsum(present, dtype=np.int64) - 1
+    return NgramIndex(renumber[raw], lengths.astype(np.int64), int(present.sum()))
+
+
+def _pooled_wide_stats(one: SetTokens, orders: Sequence[int], *, xlogx: bool
+                       ) -> dict[int, _OrderStats]:
     """:func:`_pooled_set_stats` of one set too wide for the batched keys (its n-grams need more
     than 62 bits even alone), from the exact interned ids of :class:`NgramIndex`."""
-    idx = _index(list(texts), tok)
+    idx = _set_index(one)
     out: dict[int, _OrderStats] = {}
     for k in orders:
         c = idx.pooled_counts(k)
@@ -914,7 +927,7 @@ def _pooled_many(
     for a, b, solo in _fit_groups(st, max(orders)):
         if solo and results[a] is not None:
             continue
-        stats = (_pooled_wide_stats(text_sets[a], tok, orders, xlogx=xlogx) if solo
+        stats = (_pooled_wide_stats(st.group(a, b), orders, xlogx=xlogx) if solo
                  else _pooled_set_stats(st.group(a, b), orders, xlogx=xlogx))
         cols = [stats[k] for k in orders]
         rows = [[per_order(d[j], t[j], 0.0 if s is None else s[j]) for d, t, s in cols]

@@ -329,20 +329,12 @@ def _self_bleu_groups(
         ref_len = np.bincount(group, weights=closest, minlength=g)
         if smooth == "coco":
             value, prec, bp = _coco_bleu(c_sum, t_sum, sys_len, ref_len, n)
-            return {
-                "value": value,
-                "matches": c_sum,
-                "totals": t_sum,
-                "precisions": prec,
-                "bp": bp,
-                "sys_len": sys_len,
-                "ref_len": ref_len,
-            }
-        with np.errstate(divide="ignore", invalid="ignore"):
-            prec = np.where(t_sum > 0, c_sum / np.where(t_sum > 0, t_sum, 1), 0.0)
-            log_mean = np.log(np.where(c_sum > 0, prec, 1.0)).sum(axis=0) / n
-        bp = _brevity_penalty(sys_len, ref_len)
-        value = np.where((c_sum > 0).all(axis=0), bp * np.exp(log_mean), 0.0)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                prec = np.where(t_sum > 0, c_sum / np.where(t_sum > 0, t_sum, 1), 0.0)
+                log_mean = np.log(np.where(c_sum > 0, prec, 1.0)).sum(axis=0) / n
+            bp = _brevity_penalty(sys_len, ref_len)
+            value = np.where((c_sum > 0).all(axis=0), bp * np.exp(log_mean), 0.0)
         return {
             "value": value,
             "matches": c_sum,
@@ -381,12 +373,8 @@ def _check_self_bleu_params(n: Any, variant: Any, smooth: Any) -> tuple[int, str
 
 
 @register(
-    "self-bleu",
-    family="form",
-    granularity="set",
-    higher_is_more_diverse=False,
-    bounds=(0.0, 1.0),
-    citation=f"corpus: {COMMONSENSE}; sentence: {ZHU2018}",
+    "self-bleu", family="form", granularity="set", higher_is_more_diverse=False,
+    bounds=(0.0, 1.0), citation=f"corpus: {COMMONSENSE}; sentence: {ZHU2018}",
     params={"n": Param(int, ge=1, default=4, doc="highest n-gram order of BLEU"),
             "variant": Param(str, choices=VARIANTS, default="corpus",
                              doc="corpus BLEU or mean sentence BLEU"),
@@ -793,12 +781,8 @@ def _blocked_mean(idx: NgramIndex, measure: str, n: int, block: int | None = Non
 
 
 @register(
-    "homogenization",
-    family="form",
-    granularity="set",
-    higher_is_more_diverse=False,
-    bounds=(0.0, 1.0),
-    citation=SHAIB2024,
+    "homogenization", family="form", granularity="set", higher_is_more_diverse=False,
+    bounds=(0.0, 1.0), citation=SHAIB2024,
     params={
         "measure": Param(str, choices=MEASURES, default="rougeL", doc="pairwise similarity"),
         "tokenizer": tokenizer_param("rouge", TOKENIZER_NAMES),

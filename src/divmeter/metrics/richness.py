@@ -49,7 +49,7 @@ from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.ngram import ALGORITHMS, _compressed_size
 from divmeter.params import LOWERCASE, Param, tokenizer_param
-from divmeter.registry import register
+from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult
 from divmeter.result import make_signature as _make_signature
 from divmeter.text import Tokenizer, TokenKeys, get_tokenizer
@@ -198,6 +198,7 @@ def ttr(
     return ttr_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
 
 
+@register_batch("ttr")
 def ttr_many(
     text_sets: Sequence[Sequence[str]],
     *,
@@ -301,6 +302,7 @@ def mattr(
                       tokenizer=tokenizer, lowercase=lowercase)[0]
 
 
+@register_batch("mattr")
 def mattr_many(
     text_sets: Sequence[Sequence[str]],
     *,
@@ -380,6 +382,7 @@ def pattr(
                       tokenizer=tokenizer, lowercase=lowercase)[0]
 
 
+@register_batch("pattr")
 def pattr_many(
     text_sets: Sequence[Sequence[str]],
     *,
@@ -464,6 +467,7 @@ def response_compression(
                                      tokenizer=tokenizer, lowercase=lowercase)[0]
 
 
+@register_batch("response-compression")
 def response_compression_many(
     text_sets: Sequence[Sequence[str]],
     *,
@@ -668,6 +672,7 @@ def mtld(
                      tokenizer=tokenizer, lowercase=lowercase)[0]
 
 
+@register_batch("mtld")
 def mtld_many(
     text_sets: Sequence[Sequence[str]],
     *,
@@ -789,6 +794,7 @@ def hdd(
                     tokenizer=tokenizer, lowercase=lowercase)[0]
 
 
+@register_batch("hdd")
 def hdd_many(
     text_sets: Sequence[Sequence[str]],
     *,
@@ -868,6 +874,7 @@ def length(
                        tokenizer=tokenizer, lowercase=lowercase)[0]
 
 
+@register_batch("length")
 def length_many(
     text_sets: Sequence[Sequence[str]],
     *,

@@ -96,13 +96,8 @@ def _frames(frames: Sequence[Any]) -> list[tuple[str, str, int]]:
 
 
 def cdm_fillers(
-    frames: Sequence[str | dict[str, Any]],
-    generator: Generator,
-    *,
-    seed: int = 0,
-    temperature: float = 0.7,
-    max_tokens: int = 96,
-    attempts: int = 3,
+    frames: Sequence[str | dict[str, Any]], generator: Generator, *,
+    seed: int = 0, temperature: float = 0.7, max_tokens: int = 96, attempts: int = 3,
     template: Template | None = None,
 ) -> CdmBuilt:
     """High- and low-diversity realisations of marked frames (CDM paper, appendix A.2).

@@ -76,13 +76,8 @@ def _check_generator(generator: Any) -> None:
 
 
 def para_k(
-    sets: Iterable[ResponseSet | Sequence[str]],
-    generator: Generator,
-    *,
-    k: int = 1,
-    seed: int = 0,
-    temperature: float = 0.7,
-    max_tokens: int = 64,
+    sets: Iterable[ResponseSet | Sequence[str]], generator: Generator, *, k: int = 1,
+    seed: int = 0, temperature: float = 0.7, max_tokens: int = 64,
     template: Template | None = None,
 ) -> list[ResponseSet]:
     """Para-k (commonsense paper, section 4.2.1): replace sentences by paraphrases of others,
@@ -167,14 +162,9 @@ def concepts_of(s: ResponseSet, field: str = "concepts") -> str:
 
 
 def nonsensical(
-    sets: Iterable[ResponseSet | Sequence[str]],
-    generator: Generator,
-    *,
-    seed: int = 0,
-    temperature: float = 1.0,
-    max_tokens: int = 64,
-    template: Template | None = None,
-    concepts_field: str = "concepts",
+    sets: Iterable[ResponseSet | Sequence[str]], generator: Generator, *,
+    seed: int = 0, temperature: float = 1.0, max_tokens: int = 64,
+    template: Template | None = None, concepts_field: str = "concepts",
 ) -> list[ResponseSet]:
     """Nonsensical (commonsense paper, section 4.2.2 and Figure 7): as many sentences as the
     source set has, each covering the set's concepts while contradicting common sense.

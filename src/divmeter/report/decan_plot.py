@@ -42,6 +42,16 @@ def _curve_and_d(item: Any, where: str) -> tuple[np.ndarray, float | None]:
     return arr, None
 
 
+def _finish(fig: Any, title: str | None, path: str | Path | None, dpi: int) -> Any:
+    """Title (when given), lay out and save (when ``path`` is given) a figure; returns it."""
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=dpi)
+    return fig
+
+
 def plot_decan_curves(
     groups: Mapping[str, Any],
     *,
@@ -136,12 +146,7 @@ def plot_decan_curves(
         ax2.set_ylabel(r"$D = C \times a_n$ (bits/byte)")
         ax2.set_title("Per-prompt D")
         ax2.grid(alpha=0.3, axis="y")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=150)
-    return fig
+    return _finish(fig, title, path, 150)
 
 
 def plot_decan_confound(
@@ -221,12 +226,7 @@ def plot_decan_confound(
         ax.set_title(f"{name} by length bin")
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=100)
-    return fig
+    return _finish(fig, title, path, 100)
 
 
 def write_confound_report(result: Any, out_dir: str | Path, *, info: Mapping[str, Any],

@@ -56,6 +56,24 @@ def _plt() -> Any:
     return require("matplotlib.pyplot", extra="plot", package="matplotlib")
 
 
+def _finish(fig: Any, ax: Any, title: str, path: str | os.PathLike[str], dpi: int,
+            labels: tuple[str, str] | None = None, legend: str | None = None,
+            suptitle: bool = False) -> Path:
+    """Label ``ax`` (``(xlabel, ylabel)``, a legend at ``legend``), title it (or the figure,
+    with ``suptitle``), lay the figure out and save it."""
+    if labels is not None:
+        ax.set_xlabel(labels[0])
+        ax.set_ylabel(labels[1])
+    if legend is not None:
+        ax.legend(fontsize=8, loc=legend)
+    if suptitle:
+        fig.suptitle(title, fontsize=10)
+    else:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path, dpi)
+
+
 def _save(fig: Any, path: str | os.PathLike[str], dpi: int) -> Path:
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -76,10 +94,9 @@ def class_histogram(
     dpi: int = DPI,
 ) -> Path:
     """Histograms of the high (1) and low (0) class with the optimal threshold marked."""
-    plt = _plt()
     s = np.asarray(scores, dtype=float)
     y = np.asarray(labels)
-    fig, ax = plt.subplots(figsize=size)
+    fig, ax = _plt().subplots(figsize=size)
     lo, hi = float(s.min()), float(s.max())
     rng = (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
     h1, _, _ = ax.hist(s[y == 1], bins=bins, range=rng, alpha=0.5, color=_HIGH,
@@ -90,12 +107,7 @@ def class_histogram(
     ax.scatter([threshold], [top * 1.04 + 0.5], marker="v", s=90, color="black", zorder=3,
                label=f"optimal threshold {threshold:.3g}")
     ax.axvline(threshold, color="black", lw=0.8, ls=":")
-    ax.set_xlabel("metric value")
-    ax.set_ylabel("sets per bin")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, loc="upper left")
-    fig.tight_layout()
-    return _save(fig, path, dpi)
+    return _finish(fig, ax, title, path, dpi, ("metric value", "sets per bin"), "upper left")
 
 
 def parameter_scatter(
@@ -109,10 +121,9 @@ def parameter_scatter(
     dpi: int = DPI,
 ) -> Path:
     """Metric value of every set against the diversity parameter, with a binned mean line."""
-    plt = _plt()
     s = np.asarray(scores, dtype=float)
     v = np.asarray(values, dtype=float)
-    fig, ax = plt.subplots(figsize=size)
+    fig, ax = _plt().subplots(figsize=size)
     ax.scatter(v, s, s=8, alpha=0.4, color=_HIGH, label="one set")
     if len(np.unique(v)) > 10:
         edges = np.quantile(v, np.linspace(0, 1, 11))
@@ -120,12 +131,7 @@ def parameter_scatter(
         mids = [v[which == b].mean() for b in range(10) if (which == b).any()]
         means = [s[which == b].mean() for b in range(10) if (which == b).any()]
         ax.plot(mids, means, color="black", lw=1.5, label="binned mean")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("metric value")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return _save(fig, path, dpi)
+    return _finish(fig, ax, title, path, dpi, (xlabel, "metric value"), "best")
 
 
 def kappa_heatmap(
@@ -138,10 +144,9 @@ def kappa_heatmap(
     dpi: int = DPI,
 ) -> Path:
     """Heat map of a kappa matrix, values written in the cells."""
-    plt = _plt()
     m = np.asarray(matrix, dtype=float)
     k = len(names)
-    fig, ax = plt.subplots(figsize=size or (max(4.0, 1.0 + 0.8 * k), max(3.2, 0.7 + 0.7 * k)))
+    fig, ax = _plt().subplots(figsize=size or (max(4.0, 1.0 + 0.8 * k), max(3.2, 0.7 + 0.7 * k)))
     im = ax.imshow(m, vmin=-1, vmax=1, cmap="RdBu_r")
     ax.set_xticks(range(k), labels=list(names), rotation=40, ha="right", fontsize=8)
     ax.set_yticks(range(k), labels=list(names), fontsize=8)
@@ -151,9 +156,7 @@ def kappa_heatmap(
             ax.text(j, i, "–" if np.isnan(val) else f"{val:.2f}", ha="center", va="center",
                     fontsize=8, color="white" if abs(val) > 0.6 else "black")
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    return _save(fig, path, dpi)
+    return _finish(fig, ax, title, path, dpi)
 
 
 def paired_differences(
@@ -167,11 +170,10 @@ def paired_differences(
     dpi: int = DPI,
 ) -> Path:
     """Left: each pair as a line from condition a to b. Right: sorted differences a - b."""
-    plt = _plt()
     x = np.asarray(a, dtype=float)
     z = np.asarray(b, dtype=float)
     d = np.sort(x - z)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=size, gridspec_kw={"width_ratios": [1, 2]})
+    fig, (ax1, ax2) = _plt().subplots(1, 2, figsize=size, gridspec_kw={"width_ratios": [1, 2]})
     show = np.arange(len(x)) if len(x) <= 300 else np.linspace(0, len(x) - 1, 300).astype(int)
     for i in show:
         up = x[i] > z[i]
@@ -184,12 +186,8 @@ def paired_differences(
     ax2.axhline(0, color="black", lw=0.8)
     ax2.axhline(float(d.mean()), color="black", lw=1.2, ls="--",
                 label=f"mean {d.mean():.3g}; a > b in {100 * (d > 0).mean():.0f}%")
-    ax2.set_xlabel("pairs, sorted by difference")
-    ax2.set_ylabel("a - b")
-    ax2.legend(fontsize=8, loc="upper left")
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return _save(fig, path, dpi)
+    return _finish(fig, ax2, title, path, dpi, ("pairs, sorted by difference", "a - b"),
+                   "upper left", suptitle=True)
 
 
 def length_scatter(
