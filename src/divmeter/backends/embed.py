@@ -39,9 +39,12 @@ from divmeter.errors import InvalidInputError, MissingDependencyError
 
 __all__ = [
     "ALIASES",
+    "BACKENDS",
     "Encoder",
     "ResolvedModel",
     "SentenceEncoder",
+    "cached_encode",
+    "check_backend",
     "get_encoder",
     "resolve_model",
     "set_offline",
@@ -379,49 +382,98 @@ class SentenceEncoder:
             )
         return np.asarray(out, dtype=np.float32)
 
+    @property
+    def max_seq_length(self) -> int:
+        """The encoder's window in tokens (special tokens included); longer texts are cut."""
+        return int(self.load().max_seq_length)
+
+    def count_truncated(self, texts: Sequence[str]) -> int:
+        """How many texts are longer than the window (and so are cut before encoding)."""
+        model = self.load()
+        window = int(model.max_seq_length)
+        ids = model.tokenizer(list(texts), add_special_tokens=True, truncation=False,
+                              verbose=False)["input_ids"]
+        return sum(len(x) > window for x in ids)
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` (cached); returns a ``(len(texts), d)`` float32 array."""
-        texts = list(texts)
-        found, missing = self.cache.get(texts)
-        if missing:
-            uniq = list(dict.fromkeys(texts[i] for i in missing))
-            vecs = self._encode_raw(uniq)
-            self.cache.put(uniq, vecs)
-            by_text = dict(zip(uniq, vecs, strict=True))
-            for i in missing:
-                found[i] = by_text[texts[i]]
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([found[i] for i in range(len(texts))]).astype(np.float32, copy=False)
+        return cached_encode(self, list(texts))
 
 
-_ENCODERS: dict[tuple[str, int | None, bool], Encoder] = {}
+def cached_encode(enc: Any, texts: list[str]) -> np.ndarray:
+    """``enc``'s vectors of ``texts`` through its cache: only texts not cached yet (each once)
+    go to ``enc._encode_raw``; rows come back in input order."""
+    found, missing = enc.cache.get(texts)
+    if missing:
+        uniq = list(dict.fromkeys(texts[i] for i in missing))
+        vecs = enc._encode_raw(uniq)
+        enc.cache.put(uniq, vecs)
+        by_text = dict(zip(uniq, vecs, strict=True))
+        for i in missing:
+            found[i] = by_text[texts[i]]
+    if not texts:
+        return np.zeros((0, enc.dim), dtype=np.float32)
+    return np.stack([found[i] for i in range(len(texts))]).astype(np.float32, copy=False)
+
+
+#: The ways of running a sentence encoder (``backend=`` of the embedding metrics).
+BACKENDS = ("torch", "onnx")
+
+_ENCODERS: dict[tuple[str, int | None, bool, str], Encoder] = {}
 _ENC_LOCK = threading.Lock()
 
 
+def check_backend(model: str, backend: str) -> None:
+    """Refuse a backend that cannot run ``model`` (one-line :class:`InvalidInputError`).
+
+    Example:
+        >>> check_backend("minilm-int8", "torch")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        divmeter.errors.InvalidInputError: model 'minilm-int8' is an int8 ONNX Runtime model; ...
+    """
+    if backend not in BACKENDS:
+        raise InvalidInputError(
+            f"`backend` must be one of {', '.join(BACKENDS)}; got {backend!r}."
+        )
+    from divmeter.backends.onnxrt import split_quant
+
+    if backend == "torch" and split_quant(model)[1] is not None:
+        raise InvalidInputError(
+            f"model {model!r} is an int8 ONNX Runtime model; it needs backend='onnx'; got "
+            "backend='torch'."
+        )
+
+
 def get_encoder(model: str = "minilm", *, threads: int | None = None, cache: bool = True,
-                progress: bool = False) -> Encoder:
+                progress: bool = False, backend: str = "torch") -> Encoder:
     """A process-wide encoder for ``model`` (loaded once): sentence model or word vectors.
 
     Word-vector models (``glove`` or a vector file) encode a text as the mean of its word vectors.
+    ``backend="onnx"`` runs a sentence model with ONNX Runtime
+    (:class:`divmeter.backends.onnxrt.OnnxSentenceEncoder`).
 
     Example:
         >>> get_encoder("glove").encode(["the cat"]).shape
         (1, 50)
     """
-    key = (model, resolve_threads(threads), cache)
+    check_backend(model, backend)
+    key = (model, resolve_threads(threads), cache, backend)
     with _ENC_LOCK:
         enc = _ENCODERS.get(key)
         if enc is None:
-            resolved = resolve_model(model)
-            if resolved.kind == "word":
+            if backend == "onnx":
+                from divmeter.backends.onnxrt import OnnxSentenceEncoder
+
+                enc = OnnxSentenceEncoder(model, threads=threads, cache=cache, progress=progress)
+            elif resolve_model(model).kind == "word":
                 from divmeter.backends.wordvec import WordVectorEncoder
 
                 enc = WordVectorEncoder(model, cache=cache)
             else:
                 enc = SentenceEncoder(model, threads=threads, cache=cache, progress=progress)
             _ENCODERS[key] = enc
-        if isinstance(enc, SentenceEncoder):
+        if hasattr(enc, "progress"):
             enc.progress = progress
         return enc
 

