@@ -345,6 +345,7 @@ class SentenceEncoder:
         self.signature = f"{self.resolved.signature}|pool:model"
         self.cache: EmbeddingCache = get_cache(self.signature, "default" if cache else None)
         self._model: Any = None
+        self._window_info: tuple[int, Any] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -382,18 +383,45 @@ class SentenceEncoder:
             )
         return np.asarray(out, dtype=np.float32)
 
+    def _window(self) -> tuple[int, Any]:
+        """(window, a function texts -> untruncated token counts), without loading the model
+        when its folder has ``tokenizer.json`` and ``sentence_bert_config.json`` (texts found in
+        the embedding cache then need no model)."""
+        if self._window_info is None:
+            folder = Path(self.resolved.location)
+            cfg, tj = folder / "sentence_bert_config.json", folder / "tokenizer.json"
+            if self._model is None and cfg.is_file() and tj.is_file():
+                conf = json.loads(cfg.read_text(encoding="utf-8"))
+                tok = require("tokenizers", extra="embed").Tokenizer.from_file(str(tj))
+                tok.no_padding()
+                tok.no_truncation()
+                lower = bool(conf.get("do_lower_case", False))
+
+                def lengths(texts: list[str]) -> list[int]:
+                    texts = [t.lower() for t in texts] if lower else texts
+                    return [len(e.ids) for e in tok.encode_batch(texts)]
+
+                self._window_info = (int(conf["max_seq_length"]), lengths)
+            else:
+                model = self.load()
+
+                def lengths(texts: list[str]) -> list[int]:
+                    ids = model.tokenizer(texts, add_special_tokens=True, truncation=False,
+                                          verbose=False)["input_ids"]
+                    return [len(x) for x in ids]
+
+                self._window_info = (int(model.max_seq_length), lengths)
+        return self._window_info
+
     @property
     def max_seq_length(self) -> int:
         """The encoder's window in tokens (special tokens included); longer texts are cut."""
-        return int(self.load().max_seq_length)
+        return int(self._window()[0])
 
     def count_truncated(self, texts: Sequence[str]) -> int:
         """How many texts are longer than the window (and so are cut before encoding)."""
-        model = self.load()
-        window = int(model.max_seq_length)
-        ids = model.tokenizer(list(texts), add_special_tokens=True, truncation=False,
-                              verbose=False)["input_ids"]
-        return sum(len(x) > window for x in ids)
+        window, lengths = self._window()
+        return sum(n > window for n in lengths(list(texts)))
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` (cached); returns a ``(len(texts), d)`` float32 array."""

@@ -414,6 +414,23 @@ def _embed_checked(metric: str, sig: str, texts: list[str], model: str, *, min_n
     return X
 
 
+def truncation(texts: Sequence[str], model: str, base_url: str | None = None,
+               backend: str = "torch") -> dict[str, int]:
+    """``{"truncated": k, "max_seq_length": w}``: how many responses are longer than a local
+    sentence encoder's window of ``w`` tokens (special tokens included), and so were embedded
+    from their first ``w`` tokens only. Empty for word vectors and server models (their
+    windows are not known here). Recorded in the details of every sentence-encoder metric."""
+    from divmeter.backends.server import server_model_name
+
+    if server_model_name(model) is not None:
+        return {}
+    enc = _encoder(model, base_url, backend)
+    if not hasattr(enc, "count_truncated"):
+        return {}
+    return {"truncated": int(enc.count_truncated(texts)),
+            "max_seq_length": int(enc.max_seq_length)}
+
+
 def _sig(name: str, model: str, base_url: str | None = None, backend: str = "torch",
          **items: Any) -> str:
     return make_signature(name, model=_model_sig(model, base_url, backend),
@@ -471,7 +488,8 @@ def embedding_cosine(
         return X
     S = cosine_matrix(X)
     value = diversity_from_similarity(S, reduction)  # type: ignore[arg-type]
-    return MetricResult("embedding-cosine", value, sig, details={"similarity": S})
+    return MetricResult("embedding-cosine", value, sig, details={
+        "similarity": S, **truncation(texts, model, base_url, backend)})
 
 
 @register(
@@ -522,7 +540,8 @@ def chamfer(
     D = 1.0 - cosine_matrix(X)
     np.fill_diagonal(D, np.inf)
     nearest = np.maximum(D.min(axis=1), 0.0)
-    return MetricResult("chamfer", float(nearest.mean()), sig, details={"nearest": nearest})
+    return MetricResult("chamfer", float(nearest.mean()), sig, details={
+        "nearest": nearest, **truncation(texts, model, base_url, backend)})
 
 
 @register(
@@ -579,8 +598,8 @@ def chamfer_sqeuclidean(
     if isinstance(X, MetricResult):
         return X
     nearest = _sqeuclidean_nearest(np.asarray(X, dtype=np.float64))
-    return MetricResult("chamfer-sqeuclidean", float(2.0 * nearest.mean()), sig,
-                        details={"nearest": nearest})
+    return MetricResult("chamfer-sqeuclidean", float(2.0 * nearest.mean()), sig, details={
+        "nearest": nearest, **truncation(texts, model, base_url, backend)})
 
 
 @register(
@@ -623,7 +642,8 @@ def vendi_embedding(
                        backend=backend)
     if isinstance(X, MetricResult):
         return X
-    return MetricResult("vendi-embedding", vendi_from_features(X, q), sig)
+    return MetricResult("vendi-embedding", vendi_from_features(X, q), sig,
+                        details=truncation(texts, model, base_url, backend))
 
 
 @register(
@@ -676,7 +696,8 @@ def kmeans_inertia_metric(
     if isinstance(X, MetricResult):
         return X
     labels, _, inertia = kmeans(normalize_rows(X), k, seed=seed, n_init=n_init)
-    return MetricResult("kmeans-inertia", inertia, sig, details={"labels": labels})
+    return MetricResult("kmeans-inertia", inertia, sig, details={
+        "labels": labels, **truncation(texts, model, base_url, backend)})
 
 
 @register(
@@ -713,7 +734,8 @@ def remote_clique(
                        backend=backend)
     if isinstance(X, MetricResult):
         return X
-    return MetricResult("remote-clique", remote_clique_value(X, distance), sig)
+    return MetricResult("remote-clique", remote_clique_value(X, distance), sig,
+                        details=truncation(texts, model, base_url, backend))
 
 
 _TOKEN_EMBEDDERS: dict[tuple[str, int | None], Any] = {}
