@@ -333,7 +333,15 @@ class SentenceEncoder:
         threads: int | None = None,
         cache: bool = True,
         progress: bool = False,
+        device: str = "cpu",
+        dtype: str = "float32",
     ) -> None:
+        from divmeter.backends.device import DTYPES, resolve_device
+
+        if dtype not in DTYPES:
+            raise InvalidInputError(f"`dtype` must be one of {', '.join(DTYPES)}; got {dtype!r}.")
+        self.device = resolve_device(device)
+        self.dtype = dtype
         self.resolved = resolve_model(model)
         if self.resolved.kind != "sentence":
             raise InvalidInputError(
@@ -342,7 +350,8 @@ class SentenceEncoder:
         self.batch_size = batch_size
         self.threads = resolve_threads(threads)
         self.progress = progress
-        self.signature = f"{self.resolved.signature}|pool:model"
+        self.signature = f"{self.resolved.signature}|pool:model" + (
+            "" if dtype == "float32" else f"|dtype:{dtype}")
         self.cache: EmbeddingCache = get_cache(self.signature, "default" if cache else None)
         self._model: Any = None
         self._window_info: tuple[int, Any] | None = None
@@ -362,7 +371,12 @@ class SentenceEncoder:
                              package="sentence-transformers")
                 set_threads(self.threads)
                 with quiet_loading(self.progress):
-                    self._model = st.SentenceTransformer(self.resolved.location, device="cpu")
+                    self._model = st.SentenceTransformer(self.resolved.location,
+                                                         device=self.device)
+                if self.dtype != "float32":
+                    from divmeter.backends.device import torch_dtype
+
+                    self._model.to(torch_dtype(self.dtype))
                 self._model.eval()
             return self._model
 
@@ -376,11 +390,14 @@ class SentenceEncoder:
         model = self.load()
         set_threads(self.threads)
         torch = require("torch", extra="embed")
-        with torch.inference_mode():
-            out = model.encode(
-                texts, batch_size=self.batch_size, show_progress_bar=self.progress,
-                convert_to_numpy=True,
-            )
+        from divmeter.backends.device import halving_retry
+
+        def run(batch_size: int) -> Any:
+            with torch.inference_mode():
+                return model.encode(texts, batch_size=batch_size,
+                                    show_progress_bar=self.progress, convert_to_numpy=True)
+
+        out = halving_retry(run, self.batch_size, what=f"embedding with {self.name}")
         return np.asarray(out, dtype=np.float32)
 
     def _window(self) -> tuple[int, Any]:
@@ -447,11 +464,12 @@ def cached_encode(enc: Any, texts: list[str]) -> np.ndarray:
 #: The ways of running a sentence encoder (``backend=`` of the embedding metrics).
 BACKENDS = ("torch", "onnx")
 
-_ENCODERS: dict[tuple[str, int | None, bool, str], Encoder] = {}
+_ENCODERS: dict[tuple[str, int | None, bool, str, str, str], Encoder] = {}
 _ENC_LOCK = threading.Lock()
 
 
-def check_backend(model: str, backend: str) -> None:
+def check_backend(model: str, backend: str, device: str = "cpu", dtype: str = "float32"
+                  ) -> None:
     """Refuse a backend that cannot run ``model`` (one-line :class:`InvalidInputError`).
 
     Example:
@@ -471,10 +489,20 @@ def check_backend(model: str, backend: str) -> None:
             f"model {model!r} is an int8 ONNX Runtime model; it needs backend='onnx'; got "
             "backend='torch'."
         )
+    if backend == "onnx" and device not in {"cpu", "auto"}:
+        raise InvalidInputError(
+            f"backend 'onnx' runs on the CPU (ONNX Runtime's CPU provider); got device={device!r}; "
+            "use backend='torch' for a GPU."
+        )
+    if backend == "onnx" and dtype != "float32":
+        raise InvalidInputError(
+            f"backend 'onnx' runs float32 graphs (or the -int8 models); got dtype={dtype!r}."
+        )
 
 
 def get_encoder(model: str = "minilm", *, threads: int | None = None, cache: bool = True,
-                progress: bool = False, backend: str = "torch") -> Encoder:
+                progress: bool = False, backend: str = "torch", device: str = "cpu",
+                dtype: str = "float32") -> Encoder:
     """A process-wide encoder for ``model`` (loaded once): sentence model or word vectors.
 
     Word-vector models (``glove`` or a vector file) encode a text as the mean of its word vectors.
@@ -485,8 +513,8 @@ def get_encoder(model: str = "minilm", *, threads: int | None = None, cache: boo
         >>> get_encoder("glove").encode(["the cat"]).shape
         (1, 50)
     """
-    check_backend(model, backend)
-    key = (model, resolve_threads(threads), cache, backend)
+    check_backend(model, backend, device, dtype)
+    key = (model, resolve_threads(threads), cache, backend, device, dtype)
     with _ENC_LOCK:
         enc = _ENCODERS.get(key)
         if enc is None:
@@ -499,7 +527,8 @@ def get_encoder(model: str = "minilm", *, threads: int | None = None, cache: boo
 
                 enc = WordVectorEncoder(model, cache=cache)
             else:
-                enc = SentenceEncoder(model, threads=threads, cache=cache, progress=progress)
+                enc = SentenceEncoder(model, threads=threads, cache=cache, progress=progress,
+                                      device=device, dtype=dtype)
             _ENCODERS[key] = enc
         if hasattr(enc, "progress"):
             enc.progress = progress
