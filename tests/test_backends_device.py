@@ -25,6 +25,9 @@ TEXTS = ["A man eats food.", "A man is eating a meal.", "Stocks fell sharply tod
          "The cat sat on the mat.", "It rained all week in the hills."]
 
 
+_ORIGINAL_CACHE = os.environ.get("DIVMETER_CACHE")
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     old = os.environ.get("DIVMETER_CACHE")
@@ -163,3 +166,31 @@ def test_other_errors_are_not_retried() -> None:
     with pytest.raises(ValueError, match="not memory"):
         dev.halving_retry(broken, 64, what="demo")
     assert calls == [64]
+
+
+@pytest.mark.lm
+def test_decan_device_checked_and_cpu_reference_unchanged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Decan (Decan paper, eq. 5: D = C x a_n) on device='auto' (CPU here) equals the default
+    path exactly, with the same signature; a missing CUDA device or a server model with a
+    device is refused in one line."""
+    import torch
+
+    # the converted GGUF model lives in the user's cache (converting it again takes a minute)
+    if _ORIGINAL_CACHE is None:
+        monkeypatch.delenv("DIVMETER_CACHE", raising=False)
+    else:
+        monkeypatch.setenv("DIVMETER_CACHE", _ORIGINAL_CACHE)
+    texts = ["Rain fell.", "Snow fell on the hills.", "The sun came out."]
+    ref = divmeter.score(texts, "decan", permutations=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = divmeter.score(texts, "decan", permutations=3, device="auto")
+    assert (got.value, got.signature) == (ref.value, ref.signature)
+    if not torch.cuda.is_available():
+        with pytest.raises(InvalidInputError, match=r"^device 'cuda' is not available"):
+            divmeter.score(texts, "decan", permutations=3, device="cuda")
+    with pytest.raises(InvalidInputError, match=r"`device` of decan applies to local models"):
+        divmeter.score(texts, "decan", model="openai:x", base_url="http://127.0.0.1:9/v1",
+                       device="auto")

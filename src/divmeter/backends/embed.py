@@ -514,6 +514,10 @@ def get_encoder(model: str = "minilm", *, threads: int | None = None, cache: boo
         (1, 50)
     """
     check_backend(model, backend, device, dtype)
+    if backend == "torch":
+        from divmeter.backends.device import resolve_device
+
+        device = resolve_device(device)  # "auto" and the device it picks share one encoder
     key = (model, resolve_threads(threads), cache, backend, device, dtype)
     with _ENC_LOCK:
         enc = _ENCODERS.get(key)
