@@ -194,3 +194,18 @@ def test_decan_device_checked_and_cpu_reference_unchanged(
     with pytest.raises(InvalidInputError, match=r"`device` of decan applies to local models"):
         divmeter.score(texts, "decan", model="openai:x", base_url="http://127.0.0.1:9/v1",
                        device="auto")
+
+
+@pytest.mark.embed
+def test_bertscore_device_and_dtype() -> None:
+    """BERTScore (Zhang et al. 2020, eq. 1-4) with the token encoder on device='auto' (CPU
+    here) equals the default path; bfloat16 weights are named in the signature."""
+    ref = divmeter.score(TEXTS[:3], "bertscore")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = divmeter.score(TEXTS[:3], "bertscore", device="auto")
+    assert (got.value, got.signature) == (ref.value, ref.signature)
+    half = divmeter.score(TEXTS[:3], "bertscore", dtype="bfloat16")
+    assert half.signature.split("|")[1:5] == [f"model:{MINILM}", "layer:6", "dtype:bfloat16",
+                                              "idf:no"]
+    assert half.value == pytest.approx(ref.value, abs=0.02)

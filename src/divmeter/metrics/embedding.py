@@ -751,15 +751,18 @@ def remote_clique(
                         details=truncation(texts, model, base_url, backend, device, dtype))
 
 
-_TOKEN_EMBEDDERS: dict[tuple[str, int | None], Any] = {}
+_TOKEN_EMBEDDERS: dict[tuple[str, int | None, str, str], Any] = {}
 
 
-def _token_embedder(model: str, layer: int | None) -> Any:
+def _token_embedder(model: str, layer: int | None, device: str = "cpu",
+                    dtype: str = "float32") -> Any:
+    from divmeter.backends.device import resolve_device
     from divmeter.backends.wordvec import TokenEmbedder
 
-    key = (model, layer)
+    device = resolve_device(device)
+    key = (model, layer, device, dtype)
     if key not in _TOKEN_EMBEDDERS:
-        _TOKEN_EMBEDDERS[key] = TokenEmbedder(model, layer=layer)
+        _TOKEN_EMBEDDERS[key] = TokenEmbedder(model, layer=layer, device=device, dtype=dtype)
     return _TOKEN_EMBEDDERS[key]
 
 
@@ -798,14 +801,15 @@ def set_idf(ids: Sequence[np.ndarray]) -> list[np.ndarray]:
                            doc="hidden layer (None: the model's default)"),
             "idf": Param(bool, default=False, doc="idf-weighted matching"),
             "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
-                               doc="how similarities become a diversity")},
+                               doc="how similarities become a diversity"),
+            "device": DEVICE, "dtype": DTYPE},
     description="BERTScore F1 between responses (greedy matching of contextual token "
     "embeddings), flipped to a diversity",
     extra="embed",
 )
 def bertscore(
     responses: Sequence[str], *, model: str = "minilm", layer: int | None = None,
-    idf: bool = False, reduction: str = "neg-mean",
+    idf: bool = False, reduction: str = "neg-mean", device: str = "cpu", dtype: str = "float32",
 ) -> MetricResult:
     """BERTScore between the responses, reduced to a set diversity.
 
@@ -821,6 +825,9 @@ def bertscore(
         layer: Hidden layer (``None`` = last; 0 = input embeddings).
         idf: Weight tokens by idf computed over the set.
         reduction: ``neg-mean`` or ``one-minus-mean``.
+        device: Where the transformer runs (``cpu``, ``auto``, ``cuda``, ``cuda:N``, ``mps``;
+            not in the signature).
+        dtype: Weights' dtype; in the signature unless ``float32``.
 
     Returns:
         MetricResult with ``details``: ``precision``, ``recall``, ``f1`` matrices (candidate =
@@ -841,9 +848,10 @@ def bertscore(
         check_int(layer, "layer", "bertscore", minimum=0)
     from divmeter.backends.embed import library_versions
 
-    te = _token_embedder(model, layer)
+    te = _token_embedder(model, layer, device, dtype)
     sig = make_signature(
-        "bertscore", model=te.resolved.signature, layer=te.layer, idf=idf, reduction=reduction,
+        "bertscore", model=te.resolved.signature, layer=te.layer,
+        dtype=None if dtype == "float32" else dtype, idf=idf, reduction=reduction,
         lib=library_versions(),
     )
     if not texts:
