@@ -448,17 +448,16 @@ class SentenceEncoder:
 def cached_encode(enc: Any, texts: list[str]) -> np.ndarray:
     """``enc``'s vectors of ``texts`` through its cache: only texts not cached yet (each once)
     go to ``enc._encode_raw``; rows come back in input order."""
-    found, missing = enc.cache.get(texts)
-    if missing:
-        uniq = list(dict.fromkeys(texts[i] for i in missing))
-        vecs = enc._encode_raw(uniq)
-        enc.cache.put(uniq, vecs)
-        by_text = dict(zip(uniq, vecs, strict=True))
-        for i in missing:
-            found[i] = by_text[texts[i]]
     if not texts:
         return np.zeros((0, enc.dim), dtype=np.float32)
-    return np.stack([found[i] for i in range(len(texts))]).astype(np.float32, copy=False)
+    found, missing = enc.cache.get(texts)
+    new: dict[str, np.ndarray] = {}
+    if missing:
+        uniq = list(dict.fromkeys(texts[i] for i in missing))
+        new = dict(zip(uniq, enc._encode_raw(uniq), strict=True))
+        enc.cache.put(uniq, np.stack(list(new.values())))
+    rows = [found[i] if i in found else new[t] for i, t in enumerate(texts)]
+    return np.stack(rows).astype(np.float32, copy=False)
 
 
 #: The ways of running a sentence encoder (``backend=`` of the embedding metrics).
