@@ -172,7 +172,8 @@ def test_metric_values_match_torch(story_texts: list[str], metric: str) -> None:
         ({"backend": "onnx", "model": "glove"}, r"backend 'onnx' runs sentence-transformers "
          r"models; 'glove' is a word-vector model: use backend='torch'\."),
         ({"backend": "onnx", "model": "openai:x", "base_url": "http://127.0.0.1:9/v1"},
-         r"`backend` applies to local models; server model 'openai:x' runs on its server"),
+         r"`backend`, `device` and `dtype` apply to local models; server model 'openai:x' "
+         r"runs on its server; got backend='onnx', device='cpu', dtype='float32'\."),
     ],
 )
 def test_backend_errors(kwargs: dict, match: str) -> None:
