@@ -27,8 +27,15 @@ TEXTS = [
     "caf\u00e9 \u2018quoted\u2019 na\u00efve \u2014 caf\u00e9 cafe",  # 2-3 byte characters
     "\u65e5\u672c\u8a9e \U0001f642 \U0001f642 \u00c9T\u00c9 \u00e9t\u00e9",
     "ctrl\x01char ctrl\x01char \x1b",  # control bytes inside tokens (not whitespace)
+    # whitespace only: no token under either tokenizer (Tevet's split alone would keep a tab)
+    " \t ",
+    "\t\n",
+    "\x0b\x0c",
+    # a tab between spaces is a tevet word inside a response with words
+    "a \t b \t",
+    "\t.\t",
 ]
-SETS = [TEXTS[:4], [], [""], TEXTS[4:], TEXTS[2:7], ["  "]]
+SETS = [TEXTS[:4], [], [""], TEXTS[4:], TEXTS[2:7], ["  "], TEXTS[-5:], [" \t ", "\t\n"]]
 
 
 @pytest.fixture(autouse=True)
@@ -104,6 +111,30 @@ def test_byte_path_declines_where_it_cannot_be_exact(texts: list[str], why: str)
     sets = [texts, ["a a b", "a b"]]
     assert _sequences(intern_sets(sets, get_tokenizer("whitespace"))) == _sequences(
         _dictionary_path(sets, "whitespace", False))
+
+
+#: Non-ASCII whitespace (the whitespace byte path declines on it; tevet's does not).
+TEVET_TEXTS = [" \u00a0 ", "a \u00a0 b", "\u3000\t", "a \t b", " \t ", "\t\n", "x",
+               "\u00a0sat \u2003 \u00a0sat"]
+
+
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_tevet_whitespace_only_texts_have_no_token(lowercase: bool) -> None:
+    """The tokenizer contract on the byte path: a whitespace-only text has no token; a tab or
+    a no-break space between spaces in a text with words is a word (Tevet's split)."""
+    bt = _byte_tokens(TEVET_TEXTS, "tevet")
+    assert bt is not None
+    tok = get_tokenizer("tevet", lowercase)
+    # by hand: [], [a, \xa0, b], [], [a, \t, b], [], [], [x], [\xa0sat, \u2003, \xa0sat]
+    assert bt.lengths.tolist() == [len(tok(t)) for t in TEVET_TEXTS] == [0, 3, 0, 3, 0, 0, 1, 3]
+    sets = [TEVET_TEXTS[:4], TEVET_TEXTS[4:], [" \u00a0 ", "\u3000\t"]]
+    fast = intern_sets(sets, tok)
+    slow = _dictionary_path(sets, "tevet", lowercase)
+    assert fast.longest is not None
+    assert _sequences(fast) == _sequences(slow)
+    assert (fast.n_texts, fast.n_types) == (slow.n_texts, slow.n_types) == (
+        [4, 4, 2], [4, 3, 0])  # a \xa0 b \t | x \xa0sat \u2003 | none
+    assert fast.longest.tolist() == intern_module._longest(slow).tolist() == [3, 3, 0]
 
 
 def test_tevet_declines_on_nul_only() -> None:

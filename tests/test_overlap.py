@@ -51,10 +51,10 @@ TOL = 1e-9
         # no shared word at all
         (["a b c d", "e f g h"], 4, "corpus", 0.0),
         (["a b c d", "e f g h"], 4, "sentence", 0.0),
-        # every response shorter than n: no 4-gram anywhere, null (issue 16; sacrebleu says 0,
-        # nltk's method1 0.1 ** 0.5)
-        (["a b", "a b"], 4, "corpus", None),
-        (["a b", "a b"], 4, "sentence", None),
+        # shorter than n, no smoothing: no 3-gram at all -> 0 (sacrebleu, nltk)
+        (["a b", "a b"], 4, "corpus", 0.0),
+        # shorter than n, method1 as nltk: p3 = p4 = 0.1 / max(1, 0) -> 0.1 ** 0.5
+        (["a b", "a b"], 4, "sentence", math.sqrt(0.1)),
         # one response shorter than n, method1 as nltk: hypothesis "a b" (ref "a b c d"):
         # p1 = p2 = 1, p3 = p4 = 0.1 / max(1, 0), BP = exp(1 - 4/2) -> 0.1 ** 0.5 * exp(-1);
         # "a b c d" (ref "a b"): p1 = 2/4, p2 = 1/3, p3 = 0.1 / 2, p4 = 0.1 / 1, BP = 1
@@ -64,13 +64,8 @@ TOL = 1e-9
         (["a b", "", "a b"], 1, "sentence", 2 / 3),
     ],
 )
-def test_self_bleu_golden(texts: list[str], n: int, variant: str, expected: float | None
-                          ) -> None:
+def test_self_bleu_golden(texts: list[str], n: int, variant: str, expected: float) -> None:
     r = self_bleu(texts, n=n, variant=variant)
-    if expected is None:
-        assert r.value is None
-        assert r.reason == f"n = {n} is larger than the longest response (2 tokens): no {n}-grams"
-        return
     assert r.value == pytest.approx(expected, abs=1e-12)
     assert r.details["diversity"] == pytest.approx(1 - expected, abs=1e-12)
 
@@ -127,8 +122,12 @@ def test_self_bleu_signatures() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"n": 0}, r"^`n` of self-bleu must be an integer >= 1; got 0\.$"),
-        ({"n": 2.0}, r"^`n` of self-bleu must be an integer >= 1; got 2\.0\.$"),
+        ({"n": 0}, r"^`n` of self-bleu must be an integer >= 1 and <= 100; got 0\.$"),
+        ({"n": 2.0}, r"^`n` of self-bleu must be an integer >= 1 and <= 100; got 2\.0\.$"),
+        # the cost grows with n (one pass per order): bounded by MAX_ORDER (issue 16)
+        ({"n": 101}, r"^`n` of self-bleu must be an integer >= 1 and <= 100; got 101\.$"),
+        ({"n": 10**9},
+         r"^`n` of self-bleu must be an integer >= 1 and <= 100; got 1000000000\.$"),
         (
             {"variant": "macro"},
             r"^`variant` of self-bleu must be one of corpus, sentence; got 'macro'\.$",

@@ -6,19 +6,26 @@
    before the metric's kernel, through :func:`divmeter.score`, :func:`divmeter.score_many` and
    :func:`divmeter.batch.score_sets` alike. Metrics of ``granularity="response"`` are defined on
    one text: they need one non-blank response.
-2. One tokenizer contract: no tokenizer gives a whitespace-only token (a tab used to be a
-   ``tevet`` token, so distinct-n counted it where ttr and self-BLEU did not).
+2. One tokenizer contract: a response made only of whitespace has no token under every
+   tokenizer (a tab used to be a ``tevet`` token of such a response, so distinct-n counted it
+   where ttr and self-BLEU did not); ``whitespace``, ``word`` and ``char`` never give a
+   whitespace-only token; ``tevet`` keeps Tevet & Berant's ``split(" ")`` inside a response
+   (a tab between spaces is a word), for parity with their published numbers.
 3. Scripts written without spaces: a ``char`` tokenizer for every form metric, with distinct-n
    values computed by hand on real Chinese sentences, and one warning per process when a
    space-splitting tokenizer meets such text.
-4. Parameter bounds: a single order ``n`` larger than the longest response is null at once
-   (``n=10**9`` included; no timing is asserted), ``n_max`` is declared ``<= 100`` and the orders
-   beyond the longest response count as 0 (Tevet & Berant 2021's ``averaged_distinct_ngrams``).
+4. Parameter bounds: a single order ``n`` of an n-gram count larger than the longest response
+   is null at once (``n=10**9`` included; no timing is asserted); self-BLEU's ``n`` and every
+   ``n_max`` are declared ``<= 100`` (refused before the first set above it); self-BLEU on
+   responses shorter than ``n`` keeps BLEU's own conventions (a number, as sacrebleu, nltk and
+   pycocoevalcap compute it) and the orders of ``n_max`` beyond the longest response count as 0
+   (Tevet & Berant 2021's ``averaged_distinct_ngrams``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -153,15 +160,50 @@ def test_rule_runs_before_the_kernel() -> None:
 # --------------------------------------------------------------------------- tokenizer contract
 
 
+#: Responses made only of whitespace (Tevet's literal split would keep a word in each but the
+#: first: a tab, a no-break space, an em space, a tab left when the newline is removed).
+WHITESPACE_ONLY = ["   ", " \u00a0 ", " \u2003 ", "\t\n", " \t\u3000"]
+WITH_WORDS = ["a \t b", "a\u3000 b\r\n", "x \x0b\x0c y", " \u00a0 sat.", "\t.\t"]
+
+
+def _tevet_literal(text: str) -> list[str]:
+    """Tevet & Berant's tokenizer as their code writes it (``run_metrics.py``)."""
+    return [w for w in text.replace(".", "").replace("\n", "").split(" ") if w]
+
+
 @pytest.mark.parametrize("name", sorted(TOKENIZERS))
-@pytest.mark.parametrize(
-    "text", ["a \t b", "\t", " \u00a0 ", "a\u3000 b\r\n", "x \x0b\x0c y", " \u2003 "])
-def test_no_tokenizer_gives_a_whitespace_only_token(name: str, text: str) -> None:
+@pytest.mark.parametrize("text", WHITESPACE_ONLY + WITH_WORDS)
+def test_the_tokenizer_contract(name: str, text: str) -> None:
+    """No empty token; no token at all in a whitespace-only response; no whitespace-only token
+    but under ``tevet`` (the same through ``__call__``, ``many`` and ``each``)."""
     for lowercase in (False, True):
         toks = Tokenizer(name, lowercase)(text)
-        assert all(t and not t.isspace() for t in toks), (name, text, toks)
+        assert all(toks), (name, text, toks)
+        if text.isspace():
+            assert toks == [], (name, text, toks)
+        elif name != "tevet":
+            assert not any(t.isspace() for t in toks), (name, text, toks)
         assert toks == Tokenizer(name, lowercase).many([text])[0]
         assert toks == next(Tokenizer(name, lowercase).each([text]))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a \t b", ["a", "\t", "b"]),  # the tab between two spaces is a word
+        ("x \x0b\x0c y", ["x", "\x0b\x0c", "y"]),
+        ("a\u3000 b\r\n", ["a\u3000", "b\r"]),  # "\n" removed, other whitespace kept
+        (" \u00a0 sat.", ["\u00a0", "sat"]),  # the no-break space of Tevet's set ...::00274
+        ("\t.\t", ["\t\t"]),  # not whitespace only (a dot): Tevet's split as it is
+    ] + [(t, []) for t in WHITESPACE_ONLY],  # whitespace only: no token (Tevet: one or none)
+)
+def test_tevet_keeps_the_reference_split(text: str, expected: list[str]) -> None:
+    """Tevet & Berant 2021's tokenizer inside a response, exactly (their published
+    distinct-n column depends on it: tests/test_tevet_parity.py); a response made only of
+    whitespace has no token, the one departure, so that it never counts."""
+    assert Tokenizer("tevet")(text) == expected
+    if not text.isspace():
+        assert expected == _tevet_literal(text)
 
 
 FORM_TEXT = [m.name for m in SPECS if m.family == "form" and "tokenizer" in m.params
@@ -170,34 +212,48 @@ FORM_TEXT = [m.name for m in SPECS if m.family == "form" and "tokenizer" in m.pa
 
 @pytest.mark.parametrize("metric", FORM_TEXT)
 @pytest.mark.parametrize("tok", list(TEXT_TOKENIZERS))
-def test_whitespace_only_words_change_no_value(metric: str, tok: str) -> None:
-    """Tabs and no-break spaces between words, and a whitespace-only response, give exactly the
-    values of the same set without them, for every form metric and tokenizer."""
+def test_whitespace_only_responses_change_no_value(metric: str, tok: str) -> None:
+    """A whitespace-only response gives exactly the values of an empty one, for every form
+    metric and tokenizer; so do tabs and no-break spaces between words, except under ``tevet``
+    (they are words of Tevet's split: :func:`test_tevet_keeps_the_reference_split`)."""
     params = {"tokenizer": tok}
     clean = ["the cat sat", "the dog sat down", "", "a cat"]
-    messy = ["the cat \t sat", "the dog \u00a0 sat down \t", " \t\u3000", "a cat"]
+    blank = ["the cat sat", "the dog sat down", " \t\u3000", "a cat"]
+    messy = ["the cat \t sat", "the dog \u00a0 sat down \t", "\t\n", "a cat"]
     want = divmeter.score(clean, metric, **params)
-    got = divmeter.score(messy, metric, **params)
-    assert (got.value, got.reason, got.signature) == (want.value, want.reason, want.signature)
-    many = divmeter.score_many([messy, clean], metric, **params)
-    assert many[0].value == many[1].value == want.value
+    for texts in [blank] if tok == "tevet" else [blank, messy]:
+        got = divmeter.score(texts, metric, **params)
+        assert (got.value, got.reason, got.signature) == (want.value, want.reason,
+                                                          want.signature)
+        many = divmeter.score_many([texts, clean], metric, **params)
+        assert many[0].value == many[1].value == want.value
 
 
 @pytest.mark.parametrize(
-    ("metric", "params", "expected"),
+    ("texts", "metric", "params", "expected"),
     [
-        # tokens a b | a b (the tab is no token): 2 types / 4 tokens (was 3 / 5 with the tab)
-        ("distinct-n", {"n": 1}, 0.5),
-        ("ttr", {"tokenizer": "tevet"}, 1.0),
-        # tokens a b a b: one unigram type per 2 occurrences, entropy ln 2 (base e)
-        ("entropy-n", {"n": 1}, 0.6931471805599453),
+        # tokens a b | a \t b: 3 types (a, b, \t) / 5 tokens
+        (["a b", "a \t b"], "distinct-n", {"n": 1}, 3 / 5),
+        # bigrams (a b) | (a \t) (\t b): 3 types / 3
+        (["a b", "a \t b"], "distinct-n", {"n": 2}, 1.0),
+        # counts a 2, b 2, \t 1 of 5: H = -(2 * 0.4 ln 0.4 + 0.2 ln 0.2)
+        (["a b", "a \t b"], "entropy-n", {"n": 1},
+         -(2 * 0.4 * math.log(0.4) + 0.2 * math.log(0.2))),
+        # per response 2/2 and 3/4 (a \t \t b: types a, \t, b): mean 0.875
+        (["a b", "a \t \t b"], "ttr", {"tokenizer": "tevet"}, (1 + 3 / 4) / 2),
+        # the same set under whitespace: a b | a b, 2 types / 4
+        (["a b", "a \t b"], "distinct-n", {"n": 1, "tokenizer": "whitespace"}, 2 / 4),
+        # a whitespace-only response has no token: a b | a c, 3 types / 4
+        (["a b", "\t \u00a0", "a c"], "distinct-n", {"n": 1}, 3 / 4),
     ],
 )
-def test_a_tab_is_no_token_in_tevet(metric: str, params: dict[str, Any], expected: float
-                                    ) -> None:
-    """Tevet & Berant's tokenizer splits on the space character only: the tab of ``"a \\t b"``
-    used to survive as a word of its own."""
-    assert divmeter.score(["a b", "a \t b"], metric, **params).value == expected
+def test_tevet_values_keep_the_reference_split(texts: list[str], metric: str,
+                                               params: dict[str, Any], expected: float) -> None:
+    """Values by hand under Tevet & Berant's split: the tab of ``"a \\t b"`` is a word of its
+    own (as in their code), a whitespace-only response counts nothing."""
+    got = divmeter.score(texts, metric, **params)
+    assert got.value == pytest.approx(expected, rel=1e-15)
+    assert divmeter.score_many([texts, ["x y", "y z"]], metric, **params)[0].value == got.value
 
 
 # --------------------------------------------------------------------------- char tokenizer
@@ -309,7 +365,7 @@ def test_no_warning_otherwise(fresh_warning: None, tok: str, texts: list[str]) -
 
 HUGE = 10**9
 SINGLE_N = [("distinct-n", {}), ("entropy-n", {}), ("ead", {}), ("ngram-cosine", {}),
-            ("self-repetition", {}), ("self-bleu", {}), ("self-bleu", {"variant": "sentence"})]
+            ("self-repetition", {})]
 
 
 @pytest.mark.parametrize(("metric", "params"), SINGLE_N)
@@ -323,21 +379,51 @@ def test_huge_n_is_null_at_once(metric: str, params: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("n", "variant", "expected"),
+    ("texts", "n", "variant", "smooth", "expected"),
     [
         # hypotheses a b / a c, each against the other: 1 of 2 unigrams match, no bigram match
-        (1, "corpus", 0.5),
-        (2, "corpus", 0.0),
-        (3, "corpus", None),  # no response has 3 tokens: null, not 0
-        (3, "sentence", None),
+        (["a b", "a c"], 1, "corpus", None, 0.5),
+        (["a b", "a c"], 2, "corpus", None, 0.0),
+        # no response has 3 tokens: BLEU's conventions, a number (sacrebleu, nltk: 0)
+        (["a b", "a c"], 3, "corpus", None, 0.0),
+        # nltk method1: p1 = 1/2, p2 = 0.1 / 1, p3 = 0.1 / max(1, 0), BP = 1, both hypotheses
+        (["a b", "a c"], 3, "sentence", None, (0.5 * 0.1 * 0.1) ** (1 / 3)),
+        # pycocoevalcap: C = (2, 0, 0), T = (4, 2, 0), c = r = 4, ratio = 4 / (4 + 1e-9) < 1
+        # so BP = exp(1 - 1 / ratio)
+        (["a b", "a c"], 3, "corpus", "coco",
+         ((2 + 1e-15) / (4 + 1e-9) * 1e-15 / (2 + 1e-9) * 1e-15 / 1e-9) ** (1 / 3)
+         * math.exp(1 - (4 + 1e-9) / (4 + 1e-15))),
+        # n = MAX_ORDER on 2-token responses: 0 unsmoothed; method1 p_3..p_100 = 0.1
+        (["a b", "a b"], MAX_ORDER, "corpus", None, 0.0),
+        (["a b", "a b"], MAX_ORDER, "sentence", None, 0.1 ** (98 / MAX_ORDER)),
     ],
 )
-def test_self_bleu_n_bounded_by_the_longest_response(n: int, variant: str,
-                                                     expected: float | None) -> None:
-    got = divmeter.score(["a b", "a c"], "self-bleu", n=n, variant=variant)
-    assert got.value == expected
-    if expected is None:
-        assert got.reason == f"n = {n} is larger than the longest response (2 tokens): no {n}-grams"
+def test_self_bleu_beyond_the_longest_response_is_a_number(
+        texts: list[str], n: int, variant: str, smooth: str | None, expected: float) -> None:
+    """Responses shorter than ``n`` keep BLEU's conventions, as sacrebleu / nltk /
+    pycocoevalcap and the papers that report self-BLEU compute them (see
+    :mod:`divmeter.metrics.overlap`); only the order is bounded."""
+    got = divmeter.score(texts, "self-bleu", n=n, variant=variant, smooth=smooth)
+    assert got.value == pytest.approx(expected, rel=1e-12, abs=0.0)
+    assert divmeter.score_many([texts, ["x y z w", "x y z v"]], "self-bleu", n=n,
+                               variant=variant, smooth=smooth)[0].value == got.value
+
+
+@pytest.mark.parametrize("variant", ["corpus", "sentence"])
+def test_huge_self_bleu_n_is_refused_before_any_set(variant: str) -> None:
+    """self-BLEU costs one pass per order: ``n`` is declared ``<= MAX_ORDER`` and refused in
+    one line before the first set, by every entry point."""
+    msg = rf"`n` of self-bleu must be an integer >= 1 and <= {MAX_ORDER}; got {HUGE}\."
+    with pytest.raises(InvalidInputError, match=rf"^{msg}$"):
+        divmeter.score(["a b", "a c"], "self-bleu", n=HUGE, variant=variant)
+    with pytest.raises(InvalidInputError, match=rf"^metric 'self-bleu:n={HUGE}': {msg}$"):
+        list(score_sets([ResponseSet("s", ["a b", "a c"])], [f"self-bleu:n={HUGE}"]))
+    for fn in (divmeter.get_metric("self-bleu").load(), divmeter.get_metric("self-bleu")
+               .load_batch()):
+        assert fn is not None
+        with pytest.raises(InvalidInputError, match=rf"^{msg}$"):
+            fn([["a b", "a c"]] if fn.__name__.endswith("_many") else ["a b", "a c"],
+               n=HUGE, variant=variant)
 
 
 N_MAX = [s.name for s in SPECS if "n_max" in s.params]

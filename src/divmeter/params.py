@@ -38,10 +38,11 @@ __all__ = [
 TEXT_TOKENIZERS: tuple[str, ...] = ("tevet", "whitespace", "word", "char")
 
 #: The highest ``n_max`` (top n-gram order of the metrics that average or sum over orders
-#: ``1..n_max``). Orders beyond a set's longest response hold no n-gram and count as 0 (Tevet's
-#: rule), so a larger ``n_max`` only dilutes the value while its cost grows with every order:
-#: 100 bounds the work (``n_max=10**9`` is refused before the first set, issue 16). A single
-#: order ``n`` has no such bound: beyond the longest response the set is null at once.
+#: ``1..n_max``) and self-BLEU's ``n``. Orders beyond a set's longest response hold no n-gram
+#: and count as 0 (Tevet's rule; BLEU's own conventions for self-BLEU), so a larger order only
+#: dilutes the value while its cost grows with every order: 100 bounds the work
+#: (``n_max=10**9`` is refused before the first set, issue 16). A single order ``n`` of an
+#: n-gram count has no such bound: beyond the longest response the set is null at once.
 MAX_ORDER = 100
 
 _TYPE_NAMES = {int: "int", float: "float", str: "str", bool: "bool", object: "any"}

@@ -23,10 +23,11 @@ the set as references. Two aggregations are found in the literature and are name
   ``max(1, total)`` denominator); a hypothesis with no unigram match scores 0, and a
   hypothesis shorter than ``k`` tokens gets precision ``0.1`` at order ``k``, exactly as nltk.
 
-An ``n`` larger than the longest response of the set (in tokens) leaves no ``n``-gram
-anywhere, so no BLEU-``n`` can mean anything there: the set is null with the reason at once,
-whatever ``n`` (issue 16: ``n=10**9`` must not loop over a billion orders). Below that, the
-conventions above apply to the responses shorter than ``n``.
+A set whose responses are all shorter than ``n`` tokens is scored by the same conventions
+(0 unsmoothed; ``0.1`` per empty order under method1; ``1e-6`` per empty order under ``coco``),
+as sacrebleu, nltk and pycocoevalcap compute it. The cost grows with ``n`` (one pass per order),
+so ``n`` is bounded by :data:`divmeter.params.MAX_ORDER` (100), declared and checked before the
+first set (issue 16: ``n=10**9`` used to loop over a billion orders).
 
 Neither is quadratic in the number of responses: clipping a hypothesis n-gram against *all
 other* responses only needs, per n-gram, its largest count among the other texts, i.e. the
@@ -53,7 +54,7 @@ from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError, MissingDependencyError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.reduce import diversity_from_similarity, mean_pairwise
-from divmeter.params import LOWERCASE, TEXT_TOKENIZERS, Param, tokenizer_param
+from divmeter.params import LOWERCASE, MAX_ORDER, TEXT_TOKENIZERS, Param, tokenizer_param
 from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult, make_signature
 from divmeter.text import NgramIndex, get_tokenizer
@@ -359,7 +360,7 @@ def _self_bleu_signature(n: int, variant: str, smooth: str, tok: str, case: str)
 
 
 def _check_self_bleu_params(n: Any, variant: Any, smooth: Any) -> tuple[int, str, str]:
-    n = check_int(n, "n", "self-bleu")
+    n = check_int(n, "n", "self-bleu", maximum=MAX_ORDER)
     variant = check_choice(variant, "variant", "self-bleu", VARIANTS)
     allowed = SMOOTHINGS[variant]
     if smooth is None:
@@ -375,7 +376,8 @@ def _check_self_bleu_params(n: Any, variant: Any, smooth: Any) -> tuple[int, str
 @register(
     "self-bleu", family="form", granularity="set", higher_is_more_diverse=False,
     bounds=(0.0, 1.0), citation=f"corpus: {COMMONSENSE}; sentence: {ZHU2018}",
-    params={"n": Param(int, ge=1, default=4, doc="highest n-gram order of BLEU"),
+    params={"n": Param(int, ge=1, le=MAX_ORDER, default=4,
+                         doc="highest n-gram order of BLEU"),
             "variant": Param(str, choices=VARIANTS, default="corpus",
                              doc="corpus BLEU or mean sentence BLEU"),
             "tokenizer": tokenizer_param("whitespace", TOKENIZER_NAMES), "lowercase": LOWERCASE,
@@ -415,15 +417,14 @@ def self_bleu(
     ``BP = exp(1 - 1/ratio)`` if ``ratio = (c + 1e-15) / (r + 1e-9) < 1``, else 1. A set whose
     responses share no ``k``-gram for some order then scores a tiny positive,
     length-dependent value (e.g. ``~3.5e-16`` for ``["a b", "c d"]`` at ``n=2``) instead of
-    exactly 0, which breaks the ties that exact BLEU gives such sets (a set whose every text is
-    shorter than ``n``, where pycocoevalcap's arithmetic gives an order with no ``k``-gram at all
-    ``1e-15 / 1e-9 = 1e-6``, is null here, as under every smoothing); when every
+    exactly 0, which breaks the ties that exact BLEU gives such sets; an order with no
+    ``k``-gram at all (every text shorter than ``k``) gets ``1e-15 / 1e-9 = 1e-6``; when every
     order matches, the value moves by less than 1e-9 (identical responses score
     ``1 - ~6e-10``, not 1).
 
     Args:
         responses: The response set.
-        n: Highest n-gram order (BLEU-n).
+        n: Highest n-gram order (BLEU-n), 1 to :data:`~divmeter.params.MAX_ORDER` (100).
         variant: ``corpus`` or ``sentence``.
         tokenizer: ``whitespace`` (the default: the commonsense paper's code splits on
             whitespace), ``tevet``, ``word`` or ``rouge``.
@@ -437,8 +438,7 @@ def self_bleu(
         statistics (``matches``, ``totals`` per order, ``sys_len``, ``ref_len``, ``bp``,
         ``precisions``; with ``coco`` the smoothed precisions and its BP); the sentence
         variant adds ``per_response``. ``value`` is ``None``
-        for an empty set, a single response, a set without any token, or a set whose longest
-        response is shorter than ``n`` tokens (no ``n``-gram: null at once, whatever ``n``).
+        for an empty set, a single response, or a set without any token.
 
     Raises:
         InvalidInputError: For a bad parameter or input.
@@ -462,7 +462,7 @@ def self_bleu(
 def _self_bleu_result(
     tokens: list[list[str]], n: int, variant: str, smooth: str, sig: str
 ) -> MetricResult:
-    reason = _pair_degenerate(tokens, "self-BLEU") or _beyond_longest(tokens, n)
+    reason = _pair_degenerate(tokens, "self-BLEU")
     if reason:
         return undefined("self-bleu", sig, reason)
     stats = _self_bleu_groups(tokens, [len(tokens)], n, variant, smooth)
@@ -486,14 +486,6 @@ def _self_bleu_pack(
     else:
         details["per_response"] = stats["per_response"][stats["group"] == g].tolist()
     return MetricResult("self-bleu", value, sig, details=details)
-
-
-def _beyond_longest(tokens: list[list[str]], n: int) -> str | None:
-    """Why BLEU-``n`` means nothing on a set whose longest response is shorter than ``n``."""
-    top = max(map(len, tokens), default=0)
-    if n > top:
-        return f"n = {n} is larger than the longest response ({top} tokens): no {n}-grams"
-    return None
 
 
 def _pair_degenerate(tokens: list[list[str]], what: str) -> str | None:
@@ -535,7 +527,7 @@ def self_bleu_many(
     results: list[MetricResult | None] = [None] * len(per_set)
     ok: list[int] = []
     for i, t in enumerate(per_set):
-        reason = _pair_degenerate(t, "self-BLEU") or _beyond_longest(t, n)
+        reason = _pair_degenerate(t, "self-BLEU")
         if reason:
             results[i] = undefined("self-bleu", sig, reason)
         else:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from divmeter.text.ngrams import KEY_BITS, encode_tokens
-from divmeter.text.tokenize import SPACE_SPLITS, Tokenizer, check_scripts
+from divmeter.text.tokenize import SPACE_SPLITS, Tokenizer, blank_whitespace_only, check_scripts
 
 __all__ = ["InternedSets", "SetTokens", "TokenKeys", "encode_sets", "intern_sets", "interned"]
 
@@ -110,6 +110,8 @@ def intern_sets(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> InternedS
             n_types.append(0)
             continue
         cased = [t.lower() for t in texts] if tok.lowercase else texts
+        if tok.name == "tevet":  # its split keeps a tab as a word, but not a blank response's
+            cased = blank_whitespace_only(cased)
         joined = _JOIN.join(cased) + _JOIN[:-1]
         if joinable and joined.count(_SEP) == len(texts):
             words = SPACE_SPLITS[tok.name](joined)
@@ -225,6 +227,8 @@ def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
     every pair of neighbours involving a token over 8 bytes), so equal groups iff equal tokens.
     """
     check_scripts(texts, name)  # this path never calls the tokenizer, which would warn
+    if name == "tevet":  # a whitespace-only text has no token (str.split() gives none anyway)
+        texts = blank_whitespace_only(texts)
     n_texts = len(texts)
     sep = _BYTE_SPLITS[name]
     # every text is followed by the separator, and 8 more pad the last 8-byte read

@@ -9,9 +9,13 @@
   spaces between words (Chinese, Japanese, Thai): distinct-n over characters is the usual
   measure there (character n-grams).
 
-One contract for every tokenizer: a token is never empty nor whitespace only (``tevet``, which
-splits on the space character alone, drops the tab or no-break-space "words" its split leaves,
-so a response of whitespace has no token under every tokenizer).
+One contract for every tokenizer: a token is never empty, and a response made only of whitespace
+has no token (so it never counts, as the rule for degenerate sets says: a set needs two
+non-blank responses). ``whitespace``, ``word`` and ``char`` never give a whitespace-only token.
+``tevet`` is the named exception inside a response: it reproduces Tevet & Berant's
+``split(" ")`` exactly, so a tab or a no-break space between two spaces stays a word (``"a \\t
+b"`` gives ``a``, ``\\t``, ``b``), as in their code and in the published numbers (Tevet &
+Berant 2021, the ``metric_averaged_distinct_ngrams`` columns of their released data).
 
 ``tevet`` and ``whitespace`` split on spaces: on Chinese, Japanese or Thai text they give one
 token per sentence. The first time in a process one of them meets text mostly written in such a
@@ -31,26 +35,20 @@ from dataclasses import dataclass
 from divmeter.errors import InvalidInputError
 
 __all__ = ["Tokenizer", "get_tokenizer", "TOKENIZERS", "SPACE_SPLITS", "UnspacedScriptWarning",
-           "check_script", "check_scripts"]
+           "check_script", "check_scripts", "blank_whitespace_only"]
 
 _WORD_RE = re.compile(r"\w+(?:['’\-]\w+)*")
-#: Whitespace other than the space character (what Tevet's ``split(" ")`` keeps inside words).
-_OTHER_SPACE = re.compile(r"[^\S ]")
 
 
 def _tevet_words(text: str) -> list[str]:
-    """Tevet's split before empty strings are dropped (runs of spaces leave ``""`` words);
-    whitespace-only words (a tab, a no-break space) become ``""`` too, so they are dropped with
-    them (the tokenizer contract: no whitespace-only token)."""
+    """Tevet's split before empty strings are dropped (runs of spaces leave ``""`` words)."""
     check_script(text, "tevet")
-    kept = text.replace(".", "").replace("\n", "")
-    words = kept.split(" ")
-    if _OTHER_SPACE.search(kept) is None:  # nearly always: no word can be whitespace only
-        return words
-    return ["" if w.isspace() else w for w in words]
+    return text.replace(".", "").replace("\n", "").split(" ")
 
 
 def _tevet(text: str) -> list[str]:
+    if text.isspace():  # the contract: a whitespace-only response has no token
+        return []
     return list(filter(None, _tevet_words(text)))
 
 
@@ -77,7 +75,9 @@ TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
 #: Tokenizers that split on spaces only, as a split that may leave empty strings (to be dropped
 #: by the caller). On texts joined with a non-space separator character, such a split gives the
 #: concatenation of the texts' words with the separator as a word between them, which lets
-#: :mod:`divmeter.text.intern` tokenize a whole set with one call.
+#: :mod:`divmeter.text.intern` tokenize a whole set with one call. The caller first blanks the
+#: whitespace-only texts (:func:`blank_whitespace_only`): ``tevet``'s split keeps a tab as a
+#: word, but a response of whitespace has no token.
 SPACE_SPLITS: dict[str, Callable[[str], list[str]]] = {
     "tevet": _tevet_words,
     "whitespace": _whitespace,
@@ -182,6 +182,20 @@ def _split_checked(text: str) -> list[str]:
     if not _warned:
         check_script(text, "whitespace")
     return text.split()
+
+
+def blank_whitespace_only(texts: Sequence[str]) -> Sequence[str]:
+    """``texts`` with every whitespace-only text made empty (``texts`` itself when there is
+    none), for code that splits joined texts or their bytes without calling the tokenizer: a
+    response made only of whitespace has no token under every tokenizer.
+
+    Example:
+        >>> blank_whitespace_only(["a \\t b", " \\t ", "\\u00a0"])
+        ['a \\t b', '', '']
+    """
+    if not any(map(str.isspace, texts)):
+        return texts
+    return ["" if t.isspace() else t for t in texts]
 
 
 def get_tokenizer(tokenizer: str | Tokenizer, lowercase: bool = False) -> Tokenizer:
