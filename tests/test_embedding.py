@@ -158,7 +158,7 @@ def test_minilm_paraphrases_closer_than_unrelated() -> None:
 @pytest.mark.embed
 def test_embedding_cosine_signature_and_reductions() -> None:
     r = divmeter.score(list(PARA[0]), "embedding-cosine")
-    assert r.signature == f"embedding-cosine|model:{MINILM_SIG}|reduction:neg-mean|v:0.1.0"
+    assert r.signature == f"embedding-cosine|model:{MINILM_SIG}|win:256|reduction:neg-mean|v:0.1.0"
     r2 = divmeter.score(list(PARA[0]), "embedding-cosine:reduction=one-minus-mean")
     assert r2.value == pytest.approx(1.0 + r.value)
     assert r.details["similarity"].shape == (2, 2)
@@ -173,7 +173,7 @@ def test_vendi_embedding_identical_is_one_and_q_matters() -> None:
     v1 = divmeter.score(texts, "vendi-embedding", q=1)
     v_inf = divmeter.score(texts, "vendi-embedding", q=float("inf"))
     assert 1.0 < v_inf.value < v1.value <= len(texts)
-    assert v1.signature == f"vendi-embedding|model:{MINILM_SIG}|q:1|kernel:cosine|v:0.1.0"
+    assert v1.signature == f"vendi-embedding|model:{MINILM_SIG}|win:256|q:1|kernel:cosine|v:0.1.0"
     assert divmeter.score(texts[:1], "vendi-embedding").value is None  # issue 16: one response
 
 
@@ -190,7 +190,7 @@ def test_chamfer_kmeans_remote_clique_on_model() -> None:
     assert divmeter.score(spread, "kmeans-inertia", k=2).value > 0.1
     rc = divmeter.score(spread, "remote-clique")
     assert rc.signature == (
-        f"remote-clique|model:{MINILM_SIG}|distance:euclidean|norm:l2|v:0.1.0"
+        f"remote-clique|model:{MINILM_SIG}|win:256|distance:euclidean|norm:l2|v:0.1.0"
     )
     rc_cos = divmeter.score(spread, "remote-clique", distance="cosine").value
     assert rc_cos == pytest.approx(
@@ -198,7 +198,7 @@ def test_chamfer_kmeans_remote_clique_on_model() -> None:
     )
     km = divmeter.score(spread, "kmeans-inertia", seed=1)
     assert km.signature == (
-        f"kmeans-inertia|model:{MINILM_SIG}|k:2|seed:1|n_init:10|norm:l2|v:0.1.0"
+        f"kmeans-inertia|model:{MINILM_SIG}|win:256|k:2|seed:1|n_init:10|norm:l2|v:0.1.0"
     )
 
 
@@ -208,9 +208,9 @@ def test_bertscore_identical_and_idf() -> None:
     r = divmeter.score(same, "bertscore")
     assert r.value == pytest.approx(-1.0, abs=1e-5)
     parts = r.signature.split("|")
-    assert parts[:5] == ["bertscore", f"model:{MINILM_SIG}", "layer:6", "idf:no",
+    assert parts[:6] == ["bertscore", f"model:{MINILM_SIG}", "win:256", "layer:6", "idf:no",
                          "reduction:neg-mean"]
-    assert parts[5].startswith("lib:torch-") and parts[-1] == "v:0.1.0"
+    assert parts[6].startswith("lib:torch-") and parts[-1] == "v:0.1.0"
     texts = ["a cat sat on the mat", "the dog ran in the park", "a cat ran on the mat"]
     plain = divmeter.score(texts, "bertscore").value
     idf = divmeter.score(texts, "bertscore", idf=True).value

@@ -175,8 +175,8 @@ def test_chamfer_sqeuclidean_is_four_times_chamfer_on_minilm() -> None:
     """MiniLM returns unit vectors, so the paper's eq. 3 form is 4 x the cosine form."""
     sq = divmeter.score(SPREAD, "chamfer-sqeuclidean")
     cos = divmeter.score(SPREAD, "chamfer")
-    assert sq.signature == f"chamfer-sqeuclidean|model:{MINILM}|norm:none|v:0.1.0"
-    assert cos.signature == f"chamfer|model:{MINILM}|v:0.1.0"
+    assert sq.signature == f"chamfer-sqeuclidean|model:{MINILM}|win:256|norm:none|v:0.1.0"
+    assert cos.signature == f"chamfer|model:{MINILM}|win:256|v:0.1.0"
     assert sq.value == pytest.approx(4 * cos.value, abs=1e-6)
     np.testing.assert_allclose(sq.details["nearest"], 2 * cos.details["nearest"], atol=1e-6)
     # model changes value and signature
@@ -329,5 +329,5 @@ def test_cdm_packaged_glove_50d_says_it_uses_300d_hyperparameters() -> None:
     # the contextual default is unchanged: MiniLM is the paper's 384-d model
     m = divmeter.score([armin, jessica], "cdm")
     assert m.signature == (
-        f"cdm|model:{MINILM}|phi:word-mean|family:minilm|lam:0.5|zeta:1|gamma:1.2|v:0.1.0"
+        f"cdm|model:{MINILM}|win:256|phi:word-mean|family:minilm|lam:0.5|zeta:1|gamma:1.2|v:0.1.0"
     )

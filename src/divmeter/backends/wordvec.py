@@ -367,6 +367,14 @@ class TokenEmbedder:
     def signature(self) -> str:
         return f"{self.resolved.signature}|layer:{self.layer}"
 
+    def count_truncated(self, texts: Sequence[str]) -> int:
+        """How many texts are longer than ``max_length`` tokens (special tokens included), and
+        so are embedded from their first ``max_length`` tokens only."""
+        tok, _ = self.load()
+        ids = tok(list(texts), add_special_tokens=True, truncation=False,
+                  verbose=False)["input_ids"]
+        return sum(len(x) > self.max_length for x in ids)
+
     def embed(self, texts: Sequence[str]) -> list[TokenEmbeddings]:
         """Token embeddings of each text (special tokens dropped; empty text -> 0 tokens)."""
         tok, model = self.load()

