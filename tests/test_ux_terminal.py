@@ -84,7 +84,7 @@ def test_list_name_self_bleu_rows_exact() -> None:
     out = run("list", "self-bleu").stdout
     assert "direction    lower = more diverse" in out
     assert "range        [0, 1]" in out
-    assert "n          int       4             an integer >= 1." in out
+    assert "n          int       4             an integer >= 1 and <= 100." in out
     assert "example\ndivmeter score examples/stories.jsonl -m self-bleu:n=4\n" in out
 
 
