@@ -229,3 +229,25 @@ def test_minilm_signature_and_three_instantiations() -> None:
                    ([ARMIN, JESSICA], [ARMIN, MARCUS], [JESSICA, MARCUS])]
     assert r.value == pytest.approx(np.mean(pair_values), abs=1e-9)
     assert divmeter.get_metric("cdm").input == "instantiations"
+
+
+@pytest.mark.embed
+def test_device_and_dtype_of_the_sentence_encoder() -> None:
+    """Issue 14: ``device`` and ``dtype`` reach CDM's sentence encoder. The CPU named
+    explicitly is the default path (same value and signature); bfloat16 weights are named in
+    the signature and stay within bfloat16's precision of the float32 value; a CUDA device on
+    a machine without one is a one-line error; word vectors ignore the device."""
+    ref = divmeter.score([ARMIN, JESSICA], "cdm")
+    cpu = divmeter.score([ARMIN, JESSICA], "cdm", device="cpu")
+    assert (cpu.value, cpu.signature) == (ref.value, ref.signature)
+    bf = divmeter.score([ARMIN, JESSICA], "cdm", dtype="bfloat16")
+    assert bf.signature == ref.signature.replace("|win:256|", "|win:256|dtype:bfloat16|")
+    assert bf.value == pytest.approx(ref.value, abs=0.02)
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        with pytest.raises(InvalidInputError, match="cuda"):
+            divmeter.score([ARMIN, JESSICA], "cdm", device="cuda")
+    glove = divmeter.score([ARMIN, JESSICA], "cdm", model="glove", device="cpu")
+    assert "win:" not in glove.signature and glove.value is not None
+    with pytest.raises(InvalidInputError, match="device"):
+        divmeter.score([ARMIN, JESSICA], "cdm", device="gpu0")

