@@ -48,6 +48,14 @@ from divmeter.text import longest_response as _longest_response
 from divmeter.text import set_ngram_keys as _set_ngram_keys
 
 TEVET = "Tevet & Berant 2021, Evaluating the Evaluation of Diversity in NLG (EACL)"
+
+#: The order parameters shared by the metrics that take one order ``n`` or average over
+#: ``1..n_max`` (distinct-n, entropy-n, EAD, n-gram cosine).
+ORDERS: dict[str, Param] = {
+    "n": Param(int, ge=1, allow_none=True, default=None,
+               doc="one n-gram order (None: mean over 1..n_max)"),
+    "n_max": Param(int, ge=1, le=MAX_ORDER, default=5, doc="highest n-gram order when n is None"),
+}
 LI2016 = "Li et al. 2016, A Diversity-Promoting Objective Function for Neural Conversation Models"
 LIU2022 = "Liu et al. 2022, Rethinking and Refining the Distinct Metric (ACL)"
 KIRK2023 = "Kirk et al. 2023, Understanding the Effects of RLHF on LLM Generalisation and Diversity"
@@ -185,10 +193,7 @@ def _distinct_setup(n: int | None, n_max: int, tokenizer: str, lowercase: bool
     higher_is_more_diverse=True,
     bounds=(0.0, 1.0),
     citation=f"{LI2016}; averaged over n=1..5 as in {TEVET}",
-    params={"n": Param(int, ge=1, allow_none=True, default=None,
-                       doc="one n-gram order (None: mean over 1..n_max)"),
-            "n_max": Param(int, ge=1, le=MAX_ORDER, default=5,
-                           doc="highest n-gram order when n is None"),
+    params={**ORDERS,
             "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Unique n-grams / all n-grams pooled over the set; mean over n=1..n_max "
     "unless `n` is given",
@@ -290,10 +295,7 @@ def _entropy_value(total: int, xlogx: float, base: float) -> float:
     citation="Shannon entropy of n-gram frequencies (Ent-n), e.g. Zhang et al. 2018, "
     "Generating Informative and Diverse Conversational Responses via Adversarial "
     "Information Maximization (NeurIPS)",
-    params={"n": Param(int, ge=1, allow_none=True, default=None,
-                       doc="one n-gram order (None: mean over 1..n_max)"),
-            "n_max": Param(int, ge=1, le=MAX_ORDER, default=5,
-                           doc="highest n-gram order when n is None"),
+    params={**ORDERS,
             "base": Param(float, default="e", doc="logarithm base",
                           predicate=lambda b: b in ("e", "nats", "bits") or (
                               isinstance(b, (int, float)) and not isinstance(b, bool)
@@ -375,10 +377,7 @@ def _ead_one(unique: int, total: int, v: int) -> float:
     higher_is_more_diverse=True,
     bounds=(0.0, None),
     citation=f"{LIU2022}; averaged over n=1..5 with V=50257 as in {KIRK2023}",
-    params={"n": Param(int, ge=1, allow_none=True, default=None,
-                       doc="one n-gram order (None: mean over 1..n_max)"),
-            "n_max": Param(int, ge=1, le=MAX_ORDER, default=5,
-                           doc="highest n-gram order when n is None"),
+    params={**ORDERS,
             "vocab_size": Param(int, ge=1, default=GPT2_VOCAB, doc="vocabulary size V"),
             "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Expectation-adjusted distinct: unique n-grams / V(1-((V-1)/V)^C); mean over "
@@ -499,10 +498,7 @@ def _ngram_cosine_setup(n: int | None, n_max: int, reduction: str, tokenizer: st
     higher_is_more_diverse=True,
     bounds=(-1.0, 0.0),
     citation=f"{TEVET} (cos-sim, section 5 reduction)",
-    params={"n": Param(int, ge=1, allow_none=True, default=None,
-                       doc="one n-gram order (None: mean over 1..n_max)"),
-            "n_max": Param(int, ge=1, le=MAX_ORDER, default=5,
-                           doc="highest n-gram order when n is None"),
+    params={**ORDERS,
             "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
                                doc="how similarities become a diversity"),
             "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
