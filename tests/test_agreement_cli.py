@@ -5,7 +5,6 @@ kappa among annotators). Values are the hand-computed ones of tests/test_agreeme
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,23 +12,11 @@ import pytest
 pytest.importorskip("krippendorff")
 pd = pytest.importorskip("pandas")
 
+from cli_util import run_main  # noqa: E402
+
 # reference [0,1,1,1]; a: 3/4, kappa 0.5; b: 2/4, kappa 0.2 (see test_agreement.py)
 TABLE = {"item": ["i1", "i2", "i3", "i4"], "a": [0, 1, 1, 0], "b": [0, 1, 0, 0],
          "llm": [0, 1, 1, 1]}
-
-
-def _main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
-          ) -> tuple[int, str, str]:
-    from divmeter.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["divmeter", *args])
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _write(tmp_path: Path, ext: str) -> Path:
@@ -55,7 +42,7 @@ def test_json_output_on_every_format(ext: str, tmp_path: Path, monkeypatch: pyte
                                      capsys: pytest.CaptureFixture[str]) -> None:
     path = _write(tmp_path, ext)
     sheet = ["--sheet", "labels"] if ext == "xlsx" else []
-    code, out, err = _main(monkeypatch, capsys, "meta", "agreement", str(path), "--rater", "a",
+    code, out, err = run_main(monkeypatch, capsys, "meta", "agreement", str(path), "--rater", "a",
                            "--rater", "b", "--reference", "llm", *sheet, "--format", "json")
     assert code == 0, err
     d = json.loads(out)
@@ -70,12 +57,12 @@ def test_json_output_on_every_format(ext: str, tmp_path: Path, monkeypatch: pyte
 def test_table_and_markdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                             capsys: pytest.CaptureFixture[str]) -> None:
     path = _write(tmp_path, "csv")
-    code, out, _ = _main(monkeypatch, capsys, "meta", "agreement", str(path), "-r", "a", "-r",
+    code, out, _ = run_main(monkeypatch, capsys, "meta", "agreement", str(path), "-r", "a", "-r",
                          "b", "--reference", "llm", "--format", "markdown")
     assert code == 0
     assert "| a | 4 | 0.7500 | [0.194, 0.994] | 0.5000 | [-0.349, 1.000] |" in out
     assert "| mean_accuracy | 0.6250 |" in out and "| fleiss_kappa | 0.4667 |" in out
-    code, out, _ = _main(monkeypatch, capsys, "meta", "agreement", str(path), "-r", "a", "-r",
+    code, out, _ = run_main(monkeypatch, capsys, "meta", "agreement", str(path), "-r", "a", "-r",
                          "b", "--reference", "llm", "--format", "table")
     assert code == 0 and "fleiss_kappa" in out and "0.4667" in out
 
@@ -92,14 +79,14 @@ def test_errors_are_one_line(args: list[str], message: str, tmp_path: Path,
                              monkeypatch: pytest.MonkeyPatch,
                              capsys: pytest.CaptureFixture[str]) -> None:
     path = _write(tmp_path, "csv")
-    code, _, err = _main(monkeypatch, capsys, "meta", "agreement", str(path), *args)
+    code, _, err = run_main(monkeypatch, capsys, "meta", "agreement", str(path), *args)
     assert code == 2 and err.strip() == f"divmeter: error: {message}"
 
 
 def test_missing_sheet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                        capsys: pytest.CaptureFixture[str]) -> None:
     path = _write(tmp_path, "xlsx")
-    code, _, err = _main(monkeypatch, capsys, "meta", "agreement", str(path), "-r", "a",
+    code, _, err = run_main(monkeypatch, capsys, "meta", "agreement", str(path), "-r", "a",
                          "--sheet", "nope")
     assert code == 2
     assert err.strip() == "divmeter: error: ratings.xlsx: no sheet 'nope'; sheets: notes, labels."

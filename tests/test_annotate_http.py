@@ -15,7 +15,6 @@ import inspect
 import json
 import re
 import sqlite3
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +27,7 @@ pytest.importorskip("krippendorff")
 from starlette.testclient import TestClient  # noqa: E402
 
 from annotate_util import ASSIGNMENT, CSRF  # noqa: E402
-from divmeter.cli import main  # noqa: E402
+from cli_util import run_main  # noqa: E402
 from divmeter.data.model import ResponseSet  # noqa: E402
 from divmeter.web.app import create_app  # noqa: E402
 from divmeter.web.store import Store, create_study  # noqa: E402
@@ -182,17 +181,6 @@ def test_internal_error_shows_no_stack_trace(study):
     assert "Traceback" not in r.text and "sqlite" not in r.text.lower()
 
 
-def _run(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["divmeter", *args])
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def test_cli_round_trip_meta_contest_recovers_planted_order(tmp_path, monkeypatch, capsys):
     """20 sets with planted means (label 1: 3.5-4.5, label 0: 1.5-2.5); 10 simulated annotators
     rate each set with round(N(mean, 0.7)) clipped to 1-5 through the store's own validation; the
@@ -208,11 +196,11 @@ def test_cli_round_trip_meta_contest_recovers_planted_order(tmp_path, monkeypatc
                                  "responses": [f"a {i}", f"b {i}", f"c {i}"],
                                  "label": label}) + "\n")
     db = tmp_path / "study.sqlite"
-    code, out, err = _run(monkeypatch, capsys, "annotate", "init", str(tasks), "--db", str(db),
+    code, out, err = run_main(monkeypatch, capsys, "annotate", "init", str(tasks), "--db", str(db),
                           "--kind", "abs", "--ratings", "10")
     assert code == 0
     assert out.strip() == f"study tasks-abs: kind abs, 20 items, 10 ratings each, in {db}"
-    code, out, _ = _run(monkeypatch, capsys, "annotate", "invite", str(db), "-n", "10",
+    code, out, _ = run_main(monkeypatch, capsys, "annotate", "invite", str(db), "-n", "10",
                         "--base-url", "http://127.0.0.1:9")
     links = out.split()
     assert code == 0 and len(links) == 10 and all(u.startswith("http://127.0.0.1:9/a/")
@@ -227,7 +215,7 @@ def test_cli_round_trip_meta_contest_recovers_planted_order(tmp_path, monkeypatc
             store.save_answer(tok, {**base, "diversity": str(value)})
     for fmt in ("csv", "jsonl", "parquet"):
         out_file = tmp_path / f"export.{fmt}"
-        code, _, err = _run(monkeypatch, capsys, "annotate", "export", str(db), "-o",
+        code, _, err = run_main(monkeypatch, capsys, "annotate", "export", str(db), "-o",
                             str(out_file), "--format", fmt, "--raw", str(tmp_path / "raw.jsonl"))
         assert code == 0 and "20 rows written" in err and "200 raw ratings" in err
     rows = [json.loads(line) for line in (tmp_path / "export.jsonl").read_text().splitlines()]
@@ -239,23 +227,23 @@ def test_cli_round_trip_meta_contest_recovers_planted_order(tmp_path, monkeypatc
     assert spearmanr(means, [planted[r["set_id"]] for r in rows]).statistic > 0.9
     expected = spearmanr(means, [r["label"] for r in rows]).statistic
     for fmt in ("csv", "jsonl", "parquet"):
-        code, out, err = _run(monkeypatch, capsys, "meta", "contest",
+        code, out, err = run_main(monkeypatch, capsys, "meta", "contest",
                               str(tmp_path / f"export.{fmt}"), "-c", "mean", "-f", "json")
         assert code == 0, err
         res = json.loads(out)
         row = res["mean"]
         assert row["spearman"] == pytest.approx(expected)
         assert row["auc"] == 1.0 and row["n"] == 20
-    code, out, _ = _run(monkeypatch, capsys, "annotate", "status", str(db), "-f", "json")
+    code, out, _ = run_main(monkeypatch, capsys, "annotate", "status", str(db), "-f", "json")
     st = json.loads(out)[0]
     assert (st["answers"], st["items_complete"], st["annotators_active"]) == (200, 20, 10)
-    code, out, err = _run(monkeypatch, capsys, "annotate", "report", str(db), "-o",
+    code, out, err = run_main(monkeypatch, capsys, "annotate", "report", str(db), "-o",
                           str(tmp_path / "rep"), "--reps", "20")
     assert code == 0 and "Krippendorff alpha (ordinal)" in out
     rep = json.loads((tmp_path / "rep" / "report.json").read_text())
     assert rep["stability"]["full"] == pytest.approx(expected)
     assert (tmp_path / "rep" / "stability.png").stat().st_size > 1000
-    code, _, err = _run(monkeypatch, capsys, "annotate", "export", str(db), "--format", "xml")
+    code, _, err = run_main(monkeypatch, capsys, "annotate", "export", str(db), "--format", "xml")
     assert code == 2 and err.strip() == (
         "divmeter: error: --format must be csv, jsonl or parquet; got 'xml'.")
 
@@ -285,7 +273,7 @@ def test_cli_report_other_kinds(tmp_path, monkeypatch, capsys, kind, aspect):
                 fields = {"diversity_0": str(1 + lab[0]), "diversity_1": str(1 + lab[1]),
                           "rank_0": "2", "rank_1": "1"}
             store.save_answer(tok, {**base, **fields})
-    code, out, err = _run(monkeypatch, capsys, "annotate", "report", str(db), "-o",
+    code, out, err = run_main(monkeypatch, capsys, "annotate", "report", str(db), "-o",
                           str(tmp_path / "rep"), "--reps", "5", "--no-plots")
     assert code == 0, err
     rep = json.loads((tmp_path / "rep" / "report.json").read_text())

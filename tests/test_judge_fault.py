@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ pytest.importorskip("httpx")
 pytest.importorskip("tenacity")
 
 import divmeter  # noqa: E402
+from cli_util import run_main  # noqa: E402
 from divmeter.errors import InvalidInputError  # noqa: E402
 from divmeter.judge.prompts import load_fewshot, load_template, pairwise_messages  # noqa: E402
 from divmeter.judge.protocol import (  # noqa: E402
@@ -261,20 +261,6 @@ def test_template_and_fewshot_errors(tmp_path: Path) -> None:
 # the command line
 
 
-def _main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
-          ) -> tuple[int, str, str]:
-    from divmeter.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["divmeter", *args])
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def _pairs_file(tmp_path: Path) -> Path:
     path = tmp_path / "pairs.jsonl"
     with path.open("w") as fh:
@@ -296,7 +282,7 @@ def test_cli_judge_writes_what_meta_pairwise_reads(server: FaultServer, tmp_path
     args = ["judge", str(pairs), "-o", str(out), "--model", "openai:m", "--base-url", server.url,
             "--samples", "2", "--orders", "ab", "--fewshot", "none", "--cache",
             str(tmp_path / "cache"), "--consistency"]
-    code, stdout, stderr = _main(monkeypatch, capsys, *args)
+    code, stdout, stderr = run_main(monkeypatch, capsys, *args)
     assert code == 0, stderr
     assert "judge: 3 pairs x 1 orders x 2 samples = 6 requests (0 cached, 6 to send; at most " \
            "18 with re-asks); ~" in stderr
@@ -317,7 +303,7 @@ def test_cli_judge_writes_what_meta_pairwise_reads(server: FaultServer, tmp_path
     got = read_pairs(out)  # `divmeter meta pairwise`'s reader takes the output as it is
     assert got.labels.tolist() == [1.0, 1.0, 1.0]
     assert got.rating1.tolist() == [2.0, 2.0, 2.0] and got.rating2.tolist() == [4.0, 4.0, 4.0]
-    code, stdout, stderr = _main(monkeypatch, capsys, "meta", "pairwise", str(out), "-m",
+    code, stdout, stderr = run_main(monkeypatch, capsys, "meta", "pairwise", str(out), "-m",
                                  "distinct-n", "--format", "json", "--resamples", "100",
                                  "--min-rating-diff", "0.5")
     assert code == 0, stderr
@@ -325,10 +311,10 @@ def test_cli_judge_writes_what_meta_pairwise_reads(server: FaultServer, tmp_path
     assert (res["n"], res["n_filtered"], res["min_rating_diff"]) == (3, 0, 0.5)
     # rerun: every answer from the cache, the server sees nothing
     before = server.total
-    code, stdout, _ = _main(monkeypatch, capsys, *args)
+    code, stdout, _ = run_main(monkeypatch, capsys, *args)
     assert json.loads(stdout)["client"]["requests"] == 0 and server.total == before
     # resume: the labelled rows are kept, nothing is judged again
-    code, stdout, stderr = _main(monkeypatch, capsys, *args, "--resume")
+    code, stdout, stderr = run_main(monkeypatch, capsys, *args, "--resume")
     assert "3 items already in" in stderr and json.loads(stdout)["items"] == 0
     assert len(out.read_text().splitlines()) == 3
 
@@ -338,7 +324,7 @@ def test_cli_judge_nulls_go_to_their_own_file(server: FaultServer, tmp_path: Pat
                                                capsys: pytest.CaptureFixture[str]) -> None:
     server.scripts["chat/completions"] = ["say:Both sets look fine to me."]
     pairs, out = _pairs_file(tmp_path), tmp_path / "labelled.jsonl"
-    code, stdout, stderr = _main(monkeypatch, capsys, "judge", str(pairs), "-o", str(out),
+    code, stdout, stderr = run_main(monkeypatch, capsys, "judge", str(pairs), "-o", str(out),
                                  "--model", "m", "--base-url", server.url, "--samples", "1",
                                  "--orders", "ab", "--retries", "0", "--cache", "none", "-q")
     assert code == 0 and stderr == ""
@@ -355,17 +341,17 @@ def test_cli_judge_dry_run_and_errors(server: FaultServer, tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     pairs, out = _pairs_file(tmp_path), tmp_path / "o.jsonl"
-    code, stdout, stderr = _main(monkeypatch, capsys, "judge", str(pairs), "-o", str(out),
+    code, stdout, stderr = run_main(monkeypatch, capsys, "judge", str(pairs), "-o", str(out),
                                  "--model", "m", "--base-url", server.url, "--dry-run")
     assert code == 0 and "= 30 requests" in stderr and server.total == 0 and not out.exists()
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"set1": ["a"], "set2": "b"}\n')
-    code, _, stderr = _main(monkeypatch, capsys, "judge", str(bad), "-o", str(out), "--model",
+    code, _, stderr = run_main(monkeypatch, capsys, "judge", str(bad), "-o", str(out), "--model",
                             "m", "--base-url", server.url)
     assert code == 2
     assert stderr.strip() == ("divmeter: error: bad.jsonl line 1: field 'set2' must be a list "
                               "of strings (or an object with 'responses'); got str.")
-    code, _, stderr = _main(monkeypatch, capsys, "judge", str(pairs), "-o", str(out), "--model",
+    code, _, stderr = run_main(monkeypatch, capsys, "judge", str(pairs), "-o", str(out), "--model",
                             "m", "--base-url", server.url, "--samples", "0")
     assert code == 2 and "`samples` of judge must be an integer >= 1; got 0." in stderr
 
@@ -380,14 +366,14 @@ def test_cli_score_with_the_judge_metric(server: FaultServer, tmp_path: Path,
     out = tmp_path / "scores.jsonl"
     metric = (f"judge:model=openai:m,base_url={server.url},samples=1,fewshot=none,"
               f"max_tokens=64,cache={tmp_path / 'cache'}")
-    code, _, err = _main(monkeypatch, capsys, "score", str(sets), "-m", metric, "-o", str(out))
+    code, _, err = run_main(monkeypatch, capsys, "score", str(sets), "-m", metric, "-o", str(out))
     assert code == 0, err
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     col = next(k for k in rows[0] if k.startswith("judge"))
     assert [r[col] for r in rows] == [4.0, 4.0, 4.0, None]
     assert rows[3]["reasons"][col] == "empty set"
     assert server.total == 3
-    code, out_list, _ = _main(monkeypatch, capsys, "list", "--family", "judge", "--format",
+    code, out_list, _ = run_main(monkeypatch, capsys, "list", "--family", "judge", "--format",
                               "json")
     spec = json.loads(out_list)[0]
     assert (spec["name"], spec["extra"], spec["bounds"]) == ("judge", "judge", [1, 5])
@@ -402,7 +388,7 @@ def test_cli_judge_absolute_task(server: FaultServer, tmp_path: Path,
                                         "responses": s}) + "\n"
                             for i, s in enumerate([*SETS, []])))
     out = tmp_path / "rated.jsonl"
-    code, stdout, stderr = _main(monkeypatch, capsys, "judge", str(sets), "-o", str(out),
+    code, stdout, stderr = run_main(monkeypatch, capsys, "judge", str(sets), "-o", str(out),
                                  "--task", "absolute", "--model", "m", "--base-url", server.url,
                                  "--samples", "2", "--fewshot", "none", "--cache", "none")
     assert code == 0, stderr

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from cli_util import run_main
 from divmeter.batch import completed_rows, evaluate, resolve_metrics
-from divmeter.cli import main
 from divmeter.data import ResponseSet, read_sets
 from divmeter.data.outputs import output_lock, refuse_input_as_output, same_file
 from divmeter.data.writers import write_sets
@@ -36,19 +36,6 @@ SETS = [
 def _jsonl(path: Path, rows: list[dict[str, Any]] = SETS) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str],
-            monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
-    """Run ``divmeter ARGS`` in process: (exit code, stdout, stderr)."""
-    monkeypatch.setattr(sys, "argv", ["divmeter", *args])
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def assert_one_line_error(code: int, err: str, match: str) -> None:
@@ -73,8 +60,8 @@ def test_score_refuses_output_that_is_the_input(how: str, tmp_path: Path,
         out.symlink_to(src)
     elif how == "hardlink":
         os.link(src, out)
-    code, _, err = run_cli(["score", str(src), "-m", "distinct-n", "-o", str(out)], capsys,
-                           monkeypatch)
+    code, _, err = run_main(monkeypatch, capsys, "score", str(src), "-m", "distinct-n", "-o",
+                            str(out))
     assert_one_line_error(code, err, "is the input file big.jsonl")
     assert ("(through a link)" in err) == (how in {"symlink", "hardlink"})
     assert src.read_bytes() == before
@@ -86,8 +73,8 @@ def test_meta_nuggets_refuses_output_that_is_the_input(tmp_path: Path,
     rows = [{"set_id": str(i), "responses": ["a b", f"c {i}"], "label": i % 2} for i in range(8)]
     src = _jsonl(tmp_path / "n.jsonl", rows)
     before = src.read_bytes()
-    code, _, err = run_cli(["meta", "nuggets", str(src), "-m", "distinct-n", "-o", str(src)],
-                           capsys, monkeypatch)
+    code, _, err = run_main(monkeypatch, capsys, "meta", "nuggets", str(src), "-m", "distinct-n",
+                            "-o", str(src))
     assert_one_line_error(code, err, "is the input file n.jsonl")
     assert src.read_bytes() == before
 
@@ -119,8 +106,8 @@ def test_resume_refuses_files_that_are_not_divmeter_records(
     src = _jsonl(tmp_path / "in.jsonl")
     out = tmp_path / name
     out.write_bytes(data)
-    code, _, err = run_cli(["score", str(src), "-m", "distinct-n", "-o", str(out), "--resume"],
-                           capsys, monkeypatch)
+    code, _, err = run_main(monkeypatch, capsys, "score", str(src), "-m", "distinct-n", "-o",
+                            str(out), "--resume")
     assert_one_line_error(code, err, f"cannot resume from {name}")
     assert match in err
     assert out.read_bytes() == data  # untouched
@@ -324,7 +311,7 @@ def test_one_line_error_exit_2(case: str, tmp_path: Path, capsys: pytest.Capture
     if case == "full-disk-jsonl" and not Path("/dev/full").exists():
         pytest.skip("no /dev/full")
     args, match = _bad_inputs(tmp_path)[case]
-    code, _, err = run_cli(args, capsys, monkeypatch)
+    code, _, err = run_main(monkeypatch, capsys, *args)
     assert_one_line_error(code, err, match)
 
 
@@ -332,14 +319,14 @@ def test_bom_is_accepted_by_score_and_pairwise(tmp_path: Path, capsys: pytest.Ca
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     sets = tmp_path / "bom.jsonl"
     sets.write_bytes(b"\xef\xbb\xbf" + _jsonl(tmp_path / "x.jsonl").read_bytes())
-    code, out, _ = run_cli(["score", str(sets), "-m", "distinct-n:n=1", "-f", "jsonl"], capsys,
-                           monkeypatch)
+    code, out, _ = run_main(monkeypatch, capsys, "score", str(sets), "-m", "distinct-n:n=1", "-f",
+                            "jsonl")
     assert code == 0 and json.loads(out.splitlines()[0])["distinct-n:n=1"] == 1.0
     pairs = tmp_path / "p.jsonl"
     rows = [{"set1": ["a b", "c d"], "set2": ["a b", "a b"], "label": 0}] * 3
     pairs.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(r) + "\n" for r in rows).encode())
-    code, out, err = run_cli(["meta", "pairwise", str(pairs), "-m", "distinct-n:n=1",
-                              "--resamples", "10", "-f", "json"], capsys, monkeypatch)
+    code, out, err = run_main(monkeypatch, capsys, "meta", "pairwise", str(pairs), "-m",
+                              "distinct-n:n=1", "--resamples", "10", "-f", "json")
     assert code == 0, err
     assert json.loads(out)["distinct-n:n=1"]["accuracy"] == 1.0
 
@@ -354,8 +341,8 @@ def test_metric_undefined_on_one_set_does_not_abort_meta(tmp_path: Path,
             {"set_id": "d", "responses": ["p q r s", "s t u v"], "label": 1},
             {"set_id": "e", "responses": ["p q r s", "p q r s"], "label": 0}]
     src = _jsonl(tmp_path / "c.jsonl", rows)
-    code, out, err = run_cli(["meta", "contest", str(src), "-m", "self-bleu", "-f", "json"],
-                             capsys, monkeypatch)
+    code, out, err = run_main(monkeypatch, capsys, "meta", "contest", str(src), "-m", "self-bleu",
+                              "-f", "json")
     assert code == 0, err
     assert json.loads(out)["self-bleu"]["n_undefined"] == {"self-bleu": 1}
     assert ("self-bleu is undefined on 1 item(s), excluded (first: row 2 (set 'c'): fewer "
@@ -365,8 +352,8 @@ def test_metric_undefined_on_one_set_does_not_abort_meta(tmp_path: Path,
            {"set1": ["the cat sat down", "a dog ran off"], "set2": ["one"], "label": 0},
            {"set1": ["p q r s", "r s t u"], "set2": ["p q r s", "p q r s"], "label": 0}]
     pairs.write_text("".join(json.dumps(r) + "\n" for r in prs))
-    code, out, err = run_cli(["meta", "pairwise", str(pairs), "-m", "self-bleu", "--resamples",
-                              "10", "-f", "json"], capsys, monkeypatch)
+    code, out, err = run_main(monkeypatch, capsys, "meta", "pairwise", str(pairs), "-m",
+                              "self-bleu", "--resamples", "10", "-f", "json")
     assert code == 0, err
     assert json.loads(out)["self-bleu"]["n"] == 2
     assert "(first: pair 2 set2: fewer than two non-blank responses (got 1))" in err
