@@ -25,13 +25,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 import divmeter
 from divmeter.cli import app
 from divmeter.registry import MetricSpec, list_metrics
+from exact import same
 
 SPECS = list_metrics()
 IDS = [s.name for s in SPECS]
@@ -96,19 +96,6 @@ def private_cache(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cache_dir
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Exact equality, numpy arrays, nested containers and NaN included."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    return type(a) is type(b) and a == b
-
-
 def test_every_family_is_covered() -> None:
     names = set(IDS)
     assert {"distinct-n", "self-bleu", "vendi-ngram", "embedding-cosine", "kmeans-inertia",
@@ -150,7 +137,7 @@ def test_score_many_equals_score_per_set(spec: MetricSpec, request: pytest.Fixtu
         assert got.value == want.value and type(got.value) is type(want.value), where
         assert got.reason == want.reason, where
         assert got.signature == want.signature, where
-        assert _same(dict(got.details), dict(want.details)), where
+        assert same(dict(got.details), dict(want.details)), where
     assert many[0].value is not None and math.isfinite(many[0].value), many[0].reason
     assert many[1].value is None and many[1].reason, f"{spec.name}: degenerate set not null"
 

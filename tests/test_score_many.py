@@ -7,7 +7,6 @@ import math
 import random
 from typing import Any
 
-import numpy as np
 import pytest
 
 from divmeter import InvalidInputError, ResponseSet, UnknownMetricError, score, score_many
@@ -15,6 +14,7 @@ from divmeter.batch import score_sets
 from divmeter.metrics import ngram as lexical
 from divmeter.registry import _REGISTRY, get_metric, list_metrics, register, register_batch
 from divmeter.result import MetricResult
+from exact import same
 
 WORDS = "the a cat dog sat ran on under mat park green old new big small and".split()
 
@@ -58,19 +58,6 @@ MIXED = _mixed_batch()
 CORE_FORM = [s.name for s in list_metrics("form") if s.extra is None]
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Exact equality, arrays and NaN included."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    return type(a) is type(b) and a == b
-
-
 def _assert_same_results(got: list[MetricResult], sets: list[Any], metric: str,
                          kernel: bool = False, **params: Any) -> None:
     """``got`` equals :func:`score` on each set, or (``kernel``: ``got`` came from a raw batched
@@ -85,7 +72,7 @@ def _assert_same_results(got: list[MetricResult], sets: list[Any], metric: str,
         assert type(g.value) is type(want.value), where
         assert g.reason == want.reason, where
         assert g.signature == want.signature, where
-        assert _same(dict(g.details), dict(want.details)), where
+        assert same(dict(g.details), dict(want.details)), where
 
 
 def test_every_core_form_metric_is_covered() -> None:
