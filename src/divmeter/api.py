@@ -7,7 +7,7 @@ from typing import Any
 
 from divmeter.batch import MetricPlan, OnError, evaluate, resolve_metrics
 from divmeter.errors import InvalidInputError
-from divmeter.memory import memory_limit, precheck
+from divmeter.memory import memory_limit
 from divmeter.registry import check_params, get_metric, parse_metric_arg
 from divmeter.result import MetricResult
 
@@ -48,8 +48,8 @@ def score(responses: Any, metric: str, *, max_memory: int | str | None = None,
     merged = {**inline, **params}
     check_params(spec, merged)
     with memory_limit(max_memory):
-        precheck(spec.name, responses, merged)  # the estimate, before any work (unnamed set)
-        # the batch core applies the one rule for degenerate sets (divmeter.batch), for score too
+        # the batch core applies the one rule for degenerate sets and the memory estimate
+        # (divmeter.batch), for score too; names=[""]: a refusal names no set
         plan = MetricPlan(spec.name, merged, spec.name, spec.granularity, spec.family, spec.input)
         res = evaluate([responses], [plan], min_batch=2, names=[""])[0][0]
     if isinstance(res, InvalidInputError):
