@@ -397,7 +397,7 @@ def _python_path(texts: list[str], lowercase: bool) -> _Encoded:
 
 @pytest.mark.parametrize("lowercase", [False, True])
 def test_fast_path_matches_dictionary_encoding(lowercase: bool) -> None:
-    fast = _Encoded._fast_whitespace(FAST_TEXTS, lowercase)
+    fast = _Encoded._fast(FAST_TEXTS, "whitespace", lowercase)
     assert fast is not None
     slow = _python_path(FAST_TEXTS, lowercase)
     assert fast.lengths.tolist() == [len((t.lower() if lowercase else t).split())
@@ -410,17 +410,17 @@ def test_fast_path_matches_dictionary_encoding(lowercase: bool) -> None:
 
 def test_fast_path_declines_and_the_fallback_agrees(monkeypatch: pytest.MonkeyPatch) -> None:
     for space in ("\u00a0", "\u3000", "\u2009", "\x85"):  # non-ASCII whitespace
-        assert _Encoded._fast_whitespace([f"a{space}b a"], False) is None
+        assert _Encoded._fast([f"a{space}b a"], "whitespace", False) is None
         assert per(ttr([f"a{space}b a"])) == per(mattr([f"a{space}b a"], window=3)) == [2 / 3]
-    assert _Encoded._fast_whitespace(["x" * 65 + " y"], False) is None  # token over 64 bytes
-    assert _Encoded._fast_whitespace(["a\x00 a a\x00"], False) is None  # NUL byte
-    assert _Encoded._fast_whitespace(["a\x1fb a"], False) is None  # the text separator
+    assert _Encoded._fast(["x" * 65 + " y"], "whitespace", False) is None  # token over 64 bytes
+    assert _Encoded._fast(["a\x00 a a\x00"], "whitespace", False) is None  # NUL byte
+    assert _Encoded._fast(["a\x1fb a"], "whitespace", False) is None  # the text separator
     assert per(mattr(["a\x00 a a\x00", "a\x1fb a"], window=3)) == [2 / 3, 2 / 3]  # fallback
     # identical keys for different tokens (forced collision): detected, dictionary path used
     texts = ["abcdefghX abcdefghY abcdefghX"]
     before = per(mattr(texts, window=2))
     monkeypatch.setattr(intern_module, "_MIX", np.zeros(8, dtype=np.uint64))
-    assert _Encoded._fast_whitespace(texts, False) is None
+    assert _Encoded._fast(texts, "whitespace", False) is None
     assert per(mattr(texts, window=2)) == before == [1.0]
 
 

@@ -395,16 +395,11 @@ class TokenKeys:
         return cls(ids, lengths)
 
     @classmethod
-    def _fast_whitespace(cls, texts: list[str], lowercase: bool) -> TokenKeys | None:
-        """``str.split()`` tokens coded in numpy from the UTF-8 bytes; ``None`` if not
-        applicable (non-ASCII whitespace, a NUL or \\x1f character, a token over 64 bytes, a
-        key collision)."""
-        return cls._fast(texts, "whitespace", lowercase)
-
-    @classmethod
     def _fast(cls, texts: list[str], name: str, lowercase: bool) -> TokenKeys | None:
         """Keys from :func:`_byte_tokens`: each token's key is the index of its group (type)
-        in the sorted order, and that sort is kept as :meth:`sorted_keys`."""
+        in the sorted order, and that sort is kept as :meth:`sorted_keys`; ``None`` where the
+        byte path does not apply (e.g. for ``whitespace``: non-ASCII whitespace, a NUL or
+        \\x1f character, a token over 64 bytes, a key collision)."""
         if lowercase:
             texts = [t.lower() for t in texts]
         if not texts:
