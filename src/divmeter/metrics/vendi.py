@@ -883,8 +883,18 @@ def vendi_ngram(
     a duplicate response become one feature row scaled by ``sqrt(m)``, the n-grams of a single
     response are merged into one feature per response (both leave the non-zero eigenvalues
     unchanged), groups of responses sharing no n-gram with the rest are decomposed apart (the
-    kernel is block diagonal), and the smaller of kernel and dual is built in row blocks and
-    decomposed in place.
+    kernel is block diagonal), and the lower triangle of the smaller of kernel and dual is built
+    in row blocks (the most shared n-grams by a dense product) and decomposed in place by
+    LAPACK's two-stage solver (:mod:`divmeter.linalg`). The features are built one n-gram order
+    at a time, so their peak stays near the size of the feature matrix.
+
+    ``dtype="float32"`` (signature ``dtype:float32``) decomposes that matrix in float32: half
+    the memory and about half the time at 10,000 responses. The 8 largest eigenpairs are
+    computed in float64 (ARPACK) and deflated before rounding, and the common shift of the
+    float32 eigenvalues is removed with the exact trace, which keeps the value within about
+    1e-7 relative of float64 (measured at 3,000 and 10,000 documents of 200 words:
+    ``benchmarks/results_bench_vendi_scale.md``; ``tests/test_vendi_scale.py`` checks 1e-6 for
+    q = 0.5, 1, 2 and inf). Groups of fewer than 400 responses are decomposed in float64.
     Its size is checked against the memory limit first (:mod:`divmeter.memory`); above it a
     :class:`~divmeter.memory.MemoryLimitError` names the estimate and ``--max-memory``.
     Every order ``q`` is a function of the same eigenvalues, so all work on every path.
@@ -918,6 +928,8 @@ def vendi_ngram(
         probes: Random probe vectors of ``approx="slq"``.
         steps: Lanczos steps per probe of ``approx="slq"``.
         seed: Seed of the landmarks or probes of the approximate modes.
+        dtype: ``float64`` (default) or ``float32``: precision of the exact decomposition
+            (exact mode only).
             (Each of ``k``, ``probes``, ``steps``, ``seed`` set to a non-default value under
             another mode is an error, not silently ignored.)
 
