@@ -75,6 +75,7 @@ def child(case: str, n: int, k: int) -> None:
     else:
         texts = documents(n)
     load = [round(x, 2) for x in os.getloadavg()]
+    before = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     t0, c0 = time.perf_counter(), time.process_time()
     out: dict[str, object] = {"case": case, "n": n, "load_1_5_15": load}
     if case in ("exact", "exact32"):
@@ -106,6 +107,7 @@ def child(case: str, n: int, k: int) -> None:
     out["seconds"] = round(time.perf_counter() - t0, 2)
     out["cpu_seconds"] = round(time.process_time() - c0, 2)
     out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    out["rss_before_mb"] = before  # the corpus built, nothing scored yet
     print(json.dumps(out))
 
 

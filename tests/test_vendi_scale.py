@@ -120,3 +120,20 @@ def test_float32_refused_with_an_approximation() -> None:
     with pytest.raises(InvalidInputError, match="`dtype` of vendi-ngram must be one of "
                                                 "float64, float32; got 'float16'"):
         divmeter.score(["a b", "c d"], "vendi-ngram", dtype="float16")
+
+
+def test_groups_sharing_no_ngram_are_split() -> None:
+    """Rows sharing no column fall into separate groups (the kernel is block diagonal); a
+    column every row has makes one group; the value is the same either way."""
+    import scipy.sparse as sp
+
+    A = sp.csr_matrix(np.array([[1.0, 1, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 2],
+                                [0, 0, 1, 1]]))
+    assert [g.tolist() for g in vendi._components(A)] == [[0, 1], [2, 3, 4]]
+    B = sp.csr_matrix(sp.hstack([A, sp.csr_matrix(np.ones((5, 1)))]))
+    assert [g.tolist() for g in vendi._components(B)] == [[0, 1, 2, 3, 4]]
+    texts = ["a b c", "a b d", "x y z", "x y", "p q r s"] * 3 + [f"u{i}" for i in range(5)]
+    for q in (0.5, 1.0, INF):
+        small = divmeter.score(texts, "vendi-ngram", q=q).value
+        assert divmeter.score(texts, "vendi-ngram", q=q, dtype="float32").value == (
+            pytest.approx(small, rel=1e-12))  # groups under 400 rows stay float64

@@ -661,6 +661,8 @@ def _components(A: sp.csr_matrix) -> list[np.ndarray]:
     from scipy.sparse.csgraph import connected_components
 
     m, d = A.shape
+    if m and int(np.bincount(A.indices, minlength=d).max(initial=0)) == m:
+        return [np.arange(m)]  # a column every row has: one group (no graph needed)
     pattern = sp.csr_matrix((np.ones(A.nnz), A.indices, A.indptr), shape=(m, d))
     graph = sp.bmat([[None, pattern], [pattern.T, None]], format="csr")
     count, labels = connected_components(graph, directed=False)
