@@ -12,8 +12,9 @@ number) and peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``, the process
 whole peak, Python and the corpus included).
 
 Cases:
-    exact      vendi-ngram (q=1, n=1..4, tevet tokens), exact; q=0.5 and q=inf from the same
+    exact      vendi-ngram (q=1, n=1..4, tevet tokens), exact; q=0.5, 2 and inf from the same
                eigenvalues (``details["eigenvalues"]``)
+    exact32    the same with ``dtype=float32`` (error against exact)
     slq        vendi-ngram approx=slq, P probes and M steps (K = 1000 P + M on the command line;
                q = 1, 0.5 and inf each a separate run), error against exact
     nystroem   vendi-ngram approx=nystroem with k landmarks (error against exact)
@@ -73,15 +74,22 @@ def child(case: str, n: int, k: int) -> None:
         texts = responses()[:n]
     else:
         texts = documents(n)
+    load = [round(x, 2) for x in os.getloadavg()]
+    before = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     t0, c0 = time.perf_counter(), time.process_time()
-    out: dict[str, object] = {"case": case, "n": n}
-    if case == "exact":
-        r = divmeter.score(texts, "vendi-ngram")
+    out: dict[str, object] = {"case": case, "n": n, "load_1_5_15": load}
+    if case in ("exact", "exact32"):
+        r = divmeter.score(texts, "vendi-ngram",
+                           dtype="float32" if case == "exact32" else "float64")
         eig = r.details["eigenvalues"]
+        from divmeter.linalg import solver_name
         from divmeter.metrics.vendi import vendi_from_eigenvalues
 
         out.update(value=r.value, path=r.details["path"], q05=vendi_from_eigenvalues(eig, 0.5),
-                   qinf=vendi_from_eigenvalues(eig, float("inf")), unique=len(set(texts)))
+                   q2=vendi_from_eigenvalues(eig, 2.0),
+                   qinf=vendi_from_eigenvalues(eig, float("inf")), unique=len(set(texts)),
+                   signature=r.signature,
+                   solver=solver_name("float32" if case == "exact32" else "float64"))
     elif case == "nystroem":
         r = divmeter.score(texts, "vendi-ngram", approx="nystroem", k=k)
         out.update(value=r.value, signature=r.signature)
@@ -99,6 +107,7 @@ def child(case: str, n: int, k: int) -> None:
     out["seconds"] = round(time.perf_counter() - t0, 2)
     out["cpu_seconds"] = round(time.process_time() - c0, 2)
     out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    out["rss_before_mb"] = before  # the corpus built, nothing scored yet
     print(json.dumps(out))
 
 
@@ -126,10 +135,10 @@ def main() -> None:
         return
     exact = json.loads(a.exact_from) if a.exact_from else run("exact", a.docs)
     print(json.dumps(exact))
-    cases = [("slq", k) for k in a.slq] + [("nystroem", k) for k in a.k]
+    cases = ([("exact32", 0)] + [("slq", k) for k in a.slq] + [("nystroem", k) for k in a.k])
     for case, k in cases:
         r = run(case, a.docs, k)
-        for key in ("value", "q05", "qinf"):
+        for key in ("value", "q05", "q2", "qinf"):
             if key in exact and key in r:
                 r[f"rel_error_{key}"] = (float(r[key]) - float(exact[key])) / float(exact[key])
         print(json.dumps(r))

@@ -75,9 +75,16 @@ def test_vendi_ngram_refused_with_exact_estimate() -> None:
     assert str(err.value) == (
         "vendi-ngram needs about 30.5 MB (a 2,001 x 2,001 kernel matrix), above the memory "
         "limit of 1.0 MB; raise it with --max-memory (library: max_memory=...) or use "
-        "vendi-ngram:approx=slq."
+        "vendi-ngram:dtype=float32 (half the memory) or vendi-ngram:approx=slq."
     )
     assert err.value.needed == 8 * 2001**2 and err.value.limit == 2**20
+    with pytest.raises(MemoryLimitError) as half:
+        divmeter.score(ORTHO, "vendi-ngram", max_memory="1M", dtype="float32")
+    assert str(half.value) == (
+        "vendi-ngram needs about 15.3 MB (a 2,001 x 2,001 float32 kernel matrix), above the "
+        "memory limit of 1.0 MB; raise it with --max-memory (library: max_memory=...) or use "
+        "vendi-ngram:approx=slq."
+    )
 
 
 def test_score_many_names_the_set() -> None:
@@ -100,7 +107,8 @@ def test_cli_max_memory(tmp_path: Path) -> None:
     assert out.stderr == (
         "divmeter: error: set 'big' (row 1): vendi-ngram needs about 30.5 MB (a 2,001 x 2,001 "
         "kernel matrix), above the memory limit of 1.0 MB; raise it with --max-memory "
-        "(library: max_memory=...) or use vendi-ngram:approx=slq.\n"
+        "(library: max_memory=...) or use vendi-ngram:dtype=float32 (half the memory) or "
+        "vendi-ngram:approx=slq.\n"
     )
     ok = subprocess.run([str(DIVMETER), "score", str(src), "-m", "vendi-ngram",
                          "--max-memory", "31M", "--format", "jsonl"],

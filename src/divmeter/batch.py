@@ -770,7 +770,7 @@ def completed_rows(
     for i, rec in enumerate(records):
         row = rec.get("row")
         bad_row = isinstance(row, bool) or not isinstance(row, int) or row < 0
-        if bad_row or "set_id" not in rec:
+        if bad_row or not isinstance(row, int) or "set_id" not in rec:
             field = "'row' field (an integer >= 0)" if bad_row else "'set_id' field"
             raise InvalidInputError(
                 f"{refuse}: record {i + 1} has no {field}; it was not written by divmeter score."

@@ -550,9 +550,9 @@ def _pair_scores(pairs: Any, metric: list[str] | None, column: list[str] | None,
     if metric:  # pairs on which a computed metric is undefined are excluded, counted, noted
         n = len(pairs.labels)
         keep = np.ones(n, dtype=bool)
-        for side, sets_, vals in (("set1", pairs.set1, s1), ("set2", pairs.set2, s2)):
+        for side, sets_, columns in (("set1", pairs.set1, s1), ("set2", pairs.set2, s2)):
             _exclude_undefined([ResponseSet(f"pair{i}.{side}", r) for i, r in enumerate(sets_)],
-                               vals, metric, keep,
+                               columns, metric, keep,
                                lambda r, side=side: f"pair {r + 1} {side}", quiet,
                                in_output=False)
         if not keep.all():

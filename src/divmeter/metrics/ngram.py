@@ -1166,7 +1166,7 @@ def _self_repetition_per_response(st: SetTokens, n: int) -> np.ndarray:
     rin = np.cumsum(ends)  # response index within its set, at each stream position
     rin -= ends
     rin -= np.repeat(text_start, st.n_words)
-    sums = np.zeros(n_all)
+    sums: np.ndarray = np.zeros(n_all)
     for _, key, valid, scale in _set_ngram_keys(st, [n]):
         pair = key[valid]
         if not pair.size:

@@ -381,6 +381,43 @@ def _ngram_triples(
     return d, j, v, width, info
 
 
+def _ngram_csr(index: NgramIndex, n_max: int) -> tuple[sp.csr_matrix, dict[str, int]]:
+    """:func:`ngram_features` built one order at a time (the same matrix, bit for bit).
+
+    Only one order's occurrence arrays and one order's (text, n-gram, count) block exist at
+    once, and the blocks go straight into CSR form (sorted by text, then n-gram), so the peak
+    stays near the size of the result instead of several copies of every order's triples.
+    """
+    n = index.n_docs
+    blocks: list[sp.csr_matrix] = []
+    present = np.zeros(n, dtype=np.int64)
+    for _, ids, doc, m in index.iter_orders(n_max):
+        if m == 0:
+            continue
+        key, counts = np.unique(doc * np.int64(m) + ids, return_counts=True)
+        d, j = np.divmod(key, np.int64(m))
+        del key
+        c = counts.astype(np.float64)
+        sq = np.bincount(d, weights=c * c, minlength=n)
+        present += sq > 0
+        c /= np.sqrt(sq)[d]
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(d, minlength=n), out=indptr[1:])
+        blocks.append(sp.csr_matrix((c, j.astype(np.int32), indptr), shape=(n, m)))
+        del d, j, c, counts
+    empty = present == 0
+    if empty.any():
+        e = np.flatnonzero(empty)
+        blocks.append(sp.csr_matrix((np.ones(e.size), (e, np.zeros(e.size, np.int64))),
+                                    shape=(n, 1)))
+        present[e] = 1
+    Z = sp.csr_matrix(sp.hstack(blocks, format="csr"))
+    blocks.clear()
+    Z.data /= np.repeat(np.sqrt(present), np.diff(Z.indptr))
+    info = {"short": int(((present < n_max) & ~empty).sum()), "empty": int(empty.sum())}
+    return Z, info
+
+
 # Above this many (text, text) products, the Gram matrix goes through scipy.sparse instead.
 _PAIR_LIMIT = 2_000_000
 
@@ -472,16 +509,58 @@ def _merge_single_columns(Z: sp.csr_matrix) -> sp.csr_matrix:
     return sp.csr_matrix((vals, (rows, cols)), shape=(n, shared.size + own.size))
 
 
-def _gram_blocks(A: sp.csr_matrix, out: np.ndarray | None = None) -> np.ndarray:
-    """Dense ``A A^T`` built in row blocks of at most ``BLOCK_BYTES`` (no sparse n x n copy)."""
+#: Columns shared by at least this many rows go into a dense block multiplied with BLAS: one
+#: such column costs ``df^2`` sparse products (about 40 ns each in scipy) against ``2 m^2`` dense
+#: flops (about 2.5 ms at m = 10,000), which break even near 200.
+_DENSE_DF = 200
+
+
+def _split_columns(A: sp.csr_matrix) -> tuple[np.ndarray, sp.csr_matrix]:
+    """``A`` as a dense block of its most shared columns (``df >= _DENSE_DF``, at most
+    ``4 * BLOCK_BYTES`` of them) and a sparse rest, so that ``A A^T = D D^T + R R^T``."""
+    from divmeter.memory import BLOCK_BYTES
+
+    m, d = A.shape
+    df = np.bincount(A.indices, minlength=d)
+    top = np.argsort(-df, kind="stable")[: max(0, 4 * BLOCK_BYTES // (8 * max(m, 1)))]
+    dense = np.sort(top[df[top] >= _DENSE_DF])
+    slot = np.full(d, -1, dtype=np.int64)
+    slot[dense] = np.arange(dense.size)
+    row = np.repeat(np.arange(m), np.diff(A.indptr))
+    col = slot[A.indices]
+    sel = col >= 0
+    D = np.zeros((m, dense.size))
+    D[row[sel], col[sel]] = A.data[sel]
+    keep = ~sel
+    indptr = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row[keep], minlength=m), out=indptr[1:])
+    R = sp.csr_matrix((A.data[keep], A.indices[keep], indptr), shape=(m, d))
+    return D, R
+
+
+def _gram_blocks(A: sp.csr_matrix, dtype: Any = np.float64,
+                 deflate: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """The lower triangle of ``A A^T`` (minus ``V diag(vals) V^T`` when ``deflate = (vals,
+    V)``), built in float64 row blocks of at most ``BLOCK_BYTES`` (no sparse n x n copy) and
+    stored as ``dtype``: the most shared columns by a dense product, the rest by a sparse one.
+    Rows ``a:b`` are computed against rows ``:b`` only (half the products); the entries above
+    the diagonal are left unset, for :func:`~divmeter.linalg.eigvalsh_inplace`."""
     from divmeter.memory import BLOCK_BYTES
 
     m = A.shape[0]
-    G = np.empty((m, m)) if out is None else out
-    AT = sp.csc_matrix(A.T)
+    G = np.empty((m, m), dtype=dtype)
+    D, R = _split_columns(A)
+    RT = sp.csc_matrix(R.T)
     step = max(1, BLOCK_BYTES // (8 * max(m, 1)))
     for a in range(0, m, step):
-        G[a : a + step] = (A[a : a + step] @ AT).toarray()
+        b = min(a + step, m)
+        block = (R[a:b] @ RT[:, :b]).toarray()
+        if D.shape[1]:
+            block += D[a:b] @ D[:b].T
+        if deflate is not None:
+            vals, vecs = deflate
+            block -= (vecs[a:b] * vals) @ vecs[:b].T
+        G[a:b, :b] = block
     return G
 
 
@@ -491,34 +570,87 @@ def _reduced_features(Z: sp.csr_matrix) -> tuple[sp.csr_matrix, str]:
     return Zr, ("kernel" if Zr.shape[0] <= Zr.shape[1] else "dual")
 
 
-def vendi_ngram_bytes(Zr: sp.csr_matrix, path: str) -> tuple[int, str]:
+#: ``dtype`` of the exact path: the matrix that is decomposed (see :func:`vendi_ngram`).
+DTYPES = ("float64", "float32")
+
+#: dtype=float32: the largest eigenpairs computed in float64 and deflated before rounding.
+_DEFLATE = 8
+
+#: dtype=float32: groups of fewer responses than this are decomposed in float64 (cheap).
+_FLOAT32_MIN = 400
+
+
+def vendi_ngram_bytes(Zr: sp.csr_matrix, path: str, dtype: str = "float64") -> tuple[int, str]:
     """Bytes of the dense matrix the exact large-set path decomposes, and what it is."""
     m = Zr.shape[0] if path == "kernel" else Zr.shape[1]
-    return 8 * m * m, f"a {m:,} x {m:,} {path} matrix"
+    size = np.dtype(dtype).itemsize
+    kind = f"{dtype} {path}" if dtype != "float64" else path
+    return size * m * m, f"a {m:,} x {m:,} {kind} matrix"
 
 
-def _exact_large(holder: list[sp.csr_matrix], n: int) -> tuple[np.ndarray, str]:
+def _top_pairs(A: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` largest eigenpairs of ``A A^T`` in float64 (ARPACK to machine precision)."""
+    from scipy.sparse.linalg import LinearOperator, eigsh
+
+    m = A.shape[0]
+    AT = sp.csr_matrix(A.T)
+
+    def matvec(x: np.ndarray) -> np.ndarray:
+        return np.asarray(A @ (AT @ x))
+
+    op = LinearOperator((m, m), matvec=matvec, matmat=matvec, dtype=np.float64)
+    vals, vecs = eigsh(op, k=k, which="LA", tol=0.0,
+                       v0=np.random.default_rng(0).standard_normal(m))
+    return vals, vecs
+
+
+def _group_eigenvalues(A: sp.csr_matrix, dtype: str) -> np.ndarray:
+    """Eigenvalues of ``A A^T`` (dense, decomposed in place).
+
+    ``float32`` (for groups of at least ``_FLOAT32_MIN`` rows): the ``_DEFLATE`` largest
+    eigenpairs are found in float64 (ARPACK, to machine precision) and subtracted in float64
+    before the matrix is rounded to float32, so the rounding errs in proportion to the next
+    eigenvalue instead of the largest (on n-gram kernels the largest carries the words every
+    response shares and is 30 to 90 times the next). The ``_DEFLATE`` eigenvalues of smallest
+    magnitude of the deflated matrix (the removed directions, now near 0) are dropped and the
+    float64 ones put back. The float32 solver shifts every eigenvalue by about the same small
+    amount (their sum misses the trace by ~1e-7 relative on these kernels); the trace of the
+    deflated matrix is known exactly in float64, so that common shift is removed. Measured
+    against float64 on Tevet-built corpora (``benchmarks/results_bench_vendi_scale.md``).
+    """
+    from divmeter.linalg import eigvalsh_inplace
+
+    m = A.shape[0]
+    if dtype == "float64" or m < _FLOAT32_MIN:
+        return eigvalsh_inplace(_gram_blocks(A))
+    vals, vecs = _top_pairs(A, _DEFLATE)
+    trace = float(A.multiply(A).sum()) - float(vals.sum())
+    w = eigvalsh_inplace(_gram_blocks(A, np.float32, (vals, vecs))).astype(np.float64)
+    w = w[np.sort(np.argsort(np.abs(w), kind="stable")[_DEFLATE:])]
+    w += (trace - w.sum()) / w.size
+    return np.concatenate((w, vals))
+
+
+def _exact_large(holder: list[sp.csr_matrix], n: int, dtype: str = "float64"
+                 ) -> tuple[np.ndarray, str]:
     """Eigenvalues of ``Z Z^T / n`` by the bounded exact path (memory-checked first); ``Z`` is
     taken out of ``holder`` so that it is freed once reduced."""
-    import scipy.linalg as sla
-
     from divmeter import memory
 
     Zr, path = _reduced_features(holder.pop())
-    needed, what = vendi_ngram_bytes(Zr, path)
-    memory.check("vendi-ngram", needed, what, hint="use vendi-ngram:approx=slq")
+    needed, what = vendi_ngram_bytes(Zr, path, dtype)
+    hint = ("use vendi-ngram:dtype=float32 (half the memory) or vendi-ngram:approx=slq"
+            if dtype == "float64" else "use vendi-ngram:approx=slq")
+    memory.check("vendi-ngram", needed, what, hint=hint)
     A = Zr if path == "kernel" else sp.csr_matrix(Zr.T)
+    del Zr
     parts: list[np.ndarray] = []
     blocks = _components(A)
     single = [b[0] for b in blocks if b.size == 1]  # a 1 x 1 block: its squared row norm
     if single:
         parts.append(np.asarray(A[single].multiply(A[single]).sum(axis=1)).ravel())
     for block in (b for b in blocks if b.size > 1):
-        G = _gram_blocks(A[block])
-        # G is symmetric: its transpose is the same matrix in Fortran order, which LAPACK
-        # then overwrites in place instead of copying (n^2 doubles saved).
-        parts.append(sla.eigh(G.T, eigvals_only=True, overwrite_a=True, check_finite=False))
-        del G
+        parts.append(_group_eigenvalues(A[block], dtype))
     return np.concatenate(parts) / n, path
 
 
@@ -529,6 +661,8 @@ def _components(A: sp.csr_matrix) -> list[np.ndarray]:
     from scipy.sparse.csgraph import connected_components
 
     m, d = A.shape
+    if m and int(np.bincount(A.indices, minlength=d).max(initial=0)) == m:
+        return [np.arange(m)]  # a column every row has: one group (no graph needed)
     pattern = sp.csr_matrix((np.ones(A.nnz), A.indices, A.indptr), shape=(m, d))
     graph = sp.bmat([[None, pattern], [pattern.T, None]], format="csr")
     count, labels = connected_components(graph, directed=False)
@@ -666,7 +800,7 @@ def _nystroem_bytes(n: int, k: int) -> tuple[int, str]:
 
 #: Which approximate mode each of its size parameters belongs to, and their defaults.
 _APPROX_PARAMS = {"k": (("nystroem",), 1000), "probes": (("slq",), 16), "steps": (("slq",), 30),
-                  "seed": (("nystroem", "slq"), 0)}
+                  "seed": (("nystroem", "slq"), 0), "dtype": (("none",), "float64")}
 
 
 def _approx_relation(name: str) -> Any:
@@ -703,7 +837,11 @@ def _approx_relation(name: str) -> Any:
             "steps": Param(int, ge=2, default=30, doc="Lanczos steps of approx=slq",
                            relation=_approx_relation("steps")),
             "seed": Param(int, ge=0, default=0, doc="seed of approx=nystroem or slq",
-                          relation=_approx_relation("seed"))},
+                          relation=_approx_relation("seed")),
+            "dtype": Param(str, choices=DTYPES, default="float64",
+                           doc="precision of the exact eigenvalues (float32: half the memory, "
+                           "about twice as fast above 2,000 responses)",
+                           relation=_approx_relation("dtype"))},
     description="Vendi score of order q (effective number of distinct responses) with the mean "
     "per-order n-gram cosine kernel, n=1..n_max",
 )
@@ -719,6 +857,7 @@ def vendi_ngram(
     probes: int = 16,
     steps: int = 30,
     seed: int = 0,
+    dtype: str = "float64",
 ) -> MetricResult:
     """Vendi score of order ``q`` of a response set with an n-gram cosine kernel (VS-ngram-q).
 
@@ -746,8 +885,18 @@ def vendi_ngram(
     a duplicate response become one feature row scaled by ``sqrt(m)``, the n-grams of a single
     response are merged into one feature per response (both leave the non-zero eigenvalues
     unchanged), groups of responses sharing no n-gram with the rest are decomposed apart (the
-    kernel is block diagonal), and the smaller of kernel and dual is built in row blocks and
-    decomposed in place.
+    kernel is block diagonal), and the lower triangle of the smaller of kernel and dual is built
+    in row blocks (the most shared n-grams by a dense product) and decomposed in place by
+    LAPACK's two-stage solver (:mod:`divmeter.linalg`). The features are built one n-gram order
+    at a time, so their peak stays near the size of the feature matrix.
+
+    ``dtype="float32"`` (signature ``dtype:float32``) decomposes that matrix in float32: half
+    the memory and about half the time at 10,000 responses. The 8 largest eigenpairs are
+    computed in float64 (ARPACK) and deflated before rounding, and the common shift of the
+    float32 eigenvalues is removed with the exact trace, which keeps the value within about
+    1e-7 relative of float64 (measured at 3,000 and 10,000 documents of 200 words:
+    ``benchmarks/results_bench_vendi_scale.md``; ``tests/test_vendi_scale.py`` checks 1e-6 for
+    q = 0.5, 1, 2 and inf). Groups of fewer than 400 responses are decomposed in float64.
     Its size is checked against the memory limit first (:mod:`divmeter.memory`); above it a
     :class:`~divmeter.memory.MemoryLimitError` names the estimate and ``--max-memory``.
     Every order ``q`` is a function of the same eigenvalues, so all work on every path.
@@ -781,6 +930,8 @@ def vendi_ngram(
         probes: Random probe vectors of ``approx="slq"``.
         steps: Lanczos steps per probe of ``approx="slq"``.
         seed: Seed of the landmarks or probes of the approximate modes.
+        dtype: ``float64`` (default) or ``float32``: precision of the exact decomposition
+            (exact mode only).
             (Each of ``k``, ``probes``, ``steps``, ``seed`` set to a non-default value under
             another mode is an error, not silently ignored.)
 
@@ -816,8 +967,10 @@ def vendi_ngram(
     check_int(probes, "probes", "vendi-ngram")
     check_int(steps, "steps", "vendi-ngram", minimum=2)
     check_int(seed, "seed", "vendi-ngram", minimum=0)
+    dtype = check_choice(dtype, "dtype", "vendi-ngram", DTYPES)
     given = {"approx": approx}
-    for name, setting in (("k", k), ("probes", probes), ("steps", steps), ("seed", seed)):
+    for name, setting in (("k", k), ("probes", probes), ("steps", steps), ("seed", seed),
+                          ("dtype", dtype)):
         problem = _approx_relation(name)(setting, given)
         if problem:
             raise InvalidInputError(f"`{name}` of vendi-ngram {problem}")
@@ -826,19 +979,23 @@ def vendi_ngram(
     sig = make_signature("vendi-ngram", q=q, n=f"1..{n_max}", tok=tok.name, case=tok.case,
                          approx=approx if nys or slq else None, k=k if nys else None,
                          probes=probes if slq else None, steps=steps if slq else None,
-                         seed=seed if nys or slq else None)
+                         seed=seed if nys or slq else None,
+                         dtype=dtype if dtype != "float64" else None)
     if not texts:
         return undefined("vendi-ngram", sig, "empty set")
-    idx = NgramIndex.from_tokens(tok.many(texts))
+    idx = NgramIndex.from_texts(texts, tok)
     if idx.tokens.size == 0:
         return undefined("vendi-ngram", sig, "no tokens in any response")
-    rows, cols, vals, width, info = _ngram_triples(idx, n_max)
     n = idx.n_docs
+    if slq or nys or n > _LARGE or dtype != "float64":
+        # Large or approximate: the features are built one order at a time and only the
+        # feature matrix is kept (the holder list lets _exact_large drop it once reduced).
+        Z, info = _ngram_csr(idx, n_max)
+        del idx
     if slq:
         from divmeter import memory
 
         memory.check("vendi-ngram", 8 * n * probes * 4, f"{probes} Lanczos vectors of {n:,}")
-        Z = sp.csr_matrix((vals, (rows, cols)), shape=(n, width))
         Zr = _merge_single_columns(_merge_duplicate_rows(Z))
         top, theta, tau = _slq(Zr, n, probes, steps, seed)
         details = {"eigenvalues": np.sort(top[top > 0])[::-1], "ritz": theta, "weights": tau,
@@ -849,17 +1006,15 @@ def vendi_ngram(
         from divmeter import memory
 
         memory.check("vendi-ngram", *_nystroem_bytes(n, k))
-        Z = sp.csr_matrix((vals, (rows, cols)), shape=(n, width))
         w, path = _nystroem(Z, k, seed), "nystroem"
-    elif n > _LARGE:
-        # Only the feature matrix is kept: the index and the triples are released before the
-        # n x n matrix is allocated (the holder list lets _exact_large drop Z itself).
-        holder = [sp.csr_matrix((vals, (rows, cols)), shape=(n, width))]
-        del rows, cols, vals, idx
-        w, path = _exact_large(holder, n)
+    elif n > _LARGE or dtype != "float64":
+        holder = [Z]
+        del Z
+        w, path = _exact_large(holder, n, dtype)
     else:
         from divmeter import memory
 
+        rows, cols, vals, width, info = _ngram_triples(idx, n_max)
         m = min(n, width)  # the kernel, its copy divided by n, and the solver's copy
         memory.check("vendi-ngram", 3 * 8 * m * m, f"3 x a {m:,} x {m:,} matrix",
                      hint="use vendi-ngram:approx=slq")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -66,6 +66,33 @@ class NgramIndex:
         ids, lengths, vocab = encode_tokens(token_lists)
         return cls(ids, lengths, vocab)
 
+    @classmethod
+    def from_texts(cls, texts: Sequence[str], tok: Any, chunk: int = 2048) -> NgramIndex:
+        """:meth:`from_tokens` of ``tok.many(texts)``, tokenized ``chunk`` texts at a time so
+        that only one chunk's token strings exist at once (the same ids: first-occurrence
+        order over all texts).
+
+        Example:
+            >>> from divmeter.text import get_tokenizer
+            >>> idx = NgramIndex.from_texts(["a b", "b c"], get_tokenizer("whitespace"), chunk=1)
+            >>> idx.tokens.tolist(), idx.lengths.tolist()
+            ([0, 1, 1, 2], [2, 2])
+        """
+        vocab: dict[str, int] = {}
+        ids: list[np.ndarray] = []
+        lengths: list[np.ndarray] = []
+        for a in range(0, len(texts), chunk):
+            token_lists = tok.many(texts[a : a + chunk])
+            flat = list(chain.from_iterable(token_lists))
+            for t in dict.fromkeys(flat):
+                vocab.setdefault(t, len(vocab))
+            ids.append(np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat)))
+            lengths.append(np.fromiter(map(len, token_lists), dtype=np.int64,
+                                       count=len(token_lists)))
+        if not ids:
+            return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), 0)
+        return cls(np.concatenate(ids), np.concatenate(lengths), len(vocab))
+
     @property
     def n_docs(self) -> int:
         return int(self.lengths.shape[0])
@@ -104,6 +131,26 @@ class NgramIndex:
             k += 1
         ids, doc, _, m = self._orders[n]
         return ids, doc, m
+
+    def iter_orders(self, n_max: int) -> Iterator[tuple[int, np.ndarray, np.ndarray, int]]:
+        """``(n, ids, doc, n_unique)`` for ``n = 1..n_max``, as :meth:`order` gives them, but
+        holding only the current order (nothing is cached): for corpora too large to keep
+        every order's arrays at once."""
+        doc = np.repeat(np.arange(self.n_docs, dtype=np.int64), self.lengths)
+        ends = np.repeat(np.cumsum(self.lengths), self.lengths)
+        ids, pos, m = self.tokens, np.arange(self.tokens.shape[0], dtype=np.int64), self.vocab_size
+        for n in range(1, n_max + 1):
+            if n > 1:
+                if ids.shape[0]:
+                    nxt = pos + (n - 1)
+                    keep = nxt < ends[pos]
+                    key = ids[keep] * np.int64(self.vocab_size) + self.tokens[nxt[keep]]
+                    uniq, inv = np.unique(key, return_inverse=True)
+                    ids, doc, pos, m = inv.astype(np.int64), doc[keep], pos[keep], int(uniq.size)
+                    del key, uniq, inv, nxt, keep
+                else:
+                    m = 0
+            yield n, ids, doc, m
 
     def pooled_counts(self, n: int) -> np.ndarray:
         """Count of each distinct n-gram over all texts (length ``n_unique``)."""
