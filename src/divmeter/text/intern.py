@@ -21,10 +21,12 @@ Both are exact: equal ids (keys) if and only if equal tokens.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, count
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -32,7 +34,8 @@ import numpy as np
 from divmeter.text.ngrams import KEY_BITS, encode_tokens
 from divmeter.text.tokenize import SPACE_SPLITS, Tokenizer, blank_whitespace_only, check_scripts
 
-__all__ = ["InternedSets", "SetTokens", "TokenKeys", "encode_sets", "intern_sets", "interned"]
+__all__ = ["InternedSets", "SetTokens", "TokenIds", "TokenKeys", "compiled", "encode_sets",
+           "intern_sets", "interned", "token_ids"]
 
 #: Marks the end of each text when a set's texts are tokenized as one joined string.
 _SEP = "\x00"
@@ -213,6 +216,32 @@ class _ByteTokens:
     lengths: np.ndarray
 
 
+def _joined_bytes(texts: Sequence[str], name: str, check: bool = True
+                  ) -> tuple[np.ndarray, bool] | None:
+    """The UTF-8 bytes of ``texts`` for the byte paths (numpy and compiled): every text
+    followed by the separator of :data:`_BYTE_SPLITS`, then 8 more separators (padding for
+    8-byte reads), and whether the texts are ASCII; ``None`` where the byte paths do not apply
+    (a NUL or separator character in a text, unless ``check`` is false: the compiled scan
+    counts those bytes itself; for ``whitespace``, non-ASCII whitespace). Texts are taken as
+    ``tok.lowercase`` left them; for ``tevet``, whitespace-only texts are blanked (no token)
+    and ``.`` and ``\\n`` removed."""
+    if name == "tevet":  # a whitespace-only text has no token (str.split() gives none anyway)
+        texts = blank_whitespace_only(texts)
+    n_texts = len(texts)
+    sep = _BYTE_SPLITS[name]
+    joined = sep.join(chain(texts, [""] * 9))
+    if not joined.isascii():  # the byte paths never call the tokenizer, which would warn
+        check_scripts(texts, name)
+    if name == "tevet":
+        if check and joined.count("\x00") != n_texts + 8:
+            return None
+        joined = joined.replace(".", "").replace("\n", "")
+    elif ((check and ("\x00" in joined or joined.count("\x1f") != n_texts + 8))
+          or (not joined.isascii() and _NON_ASCII_SPACE.search(joined))):
+        return None
+    return np.frombuffer(joined.encode("utf-8"), dtype=np.uint8), joined.isascii()
+
+
 def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
     """``whitespace`` or ``tevet`` tokens of ``texts`` found and grouped in numpy from the UTF-8
     bytes of the joined texts, without a Python string per token; ``None`` where this does not
@@ -226,21 +255,12 @@ def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
     then checked exactly (equal hash32 iff equal key along the sorted order, and equal bytes for
     every pair of neighbours involving a token over 8 bytes), so equal groups iff equal tokens.
     """
-    check_scripts(texts, name)  # this path never calls the tokenizer, which would warn
-    if name == "tevet":  # a whitespace-only text has no token (str.split() gives none anyway)
-        texts = blank_whitespace_only(texts)
+    joined = _joined_bytes(texts, name)
+    if joined is None:
+        return None
+    buf, ascii_only = joined
     n_texts = len(texts)
     sep = _BYTE_SPLITS[name]
-    # every text is followed by the separator, and 8 more pad the last 8-byte read
-    joined = sep.join(chain(texts, [""] * 9))
-    if name == "tevet":
-        if joined.count("\x00") != n_texts + 8:
-            return None
-        joined = joined.replace(".", "").replace("\n", "")
-    elif ("\x00" in joined or joined.count("\x1f") != n_texts + 8
-          or (not joined.isascii() and _NON_ASCII_SPACE.search(joined))):
-        return None
-    buf = np.frombuffer(joined.encode("utf-8"), dtype=np.uint8)
     head = buf[:-8]
     if name == "whitespace":  # str.split()'s ASCII whitespace: 9-13 and 28-32
         shifted = head - np.uint8(9)
@@ -258,7 +278,7 @@ def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
     n_tok = int(st.size)
     if n_tok >= 1 << 32 or int(tlen.max(initial=1)) > _MAX_PACK:
         return None
-    if name == "whitespace" and joined.isascii():  # text ends from the texts' lengths
+    if name == "whitespace" and ascii_only:  # text ends from the texts' lengths
         ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n_texts) + 1) - 1
     else:
         ends = np.flatnonzero(head == ord(sep))[:n_texts]
@@ -320,10 +340,110 @@ def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
 _BYTE_MIN_CHARS = 8192
 
 
+# --------------------------------------------------------------------------------------------
+# the compiled path (numba, optional: ``divmeter[fast]``)
+
+#: From this many characters in a batch the compiled kernels of :mod:`divmeter.text.jit` run,
+#: once loaded (below, the numpy and dictionary paths are quick enough).
+_JIT_MIN_CHARS = _BYTE_MIN_CHARS
+#: numba is imported (and the cached kernels loaded, about 1 s) only once the process has sent
+#: this many characters through the byte paths: a small job does not pay more for the load
+#: than the compiled path would save it; a long one pays it once.
+_JIT_LOAD_CHARS = 1 << 24
+_chars_before_jit = 0
+_JIT: Any = None  # divmeter.text.jit once imported; False when numba is not installed
+#: The bytes that separate tokens, per tokenizer: ``str.split()``'s ASCII whitespace (9-13,
+#: 28-32; non-ASCII whitespace makes :func:`_joined_bytes` decline) and ``tevet``'s space and
+#: text separator (NUL).
+_SPACE_BYTES = {
+    "whitespace": np.array([9 <= b <= 13 or 28 <= b <= 32 for b in range(256)], dtype=np.uint8),
+    "tevet": np.array([b in (0, 32) for b in range(256)], dtype=np.uint8),
+}
+
+
+def compiled() -> ModuleType | None:
+    """The compiled kernels (:mod:`divmeter.text.jit`, importing numba the first time), or
+    ``None`` when numba is not installed or the environment sets ``DIVMETER_NO_JIT=1``."""
+    global _JIT
+    if os.environ.get("DIVMETER_NO_JIT", "") not in ("", "0"):
+        return None
+    if _JIT is None:
+        try:
+            from divmeter.text import jit
+        except ImportError:
+            _JIT = False
+        else:
+            _JIT = jit
+    return _JIT or None
+
+
+@dataclass
+class TokenIds:
+    """The tokens of many texts as exact ids, from the compiled path.
+
+    Attributes:
+        ids: The type of every token, in order; types are numbered 0, 1, ... by first
+            occurrence, and equal ids iff equal tokens.
+        lengths: Token count of each text.
+        n_types: Number of types (``ids < n_types``).
+    """
+
+    ids: np.ndarray
+    lengths: np.ndarray
+    n_types: int
+
+
+def _jit_ids(texts: Sequence[str], name: str, chars: int | None = None) -> TokenIds | None:
+    """:func:`divmeter.text.jit.scan_tokens` of ``texts`` (cased as the tokenizer wants) for a
+    tokenizer of :data:`_BYTE_SPLITS`; ``None`` for a batch under :data:`_JIT_MIN_CHARS`
+    characters, until :data:`_JIT_LOAD_CHARS` characters have passed, without numba, and
+    wherever the numpy byte path declines too (a NUL or separator character, non-ASCII
+    whitespace for ``whitespace``, a token over 64 bytes). ``chars``: the texts' length, if
+    known."""
+    global _chars_before_jit
+    if chars is None:
+        chars = sum(map(len, texts))
+    if chars < _JIT_MIN_CHARS:
+        return None
+    if _JIT is None:  # not loaded yet
+        _chars_before_jit += chars
+        if _chars_before_jit < _JIT_LOAD_CHARS:
+            return None
+    jit = compiled()
+    if jit is None:
+        return None
+    joined = _joined_bytes(texts, name, check=False)
+    if joined is None:
+        return None
+    ids, lengths, n_types = jit.scan_tokens(joined[0], _SPACE_BYTES[name], ord(_BYTE_SPLITS[name]),
+                                            0 if name == "whitespace" else -1, len(texts),
+                                            _MAX_PACK)
+    return None if n_types < 0 else TokenIds(ids, lengths, n_types)
+
+
+def token_ids(texts: Sequence[str], tok: Tokenizer) -> TokenIds | None:
+    """The tokens of ``texts`` as exact ids from the compiled path (for the per-response kernels
+    of :mod:`divmeter.metrics.richness`), or ``None`` where it does not run: a tokenizer other
+    than ``whitespace`` and ``tevet``, and the cases of :func:`_jit_ids`.
+
+    Example:
+        >>> from divmeter.text.tokenize import get_tokenizer
+        >>> token_ids(["a b"], get_tokenizer("whitespace")) is None  # under 8,192 characters
+        True
+    """
+    if tok.name not in _BYTE_SPLITS:
+        return None
+    if tok.lowercase:
+        if sum(map(len, texts)) < _JIT_MIN_CHARS:
+            return None  # (checked first: no lowercasing for nothing)
+        texts = [t.lower() for t in texts]
+    return _jit_ids(texts, tok.name)
+
+
 def _intern_bytes(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> InternedSets | None:
-    """:func:`intern_sets` from :func:`_byte_tokens` of every text of every set at once (the
-    same ids: 2 + the index of the token's first occurrence in its set's stream); ``None``
-    where the byte path does not apply."""
+    """:func:`intern_sets` from the compiled path (:func:`_jit_ids`) or else the numpy byte
+    path (:func:`_byte_tokens`) of every text of every set at once (the same ids: 2 + the index
+    of the token's first occurrence in its set's stream); ``None`` where neither applies."""
     texts = list(chain.from_iterable(text_sets))
     if sum(map(len, texts)) < _BYTE_MIN_CHARS:
         return None
@@ -333,33 +453,49 @@ def _intern_bytes(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> Interne
     if not texts:
         zeros = [0] * len(text_sets)
         return InternedSets(np.zeros(0, dtype=np.int64), zeros, n_texts.tolist(), zeros)
-    bt = _byte_tokens(texts, tok.name)
-    if bt is None:
-        return None
-    n_sets, n_all, n_tok = len(text_sets), len(texts), int(bt.doc.size)
+    set_cum = np.concatenate(([0], np.cumsum(n_texts)))
+    fast = _jit_ids(texts, tok.name)
+    if fast is not None:
+        raw, n_types = compiled().set_local_ids(  # type: ignore[union-attr]
+            fast.ids, fast.lengths, n_texts, fast.n_types)
+        lengths = fast.lengths
+    else:
+        bt = _byte_tokens(texts, tok.name)
+        if bt is None:
+            return None
+        raw, n_types = _set_local_ids(bt, n_texts, set_cum)
+        lengths = bt.lengths
+    text_cum = np.concatenate(([0], np.cumsum(lengths)))
+    n_words = np.diff(text_cum[set_cum]) + n_texts  # tokens + one end of text per text
+    longest = np.zeros(len(text_sets), dtype=np.int64)
+    live = n_texts > 0
+    longest[live] = np.maximum.reduceat(lengths, set_cum[:-1][live])
+    return InternedSets(raw, n_words.tolist(), n_texts.tolist(), n_types.tolist(), longest)
+
+
+def _set_local_ids(bt: _ByteTokens, n_texts: np.ndarray, set_cum: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`divmeter.text.jit.set_local_ids` in numpy, from the grouping of
+    :func:`_byte_tokens`: ``(raw, types per set)``."""
+    n_sets, n_all, n_tok = n_texts.size, int(set_cum[-1]), int(bt.doc.size)
+    raw = np.zeros(n_tok + n_all, dtype=np.int64)
+    if not n_tok:
+        return raw, np.zeros(n_sets, dtype=np.int64)
     set_of_text = np.repeat(np.arange(n_sets, dtype=np.int64), n_texts)
     text_cum = np.concatenate(([0], np.cumsum(bt.lengths)))
-    set_cum = np.concatenate(([0], np.cumsum(n_texts)))
-    n_words = np.diff(text_cum[set_cum]) + n_texts  # tokens + one end of text per text
-    raw = np.zeros(n_tok + n_all, dtype=np.int64)
-    n_types = np.zeros(n_sets, dtype=np.int64)
-    if n_tok:
-        doc_o = bt.doc[bt.order]  # in the sorted order: text, set, position in the stream
-        so = set_of_text[doc_o]
-        doc_o += bt.order  # (texts end with a 0 in the stream)
-        brk = np.empty(n_tok, dtype=bool)  # first of a (token, set) group in the sorted order
-        brk[0] = True
-        np.logical_not(bt.same, out=brk[1:])
-        brk[1:] |= so[1:] != so[:-1]
-        gstart = np.flatnonzero(brk)
-        gset = so[gstart]
-        first = doc_o[gstart] - (np.cumsum(n_words) - n_words)[gset] + 2
-        raw[doc_o] = first[np.cumsum(brk) - 1]
-        n_types = np.bincount(gset, minlength=n_sets)
-    longest = np.zeros(n_sets, dtype=np.int64)
-    live = n_texts > 0
-    longest[live] = np.maximum.reduceat(bt.lengths, set_cum[:-1][live])
-    return InternedSets(raw, n_words.tolist(), n_texts.tolist(), n_types.tolist(), longest)
+    n_words = np.diff(text_cum[set_cum]) + n_texts
+    doc_o = bt.doc[bt.order]  # in the sorted order: text, set, position in the stream
+    so = set_of_text[doc_o]
+    doc_o += bt.order  # (texts end with a 0 in the stream)
+    brk = np.empty(n_tok, dtype=bool)  # first of a (token, set) group in the sorted order
+    brk[0] = True
+    np.logical_not(bt.same, out=brk[1:])
+    brk[1:] |= so[1:] != so[:-1]
+    gstart = np.flatnonzero(brk)
+    gset = so[gstart]
+    first = doc_o[gstart] - (np.cumsum(n_words) - n_words)[gset] + 2
+    raw[doc_o] = first[np.cumsum(brk) - 1]
+    return raw, np.bincount(gset, minlength=n_sets)
 
 
 class TokenKeys:
@@ -396,14 +532,21 @@ class TokenKeys:
 
     @classmethod
     def _fast(cls, texts: list[str], name: str, lowercase: bool) -> TokenKeys | None:
-        """Keys from :func:`_byte_tokens`: each token's key is the index of its group (type)
-        in the sorted order, and that sort is kept as :meth:`sorted_keys`; ``None`` where the
-        byte path does not apply (e.g. for ``whitespace``: non-ASCII whitespace, a NUL or
+        """Keys from the compiled path (:func:`_jit_ids`: the type ids, grouped by a counting
+        sort) or else :func:`_byte_tokens` (each token's key is the index of its group in the
+        sorted order), with that grouping kept as :meth:`sorted_keys`; ``None`` where the
+        byte paths do not apply (e.g. for ``whitespace``: non-ASCII whitespace, a NUL or
         \\x1f character, a token over 64 bytes, a key collision)."""
         if lowercase:
             texts = [t.lower() for t in texts]
         if not texts:
             return None
+        fast = _jit_ids(texts, name)
+        if fast is not None:
+            enc = cls(fast.ids, fast.lengths)
+            enc._sort = compiled().group_order(  # type: ignore[union-attr]
+                fast.ids, fast.n_types)
+            return enc
         bt = _byte_tokens(texts, name)
         if bt is None:
             return None

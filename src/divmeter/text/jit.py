@@ -1,0 +1,363 @@
+"""Compiled kernels (numba) for tokenize-and-intern and the per-response loops of TTR and MTLD.
+
+Optional (``pip install 'divmeter[fast]'``). This module imports numba when it is imported, and
+only :func:`divmeter.text.intern.compiled` imports it, lazily, the first time a batch of
+:data:`divmeter.text.intern._JIT_MIN_CHARS` characters or more is tokenized; ``import divmeter``
+never does. Without numba, or with the environment variable ``DIVMETER_NO_JIT=1``, the numpy
+path of :mod:`divmeter.text.intern` runs instead, with the same results.
+
+Every kernel is exact (integers, or the same float operations in the same order as the numpy
+code it replaces), compiled once per machine and cached (``cache=True``: next to this file in
+``__pycache__``, or in numba's per-user cache directory when that is not writable).
+
+* :func:`scan_tokens`: one pass over the UTF-8 bytes of the joined texts finds the tokens (runs
+  of non-separator bytes) and interns them in an open-addressing hash table that compares the
+  bytes of two tokens whenever their 64-bit hashes match, so equal ids iff equal tokens.
+* :func:`set_local_ids`, :func:`group_order`: the two encodings the callers consume (set-local
+  ids for the n-gram metrics; tokens grouped by type for MATTR and HD-D).
+* :func:`distinct_per_text`, :func:`mtld_values`: TTR's type counts and MTLD's factor rounds
+  (McCarthy & Jarvis 2010) over the token ids.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+__all__ = ["scan_tokens", "set_local_ids", "group_order", "distinct_per_text", "mtld_values"]
+
+_U1 = np.uint64(1)
+_GOLD = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: slot = (key * _GOLD) >> (64 - bits)
+_FNV_PRIME = np.uint64(0x100000001B3)
+_NOT_LOW_BYTE = np.uint64(0xFFFFFFFFFFFFFF00)
+_FIRST_BITS = 12  # first table: 4,096 slots
+
+
+@intrinsic
+def _ctz(typingctx: Any, x: Any) -> Any:
+    """Trailing zero bits of a nonzero uint64 (LLVM's cttz)."""
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
+    return types.uint64(types.uint64), codegen
+
+
+@intrinsic
+def _popcount(typingctx: Any, x: Any) -> Any:
+    """Set bits of a uint64 (LLVM's ctpop)."""
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.ctpop(args[0])
+    return types.uint64(types.uint64), codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _load8(buf: np.ndarray, i: int) -> np.uint64:
+    """Bytes ``i .. i+7`` of ``buf`` as a little-endian uint64."""
+    return (np.uint64(buf[i]) | (np.uint64(buf[i + 1]) << np.uint64(8))
+            | (np.uint64(buf[i + 2]) << np.uint64(16)) | (np.uint64(buf[i + 3]) << np.uint64(24))
+            | (np.uint64(buf[i + 4]) << np.uint64(32)) | (np.uint64(buf[i + 5]) << np.uint64(40))
+            | (np.uint64(buf[i + 6]) << np.uint64(48)) | (np.uint64(buf[i + 7]) << np.uint64(56)))
+
+
+@njit(cache=True, nogil=True)
+def _masks(buf: np.ndarray, space: np.ndarray, end: int, nul: int
+           ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Bit ``j`` of word ``w`` flags byte ``64 w + j``: in ``sep`` a token separator (bits past
+    the end are set), in ``ends`` the byte ``end`` or ``nul``; with the count of those bytes."""
+    n_full = buf.size // 64
+    sep = np.empty(n_full + 1, np.uint64)
+    ends = np.empty(n_full + 1, np.uint64)
+    n_end = 0
+    for w in range(n_full + 1):
+        base = 64 * w
+        top = 64 if w < n_full else buf.size - base
+        m = np.uint64(0)
+        e = np.uint64(0)
+        for j in range(top):
+            b = buf[base + j]
+            m |= np.uint64(space[b]) << np.uint64(j)
+            e |= np.uint64((b == end) | (b == nul)) << np.uint64(j)
+        if top < 64:
+            m |= ~np.uint64(0) << np.uint64(top)
+        sep[w] = m
+        ends[w] = e
+        n_end += np.int64(_popcount(e))
+    return sep, ends, n_end
+
+
+@njit(cache=True, nogil=True)
+def _grow(table: np.ndarray, t_start: np.ndarray, t_len: np.ndarray, n_types: int,
+          bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The hash table rebuilt with ``2**bits`` slots, and room for ``2**(bits-1)`` types."""
+    capacity = 1 << bits
+    grown = np.zeros(2 * capacity, np.uint64)
+    shift = np.uint64(64 - bits)
+    for slot in range(table.size // 2):
+        if table[2 * slot + 1]:
+            key = table[2 * slot]
+            j = np.int64((key * _GOLD) >> shift)
+            while grown[2 * j + 1]:
+                j = (j + 1) & (capacity - 1)
+            grown[2 * j] = key
+            grown[2 * j + 1] = table[2 * slot + 1]
+    starts = np.empty(capacity // 2, np.int64)
+    starts[:n_types] = t_start[:n_types]
+    sizes = np.empty(capacity // 2, np.int64)
+    sizes[:n_types] = t_len[:n_types]
+    return grown, starts, sizes
+
+
+@njit(cache=True, nogil=True)
+def _scan_words(buf: np.ndarray, sep: np.ndarray, ends: np.ndarray, w0: int,
+                state: np.ndarray, table: np.ndarray, t_start: np.ndarray, t_len: np.ndarray,
+                ids: np.ndarray, lengths: np.ndarray, max_len: int) -> int:
+    """Tokens of the words ``w0 ..`` of :func:`_masks`' flags, interned in ``table`` (fixed
+    here: a table that never moves keeps this loop fast). ``state`` holds ``[tokens so far,
+    texts so far, first token of the current text, start of the current token, carry, types]``
+    and is updated. Returns -1 when done, -2 for a token over ``max_len`` bytes, or the word to
+    resume from once the table has grown (``state`` is then as at that word's start; its tokens
+    already interned are found again)."""
+    k, doc, doc_first, start, carry, n_types = state
+    n_texts = lengths.size
+    capacity = table.size // 2
+    shift = np.uint64(64 - np.int64(_ctz(np.uint64(capacity))))
+    for w in range(w0, sep.size):
+        state[0], state[1], state[2], state[3], state[4] = k, doc, doc_first, start, carry
+        m = sep[w]
+        before = (m << _U1) | np.uint64(carry)
+        carry = np.int64(m >> np.uint64(63))
+        starts = ~m & before
+        stops = m & ~before  # the separator right after a token
+        events = starts | stops | ends[w]
+        base = 64 * w
+        while events:
+            low = events & (~events + _U1)
+            events ^= low
+            p = base + np.int64(_ctz(low))
+            if starts & low:
+                start = p
+                continue
+            if stops & low:
+                size = p - start
+                key = _load8(buf, start)
+                if size < 8:
+                    key &= (_U1 << np.uint64(8 * size)) - _U1
+                elif size > 8:
+                    if size > max_len:
+                        return -2
+                    h = key * _GOLD
+                    for j in range(8, size):
+                        h = (h ^ np.uint64(buf[start + j])) * _FNV_PRIME
+                    key = h & _NOT_LOW_BYTE
+                slot = np.int64((key * _GOLD) >> shift)
+                while True:
+                    found = table[2 * slot + 1]
+                    if found == 0:  # a new type
+                        if 4 * (n_types + 1) > capacity:
+                            state[5] = n_types
+                            return w
+                        t = n_types
+                        table[2 * slot] = key
+                        table[2 * slot + 1] = t + 1
+                        t_start[t] = start
+                        t_len[t] = size
+                        n_types += 1
+                        break
+                    t = np.int64(found) - 1
+                    if table[2 * slot] == key:
+                        if size <= 8:
+                            break
+                        if t_len[t] == size:
+                            a = t_start[t]
+                            j = 0
+                            while j < size and buf[a + j] == buf[start + j]:
+                                j += 1
+                            if j == size:
+                                break
+                    slot = (slot + 1) & (capacity - 1)
+                ids[k] = t
+                k += 1
+            if ends[w] & low and doc < n_texts:
+                lengths[doc] = k - doc_first
+                doc_first = k
+                doc += 1
+    state[5] = n_types
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def scan_tokens(buf: np.ndarray, space: np.ndarray, end: int, nul: int, n_texts: int,
+                max_len: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Tokens of ``n_texts`` texts joined in ``buf`` (UTF-8), interned to exact ids.
+
+    A token is a maximal run of bytes that are not separators. Separators are flagged 64 bytes
+    to a word; tokens are then read off the flags' edges (no branch per byte). A token of up to
+    8 bytes is keyed by its bytes packed into a 64-bit word (exact: no token holds a NUL byte,
+    and its first byte is the key's nonzero low byte); a longer one by an FNV-1a hash with the
+    low byte cleared, and two long tokens are the same type only if their bytes are equal. The
+    table is open-addressed (linear probing, at most half full).
+
+    Args:
+        buf: The texts' bytes, each text followed by the byte ``end``, then 8 more ``end``
+            bytes (the 8-byte reads of the last token stay inside ``buf``).
+        space: 256 flags, 1 for the bytes that separate tokens (``end`` among them).
+        end: The byte that ends a text; a text must not contain it.
+        nul: A byte no text may contain (``-1``: none).
+        n_texts: Number of texts in ``buf``.
+        max_len: Longest token accepted, in bytes.
+
+    Returns:
+        ``(ids, lengths, n_types)``: the type of every token in order (types numbered
+        0, 1, ... by first occurrence; equal ids iff equal bytes), the token count of each
+        text and the number of types; ``n_types = -1`` (and no ids) when a token is longer
+        than ``max_len`` or a text holds ``end`` or ``nul``.
+    """
+    sep, ends, n_end = _masks(buf, space, end, nul)
+    lengths = np.zeros(n_texts, np.int64)
+    if n_end != n_texts + 8:  # a text holds the end byte or a NUL
+        return np.empty(0, np.int64), lengths, -1
+    n_tok = 0
+    carry = _U1  # the byte before the buffer counts as a separator
+    for w in range(sep.size):
+        n_tok += np.int64(_popcount(~sep[w] & ((sep[w] << _U1) | carry)))
+        carry = sep[w] >> np.uint64(63)
+    ids = np.empty(n_tok, np.int64)
+    bits = _FIRST_BITS
+    table = np.zeros(2 << bits, np.uint64)  # per slot: key, type + 1 (0: empty)
+    t_start = np.empty(1 << (bits - 1), np.int64)  # first occurrence of each type in buf
+    t_len = np.empty(1 << (bits - 1), np.int64)
+    state = np.zeros(6, np.int64)
+    state[4] = 1
+    w = 0
+    while True:
+        w = _scan_words(buf, sep, ends, w, state, table, t_start, t_len, ids, lengths, max_len)
+        if w == -1:
+            return ids, lengths, state[5]
+        if w == -2:
+            return np.empty(0, np.int64), lengths, -1
+        bits += 1
+        table, t_start, t_len = _grow(table, t_start, t_len, state[5], bits)
+
+
+@njit(cache=True, nogil=True)
+def set_local_ids(ids: np.ndarray, lengths: np.ndarray, set_sizes: np.ndarray,
+                  n_types: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each set's stream of set-local ids (:class:`divmeter.text.intern.InternedSets`' ``raw``):
+    every text's tokens then a 0; a token's id is 2 + the index in its set's stream of the first
+    occurrence of its type. Returns ``(raw, types per set)``."""
+    raw = np.empty(ids.size + lengths.size, np.int64)
+    set_types = np.zeros(set_sizes.size, np.int64)
+    seen_in = np.full(n_types, -1, np.int64)  # the last set each type was seen in
+    first = np.empty(n_types, np.int64)
+    out = 0
+    tok = 0
+    text = 0
+    for s in range(set_sizes.size):
+        local = 0
+        for _ in range(set_sizes[s]):
+            for _ in range(lengths[text]):
+                g = ids[tok]
+                if seen_in[g] != s:
+                    seen_in[g] = s
+                    first[g] = local + 2
+                    set_types[s] += 1
+                raw[out] = first[g]
+                out += 1
+                local += 1
+                tok += 1
+            raw[out] = 0
+            out += 1
+            local += 1
+            text += 1
+    return raw, set_types
+
+
+@njit(cache=True, nogil=True)
+def group_order(ids: np.ndarray, n_types: int) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens grouped by type, in position order within a type (a counting sort), and for
+    consecutive tokens of that order whether they are of the same type
+    (:meth:`divmeter.text.intern.TokenKeys.sorted_keys`)."""
+    start = np.zeros(n_types + 1, np.int64)
+    for g in ids:
+        start[g + 1] += 1
+    for t in range(n_types):
+        start[t + 1] += start[t]
+    order = np.empty(ids.size, np.int64)
+    for i in range(ids.size):
+        g = ids[i]
+        order[start[g]] = i
+        start[g] += 1
+    same = np.empty(max(ids.size - 1, 0), np.bool_)
+    for i in range(ids.size - 1):
+        same[i] = ids[order[i + 1]] == ids[order[i]]
+    return order, same
+
+
+@njit(cache=True, nogil=True)
+def distinct_per_text(ids: np.ndarray, lengths: np.ndarray, n_types: int) -> np.ndarray:
+    """The number of distinct types of each text (TTR's numerator)."""
+    out = np.zeros(lengths.size, np.int64)
+    stamp = np.full(n_types, -1, np.int64)  # the last text each type was seen in
+    tok = 0
+    for d in range(lengths.size):
+        count = 0
+        for _ in range(lengths[d]):
+            g = ids[tok]
+            if stamp[g] != d:
+                stamp[g] = d
+                count += 1
+            tok += 1
+        out[d] = count
+    return out
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def mtld_values(ids: np.ndarray, lengths: np.ndarray, n_types: int,
+                threshold: float) -> np.ndarray:
+    """Bidirectional MTLD of every text (NaN where undefined), exactly as
+    :func:`divmeter.metrics.richness._mtld_values` defines it (McCarthy & Jarvis 2010).
+
+    Reading forward, then backward (the reversed text), a factor grows one token at a time
+    until its TTR ``types / tokens`` is ``<= threshold``; the count then gains 1.0 and a new
+    factor starts. An unfinished last factor adds ``(1 - TTR) / (1 - threshold)``. The value is
+    ``(n / forward + n / backward) / 2``, NaN when a direction has no factor (no token, or no
+    repeated type). A type is new in the current factor unless its stamp is the factor's number.
+    """
+    out = np.full(lengths.size, np.nan)
+    stamp = np.full(n_types, -1, np.int64)
+    factor = 0  # number of the current factor (every factor of every text has its own)
+    one_minus = 1.0 - threshold
+    start = 0
+    for d in range(lengths.size):
+        n = lengths[d]
+        end = start + n
+        counts = np.zeros(2)
+        for direction in range(2):
+            count = 0.0
+            types = 0
+            ratio = 1.0
+            size = 0  # tokens in the current factor
+            factor += 1
+            for k in range(n):
+                j = start + k if direction == 0 else end - 1 - k
+                g = ids[j]
+                if stamp[g] != factor:
+                    stamp[g] = factor
+                    types += 1
+                size += 1
+                ratio = types / size
+                if ratio <= threshold:
+                    count += 1.0
+                    types = 0
+                    size = 0
+                    factor += 1
+            if size > 0:
+                count += (1.0 - ratio) / one_minus
+            counts[direction] = count
+        if counts[0] > 0 and counts[1] > 0:
+            out[d] = (n / counts[0] + n / counts[1]) / 2.0
+        start = end
+    return out
