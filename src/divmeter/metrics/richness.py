@@ -53,7 +53,7 @@ from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult
 from divmeter.result import make_signature as _make_signature
 from divmeter.text import Tokenizer, TokenKeys, get_tokenizer
-from divmeter.text.intern import compiled, token_ids
+from divmeter.text.intern import per_text
 
 #: The former name of :class:`divmeter.text.TokenKeys` (tokenize-and-intern lives in
 #: :mod:`divmeter.text.intern`).
@@ -216,15 +216,9 @@ def ttr_many(
     texts, sizes = _flatten(text_sets)
     tok = _get_tokenizer(tokenizer, lowercase)
     sig = make_signature("ttr", **_tok_sig(tok))
-    fast = token_ids(texts, tok)
-    per: list[float | None]
-    if fast is not None:  # compiled: types per response from the interned ids
-        types = compiled().distinct_per_text(  # type: ignore[union-attr]
-            fast.ids, fast.lengths, fast.n_types)
-        with np.errstate(invalid="ignore"):  # a response without tokens: 0 / 0 -> NaN -> None
-            per = _nan_to_none(types / fast.lengths)
-    else:
-        per = [len(set(x)) / len(x) if x else None for x in tok.each(texts)]
+    fast = per_text(texts, tok, "ttr_values")  # compiled (divmeter[fast]): the same floats
+    per = (_nan_to_none(fast) if fast is not None
+           else [len(set(x)) / len(x) if x else None for x in tok.each(texts)])
     return _per_set_results("ttr", sig, per, sizes, "no response has a token")
 
 
@@ -700,11 +694,8 @@ def mtld_many(
     tok = _get_tokenizer(tokenizer, lowercase)
     thr = _check_threshold(threshold)
     sig = make_signature("mtld", threshold=thr, dir="bi", **_tok_sig(tok))
-    fast = token_ids(texts, tok)
-    if fast is not None:  # compiled factor rounds over the interned ids (same floats)
-        vals = compiled().mtld_values(  # type: ignore[union-attr]
-            fast.ids, fast.lengths, fast.n_types, thr)
-    else:
+    vals = per_text(texts, tok, "mtld_values", thr)  # compiled (divmeter[fast]): same floats
+    if vals is None:
         vals = _mtld_values(TokenKeys.from_texts(texts, tok), thr)
     return _per_set_results(
         "mtld", sig, _nan_to_none(vals), sizes,

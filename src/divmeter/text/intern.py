@@ -35,7 +35,7 @@ from divmeter.text.ngrams import KEY_BITS, encode_tokens
 from divmeter.text.tokenize import SPACE_SPLITS, Tokenizer, blank_whitespace_only, check_scripts
 
 __all__ = ["InternedSets", "SetTokens", "TokenIds", "TokenKeys", "compiled", "encode_sets",
-           "intern_sets", "interned", "token_ids"]
+           "intern_sets", "interned", "per_text"]
 
 #: Marks the end of each text when a set's texts are tokenized as one joined string.
 _SEP = "\x00"
@@ -352,13 +352,10 @@ _JIT_MIN_CHARS = _BYTE_MIN_CHARS
 _JIT_LOAD_CHARS = 1 << 24
 _chars_before_jit = 0
 _JIT: Any = None  # divmeter.text.jit once imported; False when numba is not installed
-#: The bytes that separate tokens, per tokenizer: ``str.split()``'s ASCII whitespace (9-13,
-#: 28-32; non-ASCII whitespace makes :func:`_joined_bytes` decline) and ``tevet``'s space and
-#: text separator (NUL).
-_SPACE_BYTES = {
-    "whitespace": np.array([9 <= b <= 13 or 28 <= b <= 32 for b in range(256)], dtype=np.uint8),
-    "tevet": np.array([b in (0, 32) for b in range(256)], dtype=np.uint8),
-}
+#: The bytes that separate tokens, per tokenizer, as two ranges ``(lo1, n1, lo2, n2)``:
+#: ``str.split()``'s ASCII whitespace 9-13 and 28-32 (non-ASCII whitespace makes
+#: :func:`_joined_bytes` decline), and ``tevet``'s space and text separator (NUL).
+_SPACE_RANGES = {"whitespace": (9, 4, 28, 4), "tevet": (32, 0, 0, 0)}
 
 
 def compiled() -> ModuleType | None:
@@ -377,13 +374,20 @@ def compiled() -> ModuleType | None:
     return _JIT or None
 
 
+#: The compiled path joins and scans a batch this many characters at a time (never splitting a
+#: text, nor a set where set-local ids are made): the allocator reuses buffers of this size,
+#: where a whole batch's would be mapped and faulted in afresh on every call (on the benchmark
+#: machine that cost as much as the scan itself).
+_JIT_CHUNK_CHARS = 1 << 20
+
+
 @dataclass
 class TokenIds:
-    """The tokens of many texts as exact ids, from the compiled path.
+    """The tokens of consecutive texts (a chunk of a batch) as exact ids, from the compiled path.
 
     Attributes:
         ids: The type of every token, in order; types are numbered 0, 1, ... by first
-            occurrence, and equal ids iff equal tokens.
+            occurrence in the chunk, and equal ids iff equal tokens.
         lengths: Token count of each text.
         n_types: Number of types (``ids < n_types``).
     """
@@ -393,42 +397,59 @@ class TokenIds:
     n_types: int
 
 
-def _jit_ids(texts: Sequence[str], name: str, chars: int | None = None) -> TokenIds | None:
-    """:func:`divmeter.text.jit.scan_tokens` of ``texts`` (cased as the tokenizer wants) for a
-    tokenizer of :data:`_BYTE_SPLITS`; ``None`` for a batch under :data:`_JIT_MIN_CHARS`
-    characters, until :data:`_JIT_LOAD_CHARS` characters have passed, without numba, and
-    wherever the numpy byte path declines too (a NUL or separator character, non-ASCII
-    whitespace for ``whitespace``, a token over 64 bytes). ``chars``: the texts' length, if
-    known."""
+def _jit_chunks(texts: Sequence[str], name: str, groups: np.ndarray | None = None
+                ) -> tuple[list[TokenIds], list[int]] | None:
+    """:func:`divmeter.text.jit.scan_tokens` of ``texts`` (cased as the tokenizer wants), for a
+    tokenizer of :data:`_BYTE_SPLITS`, in chunks of about :data:`_JIT_CHUNK_CHARS` characters
+    that never split a group (``groups``: sizes of consecutive groups of texts; ``None``: every
+    text alone). Returns the chunks and the index of each chunk's first group (then the number
+    of groups); ``None`` for a batch under :data:`_JIT_MIN_CHARS` characters, until
+    :data:`_JIT_LOAD_CHARS` characters have passed, without numba, and wherever the numpy byte
+    path declines too (a NUL or separator character, non-ASCII whitespace for ``whitespace``, a
+    token over 64 bytes)."""
     global _chars_before_jit
-    if chars is None:
-        chars = sum(map(len, texts))
-    if chars < _JIT_MIN_CHARS:
+    sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    cum = np.concatenate(([0], np.cumsum(sizes)))
+    if cum[-1] < _JIT_MIN_CHARS:
         return None
     if _JIT is None:  # not loaded yet
-        _chars_before_jit += chars
+        _chars_before_jit += int(cum[-1])
         if _chars_before_jit < _JIT_LOAD_CHARS:
             return None
     jit = compiled()
     if jit is None:
         return None
-    joined = _joined_bytes(texts, name, check=False)
-    if joined is None:
-        return None
-    ids, lengths, n_types = jit.scan_tokens(joined[0], _SPACE_BYTES[name], ord(_BYTE_SPLITS[name]),
-                                            0 if name == "whitespace" else -1, len(texts),
-                                            _MAX_PACK)
-    return None if n_types < 0 else TokenIds(ids, lengths, n_types)
+    starts = np.arange(len(texts) + 1) if groups is None else np.concatenate(
+        ([0], np.cumsum(groups)))  # first text of each group
+    at = cum[starts]
+    picks = np.searchsorted(at, np.arange(_JIT_CHUNK_CHARS, int(at[-1]), _JIT_CHUNK_CHARS))
+    cuts = sorted({0, starts.size - 1, *picks.tolist()})
+    end = ord(_BYTE_SPLITS[name])  # (a NUL in a text: declined, for both tokenizers)
+    chunks: list[TokenIds] = []
+    for g0, g1 in zip(cuts, cuts[1:], strict=False):
+        part = texts[starts[g0]:starts[g1]]
+        joined = _joined_bytes(part, name, check=False)
+        if joined is None:
+            return None
+        ids, lengths, n_types = jit.scan_tokens(joined[0], _SPACE_RANGES[name], end, 0,
+                                                len(part), _MAX_PACK)
+        if n_types < 0:
+            return None
+        chunks.append(TokenIds(ids, lengths, n_types))
+    return chunks, cuts
 
 
-def token_ids(texts: Sequence[str], tok: Tokenizer) -> TokenIds | None:
-    """The tokens of ``texts`` as exact ids from the compiled path (for the per-response kernels
-    of :mod:`divmeter.metrics.richness`), or ``None`` where it does not run: a tokenizer other
-    than ``whitespace`` and ``tevet``, and the cases of :func:`_jit_ids`.
+def per_text(texts: Sequence[str], tok: Tokenizer, kernel: str, *args: Any
+             ) -> np.ndarray | None:
+    """``divmeter.text.jit.<kernel>(ids, lengths, n_types, *args)`` over the compiled path's
+    token ids of ``texts``, chunk by chunk, concatenated (one value per text; for the
+    per-response metrics of :mod:`divmeter.metrics.richness`), or ``None`` where the compiled
+    path does not run: a tokenizer other than ``whitespace`` and ``tevet``, and the cases of
+    :func:`_jit_chunks`.
 
     Example:
         >>> from divmeter.text.tokenize import get_tokenizer
-        >>> token_ids(["a b"], get_tokenizer("whitespace")) is None  # under 8,192 characters
+        >>> per_text(["a b"], get_tokenizer("whitespace"), "ttr_values") is None  # too short
         True
     """
     if tok.name not in _BYTE_SPLITS:
@@ -437,11 +458,15 @@ def token_ids(texts: Sequence[str], tok: Tokenizer) -> TokenIds | None:
         if sum(map(len, texts)) < _JIT_MIN_CHARS:
             return None  # (checked first: no lowercasing for nothing)
         texts = [t.lower() for t in texts]
-    return _jit_ids(texts, tok.name)
+    found = _jit_chunks(texts, tok.name)
+    if found is None:
+        return None
+    fn = getattr(_JIT, kernel)
+    return np.concatenate([fn(c.ids, c.lengths, c.n_types, *args) for c in found[0]])
 
 
 def _intern_bytes(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> InternedSets | None:
-    """:func:`intern_sets` from the compiled path (:func:`_jit_ids`) or else the numpy byte
+    """:func:`intern_sets` from the compiled path (:func:`_jit_chunks`) or else the numpy byte
     path (:func:`_byte_tokens`) of every text of every set at once (the same ids: 2 + the index
     of the token's first occurrence in its set's stream); ``None`` where neither applies."""
     texts = list(chain.from_iterable(text_sets))
@@ -454,11 +479,14 @@ def _intern_bytes(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> Interne
         zeros = [0] * len(text_sets)
         return InternedSets(np.zeros(0, dtype=np.int64), zeros, n_texts.tolist(), zeros)
     set_cum = np.concatenate(([0], np.cumsum(n_texts)))
-    fast = _jit_ids(texts, tok.name)
-    if fast is not None:
-        raw, n_types = compiled().set_local_ids(  # type: ignore[union-attr]
-            fast.ids, fast.lengths, n_texts, fast.n_types)
-        lengths = fast.lengths
+    found = _jit_chunks(texts, tok.name, n_texts)
+    if found is not None:
+        chunks, cuts = found
+        parts = [_JIT.set_local_ids(c.ids, c.lengths, n_texts[g0:g1], c.n_types)
+                 for c, g0, g1 in zip(chunks, cuts, cuts[1:], strict=False)]
+        raw = np.concatenate([p[0] for p in parts])
+        n_types = np.concatenate([p[1] for p in parts])
+        lengths = np.concatenate([c.lengths for c in chunks])
     else:
         bt = _byte_tokens(texts, tok.name)
         if bt is None:
@@ -499,8 +527,9 @@ def _set_local_ids(bt: _ByteTokens, n_texts: np.ndarray, set_cum: np.ndarray
 
 
 class TokenKeys:
-    """The tokens of a set as exact integer keys (equal keys = equal tokens), with their
-    response, and (lazily) each token's previous / next occurrence in its response.
+    """The tokens of a set as exact integer keys (equal keys = equal tokens; on the compiled
+    path, within each chunk of responses, which is all the per-response metrics compare), with
+    their response, and (lazily) each token's previous / next occurrence in its response.
 
     ``prev[j]`` is the global index of the previous occurrence of token ``j``'s type in the same
     response, or ``start - 1`` of that response when there is none; ``nxt[j]`` the next one, or
@@ -532,20 +561,22 @@ class TokenKeys:
 
     @classmethod
     def _fast(cls, texts: list[str], name: str, lowercase: bool) -> TokenKeys | None:
-        """Keys from the compiled path (:func:`_jit_ids`: the type ids, grouped by a counting
-        sort) or else :func:`_byte_tokens` (each token's key is the index of its group in the
-        sorted order), with that grouping kept as :meth:`sorted_keys`; ``None`` where the
+        """Keys from the compiled path (:func:`_jit_chunks`: the type ids, grouped by a
+        counting sort) or else :func:`_byte_tokens` (each token's key is the index of its group
+        in the sorted order), with that grouping kept as :meth:`sorted_keys`; ``None`` where the
         byte paths do not apply (e.g. for ``whitespace``: non-ASCII whitespace, a NUL or
         \\x1f character, a token over 64 bytes, a key collision)."""
         if lowercase:
             texts = [t.lower() for t in texts]
         if not texts:
             return None
-        fast = _jit_ids(texts, name)
-        if fast is not None:
-            enc = cls(fast.ids, fast.lengths)
-            enc._sort = compiled().group_order(  # type: ignore[union-attr]
-                fast.ids, fast.n_types)
+        found = _jit_chunks(texts, name)
+        if found is not None:  # types numbered per chunk: equal keys iff equal tokens there
+            offsets = np.cumsum([0] + [c.n_types for c in found[0]])
+            key = np.concatenate([c.ids + off
+                                  for c, off in zip(found[0], offsets, strict=False)])
+            enc = cls(key, np.concatenate([c.lengths for c in found[0]]))
+            enc._sort = _JIT.group_order(key, int(offsets[-1]))
             return enc
         bt = _byte_tokens(texts, name)
         if bt is None:

@@ -15,7 +15,7 @@ code it replaces), compiled once per machine and cached (``cache=True``: next to
   bytes of two tokens whenever their 64-bit hashes match, so equal ids iff equal tokens.
 * :func:`set_local_ids`, :func:`group_order`: the two encodings the callers consume (set-local
   ids for the n-gram metrics; tokens grouped by type for MATTR and HD-D).
-* :func:`distinct_per_text`, :func:`mtld_values`: TTR's type counts and MTLD's factor rounds
+* :func:`ttr_values`, :func:`mtld_values`: TTR's type counts and MTLD's factor rounds
   (McCarthy & Jarvis 2010) over the token ids.
 """
 
@@ -28,7 +28,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["scan_tokens", "set_local_ids", "group_order", "distinct_per_text", "mtld_values"]
+__all__ = ["scan_tokens", "set_local_ids", "group_order", "ttr_values", "mtld_values"]
 
 _U1 = np.uint64(1)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: slot = (key * _GOLD) >> (64 - bits)
@@ -63,10 +63,12 @@ def _load8(buf: np.ndarray, i: int) -> np.uint64:
 
 
 @njit(cache=True, nogil=True)
-def _masks(buf: np.ndarray, space: np.ndarray, end: int, nul: int
+def _masks(buf: np.ndarray, spaces: tuple[int, int, int, int], end: int, nul: int
            ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Bit ``j`` of word ``w`` flags byte ``64 w + j``: in ``sep`` a token separator (bits past
-    the end are set), in ``ends`` the byte ``end`` or ``nul``; with the count of those bytes."""
+    """Bit ``j`` of word ``w`` flags byte ``64 w + j``: in ``sep`` a token separator (a byte in
+    ``lo1 .. lo1 + n1`` or ``lo2 .. lo2 + n2``, ``spaces = (lo1, n1, lo2, n2)``; bits past the
+    end are set), in ``ends`` the byte ``end`` or ``nul``; with the count of those bytes."""
+    lo1, n1, lo2, n2 = spaces
     n_full = buf.size // 64
     sep = np.empty(n_full + 1, np.uint64)
     ends = np.empty(n_full + 1, np.uint64)
@@ -78,7 +80,8 @@ def _masks(buf: np.ndarray, space: np.ndarray, end: int, nul: int
         e = np.uint64(0)
         for j in range(top):
             b = buf[base + j]
-            m |= np.uint64(space[b]) << np.uint64(j)
+            is_sep = (np.uint8(b - lo1) <= n1) | (np.uint8(b - lo2) <= n2)  # modulo 256
+            m |= np.uint64(is_sep) << np.uint64(j)
             e |= np.uint64((b == end) | (b == nul)) << np.uint64(j)
         if top < 64:
             m |= ~np.uint64(0) << np.uint64(top)
@@ -189,8 +192,8 @@ def _scan_words(buf: np.ndarray, sep: np.ndarray, ends: np.ndarray, w0: int,
 
 
 @njit(cache=True, nogil=True)
-def scan_tokens(buf: np.ndarray, space: np.ndarray, end: int, nul: int, n_texts: int,
-                max_len: int) -> tuple[np.ndarray, np.ndarray, int]:
+def scan_tokens(buf: np.ndarray, spaces: tuple[int, int, int, int], end: int, nul: int,
+                n_texts: int, max_len: int) -> tuple[np.ndarray, np.ndarray, int]:
     """Tokens of ``n_texts`` texts joined in ``buf`` (UTF-8), interned to exact ids.
 
     A token is a maximal run of bytes that are not separators. Separators are flagged 64 bytes
@@ -203,9 +206,10 @@ def scan_tokens(buf: np.ndarray, space: np.ndarray, end: int, nul: int, n_texts:
     Args:
         buf: The texts' bytes, each text followed by the byte ``end``, then 8 more ``end``
             bytes (the 8-byte reads of the last token stay inside ``buf``).
-        space: 256 flags, 1 for the bytes that separate tokens (``end`` among them).
+        spaces: The bytes that separate tokens (``end`` among them), as two ranges
+            ``(lo1, n1, lo2, n2)``: ``lo1 .. lo1 + n1`` and ``lo2 .. lo2 + n2``.
         end: The byte that ends a text; a text must not contain it.
-        nul: A byte no text may contain (``-1``: none).
+        nul: A byte no text may contain (or ``end`` again).
         n_texts: Number of texts in ``buf``.
         max_len: Longest token accepted, in bytes.
 
@@ -213,9 +217,9 @@ def scan_tokens(buf: np.ndarray, space: np.ndarray, end: int, nul: int, n_texts:
         ``(ids, lengths, n_types)``: the type of every token in order (types numbered
         0, 1, ... by first occurrence; equal ids iff equal bytes), the token count of each
         text and the number of types; ``n_types = -1`` (and no ids) when a token is longer
-        than ``max_len`` or a text holds ``end`` or ``nul``.
+        than ``max_len`` or a text holds ``end`` or ``nul`` (more than ``n_texts + 8`` of them).
     """
-    sep, ends, n_end = _masks(buf, space, end, nul)
+    sep, ends, n_end = _masks(buf, spaces, end, nul)
     lengths = np.zeros(n_texts, np.int64)
     if n_end != n_texts + 8:  # a text holds the end byte or a NUL
         return np.empty(0, np.int64), lengths, -1
@@ -296,11 +300,13 @@ def group_order(ids: np.ndarray, n_types: int) -> tuple[np.ndarray, np.ndarray]:
     return order, same
 
 
-@njit(cache=True, nogil=True)
-def distinct_per_text(ids: np.ndarray, lengths: np.ndarray, n_types: int) -> np.ndarray:
-    """The number of distinct types of each text (TTR's numerator)."""
-    out = np.zeros(lengths.size, np.int64)
-    stamp = np.full(n_types, -1, np.int64)  # the last text each type was seen in
+@njit(cache=True, nogil=True, error_model="numpy")
+def ttr_values(ids: np.ndarray, lengths: np.ndarray, n_types: int) -> np.ndarray:
+    """TTR of every text, ``types / tokens`` (Deshpande et al. 2025, eq. 4), NaN for a text
+    without tokens; the types are counted with a stamp per type (the last text it was seen in).
+    """
+    out = np.full(lengths.size, np.nan)
+    stamp = np.full(n_types, -1, np.int64)
     tok = 0
     for d in range(lengths.size):
         count = 0
@@ -310,7 +316,8 @@ def distinct_per_text(ids: np.ndarray, lengths: np.ndarray, n_types: int) -> np.
                 stamp[g] = d
                 count += 1
             tok += 1
-        out[d] = count
+        if lengths[d]:
+            out[d] = count / lengths[d]
     return out
 
 
