@@ -403,14 +403,14 @@ def _jit_chunks(texts: Sequence[str], name: str, groups: np.ndarray | None = Non
     tokenizer of :data:`_BYTE_SPLITS`, in chunks of about :data:`_JIT_CHUNK_CHARS` characters
     that never split a group (``groups``: sizes of consecutive groups of texts; ``None``: every
     text alone). Returns the chunks and the index of each chunk's first group (then the number
-    of groups); ``None`` for a batch under :data:`_JIT_MIN_CHARS` characters, until
+    of groups); ``None`` for no text, a batch under :data:`_JIT_MIN_CHARS` characters, until
     :data:`_JIT_LOAD_CHARS` characters have passed, without numba, and wherever the numpy byte
     path declines too (a NUL or separator character, non-ASCII whitespace for ``whitespace``, a
     token over 64 bytes)."""
     global _chars_before_jit
     sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
     cum = np.concatenate(([0], np.cumsum(sizes)))
-    if cum[-1] < _JIT_MIN_CHARS:
+    if not sizes.size or cum[-1] < _JIT_MIN_CHARS:
         return None
     if _JIT is None:  # not loaded yet
         _chars_before_jit += int(cum[-1])
