@@ -37,20 +37,22 @@ _NOT_LOW_BYTE = np.uint64(0xFFFFFFFFFFFFFF00)
 _FIRST_BITS = 12  # first table: 4,096 slots
 
 
-@intrinsic
-def _ctz(typingctx: Any, x: Any) -> Any:
+def _ctz_typing(typingctx: Any, x: Any) -> Any:
     """Trailing zero bits of a nonzero uint64 (LLVM's cttz)."""
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         return builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
     return types.uint64(types.uint64), codegen
 
 
-@intrinsic
-def _popcount(typingctx: Any, x: Any) -> Any:
+def _popcount_typing(typingctx: Any, x: Any) -> Any:
     """Set bits of a uint64 (LLVM's ctpop)."""
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         return builder.ctpop(args[0])
     return types.uint64(types.uint64), codegen
+
+
+_ctz: Any = intrinsic(_ctz_typing)
+_popcount: Any = intrinsic(_popcount_typing)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -64,7 +66,7 @@ def _load8(buf: np.ndarray, i: int) -> np.uint64:
 
 @njit(cache=True, nogil=True)
 def _masks(buf: np.ndarray, spaces: tuple[int, int, int, int], end: int, nul: int
-           ) -> tuple[np.ndarray, np.ndarray, int]:
+           ) -> tuple[np.ndarray, np.ndarray, np.int64]:
     """Bit ``j`` of word ``w`` flags byte ``64 w + j``: in ``sep`` a token separator (a byte in
     ``lo1 .. lo1 + n1`` or ``lo2 .. lo2 + n2``, ``spaces = (lo1, n1, lo2, n2)``; bits past the
     end are set), in ``ends`` the byte ``end`` or ``nul``; with the count of those bytes."""
@@ -72,7 +74,7 @@ def _masks(buf: np.ndarray, spaces: tuple[int, int, int, int], end: int, nul: in
     n_full = buf.size // 64
     sep = np.empty(n_full + 1, np.uint64)
     ends = np.empty(n_full + 1, np.uint64)
-    n_end = 0
+    n_end = np.int64(0)
     for w in range(n_full + 1):
         base = 64 * w
         top = 64 if w < n_full else buf.size - base
@@ -223,7 +225,7 @@ def scan_tokens(buf: np.ndarray, spaces: tuple[int, int, int, int], end: int, nu
     lengths = np.zeros(n_texts, np.int64)
     if n_end != n_texts + 8:  # a text holds the end byte or a NUL
         return np.empty(0, np.int64), lengths, -1
-    n_tok = 0
+    n_tok = np.int64(0)
     carry = _U1  # the byte before the buffer counts as a separator
     for w in range(sep.size):
         n_tok += np.int64(_popcount(~sep[w] & ((sep[w] << _U1) | carry)))
