@@ -90,29 +90,33 @@ def fast(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[], Any]], tuple
     return both
 
 
-def _scan(texts: list[str], name: str, max_len: int = 64) -> tuple[list[int], list[int], int]:
+def _scan(texts: list[str], name: str, max_len: int = 64
+          ) -> tuple[list[int], list[int], list[float], int]:
+    """ids, tokens per text, TTR per text (NaN: no token), number of types."""
     buf = np.frombuffer(PAD[name].join([*texts, *[""] * 9]).encode(), dtype=np.uint8)
     ids, lengths, n_types = jit.scan_tokens(buf, intern._SPACE_RANGES[name], END[name], 0,
                                             len(texts), max_len)
-    return ids.tolist(), lengths.tolist(), n_types
+    ttr = jit.ttr_values(ids, lengths, max(n_types, 0)).tolist()
+    return ids.tolist(), lengths.tolist(), [-1.0 if x != x else x for x in ttr], n_types
 
 
 # --------------------------------------------------------------------------------------------
 # the kernels on hand-checked inputs
 
 
-@pytest.mark.parametrize(("name", "texts", "ids", "lengths", "n_types"), [
-    ("whitespace", ["b a b", "cc  a", ""], [0, 1, 0, 2, 1], [3, 2, 0], 3),
-    ("whitespace", ["x\ty\x1cx\x0bz\x1e"], [0, 1, 0, 2], [4], 3),  # 9-13, 28-30 split
-    ("whitespace", ["abcdefghX abcdefghY abcdefghX"], [0, 1, 0], [3], 2),  # 9 bytes, 8 shared
-    ("whitespace", ["\u00e9t\u00e9 ete \u00e9t\u00e9"], [0, 1, 0], [3], 2),
-    ("tevet", ["a\tb a  a\tb", "\x1fa\x1f a"], [0, 1, 0, 2, 1], [3, 2], 3),  # tab, \x1f in words
-    ("tevet", ["", " ", "a"], [0], [0, 0, 1], 1),
+@pytest.mark.parametrize(("name", "texts", "ids", "lengths", "ttr", "n_types"), [
+    ("whitespace", ["b a b", "cc  a", ""], [0, 1, 0, 2, 1], [3, 2, 0], [2 / 3, 1.0, -1.0], 3),
+    ("whitespace", ["x\ty\x1cx\x0bz\x1e"], [0, 1, 0, 2], [4], [0.75], 3),  # 9-13, 28-30 split
+    ("whitespace", ["abcdefghX abcdefghY abcdefghX"], [0, 1, 0], [3], [2 / 3], 2),  # 8 shared
+    ("whitespace", ["\u00e9t\u00e9 ete \u00e9t\u00e9"], [0, 1, 0], [3], [2 / 3], 2),
+    ("tevet", ["a\tb a  a\tb", "\x1fa\x1f a"], [0, 1, 0, 2, 1], [3, 2], [2 / 3, 1.0], 3),  # \t
+    ("tevet", ["", " ", "a"], [0], [0, 0, 1], [-1.0, -1.0, 1.0], 1),
 ])
 def test_scan_tokens_golden(name: str, texts: list[str], ids: list[int], lengths: list[int],
-                            n_types: int) -> None:
-    """Types numbered by first occurrence; equal ids iff equal tokens."""
-    assert _scan(texts, name) == (ids, lengths, n_types)
+                            ttr: list[float], n_types: int) -> None:
+    """Types numbered by first occurrence, equal ids iff equal tokens; tokens per text and TTR
+    (types / tokens, Deshpande et al. 2025 eq. 4; -1 here for NaN, a text without tokens)."""
+    assert _scan(texts, name) == (ids, lengths, ttr, n_types)
 
 
 @pytest.mark.parametrize(("name", "texts", "why"), [
@@ -123,14 +127,15 @@ def test_scan_tokens_golden(name: str, texts: list[str], ids: list[int], lengths
     ("tevet", ["y " + "x" * 65], "token over 64 bytes"),
 ])
 def test_scan_tokens_declines(name: str, texts: list[str], why: str) -> None:
-    assert _scan(texts, name) == ([], [0] * len(texts), -1), why
+    assert _scan(texts, name)[::3] == ([], -1), why
 
 
 def test_scan_tokens_grows_its_table() -> None:
     """5,000 distinct tokens (the first table holds 1,024 types): every type keeps its id."""
     words = [f"w{i}" for i in range(5000)]
-    ids, lengths, n_types = _scan([" ".join(words), " ".join(reversed(words))], "whitespace")
-    assert n_types == 5000 and lengths == [5000, 5000]
+    ids, lengths, ttr, n_types = _scan([" ".join(words), " ".join(reversed(words))],
+                                       "whitespace")
+    assert n_types == 5000 and lengths == [5000, 5000] and ttr == [1.0, 1.0]
     assert ids == list(range(5000)) + list(range(4999, -1, -1))
 
 
@@ -142,12 +147,6 @@ def test_set_local_ids_and_group_order() -> None:
     order, same_type = jit.group_order(ids, 3)
     assert order.tolist() == [0, 2, 5, 1, 4, 3]
     assert same_type.tolist() == [True, True, False, True, False]
-
-
-def test_ttr_values_golden() -> None:
-    ids = np.array([0, 1, 0, 1, 2, 3, 4], dtype=np.int64)
-    out = jit.ttr_values(ids, np.array([4, 0, 3]), 5)
-    assert out[0] == 0.5 and math.isnan(out[1]) and out[2] == 1.0
 
 
 @pytest.mark.parametrize(("tokens", "threshold", "expected"), [
@@ -209,24 +208,25 @@ def _assert_same(compiled: dict[str, Any], other: dict[str, Any]) -> None:
 @pytest.mark.parametrize("lowercase", [False, True])
 def test_compiled_path_equals_the_numpy_path(fast: Any, tokenizer: str, lowercase: bool) -> None:
     sets = SETS + ([TEVET_TEXTS] if tokenizer == "tevet" else [])
-    found = intern._jit_chunks([t for s in sets for t in s], tokenizer)
-    assert found is not None and len(found[0]) > 5  # the compiled path runs, in many chunks
+    found = intern._jit_map([t for s in sets for t in s], tokenizer, lambda c, g0, g1: g1 - g0)
+    assert found is not None and len(found) > 5  # the compiled path runs, in many chunks
     _assert_same(*fast(lambda: _metrics(sets, tokenizer, lowercase)))
 
 
 def test_per_text_runs_the_kernels(fast: Any) -> None:
     texts = ["a b a b", "", "x y z", "the cat the dog"]
-    ttr, other = fast(lambda: intern.per_text(texts, get_tokenizer("whitespace"), "ttr_values"))
+    ttr, other = fast(lambda: intern.per_text(texts, get_tokenizer("whitespace"),
+                                              richness._ttr_values))
     assert other is None  # DIVMETER_NO_JIT=1: no compiled path
     assert ttr[0] == 0.5 and math.isnan(ttr[1]) and ttr[2] == 1.0 and ttr[3] == 0.75
-    assert intern.per_text(texts, get_tokenizer("word"), "ttr_values") is None
+    assert intern.per_text(texts, get_tokenizer("word"), richness._ttr_values) is None
 
 
 @pytest.mark.parametrize("texts", [
     ["a\x00b a", "a b"], ["a\x1fb a", "a b"], ["a\u00a0b a", "a b"], ["x" * 65 + " y", "a b"],
 ], ids=["nul", "separator", "nbsp", "long-token"])
 def test_compiled_path_declines_where_the_byte_path_does(fast: Any, texts: list[str]) -> None:
-    assert intern._jit_chunks(texts, "whitespace") is None
+    assert intern._jit_map(texts, "whitespace", lambda c, g0, g1: c) is None
     assert intern._byte_tokens(texts, "whitespace") is None
     _assert_same(*fast(lambda: _metrics([texts, ["a a b"]], "whitespace", False)))
 
@@ -234,11 +234,10 @@ def test_compiled_path_declines_where_the_byte_path_does(fast: Any, texts: list[
 def test_chunks_never_split_a_group(fast: Any) -> None:
     texts = ["w" * 30] * 12
     groups = np.array([5, 0, 4, 3])
-    found = intern._jit_chunks(texts, "whitespace", groups)
-    assert found is not None
-    chunks, cuts = found
+    found = intern._jit_map(texts, "whitespace", lambda c, g0, g1: (g0, g1, c.lengths.size),
+                            groups)
     # 64 characters a chunk: 150, 0, 120 and 90 characters of groups; cuts at group starts
-    assert cuts == [0, 1, 3, 4] and [c.lengths.size for c in chunks] == [5, 4, 3]
+    assert found == [(0, 1, 5), (1, 3, 4), (3, 4, 3)]
 
 
 ALPHABET = st.sampled_from(["a", "b", "B", "\u00e9", "\u65e5", "\U0001f642", " ", " ", "  ",

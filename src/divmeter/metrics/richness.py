@@ -53,7 +53,7 @@ from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult
 from divmeter.result import make_signature as _make_signature
 from divmeter.text import Tokenizer, TokenKeys, get_tokenizer
-from divmeter.text.intern import per_text
+from divmeter.text.intern import TokenIds, compiled, per_text
 
 #: The former name of :class:`divmeter.text.TokenKeys` (tokenize-and-intern lives in
 #: :mod:`divmeter.text.intern`).
@@ -216,10 +216,17 @@ def ttr_many(
     texts, sizes = _flatten(text_sets)
     tok = _get_tokenizer(tokenizer, lowercase)
     sig = make_signature("ttr", **_tok_sig(tok))
-    fast = per_text(texts, tok, "ttr_values")  # compiled (divmeter[fast]): the same floats
+    fast = per_text(texts, tok, _ttr_values)  # compiled (divmeter[fast]): the same floats
     per = (_nan_to_none(fast) if fast is not None
            else [len(set(x)) / len(x) if x else None for x in tok.each(texts)])
     return _per_set_results("ttr", sig, per, sizes, "no response has a token")
+
+
+def _ttr_values(chunk: TokenIds) -> np.ndarray:
+    """TTR of each text of a chunk of the compiled path, NaN without tokens."""
+    out: np.ndarray = compiled().ttr_values(  # type: ignore[union-attr]
+        chunk.ids, chunk.lengths, chunk.n_types)
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -694,7 +701,9 @@ def mtld_many(
     tok = _get_tokenizer(tokenizer, lowercase)
     thr = _check_threshold(threshold)
     sig = make_signature("mtld", threshold=thr, dir="bi", **_tok_sig(tok))
-    vals = per_text(texts, tok, "mtld_values", thr)  # compiled (divmeter[fast]): same floats
+    vals = per_text(  # compiled (divmeter[fast]): the same floats
+        texts, tok, lambda c: compiled().mtld_values(  # type: ignore[union-attr]
+            c.ids, c.lengths, c.n_types, thr))
     if vals is None:
         vals = _mtld_values(TokenKeys.from_texts(texts, tok), thr)
     return _per_set_results(

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain, count
 from types import ModuleType
@@ -397,13 +397,14 @@ class TokenIds:
     n_types: int
 
 
-def _jit_chunks(texts: Sequence[str], name: str, groups: np.ndarray | None = None
-                ) -> tuple[list[TokenIds], list[int]] | None:
-    """:func:`divmeter.text.jit.scan_tokens` of ``texts`` (cased as the tokenizer wants), for a
-    tokenizer of :data:`_BYTE_SPLITS`, in chunks of about :data:`_JIT_CHUNK_CHARS` characters
-    that never split a group (``groups``: sizes of consecutive groups of texts; ``None``: every
-    text alone). Returns the chunks and the index of each chunk's first group (then the number
-    of groups); ``None`` for no text, a batch under :data:`_JIT_MIN_CHARS` characters, until
+def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int], Any],
+             groups: np.ndarray | None = None) -> list[Any] | None:
+    """``fn(chunk, g0, g1)`` of each chunk of :func:`divmeter.text.jit.scan_tokens` of
+    ``texts`` (cased as the tokenizer wants; a tokenizer of :data:`_BYTE_SPLITS`), right after
+    the chunk is scanned (so its buffers are reused for the next). Chunks hold about
+    :data:`_JIT_CHUNK_CHARS` characters and never split a group (``groups``: sizes of
+    consecutive groups of texts; ``None``: every text alone); ``g0 .. g1-1`` are a chunk's
+    groups. ``None`` for no text, a batch under :data:`_JIT_MIN_CHARS` characters, until
     :data:`_JIT_LOAD_CHARS` characters have passed, without numba, and wherever the numpy byte
     path declines too (a NUL or separator character, non-ASCII whitespace for ``whitespace``, a
     token over 64 bytes)."""
@@ -425,7 +426,7 @@ def _jit_chunks(texts: Sequence[str], name: str, groups: np.ndarray | None = Non
     picks = np.searchsorted(at, np.arange(_JIT_CHUNK_CHARS, int(at[-1]), _JIT_CHUNK_CHARS))
     cuts = sorted({0, starts.size - 1, *picks.tolist()})
     end = ord(_BYTE_SPLITS[name])  # (a NUL in a text: declined, for both tokenizers)
-    chunks: list[TokenIds] = []
+    out: list[Any] = []
     for g0, g1 in zip(cuts, cuts[1:], strict=False):
         part = texts[starts[g0]:starts[g1]]
         joined = _joined_bytes(part, name, check=False)
@@ -435,21 +436,20 @@ def _jit_chunks(texts: Sequence[str], name: str, groups: np.ndarray | None = Non
                                                 len(part), _MAX_PACK)
         if n_types < 0:
             return None
-        chunks.append(TokenIds(ids, lengths, n_types))
-    return chunks, cuts
+        out.append(fn(TokenIds(ids, lengths, n_types), g0, g1))
+    return out
 
 
-def per_text(texts: Sequence[str], tok: Tokenizer, kernel: str, *args: Any
-             ) -> np.ndarray | None:
-    """``divmeter.text.jit.<kernel>(ids, lengths, n_types, *args)`` over the compiled path's
-    token ids of ``texts``, chunk by chunk, concatenated (one value per text; for the
-    per-response metrics of :mod:`divmeter.metrics.richness`), or ``None`` where the compiled
-    path does not run: a tokenizer other than ``whitespace`` and ``tevet``, and the cases of
-    :func:`_jit_chunks`.
+def per_text(texts: Sequence[str], tok: Tokenizer,
+             values: Callable[[TokenIds], np.ndarray]) -> np.ndarray | None:
+    """``values`` of each chunk of the compiled path's tokens of ``texts``, concatenated (one
+    value per text; for the per-response metrics of :mod:`divmeter.metrics.richness`), or
+    ``None`` where the compiled path does not run: a tokenizer other than ``whitespace`` and
+    ``tevet``, and the cases of :func:`_jit_map`.
 
     Example:
         >>> from divmeter.text.tokenize import get_tokenizer
-        >>> per_text(["a b"], get_tokenizer("whitespace"), "ttr_values") is None  # too short
+        >>> per_text(["a b"], get_tokenizer("whitespace"), lambda c: c.lengths) is None  # short
         True
     """
     if tok.name not in _BYTE_SPLITS:
@@ -458,15 +458,12 @@ def per_text(texts: Sequence[str], tok: Tokenizer, kernel: str, *args: Any
         if sum(map(len, texts)) < _JIT_MIN_CHARS:
             return None  # (checked first: no lowercasing for nothing)
         texts = [t.lower() for t in texts]
-    found = _jit_chunks(texts, tok.name)
-    if found is None:
-        return None
-    fn = getattr(_JIT, kernel)
-    return np.concatenate([fn(c.ids, c.lengths, c.n_types, *args) for c in found[0]])
+    found = _jit_map(texts, tok.name, lambda c, g0, g1: values(c))
+    return None if found is None else np.concatenate(found)
 
 
 def _intern_bytes(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> InternedSets | None:
-    """:func:`intern_sets` from the compiled path (:func:`_jit_chunks`) or else the numpy byte
+    """:func:`intern_sets` from the compiled path (:func:`_jit_map`) or else the numpy byte
     path (:func:`_byte_tokens`) of every text of every set at once (the same ids: 2 + the index
     of the token's first occurrence in its set's stream); ``None`` where neither applies."""
     texts = list(chain.from_iterable(text_sets))
@@ -479,14 +476,10 @@ def _intern_bytes(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> Interne
         zeros = [0] * len(text_sets)
         return InternedSets(np.zeros(0, dtype=np.int64), zeros, n_texts.tolist(), zeros)
     set_cum = np.concatenate(([0], np.cumsum(n_texts)))
-    found = _jit_chunks(texts, tok.name, n_texts)
-    if found is not None:
-        chunks, cuts = found
-        parts = [_JIT.set_local_ids(c.ids, c.lengths, n_texts[g0:g1], c.n_types)
-                 for c, g0, g1 in zip(chunks, cuts, cuts[1:], strict=False)]
-        raw = np.concatenate([p[0] for p in parts])
-        n_types = np.concatenate([p[1] for p in parts])
-        lengths = np.concatenate([c.lengths for c in chunks])
+    parts = _jit_map(texts, tok.name, lambda c, g0, g1: (
+        *_JIT.set_local_ids(c.ids, c.lengths, n_texts[g0:g1], c.n_types), c.lengths), n_texts)
+    if parts is not None:
+        raw, n_types, lengths = (np.concatenate(p) for p in zip(*parts, strict=True))
     else:
         bt = _byte_tokens(texts, tok.name)
         if bt is None:
@@ -561,7 +554,7 @@ class TokenKeys:
 
     @classmethod
     def _fast(cls, texts: list[str], name: str, lowercase: bool) -> TokenKeys | None:
-        """Keys from the compiled path (:func:`_jit_chunks`: the type ids, grouped by a
+        """Keys from the compiled path (:func:`_jit_map`: the type ids, grouped by a
         counting sort) or else :func:`_byte_tokens` (each token's key is the index of its group
         in the sorted order), with that grouping kept as :meth:`sorted_keys`; ``None`` where the
         byte paths do not apply (e.g. for ``whitespace``: non-ASCII whitespace, a NUL or
@@ -570,12 +563,11 @@ class TokenKeys:
             texts = [t.lower() for t in texts]
         if not texts:
             return None
-        found = _jit_chunks(texts, name)
-        if found is not None:  # types numbered per chunk: equal keys iff equal tokens there
-            offsets = np.cumsum([0] + [c.n_types for c in found[0]])
-            key = np.concatenate([c.ids + off
-                                  for c, off in zip(found[0], offsets, strict=False)])
-            enc = cls(key, np.concatenate([c.lengths for c in found[0]]))
+        chunks = _jit_map(texts, name, lambda c, g0, g1: c)
+        if chunks is not None:  # types numbered per chunk: equal keys iff equal tokens there
+            offsets = np.cumsum([0] + [c.n_types for c in chunks])
+            key = np.concatenate([c.ids + off for c, off in zip(chunks, offsets, strict=False)])
+            enc = cls(key, np.concatenate([c.lengths for c in chunks]))
             enc._sort = _JIT.group_order(key, int(offsets[-1]))
             return enc
         bt = _byte_tokens(texts, name)

@@ -1,10 +1,11 @@
 """Compiled kernels (numba) for tokenize-and-intern and the per-response loops of TTR and MTLD.
 
 Optional (``pip install 'divmeter[fast]'``). This module imports numba when it is imported, and
-only :func:`divmeter.text.intern.compiled` imports it, lazily, the first time a batch of
-:data:`divmeter.text.intern._JIT_MIN_CHARS` characters or more is tokenized; ``import divmeter``
-never does. Without numba, or with the environment variable ``DIVMETER_NO_JIT=1``, the numpy
-path of :mod:`divmeter.text.intern` runs instead, with the same results.
+only :func:`divmeter.text.intern.compiled` imports it, lazily, once a process has sent
+:data:`divmeter.text.intern._JIT_LOAD_CHARS` characters (16M) through the byte paths;
+``import divmeter`` never does. Without numba, or with the environment variable
+``DIVMETER_NO_JIT=1``, the numpy path of :mod:`divmeter.text.intern` runs instead, with the
+same results.
 
 Every kernel is exact (integers, or the same float operations in the same order as the numpy
 code it replaces), compiled once per machine and cached (``cache=True``: next to this file in
@@ -15,8 +16,8 @@ code it replaces), compiled once per machine and cached (``cache=True``: next to
   bytes of two tokens whenever their 64-bit hashes match, so equal ids iff equal tokens.
 * :func:`set_local_ids`, :func:`group_order`: the two encodings the callers consume (set-local
   ids for the n-gram metrics; tokens grouped by type for MATTR and HD-D).
-* :func:`ttr_values`, :func:`mtld_values`: TTR's type counts and MTLD's factor rounds
-  (McCarthy & Jarvis 2010) over the token ids.
+* :func:`ttr_values`, :func:`mtld_values`: TTR's type counts (a stamp per type) and MTLD's
+  factor rounds (McCarthy & Jarvis 2010) over the token ids.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ __all__ = ["scan_tokens", "set_local_ids", "group_order", "ttr_values", "mtld_va
 
 _U1 = np.uint64(1)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: slot = (key * _GOLD) >> (64 - bits)
-_FNV_PRIME = np.uint64(0x100000001B3)
+_MIX = np.uint64(0xC2B2AE3D27D4EB4F)
 _NOT_LOW_BYTE = np.uint64(0xFFFFFFFFFFFFFF00)
 _FIRST_BITS = 12  # first table: 4,096 slots
 
@@ -62,6 +63,39 @@ def _load8(buf: np.ndarray, i: int) -> np.uint64:
             | (np.uint64(buf[i + 2]) << np.uint64(16)) | (np.uint64(buf[i + 3]) << np.uint64(24))
             | (np.uint64(buf[i + 4]) << np.uint64(32)) | (np.uint64(buf[i + 5]) << np.uint64(40))
             | (np.uint64(buf[i + 6]) << np.uint64(48)) | (np.uint64(buf[i + 7]) << np.uint64(56)))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _tail(buf: np.ndarray, i: int, size: int) -> np.uint64:
+    """The 8 bytes from ``i`` with the bytes from ``size`` on (``size < 8``) cleared."""
+    word = _load8(buf, i)
+    if size < 8:
+        word &= (_U1 << np.uint64(8 * size)) - _U1
+    return word
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _long_key(buf: np.ndarray, start: int, size: int) -> np.uint64:
+    """The table key of a token of more than 8 bytes: a hash of its 8-byte words (any hash is
+    exact here, the bytes are compared) with the low byte cleared, so that it never equals a
+    short token's key (whose low byte is its first byte, never 0)."""
+    h = _load8(buf, start) * _GOLD
+    j = 8
+    while j < size:
+        h = (h ^ (h >> np.uint64(29)) ^ _tail(buf, start + j, size - j)) * _MIX
+        j += 8
+    return (h ^ (h >> np.uint64(32))) & _NOT_LOW_BYTE
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _same_bytes(buf: np.ndarray, a: int, b: int, size: int) -> bool:
+    """Whether ``buf[a:a+size]`` equals ``buf[b:b+size]``, 8 bytes at a time."""
+    j = 0
+    while j < size:
+        if _tail(buf, a + j, size - j) != _tail(buf, b + j, size - j):
+            return False
+        j += 8
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -147,16 +181,11 @@ def _scan_words(buf: np.ndarray, sep: np.ndarray, ends: np.ndarray, w0: int,
                 continue
             if stops & low:
                 size = p - start
-                key = _load8(buf, start)
-                if size < 8:
-                    key &= (_U1 << np.uint64(8 * size)) - _U1
-                elif size > 8:
+                key = _tail(buf, start, size)
+                if size > 8:
                     if size > max_len:
                         return -2
-                    h = key * _GOLD
-                    for j in range(8, size):
-                        h = (h ^ np.uint64(buf[start + j])) * _FNV_PRIME
-                    key = h & _NOT_LOW_BYTE
+                    key = _long_key(buf, start, size)
                 slot = np.int64((key * _GOLD) >> shift)
                 while True:
                     found = table[2 * slot + 1]
@@ -175,13 +204,8 @@ def _scan_words(buf: np.ndarray, sep: np.ndarray, ends: np.ndarray, w0: int,
                     if table[2 * slot] == key:
                         if size <= 8:
                             break
-                        if t_len[t] == size:
-                            a = t_start[t]
-                            j = 0
-                            while j < size and buf[a + j] == buf[start + j]:
-                                j += 1
-                            if j == size:
-                                break
+                        if t_len[t] == size and _same_bytes(buf, t_start[t], start, size):
+                            break
                     slot = (slot + 1) & (capacity - 1)
                 ids[k] = t
                 k += 1
@@ -201,9 +225,9 @@ def scan_tokens(buf: np.ndarray, spaces: tuple[int, int, int, int], end: int, nu
     A token is a maximal run of bytes that are not separators. Separators are flagged 64 bytes
     to a word; tokens are then read off the flags' edges (no branch per byte). A token of up to
     8 bytes is keyed by its bytes packed into a 64-bit word (exact: no token holds a NUL byte,
-    and its first byte is the key's nonzero low byte); a longer one by an FNV-1a hash with the
-    low byte cleared, and two long tokens are the same type only if their bytes are equal. The
-    table is open-addressed (linear probing, at most half full).
+    and its first byte is the key's nonzero low byte); a longer one by a hash of its words with
+    the low byte cleared, and two long tokens are the same type only if their bytes are equal.
+    The table is open-addressed (linear probing, at most a quarter full).
 
     Args:
         buf: The texts' bytes, each text followed by the byte ``end``, then 8 more ``end``
