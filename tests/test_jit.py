@@ -94,8 +94,9 @@ def _scan(texts: list[str], name: str, max_len: int = 64
           ) -> tuple[list[int], list[int], list[float], int]:
     """ids, tokens per text, TTR per text (NaN: no token), number of types."""
     buf = np.frombuffer(PAD[name].join([*texts, *[""] * 9]).encode(), dtype=np.uint8)
-    ids, lengths, n_types = jit.scan_tokens(buf, intern._SPACE_RANGES[name], END[name], 0,
-                                            len(texts), max_len)
+    words = np.ndarray(buffer=buf, dtype="<u8", shape=(buf.size - 7,), strides=(1,))
+    ids, lengths, n_types = jit.scan_tokens(buf, words, intern._SPACE_RANGES[name], END[name],
+                                            0, len(texts), max_len)
     ttr = jit.ttr_values(ids, lengths, max(n_types, 0)).tolist()
     return ids.tolist(), lengths.tolist(), [-1.0 if x != x else x for x in ttr], n_types
 

@@ -432,7 +432,9 @@ def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int],
         joined = _joined_bytes(part, name, check=False)
         if joined is None:
             return None
-        ids, lengths, n_types = jit.scan_tokens(joined[0], _SPACE_RANGES[name], end, 0,
+        buf = joined[0]
+        words = np.ndarray(buffer=buf, dtype="<u8", shape=(buf.size - 7,), strides=(1,))
+        ids, lengths, n_types = jit.scan_tokens(buf, words, _SPACE_RANGES[name], end, 0,
                                                 len(part), _MAX_PACK)
         if n_types < 0:
             return None

@@ -56,43 +56,45 @@ _ctz: Any = intrinsic(_ctz_typing)
 _popcount: Any = intrinsic(_popcount_typing)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _load8(buf: np.ndarray, i: int) -> np.uint64:
-    """Bytes ``i .. i+7`` of ``buf`` as a little-endian uint64."""
-    return (np.uint64(buf[i]) | (np.uint64(buf[i + 1]) << np.uint64(8))
-            | (np.uint64(buf[i + 2]) << np.uint64(16)) | (np.uint64(buf[i + 3]) << np.uint64(24))
-            | (np.uint64(buf[i + 4]) << np.uint64(32)) | (np.uint64(buf[i + 5]) << np.uint64(40))
-            | (np.uint64(buf[i + 6]) << np.uint64(48)) | (np.uint64(buf[i + 7]) << np.uint64(56)))
+def _clz_typing(typingctx: Any, x: Any) -> Any:
+    """Leading zero bits of a nonzero uint64 (LLVM's ctlz)."""
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.ctlz(args[0], ir.Constant(ir.IntType(1), 0))
+    return types.uint64(types.uint64), codegen
+
+
+_clz: Any = intrinsic(_clz_typing)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _tail(buf: np.ndarray, i: int, size: int) -> np.uint64:
-    """The 8 bytes from ``i`` with the bytes from ``size`` on (``size < 8``) cleared."""
-    word = _load8(buf, i)
+def _tail(words: np.ndarray, i: int, size: int) -> np.uint64:
+    """The 8 bytes from ``i`` (``words``: the buffer's 8-byte words at every byte offset) with
+    the bytes from ``size`` on (``size < 8``) cleared."""
+    word = words[i]
     if size < 8:
         word &= (_U1 << np.uint64(8 * size)) - _U1
     return word
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _long_key(buf: np.ndarray, start: int, size: int) -> np.uint64:
+def _long_key(words: np.ndarray, start: int, size: int) -> np.uint64:
     """The table key of a token of more than 8 bytes: a hash of its 8-byte words (any hash is
     exact here, the bytes are compared) with the low byte cleared, so that it never equals a
     short token's key (whose low byte is its first byte, never 0)."""
-    h = _load8(buf, start) * _GOLD
+    h = words[start] * _GOLD
     j = 8
     while j < size:
-        h = (h ^ (h >> np.uint64(29)) ^ _tail(buf, start + j, size - j)) * _MIX
+        h = (h ^ (h >> np.uint64(29)) ^ _tail(words, start + j, size - j)) * _MIX
         j += 8
     return (h ^ (h >> np.uint64(32))) & _NOT_LOW_BYTE
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _same_bytes(buf: np.ndarray, a: int, b: int, size: int) -> bool:
-    """Whether ``buf[a:a+size]`` equals ``buf[b:b+size]``, 8 bytes at a time."""
+def _same_bytes(words: np.ndarray, a: int, b: int, size: int) -> bool:
+    """Whether the ``size`` bytes from ``a`` equal those from ``b``, 8 at a time."""
     j = 0
     while j < size:
-        if _tail(buf, a + j, size - j) != _tail(buf, b + j, size - j):
+        if _tail(words, a + j, size - j) != _tail(words, b + j, size - j):
             return False
         j += 8
     return True
@@ -150,76 +152,82 @@ def _grow(table: np.ndarray, t_start: np.ndarray, t_len: np.ndarray, n_types: in
 
 
 @njit(cache=True, nogil=True)
-def _scan_words(buf: np.ndarray, sep: np.ndarray, ends: np.ndarray, w0: int,
+def _scan_words(words: np.ndarray, sep: np.ndarray, ends: np.ndarray, w0: int,
                 state: np.ndarray, table: np.ndarray, t_start: np.ndarray, t_len: np.ndarray,
                 ids: np.ndarray, lengths: np.ndarray, max_len: int) -> int:
-    """Tokens of the words ``w0 ..`` of :func:`_masks`' flags, interned in ``table`` (fixed
-    here: a table that never moves keeps this loop fast). ``state`` holds ``[tokens so far,
-    texts so far, first token of the current text, start of the current token, carry, types]``
-    and is updated. Returns -1 when done, -2 for a token over ``max_len`` bytes, or the word to
-    resume from once the table has grown (``state`` is then as at that word's start; its tokens
-    already interned are found again)."""
-    k, doc, doc_first, start, carry, n_types = state
+    """Tokens of the flag words ``w0 ..`` of :func:`_masks`, interned in ``table`` (fixed here:
+    a table that never moves keeps this loop fast). A token ends at each separator that follows
+    a non-separator and starts after the separator before it (the highest separator bit below,
+    or the last separator of an earlier word); a text's token count is the number of token ends
+    up to its end byte. ``state`` holds ``[tokens so far, texts so far, first token of the
+    current text, last separator before the current word, carry, types]`` and is updated.
+    Returns -1 when done, -2 for a token over ``max_len`` bytes, or the word to resume from
+    once the table has grown (``state`` is then as at that word's start; its tokens already
+    interned are found again)."""
+    k, doc, doc_first, last_sep, carry, n_types = state
     n_texts = lengths.size
     capacity = table.size // 2
     shift = np.uint64(64 - np.int64(_ctz(np.uint64(capacity))))
     for w in range(w0, sep.size):
-        state[0], state[1], state[2], state[3], state[4] = k, doc, doc_first, start, carry
+        state[0], state[1], state[2], state[3], state[4] = k, doc, doc_first, last_sep, carry
         m = sep[w]
-        before = (m << _U1) | np.uint64(carry)
+        stops = m & ~((m << _U1) | np.uint64(carry))  # separators right after a token
         carry = np.int64(m >> np.uint64(63))
-        starts = ~m & before
-        stops = m & ~before  # the separator right after a token
-        events = starts | stops | ends[w]
         base = 64 * w
-        while events:
-            low = events & (~events + _U1)
-            events ^= low
-            p = base + np.int64(_ctz(low))
-            if starts & low:
-                start = p
-                continue
-            if stops & low:
-                size = p - start
-                key = _tail(buf, start, size)
-                if size > 8:
-                    if size > max_len:
-                        return -2
-                    key = _long_key(buf, start, size)
-                slot = np.int64((key * _GOLD) >> shift)
-                while True:
-                    found = table[2 * slot + 1]
-                    if found == 0:  # a new type
-                        if 4 * (n_types + 1) > capacity:
-                            state[5] = n_types
-                            return w
-                        t = n_types
-                        table[2 * slot] = key
-                        table[2 * slot + 1] = t + 1
-                        t_start[t] = start
-                        t_len[t] = size
-                        n_types += 1
+        k0 = k
+        todo = stops
+        while todo:
+            bit = _ctz(todo)
+            todo &= todo - _U1
+            below = m & ((_U1 << bit) - _U1)
+            start = base + 64 - np.int64(_clz(below)) if below else last_sep + 1
+            size = base + np.int64(bit) - start
+            key = _tail(words, start, size)
+            if size > 8:
+                if size > max_len:
+                    return -2
+                key = _long_key(words, start, size)
+            slot = np.int64((key * _GOLD) >> shift)
+            while True:
+                found = table[2 * slot + 1]
+                if found == 0:  # a new type
+                    if 4 * (n_types + 1) > capacity:  # keep the table at most 1/4 full
+                        state[5] = n_types
+                        return w
+                    t = n_types
+                    table[2 * slot] = key
+                    table[2 * slot + 1] = t + 1
+                    t_start[t] = start
+                    t_len[t] = size
+                    n_types += 1
+                    break
+                t = np.int64(found) - 1
+                if table[2 * slot] == key:
+                    if size <= 8:
                         break
-                    t = np.int64(found) - 1
-                    if table[2 * slot] == key:
-                        if size <= 8:
-                            break
-                        if t_len[t] == size and _same_bytes(buf, t_start[t], start, size):
-                            break
-                    slot = (slot + 1) & (capacity - 1)
-                ids[k] = t
-                k += 1
-            if ends[w] & low and doc < n_texts:
-                lengths[doc] = k - doc_first
-                doc_first = k
-                doc += 1
+                    if t_len[t] == size and _same_bytes(words, t_start[t], start, size):
+                        break
+                slot = (slot + 1) & (capacity - 1)
+            ids[k] = t
+            k += 1
+        e = ends[w]
+        while e and doc < n_texts:  # texts ending in this word
+            bit = _ctz(e)
+            e &= e - _U1
+            upto = k0 + np.int64(_popcount(stops & (((_U1 << bit) - _U1) | (_U1 << bit))))
+            lengths[doc] = upto - doc_first
+            doc_first = upto
+            doc += 1
+        if m:
+            last_sep = base + 63 - np.int64(_clz(m))
     state[5] = n_types
     return -1
 
 
 @njit(cache=True, nogil=True)
-def scan_tokens(buf: np.ndarray, spaces: tuple[int, int, int, int], end: int, nul: int,
-                n_texts: int, max_len: int) -> tuple[np.ndarray, np.ndarray, int]:
+def scan_tokens(buf: np.ndarray, words: np.ndarray, spaces: tuple[int, int, int, int],
+                end: int, nul: int, n_texts: int, max_len: int
+                ) -> tuple[np.ndarray, np.ndarray, int]:
     """Tokens of ``n_texts`` texts joined in ``buf`` (UTF-8), interned to exact ids.
 
     A token is a maximal run of bytes that are not separators. Separators are flagged 64 bytes
@@ -232,6 +240,8 @@ def scan_tokens(buf: np.ndarray, spaces: tuple[int, int, int, int], end: int, nu
     Args:
         buf: The texts' bytes, each text followed by the byte ``end``, then 8 more ``end``
             bytes (the 8-byte reads of the last token stay inside ``buf``).
+        words: ``buf``'s 8 bytes from every offset as little-endian uint64 (a view with a
+            1-byte stride: one unaligned load per read).
         spaces: The bytes that separate tokens (``end`` among them), as two ranges
             ``(lo1, n1, lo2, n2)``: ``lo1 .. lo1 + n1`` and ``lo2 .. lo2 + n2``.
         end: The byte that ends a text; a text must not contain it.
@@ -260,10 +270,12 @@ def scan_tokens(buf: np.ndarray, spaces: tuple[int, int, int, int], end: int, nu
     t_start = np.empty(1 << (bits - 1), np.int64)  # first occurrence of each type in buf
     t_len = np.empty(1 << (bits - 1), np.int64)
     state = np.zeros(6, np.int64)
+    state[3] = -1  # the byte before the buffer counts as a separator
     state[4] = 1
     w = 0
     while True:
-        w = _scan_words(buf, sep, ends, w, state, table, t_start, t_len, ids, lengths, max_len)
+        w = _scan_words(words, sep, ends, w, state, table, t_start, t_len, ids, lengths,
+                        max_len)
         if w == -1:
             return ids, lengths, state[5]
         if w == -2:
