@@ -409,26 +409,31 @@ def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int],
     path declines too (a NUL or separator character, non-ASCII whitespace for ``whitespace``, a
     token over 64 bytes)."""
     global _chars_before_jit
-    sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    cum = np.concatenate(([0], np.cumsum(sizes)))
-    if not sizes.size or cum[-1] < _JIT_MIN_CHARS:
+    chars = sum(map(len, texts))
+    if not texts or chars < _JIT_MIN_CHARS:
         return None
     if _JIT is None:  # not loaded yet
-        _chars_before_jit += int(cum[-1])
+        _chars_before_jit += chars
         if _chars_before_jit < _JIT_LOAD_CHARS:
             return None
     jit = compiled()
     if jit is None:
         return None
-    starts = np.arange(len(texts) + 1) if groups is None else np.concatenate(
-        ([0], np.cumsum(groups)))  # first text of each group
-    at = cum[starts]
-    picks = np.searchsorted(at, np.arange(_JIT_CHUNK_CHARS, int(at[-1]), _JIT_CHUNK_CHARS))
-    cuts = sorted({0, starts.size - 1, *picks.tolist()})
+    n_groups = len(texts) if groups is None else len(groups)
+    chunks = [(0, len(texts), 0, n_groups)]  # (first text, end, first group, end)
+    if chars > _JIT_CHUNK_CHARS:
+        sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        cum = np.concatenate(([0], np.cumsum(sizes)))
+        starts = np.arange(len(texts) + 1) if groups is None else np.concatenate(
+            ([0], np.cumsum(groups)))  # first text of each group
+        picks = np.searchsorted(cum[starts], np.arange(_JIT_CHUNK_CHARS, chars, _JIT_CHUNK_CHARS))
+        cuts = sorted({0, n_groups, *picks.tolist()})
+        chunks = [(int(starts[g0]), int(starts[g1]), g0, g1)
+                  for g0, g1 in zip(cuts, cuts[1:], strict=False)]
     end = ord(_BYTE_SPLITS[name])  # (a NUL in a text: declined, for both tokenizers)
     out: list[Any] = []
-    for g0, g1 in zip(cuts, cuts[1:], strict=False):
-        part = texts[starts[g0]:starts[g1]]
+    for t0, t1, g0, g1 in chunks:
+        part = texts[t0:t1]
         joined = _joined_bytes(part, name, check=False)
         if joined is None:
             return None
