@@ -59,10 +59,12 @@ TEXTS = [
     "\t.\t",
     "the cat the dog the cat a dog a cat the end " * 3,
 ]
+#: lone surrogates (valid str, invalid UTF-8: the byte paths encode them with surrogatepass)
+SURROGATES = ["\ud800 a \ud800 \udfff", "\ud83d\ude42 \U0001f642 \ud83d\ude42"]
 #: non-ASCII whitespace: the whitespace byte paths decline, tevet's keep it inside words
 TEVET_TEXTS = [" \u00a0 ", "a \u00a0 b a", "\u3000\t", "\u00a0sat \u2003 \u00a0sat sat"]
 SETS = [TEXTS[:4], [], [""], TEXTS[4:9], TEXTS[2:7], ["  "], TEXTS[9:], [" \t ", "\t\n"],
-        TEXTS[-3:] * 2]
+        TEXTS[-3:] * 2, SURROGATES]
 
 
 @pytest.fixture
@@ -232,6 +234,20 @@ def test_compiled_path_declines_where_the_byte_path_does(fast: Any, texts: list[
     _assert_same(*fast(lambda: _metrics([texts, ["a a b"]], "whitespace", False)))
 
 
+@pytest.mark.parametrize("tokenizer", ["whitespace", "tevet"])
+def test_lone_surrogates_equal_the_dictionary_path(fast: Any, monkeypatch: pytest.MonkeyPatch,
+                                                   tokenizer: str) -> None:
+    """A lone surrogate is a valid str but not valid UTF-8: the byte paths encode it with
+    ``surrogatepass`` (3 bytes of its own) and give the tokenizer's own answers."""
+    sets = [SURROGATES, ["\ud800x \ud800x y", "\udfff"]]
+    assert intern._jit_map(SURROGATES, tokenizer, lambda c, g0, g1: c.n_types) == [5]
+    compiled = _metrics(sets, tokenizer, False)
+    monkeypatch.setattr(intern, "_BYTE_SPLITS", {})  # the dictionary path
+    dictionary = _metrics(sets, tokenizer, False)
+    del compiled["interned"], dictionary["interned"]  # (ids equal up to renaming)
+    _assert_same(compiled, dictionary)
+
+
 def test_chunks_never_split_a_group(fast: Any) -> None:
     texts = ["w" * 30] * 12
     groups = np.array([5, 0, 4, 3])
@@ -241,7 +257,7 @@ def test_chunks_never_split_a_group(fast: Any) -> None:
     assert found == [(0, 1, 5), (1, 3, 4), (3, 4, 3)]
 
 
-ALPHABET = st.sampled_from(["a", "b", "B", "\u00e9", "\u65e5", "\U0001f642", " ", " ", "  ",
+ALPHABET = st.sampled_from(["a", "b", "B", "\u00e9", "\u65e5", "\U0001f642", "\ud83d", " ", "  ",
                             "\t", "\n", ".", "\x1c", "\x1f", "\x0b", "\x01", "\u00a0", "\u3000",
                             "abcdefgh", "x" * 30, "x" * 60])
 

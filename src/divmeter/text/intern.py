@@ -239,7 +239,10 @@ def _joined_bytes(texts: Sequence[str], name: str, check: bool = True
     elif ((check and ("\x00" in joined or joined.count("\x1f") != n_texts + 8))
           or (not joined.isascii() and _NON_ASCII_SPACE.search(joined))):
         return None
-    return np.frombuffer(joined.encode("utf-8"), dtype=np.uint8), joined.isascii()
+    # surrogatepass: a lone surrogate (invalid UTF-8, but a valid str) gets its own 3 bytes;
+    # the encoding stays injective, so equal bytes iff equal tokens
+    return (np.frombuffer(joined.encode("utf-8", "surrogatepass"), dtype=np.uint8),
+            joined.isascii())
 
 
 def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
