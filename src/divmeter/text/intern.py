@@ -363,14 +363,15 @@ _SPACE_RANGES = {"whitespace": (9, 4, 28, 4), "tevet": (32, 0, 0, 0)}
 
 def compiled() -> ModuleType | None:
     """The compiled kernels (:mod:`divmeter.text.jit`, importing numba the first time), or
-    ``None`` when numba is not installed or the environment sets ``DIVMETER_NO_JIT=1``."""
+    ``None`` when numba is not installed (or cannot load: numba raises ``RuntimeError`` when no
+    cache folder is writable) or the environment sets ``DIVMETER_NO_JIT=1``."""
     global _JIT
     if os.environ.get("DIVMETER_NO_JIT", "") not in ("", "0"):
         return None
     if _JIT is None:
         try:
             from divmeter.text import jit
-        except ImportError:
+        except (ImportError, RuntimeError, OSError):  # the numpy path gives the same numbers
             _JIT = False
         else:
             _JIT = jit
