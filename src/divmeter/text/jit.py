@@ -67,7 +67,7 @@ _clz: Any = intrinsic(_clz_typing)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _tail(words: np.ndarray, i: int, size: int) -> np.uint64:
+def _tail(words: np.ndarray, i: Any, size: Any) -> np.uint64:
     """The 8 bytes from ``i`` (``words``: the buffer's 8-byte words at every byte offset) with
     the bytes from ``size`` on (``size < 8``) cleared."""
     word = words[i]
@@ -77,7 +77,7 @@ def _tail(words: np.ndarray, i: int, size: int) -> np.uint64:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _long_key(words: np.ndarray, start: int, size: int) -> np.uint64:
+def _long_key(words: np.ndarray, start: Any, size: Any) -> np.uint64:
     """The table key of a token of more than 8 bytes: a hash of its 8-byte words (any hash is
     exact here, the bytes are compared) with the low byte cleared, so that it never equals a
     short token's key (whose low byte is its first byte, never 0)."""
@@ -90,7 +90,7 @@ def _long_key(words: np.ndarray, start: int, size: int) -> np.uint64:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _same_bytes(words: np.ndarray, a: int, b: int, size: int) -> bool:
+def _same_bytes(words: np.ndarray, a: Any, b: Any, size: Any) -> bool:
     """Whether the ``size`` bytes from ``a`` equal those from ``b``, 8 at a time."""
     j = 0
     while j < size:
