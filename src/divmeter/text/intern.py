@@ -16,6 +16,12 @@ Two encodings, for the two kinds of form metric:
   UTF-8 bytes (:func:`_byte_tokens`), other tokenizers go through
   :func:`divmeter.text.ngrams.encode_tokens`.
 
+With numba installed (``divmeter[fast]``), once a process has sent :data:`_JIT_LOAD_CHARS`
+characters through these byte paths, the compiled kernels of :mod:`divmeter.text.jit` take the
+``whitespace`` and ``tevet`` batches instead (:func:`_jit_map`, 1M characters at a time), for
+both encodings and for the per-response kernels of TTR and MTLD (:func:`per_text`); same ids,
+same numbers. ``DIVMETER_NO_JIT=1`` switches them off.
+
 Both are exact: equal ids (keys) if and only if equal tokens.
 """
 
@@ -349,9 +355,10 @@ _BYTE_MIN_CHARS = 8192
 #: From this many characters in a batch the compiled kernels of :mod:`divmeter.text.jit` run,
 #: once loaded (below, the numpy and dictionary paths are quick enough).
 _JIT_MIN_CHARS = _BYTE_MIN_CHARS
-#: numba is imported (and the cached kernels loaded, about 1 s) only once the process has sent
-#: this many characters through the byte paths: a small job does not pay more for the load
-#: than the compiled path would save it; a long one pays it once.
+#: numba is imported (and the kernels loaded: about 0.5 s from numba's cache, about 10 s the
+#: first time on a machine, when they are compiled) only once the process has sent this many
+#: characters through the byte paths: a small job does not pay more for the load than the
+#: compiled path would save it; a long one pays it once.
 _JIT_LOAD_CHARS = 1 << 24
 _chars_before_jit = 0
 _JIT: Any = None  # divmeter.text.jit once imported; False when numba is not installed
