@@ -52,10 +52,6 @@ def _popcount_typing(typingctx: Any, x: Any) -> Any:
     return types.uint64(types.uint64), codegen
 
 
-_ctz: Any = intrinsic(_ctz_typing)
-_popcount: Any = intrinsic(_popcount_typing)
-
-
 def _clz_typing(typingctx: Any, x: Any) -> Any:
     """Leading zero bits of a nonzero uint64 (LLVM's ctlz)."""
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
@@ -63,6 +59,8 @@ def _clz_typing(typingctx: Any, x: Any) -> Any:
     return types.uint64(types.uint64), codegen
 
 
+_ctz: Any = intrinsic(_ctz_typing)
+_popcount: Any = intrinsic(_popcount_typing)
 _clz: Any = intrinsic(_clz_typing)
 
 
@@ -132,7 +130,7 @@ def _masks(buf: np.ndarray, spaces: tuple[int, int, int, int], end: int, nul: in
 @njit(cache=True, nogil=True)
 def _grow(table: np.ndarray, t_start: np.ndarray, t_len: np.ndarray, n_types: int,
           bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The hash table rebuilt with ``2**bits`` slots, and room for ``2**(bits-1)`` types."""
+    """The hash table rebuilt with ``2**bits`` slots, and room for ``2**(bits-2)`` types."""
     capacity = 1 << bits
     grown = np.zeros(2 * capacity, np.uint64)
     shift = np.uint64(64 - bits)
@@ -144,9 +142,9 @@ def _grow(table: np.ndarray, t_start: np.ndarray, t_len: np.ndarray, n_types: in
                 j = (j + 1) & (capacity - 1)
             grown[2 * j] = key
             grown[2 * j + 1] = table[2 * slot + 1]
-    starts = np.empty(capacity // 2, np.int64)
+    starts = np.empty(capacity // 4, np.int64)
     starts[:n_types] = t_start[:n_types]
-    sizes = np.empty(capacity // 2, np.int64)
+    sizes = np.empty(capacity // 4, np.int64)
     sizes[:n_types] = t_len[:n_types]
     return grown, starts, sizes
 
@@ -267,8 +265,8 @@ def scan_tokens(buf: np.ndarray, words: np.ndarray, spaces: tuple[int, int, int,
     ids = np.empty(n_tok, np.int64)
     bits = _FIRST_BITS
     table = np.zeros(2 << bits, np.uint64)  # per slot: key, type + 1 (0: empty)
-    t_start = np.empty(1 << (bits - 1), np.int64)  # first occurrence of each type in buf
-    t_len = np.empty(1 << (bits - 1), np.int64)
+    t_start = np.empty(1 << (bits - 2), np.int64)  # first occurrence of each type in buf
+    t_len = np.empty(1 << (bits - 2), np.int64)
     state = np.zeros(6, np.int64)
     state[3] = -1  # the byte before the buffer counts as a separator
     state[4] = 1
