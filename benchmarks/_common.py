@@ -6,6 +6,7 @@ divmeter or its tests.
 
 * :func:`best_time`: best time of a few runs (the machine is shared: best-of is stabler);
 * :func:`zipf_probs`: the Zipf-like word distribution of the generated benchmark texts;
+* :func:`compiled_path`: load divmeter's compiled kernels and name the path that runs;
 * :func:`pkg_resources_shim`, :func:`load_diversity`, :func:`load_diversity_homogenization`:
   import the peer libraries whose packaging is broken in a modern environment.
 """
@@ -92,3 +93,22 @@ def load_diversity_homogenization() -> Callable[..., float]:
     mod = importlib.util.module_from_spec(mod_spec)
     mod_spec.loader.exec_module(mod)
     return mod.homogenization_score  # type: ignore[no-any-return]
+
+
+def compiled_path() -> str:
+    """Load divmeter's compiled kernels now, as a long job does after its first 16M characters
+    (numba import + the first call of the cached kernels), and say which path the timed runs
+    take: ``jit`` (numba, ``divmeter[fast]``) or ``numpy`` (no numba, or ``DIVMETER_NO_JIT=1``)."""
+    from divmeter.metrics.richness import ttr_many
+    from divmeter.text import intern
+
+    t0 = time.perf_counter()
+    jit = intern.compiled()
+    if jit is None:
+        return "numpy (numba not installed, or DIVMETER_NO_JIT=1)"
+    t1 = time.perf_counter()
+    ttr_many([["warm up the cached kernels " * 400]])
+    import numba
+
+    return (f"jit (numba {numba.__version__}; import {t1 - t0:.2f} s, first call of the "
+            f"cached kernels {time.perf_counter() - t1:.2f} s, paid once per process)")

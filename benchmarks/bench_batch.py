@@ -41,6 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _common import compiled_path  # noqa: E402
 from bench_lexical import (  # noqa: E402  (the shared data and peers)
     DIV,
     make_peer_cosine,
@@ -87,6 +88,7 @@ def main() -> None:
     sets = make_sets(n_sets, 20)
     n_words = sum(len(t.split()) for s in sets for t in s)
     print(f"divmeter batched-scoring benchmark: {n_sets} sets x 20 responses ({n_words:,} words)")
+    print(f"divmeter path: {compiled_path()}")
     print("ratio = peer time / divmeter time (> 1: divmeter faster)\n")
     rep = args.repeat
 

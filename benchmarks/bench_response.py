@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from _common import best_time, pkg_resources_shim
+from _common import best_time, compiled_path, pkg_resources_shim
 
 pkg_resources_shim()
 with contextlib.redirect_stdout(io.StringIO()):  # taaled prints a plotnine notice on import
@@ -177,6 +177,7 @@ def main() -> None:
     print(f"data: {n_sets} sets x {args.responses} responses, {n_tok} words "
           f"(seed 0; 50-130 words each); divmeter {divmeter.__version__}; clock: {args.clock}")
     divmeter.score(sets[0], "ttr")  # import / registry warm-up
+    print(f"divmeter path: {compiled_path()}")
     sub = sets[: max(1, n_sets // 10)]
     print(f"{'metric':<8} {'peer':<24} {'peer s':>9} {'divmeter s':>11} {'speed-up':>9} "
           f"{'batched s':>9} {'speed-up':>9}  values")

@@ -30,7 +30,11 @@ against the keys; an exact stable argsort on a collision) groups equal tokens in
 which gives every token's previous and next occurrence in its response. With the default
 whitespace tokenizer the keys are made in numpy from the UTF-8 bytes, without Python string
 objects; other tokenizers (and rare inputs) go through ``encode_tokens``. TTR, PATTR and length
-are one ``str.split`` and one ``set`` per response, the floor in Python.
+are one ``str.split`` and one ``set`` per response, the floor in Python. With numba
+(``divmeter[fast]``, loaded once a process has tokenized 16M characters) TTR and MTLD run as
+compiled loops over the compiled tokenizer's ids (:func:`divmeter.text.intern.per_text`: types
+per response by a stamp per type; MTLD's factor rounds with the same float operations in the
+same order), and MATTR / HD-D get their keys from it: the same values, bit for bit.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult
 from divmeter.result import make_signature as _make_signature
 from divmeter.text import Tokenizer, TokenKeys, get_tokenizer
+from divmeter.text.intern import TokenIds, compiled, per_text
 
 #: The former name of :class:`divmeter.text.TokenKeys` (tokenize-and-intern lives in
 #: :mod:`divmeter.text.intern`).
@@ -215,8 +220,17 @@ def ttr_many(
     texts, sizes = _flatten(text_sets)
     tok = _get_tokenizer(tokenizer, lowercase)
     sig = make_signature("ttr", **_tok_sig(tok))
-    per = [len(set(x)) / len(x) if x else None for x in tok.each(texts)]
+    fast = per_text(texts, tok, _ttr_values)  # compiled (divmeter[fast]): the same floats
+    per = (_nan_to_none(fast) if fast is not None
+           else [len(set(x)) / len(x) if x else None for x in tok.each(texts)])
     return _per_set_results("ttr", sig, per, sizes, "no response has a token")
+
+
+def _ttr_values(chunk: TokenIds) -> np.ndarray:
+    """TTR of each text of a chunk of the compiled path, NaN without tokens."""
+    out: np.ndarray = compiled().ttr_values(  # type: ignore[union-attr]
+        chunk.ids, chunk.lengths, chunk.n_types)
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -691,7 +705,11 @@ def mtld_many(
     tok = _get_tokenizer(tokenizer, lowercase)
     thr = _check_threshold(threshold)
     sig = make_signature("mtld", threshold=thr, dir="bi", **_tok_sig(tok))
-    vals = _mtld_values(TokenKeys.from_texts(texts, tok), thr)
+    vals = per_text(  # compiled (divmeter[fast]): the same floats
+        texts, tok, lambda c: compiled().mtld_values(  # type: ignore[union-attr]
+            c.ids, c.lengths, c.n_types, thr))
+    if vals is None:
+        vals = _mtld_values(TokenKeys.from_texts(texts, tok), thr)
     return _per_set_results(
         "mtld", sig, _nan_to_none(vals), sizes,
         "no response has a repeated word (MTLD is undefined without a repetition)")

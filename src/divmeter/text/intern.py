@@ -16,15 +16,23 @@ Two encodings, for the two kinds of form metric:
   UTF-8 bytes (:func:`_byte_tokens`), other tokenizers go through
   :func:`divmeter.text.ngrams.encode_tokens`.
 
+With numba installed (``divmeter[fast]``), once a process has sent :data:`_JIT_LOAD_CHARS`
+characters through these byte paths, the compiled kernels of :mod:`divmeter.text.jit` take the
+``whitespace`` and ``tevet`` batches instead (:func:`_jit_map`, 1M characters at a time), for
+both encodings and for the per-response kernels of TTR and MTLD (:func:`per_text`); same ids,
+same numbers. ``DIVMETER_NO_JIT=1`` switches them off.
+
 Both are exact: equal ids (keys) if and only if equal tokens.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain, count
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -32,7 +40,8 @@ import numpy as np
 from divmeter.text.ngrams import KEY_BITS, encode_tokens
 from divmeter.text.tokenize import SPACE_SPLITS, Tokenizer, blank_whitespace_only, check_scripts
 
-__all__ = ["InternedSets", "SetTokens", "TokenKeys", "encode_sets", "intern_sets", "interned"]
+__all__ = ["InternedSets", "SetTokens", "TokenIds", "TokenKeys", "compiled", "encode_sets",
+           "intern_sets", "interned", "per_text"]
 
 #: Marks the end of each text when a set's texts are tokenized as one joined string.
 _SEP = "\x00"
@@ -213,6 +222,35 @@ class _ByteTokens:
     lengths: np.ndarray
 
 
+def _joined_bytes(texts: Sequence[str], name: str, check: bool = True
+                  ) -> tuple[np.ndarray, bool] | None:
+    """The UTF-8 bytes of ``texts`` for the byte paths (numpy and compiled): every text
+    followed by the separator of :data:`_BYTE_SPLITS`, then 8 more separators (padding for
+    8-byte reads), and whether the texts are ASCII; ``None`` where the byte paths do not apply
+    (a NUL or separator character in a text, unless ``check`` is false: the compiled scan
+    counts those bytes itself; for ``whitespace``, non-ASCII whitespace). Texts are taken as
+    ``tok.lowercase`` left them; for ``tevet``, whitespace-only texts are blanked (no token)
+    and ``.`` and ``\\n`` removed."""
+    if name == "tevet":  # a whitespace-only text has no token (str.split() gives none anyway)
+        texts = blank_whitespace_only(texts)
+    n_texts = len(texts)
+    sep = _BYTE_SPLITS[name]
+    joined = sep.join(chain(texts, [""] * 9))
+    if not joined.isascii():  # the byte paths never call the tokenizer, which would warn
+        check_scripts(texts, name)
+    if name == "tevet":
+        if check and joined.count("\x00") != n_texts + 8:
+            return None
+        joined = joined.replace(".", "").replace("\n", "")
+    elif ((check and ("\x00" in joined or joined.count("\x1f") != n_texts + 8))
+          or (not joined.isascii() and _NON_ASCII_SPACE.search(joined))):
+        return None
+    # surrogatepass: a lone surrogate (invalid UTF-8, but a valid str) gets its own 3 bytes;
+    # the encoding stays injective, so equal bytes iff equal tokens
+    return (np.frombuffer(joined.encode("utf-8", "surrogatepass"), dtype=np.uint8),
+            joined.isascii())
+
+
 def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
     """``whitespace`` or ``tevet`` tokens of ``texts`` found and grouped in numpy from the UTF-8
     bytes of the joined texts, without a Python string per token; ``None`` where this does not
@@ -226,21 +264,12 @@ def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
     then checked exactly (equal hash32 iff equal key along the sorted order, and equal bytes for
     every pair of neighbours involving a token over 8 bytes), so equal groups iff equal tokens.
     """
-    check_scripts(texts, name)  # this path never calls the tokenizer, which would warn
-    if name == "tevet":  # a whitespace-only text has no token (str.split() gives none anyway)
-        texts = blank_whitespace_only(texts)
+    joined = _joined_bytes(texts, name)
+    if joined is None:
+        return None
+    buf, ascii_only = joined
     n_texts = len(texts)
     sep = _BYTE_SPLITS[name]
-    # every text is followed by the separator, and 8 more pad the last 8-byte read
-    joined = sep.join(chain(texts, [""] * 9))
-    if name == "tevet":
-        if joined.count("\x00") != n_texts + 8:
-            return None
-        joined = joined.replace(".", "").replace("\n", "")
-    elif ("\x00" in joined or joined.count("\x1f") != n_texts + 8
-          or (not joined.isascii() and _NON_ASCII_SPACE.search(joined))):
-        return None
-    buf = np.frombuffer(joined.encode("utf-8"), dtype=np.uint8)
     head = buf[:-8]
     if name == "whitespace":  # str.split()'s ASCII whitespace: 9-13 and 28-32
         shifted = head - np.uint8(9)
@@ -258,7 +287,7 @@ def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
     n_tok = int(st.size)
     if n_tok >= 1 << 32 or int(tlen.max(initial=1)) > _MAX_PACK:
         return None
-    if name == "whitespace" and joined.isascii():  # text ends from the texts' lengths
+    if name == "whitespace" and ascii_only:  # text ends from the texts' lengths
         ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n_texts) + 1) - 1
     else:
         ends = np.flatnonzero(head == ord(sep))[:n_texts]
@@ -320,10 +349,141 @@ def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
 _BYTE_MIN_CHARS = 8192
 
 
+# --------------------------------------------------------------------------------------------
+# the compiled path (numba, optional: ``divmeter[fast]``)
+
+#: From this many characters in a batch the compiled kernels of :mod:`divmeter.text.jit` run,
+#: once loaded (below, the numpy and dictionary paths are quick enough).
+_JIT_MIN_CHARS = _BYTE_MIN_CHARS
+#: numba is imported (and the kernels loaded: about 0.5 s from numba's cache, about 10 s the
+#: first time on a machine, when they are compiled) only once the process has sent this many
+#: characters through the byte paths: a small job does not pay more for the load than the
+#: compiled path would save it; a long one pays it once.
+_JIT_LOAD_CHARS = 1 << 24
+_chars_before_jit = 0
+_JIT: Any = None  # divmeter.text.jit once imported; False when numba is not installed
+#: The bytes that separate tokens, per tokenizer, as two ranges ``(lo1, n1, lo2, n2)``:
+#: ``str.split()``'s ASCII whitespace 9-13 and 28-32 (non-ASCII whitespace makes
+#: :func:`_joined_bytes` decline), and ``tevet``'s space and text separator (NUL).
+_SPACE_RANGES = {"whitespace": (9, 4, 28, 4), "tevet": (32, 0, 0, 0)}
+
+
+def compiled() -> ModuleType | None:
+    """The compiled kernels (:mod:`divmeter.text.jit`, importing numba the first time), or
+    ``None`` when numba is not installed (or cannot load: numba raises ``RuntimeError`` when no
+    cache folder is writable) or the environment sets ``DIVMETER_NO_JIT=1``."""
+    global _JIT
+    if os.environ.get("DIVMETER_NO_JIT", "") not in ("", "0"):
+        return None
+    if _JIT is None:
+        try:
+            from divmeter.text import jit
+        except (ImportError, RuntimeError, OSError):  # the numpy path gives the same numbers
+            _JIT = False
+        else:
+            _JIT = jit
+    return _JIT or None
+
+
+#: The compiled path joins and scans a batch this many characters at a time (never splitting a
+#: text, nor a set where set-local ids are made): the allocator reuses buffers of this size,
+#: where a whole batch's would be mapped and faulted in afresh on every call (on the benchmark
+#: machine that cost as much as the scan itself).
+_JIT_CHUNK_CHARS = 1 << 20
+
+
+@dataclass
+class TokenIds:
+    """The tokens of consecutive texts (a chunk of a batch) as exact ids, from the compiled path.
+
+    Attributes:
+        ids: The type of every token, in order; types are numbered 0, 1, ... by first
+            occurrence in the chunk, and equal ids iff equal tokens.
+        lengths: Token count of each text.
+        n_types: Number of types (``ids < n_types``).
+    """
+
+    ids: np.ndarray
+    lengths: np.ndarray
+    n_types: int
+
+
+def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int], Any],
+             groups: np.ndarray | None = None) -> list[Any] | None:
+    """``fn(chunk, g0, g1)`` of each chunk of :func:`divmeter.text.jit.scan_tokens` of
+    ``texts`` (cased as the tokenizer wants; a tokenizer of :data:`_BYTE_SPLITS`), right after
+    the chunk is scanned (so its buffers are reused for the next). Chunks hold about
+    :data:`_JIT_CHUNK_CHARS` characters and never split a group (``groups``: sizes of
+    consecutive groups of texts; ``None``: every text alone); ``g0 .. g1-1`` are a chunk's
+    groups. ``None`` for no text, a batch under :data:`_JIT_MIN_CHARS` characters, until
+    :data:`_JIT_LOAD_CHARS` characters have passed, without numba, and wherever the numpy byte
+    path declines too (a NUL or separator character, non-ASCII whitespace for ``whitespace``, a
+    token over 64 bytes)."""
+    global _chars_before_jit
+    chars = sum(map(len, texts))
+    if not texts or chars < _JIT_MIN_CHARS:
+        return None
+    if _JIT is None:  # not loaded yet
+        _chars_before_jit += chars
+        if _chars_before_jit < _JIT_LOAD_CHARS:
+            return None
+    jit = compiled()
+    if jit is None:
+        return None
+    n_groups = len(texts) if groups is None else len(groups)
+    chunks = [(0, len(texts), 0, n_groups)]  # (first text, end, first group, end)
+    if chars > _JIT_CHUNK_CHARS:
+        sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        cum = np.concatenate(([0], np.cumsum(sizes)))
+        starts = np.arange(len(texts) + 1) if groups is None else np.concatenate(
+            ([0], np.cumsum(groups)))  # first text of each group
+        picks = np.searchsorted(cum[starts], np.arange(_JIT_CHUNK_CHARS, chars, _JIT_CHUNK_CHARS))
+        cuts = sorted({0, n_groups, *picks.tolist()})
+        chunks = [(int(starts[g0]), int(starts[g1]), g0, g1)
+                  for g0, g1 in zip(cuts, cuts[1:], strict=False)]
+    end = ord(_BYTE_SPLITS[name])  # (a NUL in a text: declined, for both tokenizers)
+    out: list[Any] = []
+    for t0, t1, g0, g1 in chunks:
+        part = texts[t0:t1]
+        joined = _joined_bytes(part, name, check=False)
+        if joined is None:
+            return None
+        buf = joined[0]
+        words = np.ndarray(buffer=buf, dtype="<u8", shape=(buf.size - 7,), strides=(1,))
+        ids, lengths, n_types = jit.scan_tokens(buf, words, _SPACE_RANGES[name], end, 0,
+                                                len(part), _MAX_PACK)
+        if n_types < 0:
+            return None
+        out.append(fn(TokenIds(ids, lengths, n_types), g0, g1))
+    return out
+
+
+def per_text(texts: Sequence[str], tok: Tokenizer,
+             values: Callable[[TokenIds], np.ndarray]) -> np.ndarray | None:
+    """``values`` of each chunk of the compiled path's tokens of ``texts``, concatenated (one
+    value per text; for the per-response metrics of :mod:`divmeter.metrics.richness`), or
+    ``None`` where the compiled path does not run: a tokenizer other than ``whitespace`` and
+    ``tevet``, and the cases of :func:`_jit_map`.
+
+    Example:
+        >>> from divmeter.text.tokenize import get_tokenizer
+        >>> per_text(["a b"], get_tokenizer("whitespace"), lambda c: c.lengths) is None  # short
+        True
+    """
+    if tok.name not in _BYTE_SPLITS:
+        return None
+    if tok.lowercase:
+        if sum(map(len, texts)) < _JIT_MIN_CHARS:
+            return None  # (checked first: no lowercasing for nothing)
+        texts = [t.lower() for t in texts]
+    found = _jit_map(texts, tok.name, lambda c, g0, g1: values(c))
+    return None if found is None else np.concatenate(found)
+
+
 def _intern_bytes(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> InternedSets | None:
-    """:func:`intern_sets` from :func:`_byte_tokens` of every text of every set at once (the
-    same ids: 2 + the index of the token's first occurrence in its set's stream); ``None``
-    where the byte path does not apply."""
+    """:func:`intern_sets` from the compiled path (:func:`_jit_map`) or else the numpy byte
+    path (:func:`_byte_tokens`) of every text of every set at once (the same ids: 2 + the index
+    of the token's first occurrence in its set's stream); ``None`` where neither applies."""
     texts = list(chain.from_iterable(text_sets))
     if sum(map(len, texts)) < _BYTE_MIN_CHARS:
         return None
@@ -333,38 +493,54 @@ def _intern_bytes(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> Interne
     if not texts:
         zeros = [0] * len(text_sets)
         return InternedSets(np.zeros(0, dtype=np.int64), zeros, n_texts.tolist(), zeros)
-    bt = _byte_tokens(texts, tok.name)
-    if bt is None:
-        return None
-    n_sets, n_all, n_tok = len(text_sets), len(texts), int(bt.doc.size)
-    set_of_text = np.repeat(np.arange(n_sets, dtype=np.int64), n_texts)
-    text_cum = np.concatenate(([0], np.cumsum(bt.lengths)))
     set_cum = np.concatenate(([0], np.cumsum(n_texts)))
+    parts = _jit_map(texts, tok.name, lambda c, g0, g1: (
+        *_JIT.set_local_ids(c.ids, c.lengths, n_texts[g0:g1], c.n_types), c.lengths), n_texts)
+    if parts is not None:
+        raw, n_types, lengths = (np.concatenate(p) for p in zip(*parts, strict=True))
+    else:
+        bt = _byte_tokens(texts, tok.name)
+        if bt is None:
+            return None
+        raw, n_types = _set_local_ids(bt, n_texts, set_cum)
+        lengths = bt.lengths
+    text_cum = np.concatenate(([0], np.cumsum(lengths)))
     n_words = np.diff(text_cum[set_cum]) + n_texts  # tokens + one end of text per text
-    raw = np.zeros(n_tok + n_all, dtype=np.int64)
-    n_types = np.zeros(n_sets, dtype=np.int64)
-    if n_tok:
-        doc_o = bt.doc[bt.order]  # in the sorted order: text, set, position in the stream
-        so = set_of_text[doc_o]
-        doc_o += bt.order  # (texts end with a 0 in the stream)
-        brk = np.empty(n_tok, dtype=bool)  # first of a (token, set) group in the sorted order
-        brk[0] = True
-        np.logical_not(bt.same, out=brk[1:])
-        brk[1:] |= so[1:] != so[:-1]
-        gstart = np.flatnonzero(brk)
-        gset = so[gstart]
-        first = doc_o[gstart] - (np.cumsum(n_words) - n_words)[gset] + 2
-        raw[doc_o] = first[np.cumsum(brk) - 1]
-        n_types = np.bincount(gset, minlength=n_sets)
-    longest = np.zeros(n_sets, dtype=np.int64)
+    longest = np.zeros(len(text_sets), dtype=np.int64)
     live = n_texts > 0
-    longest[live] = np.maximum.reduceat(bt.lengths, set_cum[:-1][live])
+    longest[live] = np.maximum.reduceat(lengths, set_cum[:-1][live])
     return InternedSets(raw, n_words.tolist(), n_texts.tolist(), n_types.tolist(), longest)
 
 
+def _set_local_ids(bt: _ByteTokens, n_texts: np.ndarray, set_cum: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`divmeter.text.jit.set_local_ids` in numpy, from the grouping of
+    :func:`_byte_tokens`: ``(raw, types per set)``."""
+    n_sets, n_all, n_tok = n_texts.size, int(set_cum[-1]), int(bt.doc.size)
+    raw = np.zeros(n_tok + n_all, dtype=np.int64)
+    if not n_tok:
+        return raw, np.zeros(n_sets, dtype=np.int64)
+    set_of_text = np.repeat(np.arange(n_sets, dtype=np.int64), n_texts)
+    text_cum = np.concatenate(([0], np.cumsum(bt.lengths)))
+    n_words = np.diff(text_cum[set_cum]) + n_texts
+    doc_o = bt.doc[bt.order]  # in the sorted order: text, set, position in the stream
+    so = set_of_text[doc_o]
+    doc_o += bt.order  # (texts end with a 0 in the stream)
+    brk = np.empty(n_tok, dtype=bool)  # first of a (token, set) group in the sorted order
+    brk[0] = True
+    np.logical_not(bt.same, out=brk[1:])
+    brk[1:] |= so[1:] != so[:-1]
+    gstart = np.flatnonzero(brk)
+    gset = so[gstart]
+    first = doc_o[gstart] - (np.cumsum(n_words) - n_words)[gset] + 2
+    raw[doc_o] = first[np.cumsum(brk) - 1]
+    return raw, np.bincount(gset, minlength=n_sets)
+
+
 class TokenKeys:
-    """The tokens of a set as exact integer keys (equal keys = equal tokens), with their
-    response, and (lazily) each token's previous / next occurrence in its response.
+    """The tokens of a set as exact integer keys (equal keys = equal tokens; on the compiled
+    path, within each chunk of responses, which is all the per-response metrics compare), with
+    their response, and (lazily) each token's previous / next occurrence in its response.
 
     ``prev[j]`` is the global index of the previous occurrence of token ``j``'s type in the same
     response, or ``start - 1`` of that response when there is none; ``nxt[j]`` the next one, or
@@ -396,14 +572,22 @@ class TokenKeys:
 
     @classmethod
     def _fast(cls, texts: list[str], name: str, lowercase: bool) -> TokenKeys | None:
-        """Keys from :func:`_byte_tokens`: each token's key is the index of its group (type)
-        in the sorted order, and that sort is kept as :meth:`sorted_keys`; ``None`` where the
-        byte path does not apply (e.g. for ``whitespace``: non-ASCII whitespace, a NUL or
+        """Keys from the compiled path (:func:`_jit_map`: the type ids, grouped by a
+        counting sort) or else :func:`_byte_tokens` (each token's key is the index of its group
+        in the sorted order), with that grouping kept as :meth:`sorted_keys`; ``None`` where the
+        byte paths do not apply (e.g. for ``whitespace``: non-ASCII whitespace, a NUL or
         \\x1f character, a token over 64 bytes, a key collision)."""
         if lowercase:
             texts = [t.lower() for t in texts]
         if not texts:
             return None
+        chunks = _jit_map(texts, name, lambda c, g0, g1: c)
+        if chunks is not None:  # types numbered per chunk: equal keys iff equal tokens there
+            offsets = np.cumsum([0] + [c.n_types for c in chunks])
+            key = np.concatenate([c.ids + off for c, off in zip(chunks, offsets, strict=False)])
+            enc = cls(key, np.concatenate([c.lengths for c in chunks]))
+            enc._sort = _JIT.group_order(key, int(offsets[-1]))
+            return enc
         bt = _byte_tokens(texts, name)
         if bt is None:
             return None
