@@ -64,6 +64,7 @@ ALTERNATIVES = {
     "reduction": "one-minus-mean",
     "separator": " | ",
     "smooth": "coco",
+    "dtype": "float32",
 }
 # Parameters that apply under another parameter's value only (vendi-ngram's approximation
 # sizes): checked against a base call with that companion value.
