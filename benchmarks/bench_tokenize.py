@@ -1,4 +1,4 @@
-"""Benchmark: tokens per second of the shared tokenize-and-intern step, next to a bare ``str.split``.
+"""Benchmark: tokens per second of the shared tokenize-and-intern step, next to ``str.split``.
 
     PYTHONPATH=src python benchmarks/bench_tokenize.py [--docs 10000]
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import best_time  # noqa: E402
+from _common import best_time, compiled_path  # noqa: E402
 from bench_lexical import make_corpus  # noqa: E402
 
 from divmeter.text import TokenKeys, get_tokenizer  # noqa: E402
@@ -67,6 +67,7 @@ def main() -> None:
              lambda tok=tok: TokenKeys.from_texts(texts, tok)),
         ]
     base = None
+    print(f"divmeter path: {compiled_path()}")
     print(f"{'step':<44} {'seconds':>8} {'tokens/s':>12} {'vs str.split':>13}")
     for label, fn in rows:
         t, _ = best_time(fn, args.repeat)
