@@ -40,7 +40,7 @@ def _library() -> Any:
             folder = os.path.dirname(scipy.__file__) + ".libs"
             # the ILP64 build (``openblas64_``) takes 64-bit integers: not this one
             paths = [p for p in glob.glob(os.path.join(folder, "libscipy_openblas*.so*"))
-                     if "64" not in os.path.basename(p)]
+                     if not os.path.basename(p).startswith("libscipy_openblas64")]
             if paths:
                 _cache["lib"] = ctypes.CDLL(paths[0])
         except OSError:
@@ -71,7 +71,7 @@ def _call(fn: Any, a: np.ndarray) -> np.ndarray | None:
     # LAPACK sees a C-ordered array transposed, so our lower triangle is its upper one
     uplo = b"U" if a.flags.c_contiguous else b"L"
     info = fn(ctypes.c_int(_COL_MAJOR), ctypes.c_char(b"N"), ctypes.c_char(uplo),
-              ctypes.c_int(m), a.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(m),
+              ctypes.c_int(m), a.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(max(m, 1)),
               w.ctypes.data_as(ctypes.c_void_p))
     return w if info == 0 else None
 
