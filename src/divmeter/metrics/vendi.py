@@ -588,19 +588,27 @@ def vendi_ngram_bytes(Zr: sp.csr_matrix, path: str, dtype: str = "float64") -> t
     return size * m * m, f"a {m:,} x {m:,} {kind} matrix"
 
 
-def _top_pairs(A: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` largest eigenpairs of ``A A^T`` in float64 (ARPACK to machine precision)."""
-    from scipy.sparse.linalg import LinearOperator, eigsh
+def _gram_operator(A: sp.csr_matrix, scale: float = 1.0) -> tuple[Any, Any]:
+    """``A A^T / scale`` as a scipy ``LinearOperator`` (two sparse products per vector, no
+    ``m x m`` matrix), and its product function."""
+    from scipy.sparse.linalg import LinearOperator
 
     m = A.shape[0]
     AT = sp.csr_matrix(A.T)
 
     def matvec(x: np.ndarray) -> np.ndarray:
-        return np.asarray(A @ (AT @ x))
+        return np.asarray(A @ (AT @ x)) / scale
 
-    op = LinearOperator((m, m), matvec=matvec, matmat=matvec, dtype=np.float64)
+    return LinearOperator((m, m), matvec=matvec, matmat=matvec, dtype=np.float64), matvec
+
+
+def _top_pairs(A: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` largest eigenpairs of ``A A^T`` in float64 (ARPACK to machine precision)."""
+    from scipy.sparse.linalg import eigsh
+
+    op, _ = _gram_operator(A)
     vals, vecs = eigsh(op, k=k, which="LA", tol=0.0,
-                       v0=np.random.default_rng(0).standard_normal(m))
+                       v0=np.random.default_rng(0).standard_normal(A.shape[0]))
     return vals, vecs
 
 
@@ -732,18 +740,13 @@ def _slq(Z: sp.csr_matrix, n: int, probes: int, steps: int, seed: int
         ``(top, theta, tau)``: the exact top eigenvalues, the ``probes x m`` Ritz values (clipped
         at 0) and their weights ``|v|^2 U_0j^2`` (each row sums to ``|v|^2``).
     """
-    from scipy.sparse.linalg import LinearOperator, eigsh
+    from scipy.sparse.linalg import eigsh
 
     dim = Z.shape[0]  # rows of Z (after merging duplicates: fewer than n)
-    ZT = sp.csr_matrix(Z.T)
     if dim <= max(_SLQ_DENSE, 2 * probes + 2):
-        w = _eigvalsh((Z @ ZT).toarray() / n)
+        w = _eigvalsh((Z @ sp.csr_matrix(Z.T)).toarray() / n)
         return np.clip(w, 0.0, None), np.zeros((0, 1)), np.zeros((0, 1))
-
-    def matvec(x: np.ndarray) -> np.ndarray:
-        return np.asarray(Z @ (ZT @ x)) / n
-
-    op = LinearOperator((dim, dim), matvec=matvec, matmat=matvec, dtype=np.float64)
+    op, matvec = _gram_operator(Z, n)
     v0 = np.random.default_rng(seed).standard_normal(dim)
     top, vec = eigsh(op, k=probes, which="LA", v0=v0)
 

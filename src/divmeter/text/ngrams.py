@@ -97,14 +97,30 @@ class NgramIndex:
     def n_docs(self) -> int:
         return int(self.lengths.shape[0])
 
+    def _first(self) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, int], np.ndarray]:
+        """Order 1 as ``(ids, doc, start positions, n_unique)``, and the exclusive end of each
+        token's own text (for :meth:`_extend`)."""
+        doc = np.repeat(np.arange(self.n_docs, dtype=np.int64), self.lengths)
+        ends = np.repeat(np.cumsum(self.lengths), self.lengths)
+        pos = np.arange(self.tokens.shape[0], dtype=np.int64)
+        return (self.tokens, doc, pos, self.vocab_size), ends
+
+    def _extend(self, cur: tuple[np.ndarray, np.ndarray, np.ndarray, int], k: int,
+                ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Order ``k + 1`` from order ``k``: each k-gram that has a next token in its text,
+        extended by it and given the rank of (its id, that token) as id."""
+        ids, doc, pos, _ = cur
+        if ids.shape[0] == 0:  # no k-gram, so no longer one
+            return ids, doc, pos, 0
+        nxt = pos + k  # index of the token that extends the k-gram
+        keep = nxt < ends[pos]
+        key = ids[keep] * np.int64(self.vocab_size) + self.tokens[nxt[keep]]
+        uniq, inv = np.unique(key, return_inverse=True)
+        return inv.astype(np.int64), doc[keep], pos[keep], int(uniq.shape[0])
+
     def _base(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         if 1 not in self._orders:
-            doc = np.repeat(np.arange(self.n_docs, dtype=np.int64), self.lengths)
-            ends = np.repeat(np.cumsum(self.lengths), self.lengths)  # exclusive end of own text
-            pos = np.arange(self.tokens.shape[0], dtype=np.int64)
-            # (ids, doc, start positions, n_unique); ends kept for extension
-            self._ends = ends
-            self._orders[1] = (self.tokens, doc, pos, self.vocab_size)
+            self._orders[1], self._ends = self._first()
         return self._orders[1]
 
     def order(self, n: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -118,16 +134,11 @@ class NgramIndex:
         self._base()
         k = max(o for o in self._orders if o <= n)
         while k < n:
-            ids, doc, pos, _ = self._orders[k]
-            if ids.shape[0] == 0:  # no k-gram, so no longer one: skip to n at once
-                self._orders[n] = (ids, doc, pos, 0)
+            cur = self._orders[k]
+            if cur[0].shape[0] == 0:  # no k-gram, so no longer one: skip to n at once
+                self._orders[n] = self._extend(cur, k, self._ends)
                 break
-            nxt = pos + k  # index of the token that extends the k-gram
-            keep = nxt < self._ends[pos]
-            pos2 = pos[keep]
-            key = ids[keep] * np.int64(self.vocab_size) + self.tokens[nxt[keep]]
-            uniq, inv = np.unique(key, return_inverse=True)
-            self._orders[k + 1] = (inv.astype(np.int64), doc[keep], pos2, int(uniq.shape[0]))
+            self._orders[k + 1] = self._extend(cur, k, self._ends)
             k += 1
         ids, doc, _, m = self._orders[n]
         return ids, doc, m
@@ -136,21 +147,11 @@ class NgramIndex:
         """``(n, ids, doc, n_unique)`` for ``n = 1..n_max``, as :meth:`order` gives them, but
         holding only the current order (nothing is cached): for corpora too large to keep
         every order's arrays at once."""
-        doc = np.repeat(np.arange(self.n_docs, dtype=np.int64), self.lengths)
-        ends = np.repeat(np.cumsum(self.lengths), self.lengths)
-        ids, pos, m = self.tokens, np.arange(self.tokens.shape[0], dtype=np.int64), self.vocab_size
+        cur, ends = self._first()
         for n in range(1, n_max + 1):
             if n > 1:
-                if ids.shape[0]:
-                    nxt = pos + (n - 1)
-                    keep = nxt < ends[pos]
-                    key = ids[keep] * np.int64(self.vocab_size) + self.tokens[nxt[keep]]
-                    uniq, inv = np.unique(key, return_inverse=True)
-                    ids, doc, pos, m = inv.astype(np.int64), doc[keep], pos[keep], int(uniq.size)
-                    del key, uniq, inv, nxt, keep
-                else:
-                    m = 0
-            yield n, ids, doc, m
+                cur = self._extend(cur, n - 1, ends)
+            yield n, cur[0], cur[1], cur[3]
 
     def pooled_counts(self, n: int) -> np.ndarray:
         """Count of each distinct n-gram over all texts (length ``n_unique``)."""
