@@ -175,7 +175,7 @@ def score_cmd(
                                    input_format=input_format, resume=resume,
                                    signatures=signatures, summary_in_output=summary)
     try:
-        with progress_bar(not quiet and sys.stderr.isatty()) as callback:
+        with progress_bar(not quiet) as callback:
             run = _score(path, metric, None if text_out else dest, engine=engine,
                          address=address, workers=workers, progress=callback, **options)
     except BrokenPipeError:  # e.g. `divmeter score ... | head`
@@ -236,6 +236,7 @@ def _print_results(run: Any, stats: dict[str, Any], dest: str | None, *, text_ou
     from rich.console import Console
 
     from divmeter.report.scores import records_markdown, records_table, summary_table
+    from divmeter.report.terminal import print_unbroken
 
     if text_out:
         text = records_markdown(run.records, run.columns, has_label=run.has_label,
@@ -247,16 +248,13 @@ def _print_results(run: Any, stats: dict[str, Any], dest: str | None, *, text_ou
                 fh.write(text)
     elif dest is None:
         console = Console()
-        for item in records_table(run.records, run.columns, has_label=run.has_label,
-                                  metadata=run.metadata, width=console.width):
-            console.print(item)
+        print_unbroken(console, *records_table(run.records, run.columns,
+                                               has_label=run.has_label, metadata=run.metadata,
+                                               width=console.width))
         if summary:
-            for item in summary_table(stats):
-                console.print(item)
+            print_unbroken(console, *summary_table(stats))
     elif summary:
-        err = Console(stderr=True)
-        for item in summary_table(stats):
-            err.print(item)
+        print_unbroken(Console(stderr=True), *summary_table(stats))
 
 
 def _hf_to_jsonl(path: str, split: str | None, text: str, by: list[str] | None,
@@ -312,7 +310,7 @@ def _corpus(inputs: list[str], metric: list[str], output: str | None, fmt: str |
         "jsonl" if output else ("table" if sys.stdout.isatty() else "json"))
     if chosen not in ("table", "json", "jsonl"):
         raise InvalidInputError(f"--corpus prints table, json or jsonl; got {chosen!r}.")
-    with progress_bar(not quiet and sys.stderr.isatty(), label="corpus") as callback:
+    with progress_bar(not quiet, label="corpus") as callback:
         def prog(responses: int, done: int, total: int) -> None:
             if callback is not None:
                 callback(done, total)

@@ -185,8 +185,10 @@ def paired_differences(
     ax2.bar(np.arange(len(d)), d, color=colors, width=1.0)
     ax2.axhline(0, color="black", lw=0.8)
     ax2.axhline(float(d.mean()), color="black", lw=1.2, ls="--",
-                label=f"mean {d.mean():.3g}; a > b in {100 * (d > 0).mean():.0f}%")
-    return _finish(fig, ax2, title, path, dpi, ("pairs, sorted by difference", "a - b"),
+                label=f"mean {d.mean():.3g}; {labels[0]} > {labels[1]} in "
+                f"{100 * (d > 0).mean():.0f}%")
+    return _finish(fig, ax2, title, path, dpi,
+                   ("pairs, sorted by difference", f"{labels[0]} - {labels[1]}"),
                    "upper left", suptitle=True)
 
 

@@ -73,8 +73,10 @@ def write_report(
                 arr["scores"], arr["values"], out / f"scatter_{plots.slug(name)}.png",
                 title=f"{name}: Spearman {r['spearman']:.3f}", xlabel=xlabel,
             ))
-        elif result.protocol in ("paired", "stages"):
-            if result.protocol == "stages":
+        elif result.protocol in ("paired", "stages", "compare"):
+            if result.protocol == "compare":
+                labels = tuple(arr["labels"])
+            elif result.protocol == "stages":
                 left, _, right = name.replace("!=", ">").partition(">")
                 labels = (left, right)
             else:
