@@ -66,16 +66,25 @@ def open_page(browser, path: Path, width: int = 1000, height: int = 900):
     return page, seen
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
+def run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(DIVMETER), *args], capture_output=True, text=True, timeout=300,
-                          cwd=REPO)
+                          cwd=cwd)
+
+
+def in_copy(tmp_path: Path) -> Path:
+    """A folder holding a copy of examples/, so commands name clean relative paths (what the
+    screenshots show, never a machine's temporary folder)."""
+    import shutil
+
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    return tmp_path
 
 
 def test_score_report_in_browser(browser, tmp_path: Path) -> None:
     html = tmp_path / "report.html"
     metrics = ["distinct-n", "self-bleu", "ttr"]
-    proc = run("score", str(EXAMPLE), *sum((["-m", m] for m in metrics), []),
-               "-o", str(tmp_path / "s.jsonl"), "--html", str(html))
+    proc = run("score", "examples/stories.jsonl", *sum((["-m", m] for m in metrics), []),
+               "-o", "scores.jsonl", "--html", "report.html", cwd=in_copy(tmp_path))
     assert proc.returncode == 0, proc.stderr
     page, seen = open_page(browser, html)
     assert seen["errors"] == []
@@ -103,9 +112,9 @@ def test_score_report_in_browser(browser, tmp_path: Path) -> None:
 
 def test_score_report_on_a_phone(browser, tmp_path: Path) -> None:
     html = tmp_path / "report.html"
-    proc = run("score", str(EXAMPLE), "-m", "distinct-n", "-m", "self-bleu:variant=sentence,n=3",
-               "-m", "vendi-ngram:q=0.5", "-m", "ttr", "-o", str(tmp_path / "s.jsonl"),
-               "--html", str(html))
+    proc = run("score", "examples/stories.jsonl", "-m", "distinct-n", "-m",
+               "self-bleu:variant=sentence,n=3", "-m", "vendi-ngram:q=0.5", "-m", "ttr", "-o",
+               "scores.jsonl", "--html", "report.html", cwd=in_copy(tmp_path))
     assert proc.returncode == 0, proc.stderr
     page, seen = open_page(browser, html, width=390, height=844)
     assert seen["errors"] == [] and seen["outside"] == []

@@ -188,7 +188,8 @@ def score_cmd(
 
     stats = run.summary.to_dict()
     _print_results(run, stats, dest, text_out=text_out, summary=summary)
-    _finish(run, stats, dest, source, output, html=html, text_out=text_out, quiet=quiet)
+    _finish(run, stats, dest, source, output, html=html, text_out=text_out, quiet=quiet,
+            input_format=input_format)
 
 
 def _set_max_memory(max_memory: str | None) -> None:
@@ -211,8 +212,23 @@ def _score(path: str, metric: list[str], dest: str | None, *, engine: str, addre
     return score_file(path, metric, dest, workers=workers, progress=progress, **options)
 
 
+def _report_texts(source: str, input_format: str | None, limit: int = 500
+                  ) -> dict[str, list[str]]:
+    """The responses of the first ``limit`` sets, for the report's text viewer (a regular
+    input file only: a pipe was read once already, a Hugging Face dataset is gone)."""
+    import itertools
+
+    from divmeter.data import read_sets
+
+    if source.startswith("hf:") or not os.path.isfile(source):
+        return {}
+    return {s.set_id: list(s.responses)
+            for s in itertools.islice(read_sets(source, input_format), limit)}
+
+
 def _finish(run: Any, stats: dict[str, Any], dest: str | None, source: str, output: str | None,
-            *, html: str | None, text_out: bool, quiet: bool) -> None:
+            *, html: str | None, text_out: bool, quiet: bool,
+            input_format: str | None = None) -> None:
     """The --html report and the closing note on stderr."""
     if html is not None:
         from divmeter.report.html import score_report
@@ -220,7 +236,8 @@ def _finish(run: Any, stats: dict[str, Any], dest: str | None, source: str, outp
         records = run.records if dest is None or text_out else None
         sigs = {c: v["signature"] for c, v in stats["metrics"].items() if v.get("signature")}
         score_report([str(dest) if records is None else source], html, records=records,
-                     columns=run.columns, signatures=sigs, title=f"divmeter score: {source}")
+                     columns=run.columns, signatures=sigs, title=f"divmeter score: {source}",
+                     texts=_report_texts(source, input_format))
         if not quiet:
             typer.echo(f"divmeter: report written to {html}", err=True)
     if not quiet and dest not in (None, "-"):

@@ -86,10 +86,14 @@ def print_unbroken(console: Any, *items: Any) -> None:
                 console.print(line.rstrip(), markup=False, highlight=False, soft_wrap=True,
                               crop=False)
             continue
+        from rich.text import Text
+
         buf = io.StringIO()
-        # drawn on a page wide enough that nothing wraps or is cut: the tables were already
-        # folded to the terminal's width by whole columns
-        shadow = Console(file=buf, width=_UNBOUNDED,
+        # tables are drawn on a page wide enough that nothing wraps or is cut (they were already
+        # folded to the terminal's width by whole columns); prose (Text) wraps at the terminal
+        # unless it says no_wrap
+        wide = not isinstance(item, Text) or bool(item.no_wrap)
+        shadow = Console(file=buf, width=_UNBOUNDED if wide else max(console.width, 20),
                          force_terminal=console.is_terminal, color_system=console.color_system,
                          no_color=console.no_color, legacy_windows=False)
         shadow.print(item, crop=False)

@@ -83,7 +83,7 @@ def write_report(
                 labels = ("high (P1)", "low (P2)")
             files.append(plots.paired_differences(
                 arr["a"], arr["b"], out / f"paired_{plots.slug(name)}.png", title=name,
-                labels=labels,
+                labels=labels, direction=result.results[name].values.get("direction", "higher"),
             ))
         elif result.protocol == "length-bias":
             r = result.results[name].values
