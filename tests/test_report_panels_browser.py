@@ -65,9 +65,10 @@ def shot(page, name: str, section: str | None = None, height: int = 900) -> None
     if section is None:
         page.screenshot(path=str(SHOTS / name), full_page=True)
         return
-    box = page.locator(section).bounding_box()
+    box = page.locator(section).bounding_box()  # relative to the scrolled viewport
+    top = box["y"] + page.evaluate("window.scrollY")
     page.screenshot(path=str(SHOTS / name), full_page=True,
-                    clip={"x": box["x"], "y": box["y"], "width": box["width"],
+                    clip={"x": box["x"], "y": top, "width": box["width"],
                           "height": min(box["height"], height)})
 
 
