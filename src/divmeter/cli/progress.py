@@ -103,10 +103,9 @@ QUIET_LOGGERS = ("transformers", "sentence_transformers", "torch", "ray", "ray.d
 def quiet_libraries() -> None:
     """Make ``-q`` silence the model libraries too: set :data:`QUIET_ENV` (inherited by worker
     processes) and, for libraries already imported, their own switches."""
+    import logging
     import os
     import sys
-
-    import logging
     import warnings
 
     os.environ.update(QUIET_ENV)
