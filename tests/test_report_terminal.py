@@ -133,3 +133,15 @@ def test_print_unbroken_folds_tables_and_strips_trailing_spaces(capsys):
     assert sum(ln.startswith("set-0-long-id") for ln in out) == 3
     assert "sig|" + "x" * 90 in out
     assert max(len(ln) for ln in out if not ln.startswith("sig|")) <= 60
+
+
+@pytest.mark.parametrize("width", (60, 80))
+def test_agreement_signature_is_whole(width):
+    ratings = REPO / "examples" / "ratings.csv"
+    table = run("meta", "agreement", str(ratings), "--rater", "ann1", "--rater", "ann2",
+                "--rater", "ann3", "--reference", "llm", "-f", "table", columns=width)
+    data = run("meta", "agreement", str(ratings), "--rater", "ann1", "--rater", "ann2",
+               "--rater", "ann3", "--reference", "llm", "-f", "json", columns=width)
+    assert table.returncode == 0 and data.returncode == 0, table.stderr + data.stderr
+    lines = check_unbroken(table.stdout, width, [json.loads(data.stdout)["signature"]])
+    assert all(len(ln) <= width for ln in lines if "|v:" not in ln)
