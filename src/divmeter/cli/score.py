@@ -85,8 +85,14 @@ MaxMemoryOpt = Annotated[str | None, typer.Option(
     "e.g. 16G, 512M).", metavar="SIZE")]
 
 
-def _destination(output: str | None, fmt: str | None, resume: bool) -> tuple[str | None, str]:
-    """Where records go (``None``: a table on the terminal, ``"-"``: stdout) and the format."""
+def _destination(output: str | None, fmt: str | None, resume: bool,
+                 html: str | None = None) -> tuple[str | None, str]:
+    """Where records go (``None``: a table on the terminal, ``"-"``: stdout) and the format;
+    a ``--html`` report that cannot be written is refused here too, before any work."""
+    if html is not None:
+        from divmeter.report.html import check_destination
+
+        check_destination(html)
     if fmt is not None and fmt.lower() not in _OUT_FORMATS:
         raise InvalidInputError(f"--format must be one of {', '.join(_OUT_FORMATS)}; got {fmt!r}.")
     markdown = (fmt or "").lower() == "markdown" or (
@@ -162,11 +168,7 @@ def score_cmd(
         _corpus(input, metric, output, fmt, input_format, quiet, engine, address, checkpoint,
                 memory_budget)
         return
-    dest, out_fmt = _destination(output, fmt, resume)
-    if html is not None:
-        from divmeter.report.html import check_destination
-
-        check_destination(html)
+    dest, out_fmt = _destination(output, fmt, resume, html)
     text_out = out_fmt == "markdown"
     source = path = input[0]
     if path.startswith("hf:"):
