@@ -114,3 +114,25 @@ def test_one_minute_output_is_what_readme_shows(workdir: Path) -> None:
     for line in shown:
         if line != "...":
             assert line.rstrip() in got, line
+
+
+def test_first_steps_run_as_written_in_a_plain_shell() -> None:
+    """The two set-up commands of "In one minute", in one shell with nothing of divmeter on the
+    PATH: the install command's own steps must put `divmeter` there (its network steps, venv and
+    pip, are what CI's .ci/run already ran into REPO/.venv; every other step runs as written)."""
+    if not (REPO / ".venv" / "bin" / "divmeter").exists():
+        pytest.skip("no .venv in the repository (made by the README's install command / CI)")
+    section = README.read_text(encoding="utf-8").split("## In one minute", 1)[1]
+    install, main = bash_commands(section.split("\n## ", 1)[0])[:2]
+    steps = [s.strip() for s in install.split("&&")]
+    assert steps[0].startswith("python3 -m venv .venv")
+    rest = [s for s in steps if not s.startswith(("python3 -m venv", ".venv/bin/pip install"))]
+    assert rest, "the install command never makes `divmeter` reachable"
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                           if Path(p).resolve() != BIN.resolve() and p)
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env.update(PATH=path, COLUMNS="80")
+    proc = subprocess.run(["bash", "-c", " && ".join(rest + [main])], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "lighthouse-diverse" in proc.stdout

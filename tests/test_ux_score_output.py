@@ -31,7 +31,9 @@ def test_table_at_80_columns_numbers_headers_never_cuts_them() -> None:
     proc = run("score", str(EXAMPLE), *MANY, "-f", "table", "--summary")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert max(len(ln.rstrip()) for ln in lines) <= 80
+    # every line fits, but a signature: it prints whole on its own line and may overflow
+    # (issue 26: a signature is copied into papers, so it is never broken)
+    assert max(len(ln) for ln in lines if "|v:" not in ln) <= 80
     header = next(ln for ln in lines if ln.lstrip().startswith("row"))
     assert header.split()[-5:] == ["[1]", "[2]", "[3]", "[4]", "[5]"]
     # the legend names every column in full, with its direction and range

@@ -125,7 +125,10 @@ class Param:
         if self.choices is not None:
             out["choices"] = [_jsonable(c) for c in self.choices]
         if self.type is not object:
-            out["constraint"] = self.expected() + (" or none" if self.allow_none else "")
+            # a choice spelled "none" already says it; never "one of none, coco or none"
+            said = self.choices is not None and "none" in self.choices
+            out["constraint"] = self.expected() + (" or none" if self.allow_none and not said
+                                                   else "")
         if self.doc:
             out["doc"] = self.doc
         return out

@@ -99,6 +99,9 @@ def _mount() -> None:
 
         meta_app.command("agreement")(agreement_cmd)
         app.add_typer(meta_app, name="meta")
+        from divmeter.cli.compare import compare_cmd
+
+        app.command("compare")(compare_cmd)
     if importlib.util.find_spec("divmeter.cli.annotate") is not None:
         from divmeter.cli.annotate import annotate_app
 

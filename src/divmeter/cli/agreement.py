@@ -113,26 +113,21 @@ def agreement_cmd(
         typer.echo("\n".join(lines))
         return
     from rich.console import Console
-    from rich.table import Table
+
+    from divmeter.report.terminal import folded_tables, print_unbroken
 
     con = Console()
     if d["per_rater"]:
-        t = Table(title=f"agreement with {reference}: {os.path.basename(file)}")
-        for col in ("rater", "n", "accuracy", "accuracy CI", "kappa", "kappa CI"):
-            t.add_column(col)
-        for k, v in d["per_rater"].items():
-            t.add_row(k, str(v["n"]), _f(v["accuracy"]), _ci(v["accuracy_ci"]), _f(v["kappa"]),
-                      _ci(v["kappa_ci"]))
-        con.print(t)
-    t = Table(title="among raters")
-    t.add_column("statistic")
-    t.add_column("value")
-    for k in ("mean_accuracy", "fleiss_kappa", "krippendorff_alpha",
-              "krippendorff_alpha_ordinal", "mean_pairwise_agreement"):
-        t.add_row(k, _f(d[k]))
-    t.add_row("items / raters", f"{d['n_items']} / {d['n_raters']}")
-    con.print(t)
-    con.print(d["signature"], markup=False)
+        rows = [[k, str(v["n"]), _f(v["accuracy"]), _ci(v["accuracy_ci"]), _f(v["kappa"]),
+                 _ci(v["kappa_ci"])] for k, v in d["per_rater"].items()]
+        print_unbroken(con, *folded_tables(
+            ["rater", "n", "accuracy", "accuracy CI", "kappa", "kappa CI"], rows, keys=1,
+            width=con.width, title=f"agreement with {reference}: {os.path.basename(file)}"))
+    rows = [[k, _f(d[k])] for k in ("mean_accuracy", "fleiss_kappa", "krippendorff_alpha",
+                                    "krippendorff_alpha_ordinal", "mean_pairwise_agreement")]
+    rows.append(["items / raters", f"{d['n_items']} / {d['n_raters']}"])
+    print_unbroken(con, *folded_tables(["statistic", "value"], rows, keys=1, width=con.width,
+                                       title="among raters"), d["signature"])
 
 
 def _markdown(d: dict[str, Any], source: str) -> list[str]:

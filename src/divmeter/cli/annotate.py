@@ -51,14 +51,23 @@ def init_cmd(
                                                            "distinct annotators.")] = 10,
     name: Annotated[str | None, typer.Option("--name", help="Study name (default: FILE-KIND).",
                                              show_default=False)] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Refuse the whole file when a set "
+                                         "cannot be shown (default: skip it and say so).")]
+    = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Create a study from a file of response sets."""
     from divmeter.data.io import read_sets
-    from divmeter.web.store import create_study
+    from divmeter.web.store import create_study, split_valid
 
     sets = list(read_sets(tasks))
+    if not strict:
+        sets, skipped = split_valid(kind, sets)
+        if skipped:
+            first_id, first_why = skipped[0]
+            _note(f"skipped {len(skipped)} set(s) that cannot be shown (first: {first_id!r}: "
+                  f"{first_why}); --strict refuses the file instead")
     study = name or f"{Path(tasks).stem}-{kind}"
     n = create_study(db, sets, kind=kind, ratings=ratings, name=study, source=Path(tasks).name)
     typer.echo(f"study {study}: kind {kind}, {n} items, {ratings} ratings each, in {db}")

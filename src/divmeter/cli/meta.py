@@ -111,7 +111,11 @@ def _emit(result: Any, fmt: str | None, *, source: str, report: str | None, plot
     else:
         from rich.console import Console
 
-        Console().print(rich_table(result, title=f"{result.protocol}: {source}"))
+        from divmeter.report.terminal import print_unbroken
+
+        console = Console()
+        print_unbroken(console, *rich_table(result, title=f"{result.protocol}: {source}",
+                                            width=console.width))
     if report:
         files = write_report(result, report, source=source, plot=plots, xlabel=xlabel)
         _note(f"report written to {report} ({len(files)} files)", quiet)
@@ -136,7 +140,7 @@ def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty
 
         quiet_libraries()
     table = load_table(file)
-    with progress_bar(bool(metric) and not quiet and sys.stderr.isatty(), len(table)) as callback:
+    with progress_bar(bool(metric) and not quiet, len(table)) as callback:
         res = resolve_scores(table, metrics=metric or (), columns=column or (), empty=empty,
                              workers=workers, progress=callback)
     if res.n_empty and empty == "drop":

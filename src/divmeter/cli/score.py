@@ -85,8 +85,14 @@ MaxMemoryOpt = Annotated[str | None, typer.Option(
     "e.g. 16G, 512M).", metavar="SIZE")]
 
 
-def _destination(output: str | None, fmt: str | None, resume: bool) -> tuple[str | None, str]:
-    """Where records go (``None``: a table on the terminal, ``"-"``: stdout) and the format."""
+def _destination(output: str | None, fmt: str | None, resume: bool,
+                 html: str | None = None) -> tuple[str | None, str]:
+    """Where records go (``None``: a table on the terminal, ``"-"``: stdout) and the format;
+    a ``--html`` report that cannot be written is refused here too, before any work."""
+    if html is not None:
+        from divmeter.report.html import check_destination
+
+        check_destination(html)
     if fmt is not None and fmt.lower() not in _OUT_FORMATS:
         raise InvalidInputError(f"--format must be one of {', '.join(_OUT_FORMATS)}; got {fmt!r}.")
     markdown = (fmt or "").lower() == "markdown" or (
@@ -162,11 +168,7 @@ def score_cmd(
         _corpus(input, metric, output, fmt, input_format, quiet, engine, address, checkpoint,
                 memory_budget)
         return
-    dest, out_fmt = _destination(output, fmt, resume)
-    if html is not None:
-        from divmeter.report.html import check_destination
-
-        check_destination(html)
+    dest, out_fmt = _destination(output, fmt, resume, html)
     text_out = out_fmt == "markdown"
     source = path = input[0]
     if path.startswith("hf:"):
@@ -175,7 +177,7 @@ def score_cmd(
                                    input_format=input_format, resume=resume,
                                    signatures=signatures, summary_in_output=summary)
     try:
-        with progress_bar(not quiet and sys.stderr.isatty()) as callback:
+        with progress_bar(not quiet) as callback:
             run = _score(path, metric, None if text_out else dest, engine=engine,
                          address=address, workers=workers, progress=callback, **options)
     except BrokenPipeError:  # e.g. `divmeter score ... | head`
@@ -188,7 +190,8 @@ def score_cmd(
 
     stats = run.summary.to_dict()
     _print_results(run, stats, dest, text_out=text_out, summary=summary)
-    _finish(run, stats, dest, source, output, html=html, text_out=text_out, quiet=quiet)
+    _finish(run, stats, dest, source, output, html=html, text_out=text_out, quiet=quiet,
+            input_format=input_format)
 
 
 def _set_max_memory(max_memory: str | None) -> None:
@@ -211,8 +214,23 @@ def _score(path: str, metric: list[str], dest: str | None, *, engine: str, addre
     return score_file(path, metric, dest, workers=workers, progress=progress, **options)
 
 
+def _report_texts(source: str, input_format: str | None, limit: int = 500
+                  ) -> dict[str, list[str]]:
+    """The responses of the first ``limit`` sets, for the report's text viewer (a regular
+    input file only: a pipe was read once already, a Hugging Face dataset is gone)."""
+    import itertools
+
+    from divmeter.data import read_sets
+
+    if source.startswith("hf:") or not os.path.isfile(source):
+        return {}
+    return {s.set_id: list(s.responses)
+            for s in itertools.islice(read_sets(source, input_format), limit)}
+
+
 def _finish(run: Any, stats: dict[str, Any], dest: str | None, source: str, output: str | None,
-            *, html: str | None, text_out: bool, quiet: bool) -> None:
+            *, html: str | None, text_out: bool, quiet: bool,
+            input_format: str | None = None) -> None:
     """The --html report and the closing note on stderr."""
     if html is not None:
         from divmeter.report.html import score_report
@@ -220,7 +238,8 @@ def _finish(run: Any, stats: dict[str, Any], dest: str | None, source: str, outp
         records = run.records if dest is None or text_out else None
         sigs = {c: v["signature"] for c, v in stats["metrics"].items() if v.get("signature")}
         score_report([str(dest) if records is None else source], html, records=records,
-                     columns=run.columns, signatures=sigs, title=f"divmeter score: {source}")
+                     columns=run.columns, signatures=sigs, title=f"divmeter score: {source}",
+                     texts=_report_texts(source, input_format))
         if not quiet:
             typer.echo(f"divmeter: report written to {html}", err=True)
     if not quiet and dest not in (None, "-"):
@@ -236,6 +255,7 @@ def _print_results(run: Any, stats: dict[str, Any], dest: str | None, *, text_ou
     from rich.console import Console
 
     from divmeter.report.scores import records_markdown, records_table, summary_table
+    from divmeter.report.terminal import print_unbroken
 
     if text_out:
         text = records_markdown(run.records, run.columns, has_label=run.has_label,
@@ -247,16 +267,13 @@ def _print_results(run: Any, stats: dict[str, Any], dest: str | None, *, text_ou
                 fh.write(text)
     elif dest is None:
         console = Console()
-        for item in records_table(run.records, run.columns, has_label=run.has_label,
-                                  metadata=run.metadata, width=console.width):
-            console.print(item)
+        print_unbroken(console, *records_table(run.records, run.columns,
+                                               has_label=run.has_label, metadata=run.metadata,
+                                               width=console.width))
         if summary:
-            for item in summary_table(stats):
-                console.print(item)
+            print_unbroken(console, *summary_table(stats))
     elif summary:
-        err = Console(stderr=True)
-        for item in summary_table(stats):
-            err.print(item)
+        print_unbroken(Console(stderr=True), *summary_table(stats))
 
 
 def _hf_to_jsonl(path: str, split: str | None, text: str, by: list[str] | None,
@@ -312,7 +329,7 @@ def _corpus(inputs: list[str], metric: list[str], output: str | None, fmt: str |
         "jsonl" if output else ("table" if sys.stdout.isatty() else "json"))
     if chosen not in ("table", "json", "jsonl"):
         raise InvalidInputError(f"--corpus prints table, json or jsonl; got {chosen!r}.")
-    with progress_bar(not quiet and sys.stderr.isatty(), label="corpus") as callback:
+    with progress_bar(not quiet, label="corpus") as callback:
         def prog(responses: int, done: int, total: int) -> None:
             if callback is not None:
                 callback(done, total)

@@ -18,6 +18,7 @@ joins an existing one. The local engine never imports Ray.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -50,7 +51,14 @@ def init(address: str | None = None) -> Any:
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
         if address is not None:
             kwargs["address"] = address
+        quiet = os.environ.get("DIVMETER_QUIET") == "1"  # set by the CLI's -q
+        if quiet:
+            kwargs["logging_level"] = logging.ERROR
         ray.init(**kwargs)
+        if quiet:
+            from ray.data import DataContext
+
+            DataContext.get_current().enable_progress_bars = False
     return ray
 
 

@@ -7,8 +7,11 @@ meta-evaluation plots of :func:`divmeter.report.write_report`). Sections:
 * the run: sources, divmeter version, each metric's signature;
 * the summary table: per metric its direction (↑ higher = more diverse), range, mean, std,
   median, min, max, count and nulls;
-* per-metric distributions (histograms; split by label when the sets carry two labels);
-* the metric-metric Spearman correlation heatmap over sets;
+* with a numeric label (a decoding sweep): each metric's mean against the label with a
+  bootstrap interval and Spearman's rho (:mod:`divmeter.report.panels`);
+* per-metric distributions (strips per label side by side; a histogram without labels);
+* the metric-metric Spearman heatmap over sets, oriented by each metric's direction;
+* the texts: every set opens to its responses, sortable by a metric;
 * for meta-evaluations: the protocol's table, settings, signatures and plots;
 * the records themselves (sortable by clicking a header).
 
@@ -29,6 +32,14 @@ from typing import Any
 import numpy as np
 
 from divmeter.errors import InvalidInputError
+from divmeter.report.panels import (
+    TEXTS_JS,
+    numeric_levels,
+    strip_svg,
+    texts_section,
+    trend_points,
+    trend_svg,
+)
 
 __all__ = ["score_report", "meta_report", "report_from_files", "check_destination",
            "histogram_svg", "heatmap_svg", "spearman_matrix"]
@@ -52,10 +63,15 @@ th{background:#f0f2f5;position:sticky;top:0;cursor:pointer}
 td.null{color:#9aa3ad}
 code,.sig{font:12px/1.4 ui-monospace,Menlo,Consolas,monospace;word-break:break-all}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:12px}
+.grid.wide{grid-template-columns:repeat(auto-fill,minmax(min(100%,440px),1fr))}
 figure{margin:0}
 figcaption{font-size:.85em;color:#4a5561;margin-top:2px}
 svg,img{width:100%;height:auto;display:block}
 .note{color:#4a5561;font-size:.88em}
+details.set{border-bottom:1px solid #eceff2;padding:4px 0}
+details.set summary{cursor:pointer}
+details.set .vals{color:#4a5561;font-size:.88em}
+li.similar{background:#fff3cd}
 @media (max-width:600px){body{font-size:14px}main{padding:6px}section{padding:10px}
 header{padding:12px}}
 """
@@ -192,38 +208,47 @@ def spearman_matrix(columns: Mapping[str, Sequence[float] | np.ndarray]) -> np.n
     return m
 
 
-def heatmap_svg(names: Sequence[str], matrix: np.ndarray) -> str:
-    """An inline SVG heatmap of a correlation matrix in [-1, 1] with the value in each cell."""
+def heatmap_svg(names: Sequence[str], matrix: np.ndarray,
+                signs: Sequence[int] | None = None) -> str:
+    """An inline SVG heatmap of a correlation matrix in [-1, 1] with the value in each cell.
+
+    With ``signs`` (+1 for a metric whose higher value means more diverse, -1 for lower), each
+    cell shows the *agreement* ρ · s_i · s_j: blue where two metrics agree on which sets are
+    more diverse, whatever their directions; the raw ρ is in the cell's tooltip. Names are
+    shown whole.
+    """
     n = len(names)
-    shorts = [name if len(name) <= 22 else name[:21] + "…" for name in names]
-    longest = max([len(x) for x in shorts] + [4])
-    cell, left = 46, round(longest * 6.3 + 10)
-    top = round(longest * 6.3 * 0.71 + 12)  # the column labels are turned 45 degrees
-    w, h = left + n * cell + 4 + top // 2, top + n * cell + 4
-    parts = [f'<svg viewBox="0 0 {w} {h}" role="img" aria-label="Spearman correlation heatmap" '
-             f'style="max-width:{w}px">']
+    s = np.ones(n) if signs is None else np.asarray(signs, dtype=float)
+    shown = matrix * np.outer(s, s)
+    longest = max([len(x) for x in names] + [4])
+    cell, left = 46, round(longest * 6.6 + 10)
+    top = round(longest * 6.6 * 0.71 + 12)  # the column labels are turned 45 degrees
+    w, h = left + n * cell + top + 8, top + n * cell + 4  # room for the last turned label
+    what = "agreement (ρ oriented by direction)" if signs is not None else "Spearman ρ"
+    parts = [f'<svg viewBox="0 0 {w} {h}" role="img" aria-label="{what} heatmap" '
+             f'class="heatmap" style="max-width:{w}px">']
     for i, name in enumerate(names):
-        short = shorts[i]
         y = top + i * cell + cell / 2 + 4
         parts.append(f'<text x="{left - 6}" y="{y:.1f}" font-size="11" text-anchor="end">'
-                     f"<title>{_e(name)}</title>{_e(short)}</text>")
+                     f"{_e(name)}</text>")
         x = left + i * cell + cell / 2
         parts.append(f'<text x="{x:.1f}" y="{top - 6}" font-size="11" '
-                     f'transform="rotate(-45 {x:.1f} {top - 6})"><title>{_e(name)}</title>'
-                     f"{_e(short)}</text>")
+                     f'transform="rotate(-45 {x:.1f} {top - 6})">{_e(name)}</text>')
         for j in range(n):
-            r = matrix[i, j]
+            r, a = matrix[i, j], shown[i, j]
             if np.isnan(r):
-                fill, txt = "#eee", "–"
+                fill, txt, tip = "#eee", "–", "undefined"
             else:
-                t = abs(float(r))
-                base = (31, 119, 180) if r >= 0 else (214, 39, 40)
+                t = abs(float(a))
+                base = (31, 119, 180) if a >= 0 else (214, 39, 40)
                 rgb = tuple(round(255 - (255 - c) * t) for c in base)
-                fill, txt = f"rgb{rgb}", f"{r:.2f}"
+                fill, txt = f"rgb{rgb}", f"{a:.2f}"
+                tip = f"raw Spearman ρ {r:.3f}" + (f", agreement {a:.3f}" if signs is not None
+                                                    else "")
             parts.append(f'<rect x="{left + j * cell}" y="{top + i * cell}" width="{cell - 2}" '
                          f'height="{cell - 2}" fill="{fill}"><title>{_e(names[i])} vs '
-                         f'{_e(names[j])}: {txt}</title></rect>')
-            color = "#fff" if not np.isnan(r) and abs(r) > 0.6 else "#222"
+                         f'{_e(names[j])}: {tip}</title></rect>')
+            color = "#fff" if not np.isnan(r) and abs(a) > 0.6 else "#222"
             parts.append(f'<text x="{left + j * cell + cell / 2 - 1}" '
                          f'y="{top + i * cell + cell / 2 + 3}" font-size="11" '
                          f'text-anchor="middle" fill="{color}">{txt}</text>')
@@ -239,7 +264,7 @@ def _page(title: str, subtitle: str, sections: Sequence[str]) -> str:
             "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
             f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
             f"<header><h1>{_e(title)}</h1><p>{subtitle}</p></header><main>"
-            + "".join(sections) + f"</main><script>{_JS}</script></body></html>\n")
+            + "".join(sections) + f"</main><script>{_JS}{TEXTS_JS}</script></body></html>\n")
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], *, text_cols: int = 1,
@@ -283,7 +308,8 @@ def _metric_columns(records: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _score_sections(records: Sequence[Mapping[str, Any]], columns: Sequence[str],
-                    signatures: Mapping[str, str]) -> list[str]:
+                    signatures: Mapping[str, str],
+                    texts: Mapping[str, Sequence[str]] | None = None) -> list[str]:
     from divmeter.report.scores import metric_facts, null_reasons
 
     data = {c: np.asarray([np.nan if r.get(c) is None else float(r[c]) for r in records])
@@ -316,15 +342,36 @@ def _score_sections(records: Sequence[Mapping[str, Any]], columns: Sequence[str]
                    + (_e(sig) if sig else "not stored (score with --signatures or --html)")
                    + "</span></li>")
     out.append("</ul></section>")
-    out.append('<section id="distributions"><h2>Distributions</h2><div class="grid">')
+    levels = numeric_levels(labels) if has_label else None
+    xlabel = next((str(r["label_name"]) for r in records if r.get("label_name")), "label")
+    if levels is not None:
+        out.append('<section id="trend"><h2>Trend against the label</h2><p class="note">Each '
+                   "metric's mean per label value with a 95% bootstrap interval of the mean "
+                   "(seeded); Spearman's ρ of metric and label over sets in each title.</p>"
+                   '<div class="grid">')
+        for c in columns:
+            pts = trend_points(data[c], levels)
+            svg = trend_svg(pts, title=c, arrow=metric_facts(c)[0], xlabel=xlabel)
+            out.append(f"<figure>{svg}</figure>")
+        out.append("</div></section>")
+    out.append('<section id="distributions"><h2>Distributions</h2>'
+               + ('<p class="note">By label, side by side: one dot per set, the bar is the '
+                  "median, n under each column counts the sets.</p>" if has_label else "")
+               + '<div class="grid">')
     for c in columns:
-        svg = histogram_svg(data[c], groups=labels if has_label else None, title=c)
+        svg = (strip_svg(data[c], labels, title=c) if has_label
+               else histogram_svg(data[c], title=c))
         out.append(f"<figure>{svg}<figcaption>{_e(c)}</figcaption></figure>")
     out.append("</div></section>")
     if len(columns) >= 2:
         m = spearman_matrix(data)
-        out.append('<section id="correlations"><h2>Metric-metric correlation (Spearman ρ over '
-                   f"sets)</h2>{heatmap_svg(list(columns), m)}</section>")
+        signs = [-1 if metric_facts(c)[0] == "↓" else 1 for c in columns]
+        out.append('<section id="correlations"><h2>Do the metrics agree? (Spearman ρ over '
+                   "sets, oriented so that + means both call the same sets more diverse)</h2>"
+                   f"{heatmap_svg(list(columns), m, signs)}<p class=\"note\">Hover a cell for "
+                   "the raw ρ: a lower-is-diverse metric (↓) correlates negatively with the "
+                   "others when they agree.</p></section>")
+    out.append(texts_section(records, texts or {}, columns))
     keys = ["row", "set_id"] + (["label"] if has_label else [])
     meta = [k for k in (records[0] if records else {}) if k not in keys and k not in columns
             and k not in ("reasons", "per_response", "signatures")]
@@ -349,7 +396,8 @@ def score_report(results: Sequence[str | os.PathLike[str]], out: str | os.PathLi
                  records: Sequence[Mapping[str, Any]] | None = None,
                  columns: Sequence[str] | None = None,
                  signatures: Mapping[str, str] | None = None,
-                 title: str = "divmeter report") -> Path:
+                 title: str = "divmeter report",
+                 texts: Mapping[str, Sequence[str]] | None = None) -> Path:
     """Write the HTML report of ``divmeter score`` results.
 
     Args:
@@ -361,6 +409,7 @@ def score_report(results: Sequence[str | os.PathLike[str]], out: str | os.PathLi
         signatures: ``{column: signature}`` (default: from the records' ``signatures`` or a
             JSON output's ``summary``).
         title: The page title.
+        texts: ``{set_id: responses}`` for the text viewer (none: no viewer).
 
     Returns:
         The written path.
@@ -382,7 +431,7 @@ def score_report(results: Sequence[str | os.PathLike[str]], out: str | os.PathLi
         raise InvalidInputError("no records to report: the results are empty.")
     cols = list(columns) if columns is not None else _metric_columns(records)
     page = _page(title, _subtitle([os.fspath(s) for s in results]),
-                 _score_sections(records, cols, sigs))
+                 _score_sections(records, cols, sigs, texts))
     p = Path(out)
     p.write_text(page, encoding="utf-8")
     return p
@@ -428,7 +477,7 @@ def meta_sections(result: Any, *, source: str, xlabel: str = "parameter",
             files = [f for f in write_report(result, tmp, source=source, plot=True,
                                              xlabel=xlabel) if f.suffix == ".png"]
             if files:
-                out.append('<section id="plots"><h2>Plots</h2><div class="grid">')
+                out.append('<section id="plots"><h2>Plots</h2><div class="grid wide">')
                 out += [f"<figure>{_png(f)}<figcaption>{_e(f.stem)}</figcaption></figure>"
                         for f in files]
                 out.append("</div></section>")
@@ -449,7 +498,8 @@ def meta_report(result: Any, out: str | os.PathLike[str], *, source: str,
         sections = meta_sections(result, source=source, xlabel=xlabel, plots=plots)
     except MissingDependencyError:
         sections = meta_sections(result, source=source, xlabel=xlabel, plots=False)
-    page = _page(f"divmeter meta {result.protocol}", _subtitle([source]), sections)
+    command = "compare" if result.protocol == "compare" else f"meta {result.protocol}"
+    page = _page(f"divmeter {command}", _subtitle([source]), sections)
     p = Path(out)
     p.write_text(page, encoding="utf-8")
     return p

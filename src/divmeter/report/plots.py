@@ -50,9 +50,15 @@ def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", name.replace(":", "_")).strip("-") or "metric"
 
 
+#: Font sizes that stay legible when a 640-pixel plot is shown at half width in a report.
+FONTS = {"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "xtick.labelsize": 11,
+         "ytick.labelsize": 11, "legend.fontsize": 10, "figure.titlesize": 13}
+
+
 def _plt() -> Any:
     mpl = require("matplotlib", extra="plot")
     mpl.use("Agg", force=True)
+    mpl.rcParams.update(FONTS)
     return require("matplotlib.pyplot", extra="plot", package="matplotlib")
 
 
@@ -65,11 +71,11 @@ def _finish(fig: Any, ax: Any, title: str, path: str | os.PathLike[str], dpi: in
         ax.set_xlabel(labels[0])
         ax.set_ylabel(labels[1])
     if legend is not None:
-        ax.legend(fontsize=8, loc=legend)
+        ax.legend(loc=legend)
     if suptitle:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(title)
     else:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title)
     fig.tight_layout()
     return _save(fig, path, dpi)
 
@@ -166,27 +172,38 @@ def paired_differences(
     *,
     title: str = "",
     labels: tuple[str, str] = ("high (P1)", "low (P2)"),
+    direction: str = "higher",
     size: tuple[float, float] = SIZE,
     dpi: int = DPI,
 ) -> Path:
-    """Left: each pair as a line from condition a to b. Right: sorted differences a - b."""
+    """Left: each pair as a line from condition a to b, on the metric's own scale. Right:
+    sorted differences a - b, oriented so that + means a is more diverse.
+
+    ``a`` and ``b`` arrive oriented (a lower-is-diverse metric negated, as the paired protocols
+    hold them); with ``direction="lower"`` the left panel turns them back to raw values."""
     x = np.asarray(a, dtype=float)
     z = np.asarray(b, dtype=float)
     d = np.sort(x - z)
+    if direction == "lower":
+        x, z = -x, -z
     fig, (ax1, ax2) = _plt().subplots(1, 2, figsize=size, gridspec_kw={"width_ratios": [1, 2]})
     show = np.arange(len(x)) if len(x) <= 300 else np.linspace(0, len(x) - 1, 300).astype(int)
     for i in show:
-        up = x[i] > z[i]
+        up = (x[i] > z[i]) == (direction != "lower")
         ax1.plot([0, 1], [x[i], z[i]], color=_HIGH if up else _LOW, alpha=0.35, lw=0.8)
-    ax1.set_xticks([0, 1], labels=list(labels), fontsize=8)
+    ax1.set_xticks([0, 1], labels=list(labels))
     ax1.set_xlim(-0.3, 1.3)
-    ax1.set_ylabel("metric value")
+    ax1.set_ylabel("metric value" + (" (lower = more diverse)" if direction == "lower" else ""))
     colors = np.where(d > 0, _HIGH, np.where(d < 0, _LOW, "grey"))
     ax2.bar(np.arange(len(d)), d, color=colors, width=1.0)
     ax2.axhline(0, color="black", lw=0.8)
     ax2.axhline(float(d.mean()), color="black", lw=1.2, ls="--",
-                label=f"mean {d.mean():.3g}; a > b in {100 * (d > 0).mean():.0f}%")
-    return _finish(fig, ax2, title, path, dpi, ("pairs, sorted by difference", "a - b"),
+                label=f"mean {d.mean():.3g}; {labels[0]} > {labels[1]} in "
+                f"{100 * (d > 0).mean():.0f}%")
+    return _finish(fig, ax2, title, path, dpi,
+                   ("pairs, sorted by difference",
+                    f"{labels[0]} - {labels[1]}" if direction != "lower" else
+                    f"{labels[1]} - {labels[0]} (lower = more diverse)"),
                    "upper left", suptitle=True)
 
 

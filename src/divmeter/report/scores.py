@@ -105,40 +105,32 @@ def records_markdown(records: Sequence[Mapping[str, Any]], columns: Sequence[str
 
 def records_table(records: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
                   has_label: bool, metadata: Sequence[str] = (), width: int = 80) -> list[Any]:
-    """Rich renderables (the table, then its legend) fitting ``width`` columns."""
-    from rich.table import Table
+    """Rich renderables (the table, folded by whole columns where it does not fit ``width``,
+    then its legend). Set ids and values are never split across lines."""
     from rich.text import Text
 
-    keys = _keys(records, columns, has_label, metadata)
-    id_width = min(24, max([6] + [len(str(r.get("set_id"))) for r in records]))
-    fixed = sum(max(len(k), 5) + 2 for k in keys if k != "set_id") + id_width + 2
-    full = [f"{c} {metric_facts(c)[0]}".rstrip() for c in columns]
-    numbered = fixed + sum(max(len(h), _VALUE_WIDTH) + 2 for h in full) > width
-    heads = [f"[{i + 1}]" for i in range(len(columns))] if numbered else full
+    from divmeter.report.terminal import folded_tables
 
-    table = Table(title=f"{len(records)} sets", title_justify="left", box=None, pad_edge=False,
-                  header_style="bold")
-    for k in keys:
-        if k == "set_id":
-            table.add_column(k, overflow="fold", max_width=id_width)
-        else:
-            table.add_column(k, justify="right" if k in ("row", "label") else "left",
-                             overflow="fold", max_width=16, style="dim" if k == "row" else None)
-    for h in heads:
-        table.add_column(h, justify="right", no_wrap=True)
-    for r in records:
-        cells = [str(r.get(k)) if k in ("row", "set_id") else format_score(r.get(k))
-                 for k in keys]
-        cells += [format_score(r.get(c)) for c in columns]
-        table.add_row(*cells)
-    out: list[Any] = [table]
+    keys = _keys(records, columns, has_label, metadata)
+    cells = [[str(r.get(k)) if k in ("row", "set_id") else format_score(r.get(k)) for k in keys]
+             + [format_score(r.get(c)) for c in columns] for r in records]
+    key_width = sum(max([len(k)] + [len(row[i]) for row in cells]) + 2
+                    for i, k in enumerate(keys))
+    full = [f"{c} {metric_facts(c)[0]}".rstrip() for c in columns]
+    numbered = key_width + sum(max(len(h), _VALUE_WIDTH) + 2 for h in full) > width
+    heads = [f"[{i + 1}]" for i in range(len(columns))] if numbered else full
+    header = keys + heads
+    right = [k in ("row", "label") for k in keys] + [True] * len(columns)
+    styles = ["dim" if k == "row" else None for k in keys] + [None] * len(columns)
+    out: list[Any] = folded_tables(header, cells, keys=len(keys), width=width,
+                                   title=f"{len(records)} sets", right=right, styles=styles)
     legend = []
     for i, c in enumerate(columns):
         arrow, rng = metric_facts(c)
         name = f"[{i + 1}] {c}" if numbered else c
         legend.append(f"{name}: " + ("higher" if arrow == "↑" else "lower" if arrow == "↓"
                                       else "?") + f" = more diverse, range {rng or '?'}")
-    out.append(Text("\n".join(legend), style="dim"))
+    out.append(Text("\n".join(legend), style="dim", no_wrap=True, overflow="ignore"))
     reasons = null_reasons(records)
     if reasons:
         out.append(Text("null values:\n" + "\n".join(f"  {k} (x{n})"
@@ -150,11 +142,10 @@ def records_table(records: Sequence[Mapping[str, Any]], columns: Sequence[str], 
 def summary_table(stats: Mapping[str, Any]) -> list[Any]:
     """The ``--summary`` table (metric, mean, std, count, nulls) and the signatures below it."""
     from rich.table import Table
-    from rich.text import Text
 
     table = Table(title=f"summary over {stats['sets']} sets", title_justify="left", box=None,
                   pad_edge=False, header_style="bold")
-    table.add_column("metric", overflow="fold")
+    table.add_column("metric", no_wrap=True, overflow="ignore")
     for col in ("mean", "std", "count", "nulls"):
         table.add_column(col, justify="right", no_wrap=True)
     sigs = []
@@ -165,6 +156,6 @@ def summary_table(stats: Mapping[str, Any]) -> list[Any]:
         if s.get("signature"):
             sigs.append(f"{name}: {s['signature']}")
     out: list[Any] = [table]
-    if sigs:
-        out.append(Text("signatures:\n" + "\n".join(sigs), style="dim", overflow="fold"))
+    if sigs:  # plain strings: printed whole, one per line (print_unbroken), never wrapped
+        out += ["signatures:", *sigs]
     return out

@@ -22,6 +22,9 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
                ("sum_diff", "sum Δ"), ("cohen_d", "d"), ("cohen_d_ci", "d 95% CI"),
                ("sign_accuracy", "acc"), ("p_two_sided", "p (W2)"), ("p_greater", "p (W1)"),
                ("p_greater_adj", "p (W1, adj.)")],
+    "compare": [("system", "system"), ("n", "n"), ("mean_diff", "mean Δ"),
+                ("mean_diff_ci", "mean Δ 95% CI"), ("cohen_d", "d"), ("win_rate", "win"),
+                ("p_two_sided", "p (W2)"), ("p_holm", "p (Holm)"), ("direction", "dir.")],
     "stages": [("delta", "Δ"), ("d_z", "d_z"), ("alternative", "H1"), ("p", "p"),
                ("p_adj", "p (adj.)"), ("sign_accuracy", "acc"), ("n", "n")],
     "pairwise": [("accuracy", "accuracy"), ("ci_low", "CI low"), ("ci_high", "CI high"),
@@ -105,15 +108,17 @@ def markdown_table(result: ProtocolResult, *, title: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def rich_table(result: ProtocolResult, *, title: str | None = None) -> Any:
-    """A :class:`rich.table.Table` of the same rows, for terminals."""
-    from rich.table import Table
+def rich_table(result: ProtocolResult, *, title: str | None = None, width: int = 80
+               ) -> list[Any]:
+    """Terminal renderables of the same rows: the table folded by whole columns to fit
+    ``width`` (metric names and numbers never split), its settings, then one signature per
+    line, whole (print them with :func:`divmeter.report.terminal.print_unbroken`)."""
+    from divmeter.report.terminal import folded_tables
 
     header, rows = _rows(result)
     settings = ", ".join(f"{k}={format_value(v)}" for k, v in result.settings.items())
-    table = Table(title=title or result.protocol, caption=settings)
-    for i, h in enumerate(header):
-        table.add_column(h, justify="left" if i == 0 else "right", overflow="fold")
-    for r in rows:
-        table.add_row(*r)
-    return table
+    out: list[Any] = folded_tables(header, rows, keys=1, width=width,
+                                   title=title or result.protocol)
+    out += [f"settings: {settings}", "signatures:"]
+    out += [f"{name}: {res.signature}" for name, res in result.results.items()]
+    return out

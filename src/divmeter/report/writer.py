@@ -73,15 +73,17 @@ def write_report(
                 arr["scores"], arr["values"], out / f"scatter_{plots.slug(name)}.png",
                 title=f"{name}: Spearman {r['spearman']:.3f}", xlabel=xlabel,
             ))
-        elif result.protocol in ("paired", "stages"):
-            if result.protocol == "stages":
+        elif result.protocol in ("paired", "stages", "compare"):
+            if result.protocol == "compare":
+                labels = tuple(arr["labels"])
+            elif result.protocol == "stages":
                 left, _, right = name.replace("!=", ">").partition(">")
                 labels = (left, right)
             else:
                 labels = ("high (P1)", "low (P2)")
             files.append(plots.paired_differences(
                 arr["a"], arr["b"], out / f"paired_{plots.slug(name)}.png", title=name,
-                labels=labels,
+                labels=labels, direction=result.results[name].values.get("direction", "higher"),
             ))
         elif result.protocol == "length-bias":
             r = result.results[name].values

@@ -198,6 +198,30 @@ def _group_key(s: ResponseSet) -> str:
     return f"prompt:{s.prompt}"
 
 
+def invalid_reason(kind: str, s: ResponseSet) -> str | None:
+    """Why one set cannot go into a study of ``kind`` (``None`` when it can)."""
+    if not s.responses or not any(r.strip() for r in s.responses):
+        return "no non-blank response"
+    if kind == "sim" and len(s.responses) < 2:
+        return f"{len(s.responses)} response (simHDS rates pairs: at least 2 needed)"
+    return None
+
+
+def split_valid(kind: str, sets: Sequence[ResponseSet]
+                ) -> tuple[list[ResponseSet], list[tuple[str, str]]]:
+    """The sets a study of ``kind`` can show, and ``(set_id, reason)`` for each one it cannot
+    (``divmeter annotate init`` skips those unless ``--strict``)."""
+    kept: list[ResponseSet] = []
+    skipped: list[tuple[str, str]] = []
+    for s in sets:
+        why = invalid_reason(kind, s)
+        if why is None:
+            kept.append(s)
+        else:
+            skipped.append((s.set_id, why))
+    return kept, skipped
+
+
 def _items_for(kind: str, sets: Sequence[ResponseSet], source: str) -> list[tuple[str, dict]]:
     """The study's items (key, payload), validated; errors name the set."""
     for s in sets:
