@@ -389,6 +389,20 @@ def row_decan(folder: Path, label: str, sets: list[tuple[str, list[str]]], devic
                                "max_rel_loop_vs_many": rel,
                                "fast_head": lm.get_scorer(str(folder), dtype=dtype,
                                                           device=device)._fast_head}
+        # the LM part alone (surprisal) and the curve fit alone, per set and across sets
+        from divmeter.metrics.decan import _surprisal_inputs, decan_from_surprisal, decan_surprisal
+
+        t_lm, outs = timed(lambda kw=kw: [decan_surprisal(
+            s, prompt=p, permutations=perms, model=kw["model"], dtype=kw["dtype"],
+            device=device) for p, s in sets])
+        t_fit, _ = timed(lambda outs=outs: [decan_from_surprisal(a, b, c) for a, b, c, _ in outs])
+        scorer = lm.get_scorer(str(folder), dtype=dtype, device=device)
+        inputs = [_surprisal_inputs(s, p, perms, "completion", 0) for p, s in sets]
+        t_lm_many, _ = timed(lambda inputs=inputs, scorer=scorer: scorer.span_bits(
+            [t for i in inputs for t in i[0]], [x for i in inputs for x in i[1]]))
+        row.update({"sets_min_lm_only_per_set": 60 * len(sets) / t_lm,
+                    "sets_min_lm_only_cross_set": 60 * len(sets) / t_lm_many,
+                    "fit_seconds_all_sets": t_fit, "last_stats": dict(scorer.last_stats)})
         if parity and dtype == "float32":
             cpu = [decan(s, prompt=p, **dict(kw, device="cpu")) for p, s in sets[:parity]]
             pairs = [(a.value, b.value) for a, b in zip(r_loop[:parity], cpu, strict=True)
