@@ -851,8 +851,9 @@ def decan_many(sets: Sequence[Sequence[str]], *, prompts: Sequence[str | None] |
         return [decan(s, prompt=prompt_of(i), **rest) for i, s in enumerate(sets)]
     from divmeter.backends.lm import get_scorer
 
-    get = {"permutations": 50, "format": DEFAULT_FORMAT, "seed": 0, "max_bytes": None,
-           "threads": None, "dtype": "float32", "base_url": None}
+    get: dict[str, Any] = {"permutations": 50, "format": DEFAULT_FORMAT, "seed": 0,
+                           "max_bytes": None, "threads": None, "dtype": "float32",
+                           "base_url": None}
     get.update({k: v for k, v in rest.items() if k in get})
     out: list[MetricResult | None] = [None] * len(sets)
     ready: list[tuple[int, str, list[str], Any]] = []
