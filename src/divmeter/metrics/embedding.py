@@ -18,6 +18,7 @@ server's, not known here) carry no ``win:`` field.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -334,6 +335,55 @@ def bertscore_matrices(
     return P, R, F
 
 
+# --------------------------------------------------------------------------- device hooks
+# With a device other than the CPU and a large enough set, the pairwise and kernel quantities
+# are computed with torch in float64 (divmeter.backends.torch_linalg); the CPU path is the numpy
+# code above, unchanged. Both agree to float64 rounding, so the device is not in a signature.
+
+
+def _on(device: str, n: int, minimum: int | None = None) -> str | None:
+    from divmeter.backends import torch_linalg
+
+    return torch_linalg.use_device(device, n, minimum)
+
+
+def _cosine_on(X: np.ndarray, device: str) -> np.ndarray:
+    on = _on(device, len(X))
+    if on is None:
+        return cosine_matrix(X)
+    from divmeter.backends import torch_linalg
+
+    return torch_linalg.cosine_matrix(X, on)
+
+
+def _sqeuclidean_nearest_on(X: np.ndarray, device: str) -> np.ndarray:
+    on = _on(device, len(X))
+    if on is None:
+        return _sqeuclidean_nearest(X)
+    from divmeter.backends import torch_linalg
+
+    return torch_linalg.sqeuclidean_nearest(X, on)
+
+
+def _remote_clique_on(X: np.ndarray, distance: str, device: str) -> float:
+    on = _on(device, len(X))
+    if on is None:
+        return remote_clique_value(X, distance)
+    from divmeter.backends import torch_linalg
+
+    return torch_linalg.pair_distances_mean(X, distance, on)
+
+
+def _bertscore_on(token_vecs: Sequence[np.ndarray], weights: Sequence[np.ndarray] | None,
+                  device: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    on = _on(device, len(token_vecs), 32)  # the CPU path loops over pairs in Python
+    if on is None:
+        return bertscore_matrices(token_vecs, weights)
+    from divmeter.backends import torch_linalg
+
+    return torch_linalg.bertscore_matrices(token_vecs, weights, on)
+
+
 # --------------------------------------------------------------------------- text-level metrics
 
 
@@ -448,8 +498,16 @@ def truncation(texts: Sequence[str], model: str, base_url: str | None = None,
             "max_seq_length": int(enc.max_seq_length)}
 
 
+@functools.lru_cache(maxsize=256)
 def _sig(name: str, model: str, base_url: str | None = None, backend: str = "torch",
          dtype: str = "float32", **items: Any) -> str:
+    """A metric's signature (cached: the same settings give the same string, and building it
+    cost ~0.3 ms per scored set; a path model's fingerprint is read once per process)."""
+    return _sig_uncached(name, model, base_url, backend, dtype, **items)
+
+
+def _sig_uncached(name: str, model: str, base_url: str | None = None, backend: str = "torch",
+                  dtype: str = "float32", **items: Any) -> str:
     model_field, window = _model_sig(model, base_url, backend)
     return make_signature(name, model=model_field, win=window,
                           backend=None if backend == "torch" else backend,
@@ -506,7 +564,7 @@ def embedding_cosine(
                        backend=backend, device=device, dtype=dtype)
     if isinstance(X, MetricResult):
         return X
-    S = cosine_matrix(X)
+    S = _cosine_on(X, device)
     value = diversity_from_similarity(S, reduction)  # type: ignore[arg-type]
     return MetricResult("embedding-cosine", value, sig, details={
         "similarity": S, **truncation(texts, model, base_url, backend, device, dtype)})
@@ -558,7 +616,7 @@ def chamfer(
                        backend=backend, device=device, dtype=dtype)
     if isinstance(X, MetricResult):
         return X
-    D = 1.0 - cosine_matrix(X)
+    D = 1.0 - _cosine_on(X, device)
     np.fill_diagonal(D, np.inf)
     nearest = np.maximum(D.min(axis=1), 0.0)
     return MetricResult("chamfer", float(nearest.mean()), sig, details={
@@ -619,7 +677,7 @@ def chamfer_sqeuclidean(
                        backend=backend, device=device, dtype=dtype)
     if isinstance(X, MetricResult):
         return X
-    nearest = _sqeuclidean_nearest(np.asarray(X, dtype=np.float64))
+    nearest = _sqeuclidean_nearest_on(np.asarray(X, dtype=np.float64), device)
     return MetricResult("chamfer-sqeuclidean", float(2.0 * nearest.mean()), sig, details={
         "nearest": nearest, **truncation(texts, model, base_url, backend, device, dtype)})
 
@@ -665,7 +723,7 @@ def vendi_embedding(
                        backend=backend, device=device, dtype=dtype)
     if isinstance(X, MetricResult):
         return X
-    return MetricResult("vendi-embedding", vendi_from_features(X, q), sig,
+    return MetricResult("vendi-embedding", vendi_from_features(X, q, device=device), sig,
                         details=truncation(texts, model, base_url, backend, device, dtype))
 
 
@@ -760,7 +818,7 @@ def remote_clique(
                        backend=backend, device=device, dtype=dtype)
     if isinstance(X, MetricResult):
         return X
-    return MetricResult("remote-clique", remote_clique_value(X, distance), sig,
+    return MetricResult("remote-clique", _remote_clique_on(X, distance, device), sig,
                         details=truncation(texts, model, base_url, backend, device, dtype))
 
 
@@ -878,7 +936,7 @@ def bertscore(
     if empty:
         return undefined("bertscore", sig, f"response {empty[0]} has no tokens")
     weights = set_idf([e.ids for e in embs]) if idf else None
-    P, R, F = bertscore_matrices([e.vectors for e in embs], weights)
+    P, R, F = _bertscore_on([e.vectors for e in embs], weights, device)
     value = diversity_from_similarity(F, reduction)  # type: ignore[arg-type]
     return MetricResult("bertscore", value, sig, details={
         "precision": P, "recall": R, "f1": F,

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from divmeter.backends.device import valid_device
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, check_positive, undefined
@@ -247,7 +248,8 @@ def feature_eigenvalues(X: Any, *, path: str = "auto") -> tuple[np.ndarray, str]
     return _eigvalsh(G / n), use
 
 
-def vendi_from_features(X: Any, q: float = 1.0, *, normalize: bool = True) -> float:
+def vendi_from_features(X: Any, q: float = 1.0, *, normalize: bool = True,
+                        device: str | None = None) -> float:
     """Vendi score of order ``q`` of items given as feature vectors, with the cosine kernel.
 
     ``K = X X^T`` after L2-normalising the rows, so ``K_ij`` is the cosine similarity and
@@ -260,6 +262,10 @@ def vendi_from_features(X: Any, q: float = 1.0, *, normalize: bool = True) -> fl
         q: Order, any ``q > 0`` or ``inf`` (see :func:`vendi_from_eigenvalues`).
         normalize: L2-normalise each row first (cosine kernel). With ``False`` the rows are used
             as given and must already have unit norm (the caller guarantees ``K_ii = 1``).
+        device: ``None``/``cpu`` (numpy), or a torch device (``cuda``, ``auto``...): the Gram
+            matrix and its eigenvalues are computed there in float64 when the smaller side has
+            at least 256 rows (:mod:`divmeter.backends.torch_linalg`); the value agrees with
+            the CPU's to rounding.
 
     Returns:
         ``VS_q`` of the eigenvalues of ``X X^T / n``.
@@ -296,7 +302,13 @@ def vendi_from_features(X: Any, q: float = 1.0, *, normalize: bool = True) -> fl
                 "score is undefined for it; drop it or give it a feature."
             )
         X = _scale_rows(X, 1.0 / norms)
-    w, _ = feature_eigenvalues(X)
+    from divmeter.backends import torch_linalg
+
+    on = torch_linalg.use_device(device, min(X.shape))
+    if on is not None:
+        w, _ = torch_linalg.feature_eigenvalues(X, on)
+    else:
+        w, _ = feature_eigenvalues(X)
     return _vendi_q(_nonzero_or_raise(_clean_eigenvalues(w)), q)
 
 
@@ -612,7 +624,7 @@ def _top_pairs(A: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
     return vals, vecs
 
 
-def _group_eigenvalues(A: sp.csr_matrix, dtype: str) -> np.ndarray:
+def _group_eigenvalues(A: sp.csr_matrix, dtype: str, device: str | None = None) -> np.ndarray:
     """Eigenvalues of ``A A^T`` (dense, decomposed in place).
 
     ``float32`` (for groups of at least ``_FLOAT32_MIN`` rows): the ``_DEFLATE`` largest
@@ -629,6 +641,10 @@ def _group_eigenvalues(A: sp.csr_matrix, dtype: str) -> np.ndarray:
     from divmeter.linalg import eigvalsh_inplace
 
     m = A.shape[0]
+    if device is not None:  # Gram matrix and eigenvalues on a torch device (issue 23)
+        from divmeter.backends import torch_linalg
+
+        return torch_linalg.gram_eigenvalues(A, device, dtype)
     if dtype == "float64" or m < _FLOAT32_MIN:
         return eigvalsh_inplace(_gram_blocks(A))
     from scipy.sparse.linalg import ArpackNoConvergence
@@ -644,10 +660,11 @@ def _group_eigenvalues(A: sp.csr_matrix, dtype: str) -> np.ndarray:
     return np.concatenate((w, vals))
 
 
-def _exact_large(holder: list[sp.csr_matrix], n: int, dtype: str = "float64"
-                 ) -> tuple[np.ndarray, str]:
+def _exact_large(holder: list[sp.csr_matrix], n: int, dtype: str = "float64",
+                 device: str | None = None) -> tuple[np.ndarray, str]:
     """Eigenvalues of ``Z Z^T / n`` by the bounded exact path (memory-checked first); ``Z`` is
-    taken out of ``holder`` so that it is freed once reduced."""
+    taken out of ``holder`` so that it is freed once reduced. ``device``: a torch device for
+    the groups of at least ``DEVICE_MIN_ITEMS`` rows (:mod:`divmeter.backends.torch_linalg`)."""
     from divmeter import memory
 
     Zr, path = _reduced_features(holder.pop())
@@ -663,8 +680,15 @@ def _exact_large(holder: list[sp.csr_matrix], n: int, dtype: str = "float64"
     if single:
         parts.append(np.asarray(A[single].multiply(A[single]).sum(axis=1)).ravel())
     for block in (b for b in blocks if b.size > 1):
-        parts.append(_group_eigenvalues(A[block], dtype))
+        on = device if device is not None and block.size >= _device_min() else None
+        parts.append(_group_eigenvalues(A[block], dtype, on))
     return np.concatenate(parts) / n, path
+
+
+def _device_min() -> int:
+    from divmeter.backends.torch_linalg import DEVICE_MIN_ITEMS
+
+    return DEVICE_MIN_ITEMS
 
 
 def _components(A: sp.csr_matrix) -> list[np.ndarray]:
@@ -808,7 +832,8 @@ def _nystroem_bytes(n: int, k: int) -> tuple[int, str]:
 
 #: Which approximate mode each of its size parameters belongs to, and their defaults.
 _APPROX_PARAMS = {"k": (("nystroem",), 1000), "probes": (("slq",), 16), "steps": (("slq",), 30),
-                  "seed": (("nystroem", "slq"), 0), "dtype": (("none",), "float64")}
+                  "seed": (("nystroem", "slq"), 0), "dtype": (("none",), "float64"),
+                  "device": (("none",), "cpu")}
 
 
 def _approx_relation(name: str) -> Any:
@@ -849,7 +874,12 @@ def _approx_relation(name: str) -> Any:
             "dtype": Param(str, choices=DTYPES, default="float64",
                            doc="precision of the exact eigenvalues (float32: half the memory, "
                            "faster on large sets, within 1e-7 of float64 as measured)",
-                           relation=_approx_relation("dtype"))},
+                           relation=_approx_relation("dtype")),
+            "device": Param(str, default="cpu", predicate=valid_device,
+                            expect="one of auto, cpu, cuda, cuda:N, mps",
+                            doc="where the exact Gram matrix and eigenvalues are computed "
+                            "(torch; float64 agrees with the CPU to rounding, so not in the "
+                            "signature)", relation=_approx_relation("device"))},
     description="Vendi score of order q (effective number of distinct responses) with the mean "
     "per-order n-gram cosine kernel, n=1..n_max",
 )
@@ -866,6 +896,7 @@ def vendi_ngram(
     steps: int = 30,
     seed: int = 0,
     dtype: str = "float64",
+    device: str = "cpu",
 ) -> MetricResult:
     """Vendi score of order ``q`` of a response set with an n-gram cosine kernel (VS-ngram-q).
 
@@ -942,6 +973,11 @@ def vendi_ngram(
         seed: Seed of the landmarks or probes of the approximate modes.
         dtype: ``float64`` (default) or ``float32``: precision of the exact decomposition
             (exact mode only).
+        device: ``cpu`` (default: the numpy/LAPACK path), ``auto``, ``cuda``, ``cuda:N`` or
+            ``mps``: the exact path's Gram matrices and eigenvalues are computed there with
+            torch, for groups of at least 256 responses (smaller ones stay on the CPU), in
+            ``dtype``. float64 agrees with the CPU to rounding (checked to 1e-9 relative), so
+            the device is not in the signature (exact mode only).
             (Each of ``k``, ``probes``, ``steps``, ``seed`` set to a non-default value under
             another mode is an error, not silently ignored.)
 
@@ -979,8 +1015,11 @@ def vendi_ngram(
     check_int(seed, "seed", "vendi-ngram", minimum=0)
     dtype = check_choice(dtype, "dtype", "vendi-ngram", DTYPES)
     given = {"approx": approx}
+    if not valid_device(device):
+        raise InvalidInputError(
+            f"`device` of vendi-ngram must be one of auto, cpu, cuda, cuda:N, mps; got {device!r}.")
     for name, setting in (("k", k), ("probes", probes), ("steps", steps), ("seed", seed),
-                          ("dtype", dtype)):
+                          ("dtype", dtype), ("device", device)):
         problem = _approx_relation(name)(setting, given)
         if problem:
             raise InvalidInputError(f"`{name}` of vendi-ngram {problem}")
@@ -997,7 +1036,10 @@ def vendi_ngram(
     if idx.tokens.size == 0:
         return undefined("vendi-ngram", sig, "no tokens in any response")
     n = idx.n_docs
-    if slq or nys or n > _LARGE or dtype != "float64":
+    from divmeter.backends.torch_linalg import use_device
+
+    on = use_device(device, n)
+    if slq or nys or n > _LARGE or dtype != "float64" or on is not None:
         # Large or approximate: the features are built one order at a time and only the
         # feature matrix is kept (the holder list lets _exact_large drop it once reduced).
         Z, info = _ngram_csr(idx, n_max)
@@ -1017,10 +1059,10 @@ def vendi_ngram(
 
         memory.check("vendi-ngram", *_nystroem_bytes(n, k))
         w, path = _nystroem(Z, k, seed), "nystroem"
-    elif n > _LARGE or dtype != "float64":
+    elif n > _LARGE or dtype != "float64" or on is not None:
         holder = [Z]
         del Z
-        w, path = _exact_large(holder, n, dtype)
+        w, path = _exact_large(holder, n, dtype, on)
     else:
         from divmeter import memory
 
