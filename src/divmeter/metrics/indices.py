@@ -899,8 +899,10 @@ def _mean_factor(lengths: np.ndarray, doc: np.ndarray, n_docs: int) -> np.ndarra
 def _first_last(enc: TokenKeys) -> tuple[np.ndarray, np.ndarray]:
     """The global index of the first and of the last occurrence of each token's type in its
     response (from the grouping of the keys: equal keys in position order)."""
-    order, same = enc.sorted_keys()
     n_tok = enc.n_tokens
+    if not n_tok:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    order, same = enc.sorted_keys()
     d = enc.doc[order]
     brk = np.ones(n_tok, dtype=bool)
     brk[1:] = ~same | (d[1:] != d[:-1])
@@ -1267,6 +1269,7 @@ def _fit_d(y: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     other above ``max t_n``, so the minimum lies in between. Newton's method on the gradient,
     kept inside that bracket by bisection, vectorised over all rows, to full precision."""
     sizes = sizes.astype(np.float64)
+    y = np.minimum(y, 1.0)  # an expected TTR of 1 may round above it
     with np.errstate(all="ignore"):
         t_each = 2.0 * (1.0 - y) / (sizes * y * y)
     lo, hi = t_each.min(axis=1), t_each.max(axis=1)
@@ -1313,6 +1316,7 @@ def _expected_ttr(enc: TokenKeys, sizes: np.ndarray) -> np.ndarray:
     out = np.zeros((enc.n_docs, sizes.shape[0]))
     np.add.at(out, gdoc, n_types[:, None] * present)
     out /= n
+    out[np.bincount(doc, minlength=enc.n_docs) == enc.lengths] = 1.0  # no repeat: exactly 1
     out[enc.lengths < sizes.max()] = np.nan
     return out
 
