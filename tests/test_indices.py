@@ -454,6 +454,53 @@ def test_msttr_compiled_equals_numpy(convention: str) -> None:
         assert np.array_equal(got, want, equal_nan=True), segment
 
 
+@pytest.mark.skipif(not JIT, reason="needs numba (and DIVMETER_NO_JIT unset)")
+@pytest.mark.parametrize(("name", "params"), [
+    ("root-ttr", {}), ("summer-s", {"base": 10}), ("yule-k", {"lowercase": True}),
+    ("msttr", {"segment": 7}), ("msttr", {"segment": 20, "convention": "drop-last"}),
+    ("msttr", {"convention": "keep-remainder", "tokenizer": "tevet"}),
+    ("mtld-ma-bi", {}), ("mtld-ma-wrap", {"factor": "le", "min_length": 1}),
+    ("vocd-d", {"samples": 10}),
+])
+def test_kernels_on_the_compiled_path(monkeypatch: pytest.MonkeyPatch, name: str,
+                                      params: dict) -> None:
+    """Every kernel through the compiled tokenizer (in 64-character chunks, so sets span
+    chunks) gives the numbers of the numpy path (``DIVMETER_NO_JIT=1``), per set and per
+    response."""
+    from divmeter.text import intern
+
+    monkeypatch.delenv("DIVMETER_NO_JIT", raising=False)
+    for attr, value in (("_JIT_MIN_CHARS", 0), ("_JIT_LOAD_CHARS", 0), ("_BYTE_MIN_CHARS", 0),
+                        ("_JIT_CHUNK_CHARS", 64)):
+        monkeypatch.setattr(intern, attr, value)
+    monkeypatch.setattr(indices, "_VOCD_JIT_DRAWS", 0)
+    texts = [" ".join(t) for _, t in TEXTS] + ["The the. THE\n", "  ", "a\tb  a"]
+    sets = [texts[i:i + 7] for i in range(0, len(texts), 7)] + [[]]
+    kernel = get_metric(name).load_batch()
+    assert kernel is not None
+    compiled = kernel(sets, **params)
+    monkeypatch.setenv("DIVMETER_NO_JIT", "1")
+    numpy_path = kernel(sets, **params)
+    assert [(r.value, r.reason, r.signature, r.details) for r in compiled] == [
+        (r.value, r.reason, r.signature, r.details) for r in numpy_path]
+    assert sum(r.details["n_defined"] for r in compiled) > 10
+
+
+@pytest.mark.skipif(not JIT, reason="needs numba (and DIVMETER_NO_JIT unset)")
+@pytest.mark.parametrize("wrap", [False, True])
+def test_mtld_ma_compiled_equals_numpy(wrap: bool) -> None:
+    texts = [" ".join(t) for _, t in TEXTS]
+    enc = TokenKeys.from_texts(texts, get_tokenizer("whitespace"))
+    first, _ = indices._first_last(enc)
+    numpy_values = indices._mtld_ma_wrap_values if wrap else indices._mtld_ma_bi_values
+    for threshold, min_length, strict in ((0.72, 10, True), (0.72, 1, False), (0.5, 3, True)):
+        want = numpy_values(enc, threshold, min_length, strict)
+        got = indices._mtld_ma_compiled()(first, enc.lengths.astype(np.int64), enc.n_tokens,
+                                          threshold, min_length, strict, wrap)
+        assert np.array_equal(got, want, equal_nan=True), (threshold, min_length, strict)
+        assert np.isfinite(want).sum() > 20
+
+
 @pytest.mark.parametrize(
     ("name", "params", "signature"),
     [

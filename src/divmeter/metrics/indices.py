@@ -385,8 +385,9 @@ def summer_s_many(text_sets: Sequence[Sequence[str]], *, base: float | str = "e"
         lln = np.log(_log(n, base))
     vals = _values(n, (v > 1) & (lln != 0), lambda: np.log(_log(v, base)) / lln)
     sig = make_signature("summer-s", log=_base_label(base), **_tok_sig(tok))
-    return _results("summer-s", sig, vals, sizes,
-                    "no response has two or more types (and log log N != 0)")
+    reason = "no response has two or more types" + (
+        "" if base == "e" else f" (and a token count other than the base, {_base_label(base)})")
+    return _results("summer-s", sig, vals, sizes, reason)
 
 
 @_register(
@@ -868,6 +869,19 @@ def _walk_factors(prev: np.ndarray, x: np.ndarray, limit: np.ndarray, threshold:
     active walks share ``L``: one vector step per round, the work the sum of the walks'
     lengths."""
     out = np.zeros(x.shape[0], dtype=np.int64)
+    for a in range(0, x.shape[0], _WALK_BLOCK):  # blocks that stay in cache
+        b = min(a + _WALK_BLOCK, x.shape[0])
+        out[a:b] = _walk_block(prev, x[a:b], limit[a:b], threshold, min_length, strict)
+    return out
+
+
+#: Walks advanced together by :func:`_walk_factors` (their arrays stay in the CPU cache).
+_WALK_BLOCK = 1 << 14
+
+
+def _walk_block(prev: np.ndarray, x: np.ndarray, limit: np.ndarray, threshold: float,
+                min_length: int, strict: bool) -> np.ndarray:
+    out = np.zeros(x.shape[0], dtype=np.int64)
     idx = np.arange(x.shape[0], dtype=np.int64)
     xs, lim = x.copy(), limit.copy()
     types = np.zeros(x.shape[0], dtype=np.int64)
@@ -961,6 +975,55 @@ _MTLD_MA_PARAMS = {
 }
 
 
+def _mtld_ma_loop(ids: np.ndarray, lengths: np.ndarray, n_types: int, threshold: float,
+                  min_length: int, strict: bool, wrap: bool) -> np.ndarray:
+    """:func:`_mtld_ma_bi_values` (``wrap``: :func:`_mtld_ma_wrap_values`) over the compiled
+    path's token ids: each walk counts its types with a stamp per type; the factor lengths are
+    integers and their mean the same integer sum over the same count, so the values are the
+    numpy path's, bit for bit. Plain Python, compiled with numba by :func:`_mtld_ma_compiled`."""
+    out = np.empty(lengths.shape[0])
+    stamp = np.zeros(max(n_types, 1), dtype=np.int64)
+    tick = 0
+    pos = 0
+    for d in range(lengths.shape[0]):
+        n = lengths[d]
+        mean = 0.0
+        for direction in range(1 if wrap else 2):
+            total = 0.0
+            count = 0
+            for x in range(n):
+                tick += 1
+                types = 0
+                limit = 2 * n - x if wrap else n - x
+                for length in range(1, limit + 1):
+                    i = (x + length - 1) % n
+                    tok = ids[pos + (i if direction == 0 else n - 1 - i)]
+                    if stamp[tok] != tick:
+                        stamp[tok] = tick
+                        types += 1
+                    if length >= min_length:
+                        ratio = types / length
+                        if ratio < threshold if strict else ratio <= threshold:
+                            total += length
+                            count += 1
+                            break
+            if count == 0:
+                mean = np.nan
+                break
+            mean += total / count
+        out[d] = mean if wrap else mean / 2
+        pos += n
+    return out
+
+
+@cache
+def _mtld_ma_compiled() -> Callable[..., np.ndarray]:
+    from numba import njit
+
+    fn: Callable[..., np.ndarray] = njit(cache=True, nogil=True)(_mtld_ma_loop)
+    return fn
+
+
 def _mtld_ma_many(name: str, values: Callable[..., np.ndarray],
                   text_sets: Sequence[Sequence[str]], threshold: float, factor: str,
                   min_length: int, tokenizer: str, lowercase: bool) -> list[MetricResult]:
@@ -968,7 +1031,12 @@ def _mtld_ma_many(name: str, values: Callable[..., np.ndarray],
            lowercase=lowercase)
     texts, sizes = _flatten(text_sets)
     tok = _get_tokenizer(tokenizer, lowercase)
-    vals = values(TokenKeys.from_texts(texts, tok), float(threshold), min_length, factor == "lt")
+    wrap = name == "mtld-ma-wrap"
+    vals = per_text(texts, tok, lambda c: _mtld_ma_compiled()(  # compiled: the same floats
+        c.ids, c.lengths, c.n_types, float(threshold), min_length, factor == "lt", wrap))
+    if vals is None:
+        vals = values(TokenKeys.from_texts(texts, tok), float(threshold), min_length,
+                      factor == "lt")
     sig = make_signature(name, threshold=float(threshold), factor=factor, min=min_length,
                          **_tok_sig(tok))
     return _results(name, sig, vals, sizes,
