@@ -1,6 +1,8 @@
-"""Benchmark: response-level lexical diversity (TTR, MATTR, MTLD, HD-D) against the peer libraries.
+"""Benchmark: response-level lexical diversity (TTR, MATTR, MTLD, HD-D and the richness indices
+of divmeter.metrics.indices) against the peer libraries.
 
     .venv-bench/bin/python benchmarks/bench_response.py [--quick] [--sets N] [--responses K]
+    .venv-bench/bin/python benchmarks/bench_response.py --only indices   # the issue-24 indices
 
 Same seeded generated data for everyone: N sets x K responses (default 1,000 x 20) of 50-130
 words drawn from a Zipf-like vocabulary. Every library gets the same tokens (``str.split()``,
@@ -10,8 +12,13 @@ tokenisation is paid by everyone. divmeter is called the way users call it,
 (``ttr_many`` ...) once on the whole list, as ``divmeter.score_many`` runs it; peers are called
 once per response (their API).
 
-The per-response values of every run are compared (|diff| <= 1e-9) where the definitions agree;
-where they do not (MTLD of taaled / lexical-diversity), the difference is named and measured.
+The per-response values of every run are compared (|diff| <= 1e-9 relative) where the definitions
+agree, over the responses both define (divmeter's undefined responses, where a peer returns 0 or
+raises, are counted apart); where they do not (MTLD of taaled / lexical-diversity), the
+difference is named and measured. vocd-D is random: divmeter (seed 0) is compared with
+lexicalrichness (its default seed 42) by the mean relative difference, next to the peer's own
+difference between seeds 42 and 43 on the same responses. Slow peers run on a fraction of the
+sets and their time is scaled up (marked ``*``).
 Contenders run in interleaved rounds and keep their best time. Times are this process's CPU time
 by default (``--clock wall`` for elapsed time): the machine is shared with other jobs, and every
 contender is single-threaded.
@@ -26,6 +33,7 @@ import io
 import math
 import random
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -80,9 +88,8 @@ def ours(name: str, **params: Any) -> Callable[[Sets], list[float | None]]:
 def ours_batched(name: str, **params: Any) -> Callable[[Sets], list[float | None]]:
     """The metric's many-set kernel on the whole list (what ``divmeter.score_many`` runs once
     the kernel is registered as the metric's batch implementation)."""
-    from divmeter.metrics import richness
-
-    kernel = getattr(richness, name.replace("-", "_") + "_many")
+    kernel = divmeter.get_metric(name).load_batch()
+    assert kernel is not None, name
 
     def run(sets: Sets) -> list[float | None]:
         out: list[float | None] = []
@@ -94,8 +101,19 @@ def ours_batched(name: str, **params: Any) -> Callable[[Sets], list[float | None
 
 
 def peer(fn: Callable[[list[str]], Any]) -> Callable[[Sets], list[float | None]]:
+    """The peer on every response's ``str.split()``; a response it refuses (raises) or gives a
+    non-finite value is ``None``."""
+    def one(tokens: list[str]) -> float | None:
+        try:
+            value = float(fn(tokens))
+        except (ValueError, ZeroDivisionError, RuntimeError):
+            return None
+        return value if math.isfinite(value) else None
+
     def run(sets: Sets) -> list[float | None]:
-        return [float(fn(t.split())) for s in sets for t in s]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return [one(t.split()) for s in sets for t in s]
 
     return run
 
@@ -111,39 +129,83 @@ def _lr(toks: list[str]) -> LexicalRichness:
 _TL = taaled_ld.lexdiv()
 W = 50
 
-# metric -> (divmeter runner, [(peer name, runner, same definition?)])
-CASES: dict[str, tuple[Callable[[Sets], list], list[tuple[str, Callable[[Sets], list], bool]]]] = {
-    "ttr": (ours("ttr"), [
-        ("lexical-diversity", peer(lex_div.ttr), True),
-        ("taaled", peer(_TL.TTR), True),
-        ("lexicalrichness", peer(lambda t: _lr(t).ttr), True),
+#: How a peer's values are compared: ``same`` (equal to 1e-9), ``differs`` (a named definitional
+#: difference, measured), ``random`` (vocd-D: compared by the spread).
+Case = tuple[str, dict[str, Any], list[tuple[str, Callable[[Sets], list], str]]]
+# label -> (divmeter metric, its parameters, [(peer name, runner, comparison)])
+CASES: dict[str, Case] = {
+    "ttr": ("ttr", {}, [
+        ("lexical-diversity", peer(lex_div.ttr), "same"),
+        ("taaled", peer(_TL.TTR), "same"),
+        ("lexicalrichness", peer(lambda t: _lr(t).ttr), "same"),
     ]),
-    "mattr": (ours("mattr", window=W), [
-        ("lexical-diversity", peer(lambda t: lex_div.mattr(t, W)), True),
-        ("taaled", peer(lambda t: _first(_TL.MATTR(t, W))), True),
-        ("lexicalrichness", peer(lambda t: _lr(t).mattr(window_size=W)), True),
+    "mattr": ("mattr", {"window": W}, [
+        ("lexical-diversity", peer(lambda t: lex_div.mattr(t, W)), "same"),
+        ("taaled", peer(lambda t: _first(_TL.MATTR(t, W))), "same"),
+        ("lexicalrichness", peer(lambda t: _lr(t).mattr(window_size=W)), "same"),
     ]),
-    "hdd": (ours("hdd"), [
-        ("taaled", peer(lambda t: _TL.HDD(t, 42)), True),
-        ("lexical-diversity", peer(lex_div.hdd), True),
-        ("lexicalrichness", peer(lambda t: _lr(t).hdd(draws=42)), True),
+    "hdd": ("hdd", {}, [
+        ("taaled", peer(lambda t: _TL.HDD(t, 42)), "same"),
+        ("lexical-diversity", peer(lex_div.hdd), "same"),
+        ("lexicalrichness", peer(lambda t: _lr(t).hdd(draws=42)), "same"),
     ]),
-    "mtld": (ours("mtld"), [
-        ("lexicalrichness", peer(lambda t: _lr(t).mtld(threshold=0.72)), True),
+    "mtld": ("mtld", {}, [
+        ("lexicalrichness", peer(lambda t: _lr(t).mtld(threshold=0.72)), "same"),
         # Kyle's variant: factor ends on TTR < .72 and needs >= 10 tokens (named difference)
         ("taaled (MTLD-original)", peer(lambda t: _TL.MTLD(t, 10, 0.72, outputs=True)[2]),
-         False),
-        ("lexical-diversity", peer(lex_div.mtld), False),
+         "differs"),
+        ("lexical-diversity", peer(lex_div.mtld), "differs"),
     ]),
+    # the richness indices of divmeter.metrics.indices (issue 24)
+    "root-ttr": ("root-ttr", {}, [
+        ("lexical-diversity", peer(lex_div.root_ttr), "same"),
+        ("taaled", peer(_TL.RTTR), "same"),
+        ("lexicalrichness", peer(lambda t: _lr(t).rttr), "same"),
+    ]),
+    "corrected-ttr": ("corrected-ttr", {}, [
+        ("lexicalrichness", peer(lambda t: _lr(t).cttr), "same")]),
+    "log-ttr": ("log-ttr", {}, [
+        ("lexical-diversity", peer(lex_div.log_ttr), "same"),
+        ("taaled", peer(_TL.LTTR), "same"),
+        ("lexicalrichness", peer(lambda t: _lr(t).Herdan), "same"),
+    ]),
+    "summer-s": ("summer-s", {}, [("lexicalrichness", peer(lambda t: _lr(t).Summer), "same")]),
+    "dugast-u": ("dugast-u", {}, [("lexicalrichness", peer(lambda t: _lr(t).Dugast), "same")]),
+    "maas-a2": ("maas-a2", {}, [
+        ("lexical-diversity", peer(lex_div.maas_ttr), "same"),
+        ("taaled", peer(_TL.MAAS), "same"),
+    ]),
+    "maas-a2 base=e": ("maas-a2", {"base": "e"}, [
+        ("lexicalrichness", peer(lambda t: _lr(t).Maas), "same")]),
+    "yule-k": ("yule-k", {}, [("lexicalrichness", peer(lambda t: _lr(t).yulek), "same")]),
+    "yule-i": ("yule-i", {}, [("lexicalrichness", peer(lambda t: _lr(t).yulei), "same")]),
+    "herdan-vm": ("herdan-vm", {}, [
+        ("lexicalrichness", peer(lambda t: _lr(t).herdanvm), "same")]),
+    "simpson-d": ("simpson-d", {}, [
+        ("lexicalrichness", peer(lambda t: _lr(t).simpsond), "same")]),
+    "msttr": ("msttr", {}, [
+        ("lexical-diversity", peer(lex_div.msttr), "same"),
+        ("taaled", peer(lambda t: _TL.MSTTR(t, 50)), "same"),
+    ]),
+    "msttr 100 drop-last": ("msttr", {"segment": 100, "convention": "drop-last"}, [
+        ("lexicalrichness", peer(lambda t: _lr(t).msttr(100)), "same")]),
+    "mtld-ma-bi": ("mtld-ma-bi", {}, [
+        ("lexical-diversity", peer(lex_div.mtld_ma_bid), "same")]),
+    "mtld-ma-wrap": ("mtld-ma-wrap", {}, [
+        ("lexical-diversity", peer(lex_div.mtld_ma_wrap), "same")]),
+    "vocd-d": ("vocd-d", {}, [("lexicalrichness", peer(lambda t: _lr(t).vocd()), "random")]),
 }
-# slow peers run on a subset in full mode (time scaled up linearly, marked with *)
-SLOW = {("hdd", "lexicalrichness"), ("mtld", "lexical-diversity"),
-        ("mtld", "taaled (MTLD-original)")}
+INDICES = [k for k in CASES if k not in ("ttr", "mattr", "hdd", "mtld")]
+# slow peers run on a fraction of the sets in full mode (time scaled up, marked with *)
+SLOW = {("hdd", "lexicalrichness"): 10, ("mtld", "lexical-diversity"): 10,
+        ("mtld", "taaled (MTLD-original)"): 10, ("vocd-d", "lexicalrichness"): 100,
+        **{(k, "lexicalrichness"): 10 for k in ("yule-k", "yule-i", "herdan-vm", "simpson-d")},
+        ("mtld-ma-bi", "lexical-diversity"): 20, ("mtld-ma-wrap", "lexical-diversity"): 20}
 
 
 def compare(a: list[float | None], b: list[float | None]) -> tuple[int, int, float, int]:
-    """(n compared, n mismatching at 1e-9, max |diff|, n undefined in divmeter only) over the
-    responses defined in both."""
+    """(n compared, n mismatching at 1e-9 relative, max |diff|, n undefined in divmeter only)
+    over the responses defined in both."""
     n = bad = only_peer = 0
     worst = 0.0
     for x, y in zip(a, b, strict=True):
@@ -153,8 +215,14 @@ def compare(a: list[float | None], b: list[float | None]) -> tuple[int, int, flo
         n += 1
         d = abs(x - y)
         worst = max(worst, d)
-        bad += d > 1e-9
+        bad += d > 1e-9 * max(abs(y), 1.0)
     return n, bad, worst, only_peer
+
+
+def spread(a: list[float | None], b: list[float | None]) -> tuple[int, float]:
+    """(n compared, mean |a - b| / b) over the responses defined in both."""
+    pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
+    return len(pairs), sum(abs(x - y) / abs(y) for x, y in pairs) / max(len(pairs), 1)
 
 
 def main() -> None:
@@ -178,56 +246,68 @@ def main() -> None:
           f"(seed 0; 50-130 words each); divmeter {divmeter.__version__}; clock: {args.clock}")
     divmeter.score(sets[0], "ttr")  # import / registry warm-up
     print(f"divmeter path: {compiled_path()}")
-    sub = sets[: max(1, n_sets // 10)]
-    print(f"{'metric':<8} {'peer':<24} {'peer s':>9} {'divmeter s':>11} {'speed-up':>9} "
+    only = set(args.only or CASES)
+    if "indices" in only:
+        only |= set(INDICES)
+    print(f"{'metric':<20} {'peer':<24} {'peer s':>9} {'divmeter s':>11} {'speed-up':>9} "
           f"{'batched s':>9} {'speed-up':>9}  values")
-    for metric, (mine, peers) in CASES.items():
-        if args.only and metric not in args.only:
+    for label, (metric, params, peers) in CASES.items():
+        if label not in only:
             continue
+        ours_batched(metric, **params)(sets[:1])  # compile / load this metric's kernels once
         # interleaved rounds (divmeter, then every peer), best time of each: on a shared,
         # loaded machine this keeps a burst of load from favouring one side
-        params = {"window": W} if metric == "mattr" else {}
-        runs = [("divmeter", mine, sets, 1.0),
+        runs = [("divmeter", ours(metric, **params), sets, 1.0),
                 ("divmeter batched", ours_batched(metric, **params), sets, 1.0)]
         for name, run, _ in peers:
-            slow = (metric, name) in SLOW and not args.quick
-            runs.append((name, run, sub if slow else sets, len(sets) / len(sub) if slow else 1.0))
+            frac = SLOW.get((label, name), 1) if not args.quick else 1
+            data = sets[: max(1, n_sets // frac)]
+            runs.append((name, run, data, len(sets) / len(data)))
         best = {name: math.inf for name, *_ in runs}
         values: dict[str, list] = {}
         for r in range(args.repeat):
             for name, run, data, scale in runs:
                 if r and best[name] * scale > 5.0:
-                    continue  # slow peer: one run is enough
+                    continue  # slow contender: one run is enough
                 t, values[name] = timeit(lambda run=run, data=data: run(data), 1)
                 best[name] = min(best[name], t)
         t_ours, t_batch = best["divmeter"], best["divmeter batched"]
         assert values["divmeter batched"] == values["divmeter"], metric
-        for name, _run, same in peers:
-            scale = next(sc for nm, _r, _d, sc in runs if nm == name)
+        for name, _run, how in peers:
+            scale, data = next((sc, d) for nm, _r, d, sc in runs if nm == name)
             t_peer = best[name] * scale
-            n, bad, worst, only_peer = compare(values["divmeter"][: len(values[name])],
-                                               values[name])
-            if same:
+            mine = values["divmeter"][: len(values[name])]
+            n, bad, worst, only_peer = compare(mine, values[name])
+            if how == "same":
                 verdict = f"same on {n - bad}/{n}" + (f" (max |d| {worst:.1e})" if worst else "")
                 if only_peer:
-                    verdict += f"; {only_peer} undefined in divmeter (e.g. MTLD, no repetition)"
+                    verdict += f"; {only_peer} undefined in divmeter (peer: 0)"
+            elif how == "random":
+                again = peer(lambda t: _lr(t).vocd(seed=43))(data)
+                n, ours_vs = spread(mine, values[name])
+                _, own = spread(again, values[name])
+                verdict = (f"random: |divmeter (seed 0) - peer (seed 42)| / peer {ours_vs:.2%} "
+                           f"on {n}; peer seed 43 vs 42: {own:.2%}")
             else:
                 verdict = f"definition differs (min factor 10, TTR < .72): max |d| {worst:.2f}"
             star = "*" if scale != 1.0 else " "
-            print(f"{metric:<8} {name:<24} {t_peer:>8.3f}{star} {t_ours:>11.3f} "
+            print(f"{label:<20} {name:<24} {t_peer:>8.3f}{star} {t_ours:>11.3f} "
                   f"{t_peer / t_ours:>8.1f}x {t_batch:>9.3f} {t_peer / t_batch:>8.1f}x  "
-                  f"{verdict}")
-    # no peer computes per-response PATTR / truncated CR / length; show divmeter's own times
+                  f"{verdict}", flush=True)
+    # no peer computes per-response PATTR / truncated CR / length / log V0; divmeter's own times
     t_gz, _ = timeit(lambda: [len(gzip.compress(" ".join(t.split()[:128]).encode()))
                               for s in sets for t in s], 1)
-    for metric, params in (("pattr", {}), ("length", {}), ("response-compression", {})):
-        t, _ = timeit(lambda metric=metric, params=params: ours(metric, **params)(sets),
-                      args.repeat)
+    for metric in ("pattr", "length", "response-compression", "maas-log-v0"):
+        if args.only is not None and metric not in only and not (
+                metric == "maas-log-v0" and "indices" in only):
+            continue
+        t, _ = timeit(lambda metric=metric: ours(metric)(sets), args.repeat)
+        tb, _ = timeit(lambda metric=metric: ours_batched(metric)(sets), args.repeat)
         extra = f"  (bare gzip.compress loop {t_gz:.3f} s)" if metric.startswith("resp") else ""
-        print(f"{metric:<8} {'(no peer)':<24} {'':>9} {t:>11.3f}{'':>10}{extra}")
+        print(f"{metric:<20} {'(no peer)':<24} {'':>9} {t:>11.3f}{'':>10} {tb:>9.3f}{extra}")
     if not args.quick:
-        print("* slow peer timed on a tenth of the sets and scaled up x10")
-
+        print("* slow peer timed on a fraction of the sets (1/10; vocd-d 1/100; mtld-ma 1/20) "
+              "and scaled up")
 
 if __name__ == "__main__":
     main()

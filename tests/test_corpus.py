@@ -97,6 +97,11 @@ CASES = [
     ("length", {}),
     ("pattr", {"target_length": 10}),
     ("response-compression", {}),
+    ("yule-k", {}),
+    ("maas-a2", {"base": "e"}),
+    ("msttr", {"segment": 3, "convention": "drop-last"}),
+    ("mtld-ma-wrap", {"min_length": 2}),
+    ("vocd-d", {"min_size": 3, "max_size": 6, "samples": 5, "trials": 2}),
 ]
 
 

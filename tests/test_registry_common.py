@@ -29,7 +29,8 @@ SET = [
 # Metrics defined only on longer responses (HD-D needs >= 42 tokens per response) get the normal-set
 # checks on longer responses (each ~48 words, built from SET).
 LONG_SET = [" ".join([SET[i], SET[i], SET[(i + 1) % 5], SET[(i + 2) % 5]]) for i in range(5)]
-NORMAL_SET = {"hdd": LONG_SET}
+NORMAL_SET = {"hdd": LONG_SET, "mtld-ma-bi": LONG_SET,
+              "vocd-d": [f"{t} {t}" for t in LONG_SET]}  # vocd-D: >= 50 tokens
 DEGENERATE = {
     "empty set": [],
     "one response": ["just one response here"],
@@ -65,6 +66,15 @@ ALTERNATIVES = {
     "separator": " | ",
     "smooth": "coco",
     "dtype": "float32",
+    "segment": 7,
+    "convention": "keep-remainder",
+    "factor": "le",
+    "min_length": 3,
+    "min_size": 30,
+    "max_size": 45,
+    "samples": 20,
+    "trials": 2,
+    "sampling": "expected",
 }
 # Parameters documented to change neither the value (beyond float rounding) nor the signature:
 # where the computation runs (checked here to give the same value and signature).

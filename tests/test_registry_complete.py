@@ -59,6 +59,9 @@ DECAN_TEXTS = [["Rain fell.", "Sun shone.", "Wind blew."], [], ["Snow.", "Hail."
 #: Per-metric inputs and parameters where the defaults above do not fit.
 INPUTS: dict[str, Any] = {
     "hdd": LONG_TEXTS, "mtld": LONG_TEXTS, "cdm": INSTANTIATIONS, "decan": DECAN_TEXTS,
+    # a repeated word (and for vocd-d, 50 tokens) in each response
+    **dict.fromkeys(["dugast-u", "maas-log-v0", "yule-i", "mtld-ma-bi", "mtld-ma-wrap",
+                     "vocd-d"], LONG_TEXTS),
 }
 PARAMS: dict[str, dict[str, Any]] = {
     "decan": {"prompt": "Weather:", "permutations": 2, "threads": 1},

@@ -39,6 +39,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "divmeter.metrics.overlap",
     "divmeter.metrics.vendi",
     "divmeter.metrics.richness",
+    "divmeter.metrics.indices",
     "divmeter.metrics.embedding",
     "divmeter.metrics.cdm",
     "divmeter.metrics.decan",

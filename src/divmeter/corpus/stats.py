@@ -17,8 +17,9 @@ Which metrics merge, and how (also :attr:`divmeter.registry.MetricSpec.merge`, s
   weights and of their squares: ``sum_{i<j} u_i.u_j = sum_g (S_g^2 - Q_g) / 2``); embedding
   cosine (the same with dense embeddings); Vendi on embeddings (the ``d x d`` feature
   covariance sum ``sum_i u_i u_i^T``, Friedman & Dieng 2023 section 3's dual computation);
-  response-level metrics (TTR, MATTR, MTLD, HD-D, length, PATTR, response compression: the
-  per-response values, kept as an exactly rounded sum, :class:`ExactSum`).
+  response-level metrics (TTR, MATTR, MTLD, HD-D, length, PATTR, response compression and the
+  richness indices of :mod:`divmeter.metrics.indices`: the per-response values, kept as an
+  exactly rounded sum, :class:`ExactSum`).
 * ``exact-two-pass``: self-repetition (pass 1: document frequency of every n-gram; pass 2:
   each response's ``ln(1 + sum_g (df(g) - 1))`` against the merged table, Salkar et al. 2022 /
   Shaib et al. 2024); self-BLEU (pass 1: per n-gram the top-two counts of any response and the
@@ -746,6 +747,11 @@ _KINDS: dict[str, type[Accumulator]] = {
     "length": ResponseMean,
     "pattr": ResponseMean,
     "response-compression": ResponseMean,
+    # the richness indices of divmeter.metrics.indices: per-response values too (vocd-D's
+    # draws are keyed by each response's own tokens, so a shard gives the same values)
+    **dict.fromkeys(("root-ttr", "corrected-ttr", "log-ttr", "summer-s", "dugast-u", "maas-a2",
+                     "maas-log-v0", "yule-k", "yule-i", "herdan-vm", "simpson-d", "msttr",
+                     "vocd-d", "mtld-ma-bi", "mtld-ma-wrap"), ResponseMean),
 }
 
 
