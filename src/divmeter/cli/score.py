@@ -79,6 +79,11 @@ CheckpointOpt = Annotated[str | None, typer.Option(
 BudgetOpt = Annotated[float | None, typer.Option(
     "--memory-budget", help="With --corpus: MB of text buffered per batch is a quarter of this "
     "(default 256).", metavar="MB")]
+VectorsOpt = Annotated[str | None, typer.Option(
+    "--vectors", help="Precomputed embeddings for the metrics that take vectors: a .npy file "
+    "(rows follow the responses in file order) or the field/column holding each set's vectors "
+    "(a list of lists; Parquet long form: a list per row). A .npy INPUT needs no --vectors.",
+    metavar="FILE.npy|FIELD")]
 MaxMemoryOpt = Annotated[str | None, typer.Option(
     "--max-memory", help="Memory limit of pairwise and kernel metrics (vendi-ngram, chamfer, "
     "...): a set whose estimate exceeds it stops the run with a one-line error (default 4G; "
@@ -132,6 +137,7 @@ def score_cmd(
     checkpoint: CheckpointOpt = None,
     memory_budget: BudgetOpt = None,
     max_memory: MaxMemoryOpt = None,
+    vectors: VectorsOpt = None,
 ) -> None:
     """Score every response set in INPUT with the given metrics.
 
@@ -158,6 +164,9 @@ def score_cmd(
 
     resolve_metrics(metric)  # bad metrics and parameters before any option problem
     _set_max_memory(max_memory)
+    if vectors is not None and (corpus or engine != "local"):
+        raise InvalidInputError("--vectors scores sets one by one: not with --corpus or "
+                                "--engine ray.")
     if _corpus_or_one_file(input, corpus, engine, address, checkpoint, memory_budget):
         _corpus(input, metric, output, fmt, input_format, quiet, engine, address, checkpoint,
                 memory_budget)
@@ -174,6 +183,8 @@ def score_cmd(
     options: dict[str, Any] = dict(fmt=None if text_out else (out_fmt or None),
                                    input_format=input_format, resume=resume,
                                    signatures=signatures, summary_in_output=summary)
+    if vectors is not None:
+        options["vectors"] = vectors
     try:
         with progress_bar(not quiet and sys.stderr.isatty()) as callback:
             run = _score(path, metric, None if text_out else dest, engine=engine,
