@@ -40,7 +40,9 @@ def vector_inputs(inputs: Sequence[Any], vectors: Sequence[Any] | None, what: st
     texts), or ``None`` when no set has vectors.
 
     ``vectors`` are the sets' own (read from files, already checked); without them, sets given
-    as arrays (``divmeter.score(X, ...)``) are read from ``inputs``.
+    as arrays (``divmeter.score(X, ...)``) are read from ``inputs``, checked for shape and type
+    here and for NaN and infinities by the vector kernels (which find them in the squared norms
+    they compute anyway).
 
     Example:
         >>> vector_inputs([["a", "b"]], None, None) is None
@@ -56,7 +58,8 @@ def vector_inputs(inputs: Sequence[Any], vectors: Sequence[Any] | None, what: st
             out.append(None)
             continue
         try:
-            out.append(as_vectors(s, what=f"{what}[{i}]" if what else "vectors"))
+            out.append(as_vectors(s, what=f"{what}[{i}]" if what else "vectors",
+                                  check_finite=False))
         except InvalidInputError as exc:
             out.append(exc)
     return out if any(v is not None for v in out) else None
@@ -87,6 +90,7 @@ def vector_outcomes(name: str, params: dict[str, Any], inputs: Sequence[Any],
         ) for _ in inputs]
     out: list[Outcome | None] = [None] * len(inputs)
     live: list[int] = []
+    checked: set[int] = set()  # set sizes whose memory estimate passed
     for i, v in enumerate(vectors):
         if v is None:
             out[i] = InvalidInputError(
@@ -97,6 +101,9 @@ def vector_outcomes(name: str, params: dict[str, Any], inputs: Sequence[Any],
             out[i] = v
         else:
             n = v.shape[0]
+            if n in checked:
+                live.append(i)
+                continue
             try:
                 if memory.estimate(name, n, params) is not None:
                     memory.precheck(name, v, params)
@@ -105,6 +112,7 @@ def vector_outcomes(name: str, params: dict[str, Any], inputs: Sequence[Any],
             except memory.MemoryLimitError as exc:
                 label = set_name(i)
                 raise (memory.for_set(exc, label) if label else exc) from None
+            checked.add(n)
             live.append(i)
     if live:
         try:

@@ -64,9 +64,8 @@ and umap-learn (UMAP) load inside the functions that need them.
 
 from __future__ import annotations
 
-import math
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -92,6 +91,7 @@ from divmeter.metrics.embedding import (
 )
 from divmeter.metrics.kernels import (
     KERNEL_EXPECT,
+    gram_kernel,
     kernel_matrix,
     kernel_ok,
     parse_kernel,
@@ -185,6 +185,61 @@ def _projection_param(dims_doc: str) -> Param:
                  "the peer's default) or none (vectors already that wide)")
 
 
+# ---------------------------------------------------------------------------- shared pieces
+
+
+class _Stack:
+    """A chunk of sets of one shape ``(n, d)`` and the pieces several measures build on, each
+    computed once: the stacked vectors ``X`` ``(B, n, d)``, the Gram matrices ``X X^T`` and the
+    squared row norms.
+
+    The Gram matrices are computed set by set from the given arrays (a symmetric rank-k update
+    per set, on data that fits in cache), so measures that need only them never copy the
+    vectors into a stack; ``X`` is stacked on first use.
+    """
+
+    def __init__(self, arrays: Sequence[np.ndarray] | np.ndarray) -> None:
+        self.arrays = arrays
+        self._X: np.ndarray | None = arrays if isinstance(arrays, np.ndarray) else None
+        self._sq: np.ndarray | None = None
+        self._gram: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.arrays)
+
+    @property
+    def X(self) -> np.ndarray:
+        """The vectors, ``(B, n, d)``."""
+        if self._X is None:
+            self._X = np.stack(list(self.arrays))
+        return self._X
+
+    @property
+    def gram(self) -> np.ndarray:
+        """``X X^T`` of every set, ``(B, n, n)`` (do not modify)."""
+        if self._gram is None:
+            B, (n, _) = len(self.arrays), self.arrays[0].shape
+            G = np.empty((B, n, n))
+            for b, x in enumerate(self.arrays):
+                np.matmul(x, x.T, out=G[b])
+            self._gram = G
+        return self._gram
+
+    @property
+    def sq(self) -> np.ndarray:
+        """``|x_i|^2`` of every row, ``(B, n)`` (the Gram diagonal)."""
+        if self._sq is None:
+            self._sq = np.diagonal(self.gram, axis1=-2, axis2=-1).copy()
+        return self._sq
+
+    def subset(self, keep: Sequence[int]) -> _Stack:
+        """The sets at positions ``keep``."""
+        out = _Stack([self.arrays[b] for b in keep])
+        if self._gram is not None:
+            out._gram = self._gram[list(keep)]
+        return out
+
+
 # ---------------------------------------------------------------------------- distances
 
 #: Pairs whose Gram-form squared distance is below this share of ``|x|^2 + |y|^2`` are
@@ -204,15 +259,24 @@ def _mirror(D: np.ndarray) -> np.ndarray:
     return U + np.swapaxes(U, -1, -2)
 
 
-def _euclid_sq(X: np.ndarray) -> np.ndarray:
-    sq = np.einsum("bij,bij->bi", X, X)
-    D = sq_distances(X)
+def _distances(S: _Stack, distance: str) -> np.ndarray:
+    if distance == "cosine":
+        norms = np.sqrt(S.sq)
+        G = S.gram / (norms[:, :, None] * norms[:, None, :])
+        np.clip(G, -1.0, 1.0, out=G)
+        return _mirror(1.0 - G)
+    if distance not in DISTANCES:
+        raise InvalidInputError(
+            f"`distance` must be one of {', '.join(DISTANCES)}; got {distance!r}."
+        )
+    sq = S.sq
+    D = sq_distances(S.gram, gram=S.gram, sq=sq)
     near = D < _REFINE * (sq[:, :, None] + sq[:, None, :])
-    b, i, j = np.nonzero(np.triu(near, 1))
-    if b.size:
-        diff = X[b, i] - X[b, j]
-        D[b, i, j] = np.einsum("ij,ij->i", diff, diff)
-    return _mirror(D)
+    for b, i, j in zip(*np.nonzero(np.triu(near, 1)), strict=True):
+        diff = S.arrays[b][i] - S.arrays[b][j]
+        D[b, i, j] = float(diff @ diff)
+    D = _mirror(D)
+    return D if distance == "sqeuclidean" else np.sqrt(D, out=D)
 
 
 def pairwise_distances(X: np.ndarray, distance: str = "cosine") -> np.ndarray:
@@ -230,26 +294,15 @@ def pairwise_distances(X: np.ndarray, distance: str = "cosine") -> np.ndarray:
         >>> pairwise_distances(X, "sqeuclidean")[0, 0].tolist()
         [0.0, 2.0, 1.0]
     """
-    X = np.asarray(X, dtype=np.float64)
-    if distance == "cosine":
-        norms = np.linalg.norm(X, axis=-1)
-        G = np.matmul(X, np.swapaxes(X, -1, -2))
-        G /= norms[:, :, None] * norms[:, None, :]
-        np.clip(G, -1.0, 1.0, out=G)
-        return _mirror(1.0 - G)
-    D = _euclid_sq(X)
-    if distance == "sqeuclidean":
-        return D
-    if distance == "euclidean":
-        return np.sqrt(D, out=D)
-    raise InvalidInputError(f"`distance` must be one of {', '.join(DISTANCES)}; got {distance!r}.")
+    return _distances(_Stack(np.asarray(X, dtype=np.float64)), distance)
 
 
-def _to_point(X: np.ndarray, C: np.ndarray, distance: str) -> np.ndarray:
+def _to_point(S: _Stack, C: np.ndarray, distance: str) -> np.ndarray:
     """Distance of every row of each set to that set's point ``C`` (``(B, n, d), (B, d)``)."""
+    X = S.X
     if distance == "cosine":
         dot = np.einsum("bij,bj->bi", X, C)
-        cos = dot / (np.linalg.norm(X, axis=-1) * np.linalg.norm(C, axis=-1)[:, None])
+        cos = dot / (np.sqrt(S.sq) * np.sqrt(np.einsum("bj,bj->b", C, C))[:, None])
         return 1.0 - np.clip(cos, -1.0, 1.0)  # type: ignore[no-any-return]
     diff = X - C[:, None, :]
     sq = np.einsum("bij,bij->bi", diff, diff)
@@ -259,29 +312,51 @@ def _to_point(X: np.ndarray, C: np.ndarray, distance: str) -> np.ndarray:
 # ---------------------------------------------------------------------------- projections
 
 
-def pca_project(X: np.ndarray, dims: int) -> np.ndarray:
+_EPS = float(np.finfo(np.float64).eps)
+
+
+def _pca(S: _Stack, dims: int) -> np.ndarray:
     """The first ``dims`` principal-component scores of every set of a stack.
 
-    ``U[:, :dims] * S[:dims]`` of the SVD of the centred set, signs fixed so that the largest
-    entry (in absolute value) of each component is positive (scikit-learn's ``PCA`` with its
-    ``full`` solver and ``svd_flip(u_based_decision=False)``: the same scores up to rounding).
-    A set of fewer than ``dims`` independent directions gets zero columns.
+    The scores ``U_k s_k`` of the SVD of the centred set come from the eigenpairs of its
+    centred Gram matrix ``H X X^T H`` (``n x n``: no pass over the ``d`` dimensions but the
+    Gram product itself). A component's sign makes its loading of largest magnitude positive
+    (scikit-learn's ``PCA``, ``svd_flip(u_based_decision=False)``), so the scores are
+    scikit-learn's up to rounding. Eigenvalues below ``100 n eps`` of the largest (where the
+    Gram form cannot resolve a singular value) count as 0: such a component scores 0.
+    """
+    G = S.gram
+    n = G.shape[-1]
+    rows = G.mean(axis=-1, keepdims=True)
+    Gc = G - rows - np.swapaxes(rows, -1, -2) + rows.mean(axis=-2, keepdims=True)
+    Gc = 0.5 * (Gc + np.swapaxes(Gc, -1, -2))
+    w, V = np.linalg.eigh(Gc)
+    k = min(dims, n)
+    w, V = w[:, ::-1][:, :k], V[:, :, ::-1][:, :, :k]
+    floor = 100 * n * _EPS * np.maximum(w[:, :1], 0.0)
+    s = np.sqrt(np.where(w > floor, w, 0.0))
+    # loadings X_c^T v / s = X^T v / s, as v is orthogonal to the ones vector
+    load = np.stack([v.T @ x for v, x in zip(V, S.arrays, strict=True)])
+    top = np.argmax(np.abs(load), axis=-1)
+    signs = np.sign(np.take_along_axis(load, top[:, :, None], axis=-1))[:, :, 0]
+    signs[signs == 0] = 1.0
+    Y = V * (s * signs)[:, None, :]
+    if k < dims:
+        Y = np.concatenate([Y, np.zeros(Y.shape[:2] + (dims - k,))], axis=-1)
+    return Y  # type: ignore[no-any-return]
+
+
+def pca_project(X: np.ndarray, dims: int) -> np.ndarray:
+    """The first ``dims`` principal-component scores of every set of a stack ``(B, n, d)``
+    (see :func:`_pca`: scikit-learn's ``PCA(dims).fit_transform`` up to rounding). A set
+    spanning fewer than ``dims`` directions gets zero columns.
 
     Example:
         >>> X = np.array([[[0.0, 0.0, 0.0], [2.0, 0.0, 0.0], [4.0, 0.0, 0.0]]])
         >>> pca_project(X, 2)[0].round(6).tolist()
         [[-2.0, 0.0], [0.0, 0.0], [2.0, 0.0]]
     """
-    Xc = X - X.mean(axis=1, keepdims=True)
-    U, S, Vt = np.linalg.svd(Xc, full_matrices=False)
-    k = min(dims, S.shape[-1])
-    top = np.argmax(np.abs(Vt[:, :k, :]), axis=-1)
-    signs = np.sign(np.take_along_axis(Vt[:, :k, :], top[:, :, None], axis=-1))[:, :, 0]
-    signs[signs == 0] = 1.0
-    Y = U[:, :, :k] * (S[:, None, :k] * signs[:, None, :])
-    if k < dims:
-        Y = np.concatenate([Y, np.zeros(Y.shape[:2] + (dims - k,))], axis=-1)
-    return Y  # type: ignore[no-any-return]
+    return _pca(_Stack(np.asarray(X, dtype=np.float64)), dims)
 
 
 def _umap_project(X: np.ndarray, dims: int, seed: int) -> np.ndarray:
@@ -296,22 +371,21 @@ def _umap_project(X: np.ndarray, dims: int, seed: int) -> np.ndarray:
     return np.asarray(out, dtype=np.float64)
 
 
-def _project(X: np.ndarray, dims: int, projection: str, seed: int) -> np.ndarray:
+def _project(S: _Stack, dims: int, projection: str, seed: int) -> np.ndarray:
     if projection == "pca":
-        return pca_project(X, dims)
+        return _pca(S, dims)
     if projection == "umap":
-        return _umap_project(X, dims, seed)
-    if X.shape[-1] != dims:
+        return _umap_project(S.X, dims, seed)
+    if S.X.shape[-1] != dims:
         raise InvalidInputError(
             f"projection=none takes vectors that are already {dims}-dimensional; got "
-            f"{X.shape[-1]} dimensions (use projection=pca or umap)."
+            f"{S.X.shape[-1]} dimensions (use projection=pca or umap)."
         )
-    return X
-
-
+    return S.X
 # ---------------------------------------------------------------------------- kernels per measure
 
-Outcome = tuple[float | None, str | None, dict[str, Any]]
+#: ``(value, reason, details)``; the reason of a malformed set is its InvalidInputError.
+Outcome = tuple[float | None, "str | InvalidInputError | None", dict[str, Any]]
 
 
 def _ok(values: np.ndarray, details: Sequence[dict[str, Any]] | None = None) -> list[Outcome]:
@@ -319,9 +393,9 @@ def _ok(values: np.ndarray, details: Sequence[dict[str, Any]] | None = None) -> 
 
 
 def _dist_kernel(reduce: Callable[[np.ndarray, Mapping[str, Any]], np.ndarray]
-                 ) -> Callable[[np.ndarray, Mapping[str, Any]], list[Outcome]]:
-    def run(X: np.ndarray, p: Mapping[str, Any]) -> list[Outcome]:
-        return _ok(reduce(pairwise_distances(X, p["distance"]), p))
+                 ) -> Callable[[_Stack, Mapping[str, Any]], list[Outcome]]:
+    def run(S: _Stack, p: Mapping[str, Any]) -> list[Outcome]:
+        return _ok(reduce(_distances(S, p["distance"]), p))
 
     return run
 
@@ -389,15 +463,15 @@ def _k_mst(D: np.ndarray, p: Mapping[str, Any]) -> np.ndarray:
     return total
 
 
-def _k_span_medoid(X: np.ndarray, p: Mapping[str, Any]) -> list[Outcome]:
-    D = pairwise_distances(X, p["distance"])
+def _k_span_medoid(S: _Stack, p: Mapping[str, Any]) -> list[Outcome]:
+    D = _distances(S, p["distance"])
     medoid = np.argmin(D.sum(axis=-1), axis=-1)
     values = D[np.arange(D.shape[0]), :, medoid].mean(axis=-1)
     return _ok(values, [{"medoid": int(m)} for m in medoid])
 
 
-def _k_hamdiv(X: np.ndarray, p: Mapping[str, Any]) -> list[Outcome]:
-    D = pairwise_distances(X, p["distance"])
+def _k_hamdiv(S: _Stack, p: Mapping[str, Any]) -> list[Outcome]:
+    D = _distances(S, p["distance"])
     if p["solver"] == "christofides":
         tours = [_christofides(d) for d in D]
     else:
@@ -443,33 +517,58 @@ def _christofides(d: np.ndarray) -> list[int]:
     return [int(v) for v in christofides(G, weight="weight")]
 
 
-def _k_span_centroid(X: np.ndarray, p: Mapping[str, Any]) -> list[Outcome]:
-    C = X.mean(axis=1)
-    if p["distance"] == "cosine":
-        zero = ~np.any(C != 0, axis=-1)
-    else:
-        zero = np.zeros(X.shape[0], dtype=bool)
-    safe = np.where(zero[:, None], 1.0, C)
-    values = np.percentile(_to_point(X, safe, p["distance"]), p["percentile"], axis=-1)
+def _k_span_centroid(S: _Stack, p: Mapping[str, Any]) -> list[Outcome]:
+    """Distances to the centroid ``c`` from the Gram matrix (``x_i . c`` is the mean of row
+    ``i``, ``|c|^2`` the mean of all); a set whose centroid or some distance is small next to
+    the norms (where that form cancels) is computed from the vectors."""
+    G, sq, dist = S.gram, S.sq, p["distance"]
+    r = G.mean(axis=-1)
+    cc = r.mean(axis=-1)
+    exact = cc < 1e-6 * sq.mean(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if dist == "cosine":
+            d = 1.0 - np.clip(r / (np.sqrt(sq) * np.sqrt(cc)[:, None]), -1.0, 1.0)
+        else:
+            d = sq - 2.0 * r + cc[:, None]
+            exact |= (d < 1e-3 * sq).any(axis=-1)
+            d = np.maximum(d, 0.0) if dist == "sqeuclidean" else np.sqrt(np.maximum(d, 0.0))
+    zero = np.zeros(len(S), dtype=bool)
+    for b in np.flatnonzero(exact):
+        x = S.arrays[int(b)]
+        c = x.mean(axis=0)
+        if dist == "cosine" and not np.any(c != 0):
+            zero[b] = True
+            continue
+        d[b] = _to_point(_Stack(x[None]), c[None], dist)[0]
+    values = np.percentile(d, p["percentile"], axis=-1)
     return [(None, "the centroid is the zero vector: its cosine distance is undefined "
              "(use distance=euclidean)", {}) if z else (float(v), None, {})
             for v, z in zip(values, zero, strict=True)]
 
 
-def _k_geo_mean_std(X: np.ndarray, p: Mapping[str, Any]) -> list[Outcome]:
-    stds = np.clip(np.std(X, axis=1, ddof=1), 1e-12, None)
+def _k_geo_mean_std(S: _Stack, p: Mapping[str, Any]) -> list[Outcome]:
+    n, d = S.arrays[0].shape
+    ss = np.empty((len(S), d))
+    for b, x in enumerate(S.arrays):  # np.std(x, axis=0, ddof=1)'s operations, set by set
+        c = x - x.mean(axis=0)
+        c *= c
+        c.sum(axis=0, out=ss[b])
+    stds = np.clip(np.sqrt(ss / (n - 1)), 1e-12, None)
     return _ok(np.exp(np.mean(np.log(stds), axis=-1)))
 
 
-def _kernels(X: np.ndarray, p: Mapping[str, Any]) -> np.ndarray:
+def _kernels(S: _Stack, p: Mapping[str, Any]) -> np.ndarray:
     """The measure's kernel of every set (``X`` is already the kernel for ``precomputed``)."""
     if p["kernel"] == "precomputed":
-        return np.array(X, dtype=np.float64)
-    return kernel_matrix(X, p["kernel"])
+        return np.array(S.X, dtype=np.float64)
+    k = parse_kernel(p["kernel"])
+    if k.name == "laplacian":
+        return kernel_matrix(S.X, k)
+    return gram_kernel(S.gram, S.sq, S.arrays[0].shape[-1], k)
 
 
-def _k_renyi(X: np.ndarray, p: Mapping[str, Any]) -> list[Outcome]:
-    K = _kernels(X, p)
+def _k_renyi(S: _Stack, p: Mapping[str, Any]) -> list[Outcome]:
+    K = _kernels(S, p)
     K = 0.5 * (K + np.swapaxes(K, -1, -2))
     tr = np.trace(K, axis1=-2, axis2=-1)
     alpha, eps = float(p["alpha"]), float(p["eps"])
@@ -490,8 +589,8 @@ def _k_renyi(X: np.ndarray, p: Mapping[str, Any]) -> list[Outcome]:
     return out
 
 
-def _k_dcscore(X: np.ndarray, p: Mapping[str, Any]) -> list[Outcome]:
-    K = _kernels(X, p)
+def _k_dcscore(S: _Stack, p: Mapping[str, Any]) -> list[Outcome]:
+    K = _kernels(S, p)
     if p["tau"] != 1.0:
         K = K / p["tau"]
     K = K - K.max(axis=-1, keepdims=True)
@@ -500,8 +599,8 @@ def _k_dcscore(X: np.ndarray, p: Mapping[str, Any]) -> list[Outcome]:
     return _ok(np.trace(P, axis1=-2, axis2=-1))
 
 
-def _k_logdet(X: np.ndarray, p: Mapping[str, Any]) -> list[Outcome]:
-    K = _kernels(X, p)
+def _k_logdet(S: _Stack, p: Mapping[str, Any]) -> list[Outcome]:
+    K = _kernels(S, p)
     if p["tau"] != 1.0:
         K = K / p["tau"]
     K = 0.5 * (K + np.swapaxes(K, -1, -2))
@@ -525,42 +624,39 @@ def _k_logdet(X: np.ndarray, p: Mapping[str, Any]) -> list[Outcome]:
     return out
 
 
-def _k_binned_entropy(X: np.ndarray, p: Mapping[str, Any]) -> list[Outcome]:
-    Y = _project(X, 2, p["projection"], p["seed"])
+def _k_binned_entropy(S: _Stack, p: Mapping[str, Any]) -> list[Outcome]:
+    Y = _project(S, 2, p["projection"], p["seed"])
     bx, by = int(p["bins_x"]), int(p["bins_y"])
-    lo, hi = Y.min(axis=1), Y.max(axis=1)
-    rng = hi - lo
+    B, n = Y.shape[:2]
+    lo, rng = Y.min(axis=1), Y.max(axis=1) - Y.min(axis=1)
     cells = []
     for axis, nb in ((0, bx), (1, by)):
         pos = np.floor((Y[:, :, axis] - lo[:, None, axis]) / (rng[:, None, axis] + 1e-10) * nb)
-        pos = np.where(rng[:, None, axis] <= 0, 0, pos)
+        pos = np.where(rng[:, None, axis] <= 0, 0.0, pos)
         cells.append(np.clip(pos.astype(np.int64), 0, nb - 1))
-    labels = cells[0] * by + cells[1]
-    n = X.shape[1]
     total = bx * by
-    out: list[Outcome] = []
-    for lab in labels:
-        counts = np.unique(lab, return_counts=True)[1]
-        f = counts / n
-        h = float(-np.sum(f * np.log(f)))
-        details = {"occupied": int(counts.size)}
-        if p["normalization"] != "none":
-            denom_bins = min(n, total) if p["normalization"] == "effective" else total
-            denom = math.log(denom_bins) if denom_bins > 1 else 0.0
-            if total <= 1 or denom <= 0:
-                h = 0.0
-            else:
-                h = h / denom
-                if p["normalization"] == "effective":
-                    h = float(np.clip(h, 0.0, 1.0))
-        out.append((h, None, details))
-    return out
+    labels = cells[0] * by + cells[1] + (np.arange(B) * total)[:, None]
+    counts = np.bincount(labels.ravel(), minlength=B * total).reshape(B, total)
+    f = counts / n
+    terms = f * np.log(np.where(counts > 0, f, 1.0))
+    h = -terms.sum(axis=-1)
+    if p["normalization"] != "none":
+        denom_bins = min(n, total) if p["normalization"] == "effective" else total
+        denom = float(np.log(denom_bins))
+        if total <= 1 or denom <= 0:
+            h = np.zeros(B)
+        else:
+            h = h / denom
+            if p["normalization"] == "effective":
+                h = np.clip(h, 0.0, 1.0)
+    occupied = (counts > 0).sum(axis=-1)
+    return _ok(h, [{"occupied": int(o)} for o in occupied])
 
 
-def _k_convex_hull(X: np.ndarray, p: Mapping[str, Any]) -> list[Outcome]:
+def _k_convex_hull(S: _Stack, p: Mapping[str, Any]) -> list[Outcome]:
     from scipy.spatial import ConvexHull, QhullError
 
-    Y = _project(X, int(p["dims"]), p["projection"], p["seed"])
+    Y = _project(S, int(p["dims"]), p["projection"], p["seed"])
     out: list[Outcome] = []
     for y in Y:
         try:
@@ -579,7 +675,7 @@ class _Measure:
 
     name: str
     params: Mapping[str, Param]
-    run: Callable[[np.ndarray, Mapping[str, Any]], list[Outcome]]
+    run: Callable[[_Stack, Mapping[str, Any]], list[Outcome]]
     min_n: Callable[[Mapping[str, Any]], int] = lambda p: 2
     sig: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     #: Bytes of float64 temporaries per set, as a multiple of ``n^2`` (memory estimate).
@@ -665,48 +761,99 @@ MEASURES: dict[str, _Measure] = {
 
 # ---------------------------------------------------------------------------- scoring a batch
 
-#: Temporaries of one stacked chunk, at most (bytes).
-_CHUNK_BYTES = 32 * 2**20
+#: Bytes of one stacked chunk (inputs and temporaries), at most: small enough to stay in cache
+#: while every pass of a measure runs over it.
+_CHUNK_BYTES = 4 * 2**20
 
 
-def _groups(arrays: Sequence[np.ndarray]) -> list[tuple[list[int], np.ndarray]]:
-    """Positions of the arrays of one shape, and their stack, in bounded chunks."""
-    by_shape: dict[tuple[int, ...], list[int]] = {}
-    for i, a in enumerate(arrays):
-        by_shape.setdefault(a.shape, []).append(i)
-    out = []
-    for shape, idx in by_shape.items():
-        per = 8 * (shape[0] * shape[0] * 4 + shape[0] * shape[1])
-        size = max(1, _CHUNK_BYTES // max(per, 1))
-        for s in range(0, len(idx), size):
-            part = idx[s : s + size]
-            out.append((part, np.stack([arrays[i] for i in part])))
+def _chunks(arrays: Sequence[np.ndarray], idx: Sequence[int]
+            ) -> Iterator[tuple[list[int], _Stack]]:
+    """The arrays at ``idx`` (all of one shape ``(n, d)``) in chunks of bounded size."""
+    n, d = arrays[idx[0]].shape
+    size = max(1, _CHUNK_BYTES // (8 * (n * d + 6 * n * n)))
+    for s in range(0, len(idx), size):
+        part = list(idx[s : s + size])
+        yield part, _Stack([arrays[i] for i in part])
+
+
+def _degenerate(n: int, min_n: int) -> str | None:
+    if n == 0:
+        return "empty set"
+    if n < 2:
+        return f"fewer than two vectors (got {n})"
+    if n < min_n:
+        return f"needs at least {min_n} vectors; got {n}"
+    return None
+
+
+def _bad_sets(S: _Stack, cosine: bool, pre: bool) -> dict[int, str | InvalidInputError]:
+    """``{b: why}`` for the sets of the chunk that cannot be scored: a row holding NaN or an
+    infinity (an input error; found in the squared norms, which such a row makes non-finite),
+    an all-zero row under a cosine (undefined), or a non-finite precomputed kernel."""
+    out: dict[int, str | InvalidInputError] = {}
+    if pre:
+        for b, K in enumerate(S.arrays):
+            if not np.isfinite(K).all():
+                out[b] = InvalidInputError("the similarity matrix holds NaN or an infinity.")
+        return out
+    sq = S.sq
+    for b, i in np.argwhere(~np.isfinite(sq)):
+        if int(b) not in out and not np.isfinite(S.arrays[b][i]).all():
+            out[int(b)] = InvalidInputError(f"`vectors` row {int(i)} holds NaN or an infinity.")
+    if cosine:
+        for b, i in np.argwhere(sq == 0):
+            if int(b) not in out:
+                exact = not np.any(S.arrays[b][i] != 0)
+                out[int(b)] = (f"vector {int(i)} is all zeros: its cosine is undefined" if exact
+                               else f"vector {int(i)} is too small to normalise")
     return out
 
 
-def _zero_row(X: np.ndarray) -> int | None:
-    zero = np.flatnonzero(~np.any(X != 0, axis=1))
-    return int(zero[0]) if zero.size else None
+def geometry_values(name: str, arrays: Sequence[np.ndarray], params: Mapping[str, Any], *,
+                    cosine: bool | None = None) -> list[Outcome]:
+    """``(value, reason, details)`` of measure ``name`` on each ``(n, d)`` float64 array, sets
+    of one shape scored together in cache-sized chunks. ``params`` are the measure's own,
+    resolved (every one given); with ``kernel="precomputed"`` the arrays are ``n x n`` kernels.
 
-
-def geometry_values(name: str, arrays: Sequence[np.ndarray], params: Mapping[str, Any]
-                    ) -> list[Outcome]:
-    """``(value, reason, details)`` of measure ``name`` on each ``(n, d)`` array (float64),
-    sets of one shape scored as one stack. ``params`` are the measure's own, resolved.
-
-    The sets are taken as valid (the callers check: at least the measure's ``min_n`` rows, no
-    zero row under a cosine distance or kernel; ``n x n`` for ``kernel="precomputed"``).
+    A set too small for the measure, or with a zero vector under a cosine distance or kernel
+    (``cosine``: by default from ``params``), gets a reason instead of a value; a set holding
+    NaN or an infinity gets an :class:`~divmeter.errors.InvalidInputError` as its reason.
 
     Example:
         >>> X = np.array([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]])
         >>> geometry_values("diameter", [X], {"distance": "euclidean"})[0][0]
         10.0
+        >>> geometry_values("diameter", [X[:1]], {"distance": "euclidean"})[0][1]
+        'fewer than two vectors (got 1)'
     """
+    from divmeter import memory
+
     m = MEASURES[name]
+    check_zero = (m.cosine(params) if cosine is None else cosine) and (
+        params.get("kernel") != "precomputed")
+    min_n = m.min_n(params)
     out: list[Outcome | None] = [None] * len(arrays)
-    for idx, stack in _groups(arrays):
-        for i, o in zip(idx, m.run(stack, params), strict=True):
-            out[i] = o
+    by_shape: dict[tuple[int, ...], list[int]] = {}
+    for i, a in enumerate(arrays):
+        why = _degenerate(a.shape[0], min_n)
+        if why is None:
+            by_shape.setdefault(a.shape, []).append(i)
+        else:
+            out[i] = (None, why, {})
+    for (n, _), idx in by_shape.items():
+        memory.check(name, 4 * 8 * n * n, f"4 x a {n:,} x {n:,} matrix")
+        for part, S in _chunks(arrays, idx):
+            bad = _bad_sets(S, check_zero, params.get("kernel") == "precomputed")
+            if bad:
+                keep = [b for b in range(len(part)) if b not in bad]
+                for b, bad_why in bad.items():
+                    out[part[b]] = (None, bad_why, {})
+                part = [part[b] for b in keep]
+                if not part:
+                    continue
+                S = S.subset(keep)
+            for i, o in zip(part, m.run(S, params), strict=True):
+                out[i] = o
     return out  # type: ignore[return-value]
 
 
@@ -716,34 +863,11 @@ def _resolved(m: _Measure, params: Mapping[str, Any]) -> dict[str, Any]:
     return {**{k: p.default for k, p in m.params.items()}, **own}
 
 
-def _check_arrays(name: str, sig: str, arrays: Sequence[np.ndarray], min_n: int, cosine: bool,
-                  ) -> tuple[list[MetricResult | None], list[int]]:
-    """Undefined results for the degenerate arrays, and the positions of the others."""
-    from divmeter import memory
-
-    out: list[MetricResult | None] = []
-    live: list[int] = []
-    for i, X in enumerate(arrays):
-        n = X.shape[0]
-        reason = None
-        if n == 0:
-            reason = "empty set"
-        elif n < 2:
-            reason = f"fewer than two vectors (got {n})"
-        elif n < min_n:
-            reason = f"needs at least {min_n} vectors; got {n}"
-        elif cosine and (z := _zero_row(X)) is not None:
-            reason = f"vector {z} is all zeros: its cosine is undefined"
-        out.append(None if reason is None else undefined(name, sig, reason))
-        if reason is None:
-            memory.check(name, 4 * 8 * n * n, f"4 x a {n:,} x {n:,} matrix")
-            live.append(i)
-    return out, live
-
-
-def _finish(name: str, sig: str, outcomes: Sequence[Outcome]) -> list[MetricResult]:
+def _finish(name: str, sig: str, outcomes: Sequence[Outcome]
+            ) -> list[MetricResult | InvalidInputError]:
     return [MetricResult(name, v, sig, details=d) if v is not None else
-            undefined(name, sig, str(r), **d) for v, r, d in outcomes]
+            r if isinstance(r, InvalidInputError) else
+            MetricResult(name, None, sig, reason=r, details=d) for v, r, d in outcomes]
 
 
 def _reject_encoder(name: str, params: Mapping[str, Any]) -> None:
@@ -755,11 +879,17 @@ def _reject_encoder(name: str, params: Mapping[str, Any]) -> None:
             )
 
 
-def score_vectors(name: str, arrays: Sequence[np.ndarray], **params: Any) -> list[MetricResult]:
-    """Measure ``name`` on precomputed vectors: one ``(n, d)`` array per set (or one ``n x n``
-    similarity matrix per set with ``kernel="precomputed"``), validated by the caller
+def score_vectors(name: str, arrays: Sequence[np.ndarray], **params: Any
+                  ) -> list[MetricResult | InvalidInputError]:
+    """Measure ``name`` on precomputed vectors: one ``(n, d)`` float64 array per set (or one
+    ``n x n`` similarity matrix per set with ``kernel="precomputed"``), shaped by the caller
     (:func:`divmeter.data.vectors.as_vectors`). Signature: ``emb:precomputed`` in place of the
-    model (no ``emb`` field for precomputed kernels).
+    model (no ``emb`` field for a precomputed kernel).
+
+    Returns:
+        One result per set; a malformed set (a row holding NaN or an infinity, a kernel that is
+        not square) gets its :class:`~divmeter.errors.InvalidInputError` instead (as
+        :func:`divmeter.batch.evaluate` reports a malformed set).
 
     Raises:
         InvalidInputError: A bad parameter, or an encoder parameter (``model``, ...).
@@ -775,22 +905,25 @@ def score_vectors(name: str, arrays: Sequence[np.ndarray], **params: Any) -> lis
     p = _resolved(m, params)
     pre = p.get("kernel") == "precomputed"
     sig = make_signature(name, emb=None if pre else "precomputed", **m.items(p))
+    out: list[MetricResult | InvalidInputError | None] = [None] * len(arrays)
+    live = list(range(len(arrays)))
     if pre:
-        arrays = [_square(name, K) for K in arrays]
-    results, live = _check_arrays(name, sig, arrays, m.min_n(p), m.cosine(p) and not pre)
-    for i, r in zip(live, _finish(name, sig, geometry_values(name, [arrays[i] for i in live], p)),
-                    strict=True):
-        results[i] = r
-    return results  # type: ignore[return-value]
+        for i, K in enumerate(arrays):
+            out[i] = _not_square(name, K)
+        live = [i for i in live if out[i] is None]
+    done = _finish(name, sig, geometry_values(name, [arrays[i] for i in live], p))
+    for i, r in zip(live, done, strict=True):
+        out[i] = r
+    return out  # type: ignore[return-value]
 
 
-def _square(name: str, K: np.ndarray) -> np.ndarray:
+def _not_square(name: str, K: np.ndarray) -> InvalidInputError | None:
     if K.ndim != 2 or K.shape[0] != K.shape[1]:
-        raise InvalidInputError(
+        return InvalidInputError(
             f"{name} with kernel=precomputed takes an n x n similarity matrix per set; got "
             f"shape {K.shape}."
         )
-    return K
+    return None
 
 
 def _score_texts(name: str, sets: Sequence[Any], params: Mapping[str, Any]
@@ -825,6 +958,8 @@ def _score_texts(name: str, sets: Sequence[Any], params: Mapping[str, Any]
     order = list(arrays)
     done = _finish(name, sig, geometry_values(name, [arrays[i] for i in order], p))
     for i, r in zip(order, done, strict=True):
+        if isinstance(r, InvalidInputError):  # not from an encoder's (finite) vectors
+            raise r
         extra = truncation(texts[i], enc["model"], enc["base_url"], enc["backend"],
                            enc["device"], enc["dtype"])
         results[i] = replace(r, details={**r.details, **extra})
@@ -846,7 +981,8 @@ def _register(name: str, fn: Callable[..., MetricResult], *, bounds: tuple[float
     def many(sets: Sequence[Sequence[str]], **params: Any) -> list[MetricResult]:
         return _score_texts(name, sets, params)
 
-    def vectors(arrays: Sequence[np.ndarray], **params: Any) -> list[MetricResult]:
+    def vectors(arrays: Sequence[np.ndarray], **params: Any
+                ) -> list[MetricResult | InvalidInputError]:
         return score_vectors(name, arrays, **params)
 
     for f, suffix in ((many, "many"), (vectors, "vectors")):
@@ -1245,24 +1381,39 @@ def _adapter(name: str, items: Callable[[Mapping[str, Any]], dict[str, Any]],
              value: Callable[[np.ndarray, Mapping[str, Any]], tuple[float, dict[str, Any]]],
              min_n: Callable[[Mapping[str, Any]], int] = lambda p: 2,
              cosine: Callable[[Mapping[str, Any]], bool] = lambda p: True) -> None:
-    def vectors(arrays: Sequence[np.ndarray], **params: Any) -> list[MetricResult]:
+    def vectors(arrays: Sequence[np.ndarray], **params: Any
+                ) -> list[MetricResult | InvalidInputError]:
         spec = get_metric(name)
         _reject_encoder(name, params)
         validate(name, spec.schema, params)
         p = {**spec.params, **params}
         pre = p.get("kernel") == "precomputed"
         sig = make_signature(name, emb=None if pre else "precomputed", **items(p))
-        if pre:
-            arrays = [_square(name, K) for K in arrays]
-        out, live = _check_arrays(name, sig, arrays, min_n(p), cosine(p) and not pre)
-        for i in live:
-            try:
-                v, details = value(arrays[i], p)
-            except InvalidInputError as exc:
-                out[i] = undefined(name, sig, str(exc))
+        out: list[MetricResult | InvalidInputError] = []
+        for X in arrays:
+            bad = _not_square(name, X) if pre else None
+            if bad is None and not np.isfinite(X).all():
+                bad = InvalidInputError(
+                    f"`vectors` row {int(np.flatnonzero(~np.isfinite(X).all(axis=1))[0])} "
+                    "holds NaN or an infinity." if not pre else
+                    "the similarity matrix holds NaN or an infinity.")
+            if bad is not None:
+                out.append(bad)
                 continue
-            out[i] = MetricResult(name, v, sig, details=details)
-        return out  # type: ignore[return-value]
+            why = _degenerate(X.shape[0], min_n(p))
+            if why is None and cosine(p) and not pre and not np.all(np.any(X != 0, axis=1)):
+                zero = int(np.flatnonzero(~np.any(X != 0, axis=1))[0])
+                why = f"vector {zero} is all zeros: its cosine is undefined"
+            if why is not None:
+                out.append(undefined(name, sig, why))
+                continue
+            try:
+                v, details = value(X, p)
+            except InvalidInputError as exc:
+                out.append(undefined(name, sig, str(exc)))
+                continue
+            out.append(MetricResult(name, v, sig, details=details))
+        return out
 
     vectors.__name__ = vectors.__qualname__ = name.replace("-", "_") + "_vectors"
     vectors.__doc__ = f"``{name}`` on precomputed vectors (one ``(n, d)`` array per set)."

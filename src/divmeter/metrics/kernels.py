@@ -36,6 +36,7 @@ __all__ = [
     "kernel_ok",
     "kernel_matrix",
     "unit_rows",
+    "gram_kernel",
     "KERNEL_EXPECT",
 ]
 
@@ -162,11 +163,14 @@ def _gram(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return np.matmul(A, np.swapaxes(B, -1, -2))
 
 
-def sq_distances(X: np.ndarray) -> np.ndarray:
-    """``|x_i|^2 + |x_j|^2 - 2 x_i . x_j`` clipped at 0, diagonal exactly 0 (``(B, n, n)``)."""
-    sq = np.einsum("bij,bij->bi", X, X)
-    D = _gram(X, X)
-    D *= -2.0
+def sq_distances(X: np.ndarray, *, gram: np.ndarray | None = None,
+                 sq: np.ndarray | None = None) -> np.ndarray:
+    """``|x_i|^2 + |x_j|^2 - 2 x_i . x_j`` clipped at 0, diagonal exactly 0 (``(B, n, n)``).
+
+    ``gram`` (``X X^T``) and ``sq`` (squared row norms) are reused when given."""
+    if sq is None:
+        sq = np.einsum("bij,bij->bi", X, X)
+    D = -2.0 * (_gram(X, X) if gram is None else gram)
     D += sq[:, :, None]
     D += sq[:, None, :]
     np.maximum(D, 0.0, out=D)
@@ -184,11 +188,13 @@ def l1_distances(X: np.ndarray) -> np.ndarray:
     return out
 
 
-def kernel_matrix(X: np.ndarray, kernel: str | Kernel) -> np.ndarray:
+def kernel_matrix(X: np.ndarray, kernel: str | Kernel, *, gram: np.ndarray | None = None,
+                  sq: np.ndarray | None = None) -> np.ndarray:
     """The kernel of every set of a stack: ``(B, n, d) -> (B, n, n)`` (float64).
 
     ``cosine`` needs non-zero rows (callers check); ``precomputed`` is not a function of
-    vectors and is refused here.
+    vectors and is refused here. ``gram`` (``X X^T``) and ``sq`` (squared row norms) are reused
+    when given (a new array is returned either way).
 
     Example:
         >>> X = np.array([[[1.0, 0.0], [0.0, 2.0]]])
@@ -201,29 +207,48 @@ def kernel_matrix(X: np.ndarray, kernel: str | Kernel) -> np.ndarray:
     """
     k = parse_kernel(kernel)
     X = np.asarray(X, dtype=np.float64)
-    if k.name == "cosine":
-        U = unit_rows(X)
-        return _gram(U, U)
-    if k.name == "linear":
-        return _gram(X, X)
-    if k.name == "rbf":
-        assert k.gamma is not None
-        K = sq_distances(X)
-        K *= -k.gamma
-        return np.exp(K, out=K)
     if k.name == "laplacian":
         assert k.gamma is not None
         K = l1_distances(X)
         K *= -k.gamma
         return np.exp(K, out=K)
-    if k.name == "polynomial":
-        assert k.degree is not None
-        gamma = 1.0 / X.shape[-1] if k.gamma is None else k.gamma
-        K = _gram(X, X)
-        K *= gamma
-        K += k.coef0
-        return K**k.degree  # type: ignore[no-any-return]
+    if k.name != "precomputed":
+        if gram is None:
+            gram = _gram(X, X)
+        if sq is None:
+            sq = np.einsum("bij,bij->bi", X, X)
+        return gram_kernel(gram, sq, X.shape[-1], k)
     raise InvalidInputError(
         "kernel 'precomputed' takes similarity matrices as input, not vectors: pass an "
         "(n, n) matrix per set (divmeter.score(K, ...), or a .npy of matrices)."
     )
+
+
+def gram_kernel(gram: np.ndarray, sq: np.ndarray, dim: int, kernel: str | Kernel) -> np.ndarray:
+    """A kernel that is a function of inner products, from the Gram matrices ``gram``
+    ``(B, n, n)``, the squared norms ``sq`` ``(B, n)`` and the vectors' width ``dim``:
+    ``cosine``, ``linear``, ``rbf`` and ``polynomial`` (a new array; ``gram`` is not modified).
+
+    Example:
+        >>> G = np.array([[[1.0, 0.0], [0.0, 4.0]]])
+        >>> gram_kernel(G, np.array([[1.0, 4.0]]), 2, "cosine")[0].tolist()
+        [[1.0, 0.0], [0.0, 1.0]]
+    """
+    k = parse_kernel(kernel)
+    if k.name == "cosine":
+        norms = np.sqrt(sq)
+        return gram / (norms[:, :, None] * norms[:, None, :])  # type: ignore[no-any-return]
+    if k.name == "linear":
+        return gram.copy()
+    if k.name == "rbf":
+        assert k.gamma is not None
+        K = sq_distances(gram, gram=gram, sq=sq)
+        K *= -k.gamma
+        return np.exp(K, out=K)
+    if k.name == "polynomial":
+        assert k.degree is not None
+        gamma = 1.0 / dim if k.gamma is None else k.gamma
+        K = gamma * gram
+        K += k.coef0
+        return K**k.degree  # type: ignore[no-any-return]
+    raise InvalidInputError(f"kernel {k.name!r} is not a function of inner products.")
