@@ -367,7 +367,10 @@ def _umap_project(X: np.ndarray, dims: int, seed: int) -> np.ndarray:
     for x in X:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # its small-set and n_jobs notes, once per set
-            out.append(umap.UMAP(n_components=dims, random_state=seed).fit_transform(x))
+            try:
+                out.append(umap.UMAP(n_components=dims, random_state=seed).fit_transform(x))
+            except Exception as exc:  # umap-learn's own errors (tiny or degenerate sets)
+                raise InvalidInputError(f"UMAP could not project this set: {exc}") from None
     return np.asarray(out, dtype=np.float64)
 
 
@@ -725,7 +728,8 @@ MEASURES: dict[str, _Measure] = {
         _Measure("convex-hull-volume", {
             "dims": Param(int, ge=2, le=3, default=3, doc="2 (area) or 3 (volume)"),
             "projection": _projection_param("2-D or 3-D points"), "seed": _seed_param()},
-            _k_convex_hull, min_n=lambda p: int(p["dims"]) + 1,
+            _k_convex_hull, min_n=lambda p: max(int(p["dims"]) + 1,
+                                                 4 if p["projection"] == "umap" else 0),
             sig=lambda p: _proj_items(p, "dims"), squares=0),
         _Measure("geo-mean-std", {}, _k_geo_mean_std, squares=0),
         _Measure("span-medoid", _D, _k_span_medoid),
@@ -751,7 +755,7 @@ MEASURES: dict[str, _Measure] = {
                                    doc="divide by log(min(n, bins)) (effective), log(bins), or "
                                    "none (nats)"),
             "projection": _projection_param("2-D points"), "seed": _seed_param()},
-            _k_binned_entropy,
+            _k_binned_entropy, min_n=lambda p: 4 if p["projection"] == "umap" else 2,
             sig=lambda p: _proj_items(p, "bins_x", "bins_y", "normalization"), squares=0),
         _Measure("graph-entropy", _D, _dist_kernel(_k_graph_entropy), min_n=lambda p: 3),
         _Measure("mst-dispersion", _D, _dist_kernel(_k_mst)),
@@ -852,9 +856,20 @@ def geometry_values(name: str, arrays: Sequence[np.ndarray], params: Mapping[str
                 if not part:
                     continue
                 S = S.subset(keep)
-            for i, o in zip(part, m.run(S, params), strict=True):
+            for i, o in zip(part, _run_chunk(m, S, params), strict=True):
                 out[i] = o
     return out  # type: ignore[return-value]
+
+
+def _run_chunk(m: _Measure, S: _Stack, params: Mapping[str, Any]) -> list[Outcome]:
+    """``m`` on a chunk; a set the measure refuses (a projection that cannot run on it) gets
+    the error as its outcome, the others their values."""
+    try:
+        return m.run(S, params)
+    except InvalidInputError as exc:
+        if len(S) == 1:
+            return [(None, exc, {})]
+    return [o for b in range(len(S)) for o in _run_chunk(m, S.subset([b]), params)]
 
 
 def _resolved(m: _Measure, params: Mapping[str, Any]) -> dict[str, Any]:
