@@ -57,7 +57,7 @@ CASES: list[tuple[str, str, dict[str, Any], str, dict[str, Any], str]] = [
     ("sum-diameter", "sum-diameter", {}, "sum_diameter", {}, "384"),
     ("energy", "energy", {}, "energy", {}, "384"),
     ("span to centroid", "span-centroid", {}, "span_centroid", {}, "384"),
-    ("kNN distance (k=2)", "knn-distance", {}, "knn", {}, "384"),
+    ("kNN distance (k=2)", "kth-neighbor-distance", {}, "knn", {}, "384"),
     ("convex hull volume, 3-D input", "convex-hull-volume", {"projection": "none"},
      "convex_hull_volume_3d", {}, "3"),
     ("geometric mean of std", "geo-mean-std", {}, "geo_mean_std", {}, "384"),

@@ -89,7 +89,7 @@ GOLDEN: list[tuple[str, np.ndarray, dict[str, Any], float]] = [
     ("sum-diameter", EYE4, {}, 4.0),
     ("energy", EYE4, {}, -1.0),
     ("energy", EYE4, {"distance": "euclidean", "gamma": 2.0}, -0.5),  # 1 / sqrt2^2
-    ("knn-distance", EYE4, {"k": 3}, 1.0),
+    ("kth-neighbor-distance", EYE4, {"k": 3}, 1.0),
     ("span-medoid", EYE4, {}, 0.75),  # medoid 0: (0 + 1 + 1 + 1) / 4
     ("hamdiv", EYE4, {}, 4.0),  # 0-1-2-3-0
     ("mst-dispersion", EYE4, {}, 3.0),
@@ -113,7 +113,7 @@ GOLDEN: list[tuple[str, np.ndarray, dict[str, Any], float]] = [
     ("mst-dispersion", LINE, {"distance": "euclidean"}, 3.0),  # 1 + 2
     ("hamdiv", LINE, {"distance": "euclidean"}, 6.0),  # 0-1 (1), 1-2 (2), 2-0 (3)
     ("span-medoid", LINE, {"distance": "euclidean"}, 1.0),  # sums 4, 3, 5: medoid 1
-    ("knn-distance", LINE, {"distance": "euclidean"}, 8 / 3),  # second nearest: 3, 2, 3
+    ("kth-neighbor-distance", LINE, {"distance": "euclidean"}, 8 / 3),  # second nearest: 3, 2, 3
     ("energy", LINE, {"distance": "euclidean"}, -(1 + 1 / 3 + 1 / 2) / 3),
     # centroid (4/3, 0): distances 4/3, 1/3, 5/3; 90th percentile of 3 values: 4/3 + 0.8/3
     ("span-centroid", LINE, {"distance": "euclidean"}, 1.6),
@@ -399,7 +399,7 @@ def test_vectors_errors_and_degenerate_sets() -> None:
     assert divmeter.score(zero, "diameter").reason == \
         "vector 0 is all zeros: its cosine is undefined"
     assert value(zero, "diameter", distance="euclidean") == pytest.approx(R2)
-    assert divmeter.score(np.eye(3), "knn-distance", k=3).reason == \
+    assert divmeter.score(np.eye(3), "kth-neighbor-distance", k=3).reason == \
         "needs at least 4 vectors; got 3"
     assert divmeter.score(np.eye(2), "graph-entropy").reason == "needs at least 3 vectors; got 2"
     sym = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
@@ -411,6 +411,30 @@ def test_vectors_errors_and_degenerate_sets() -> None:
         divmeter.score(np.eye(4), "binned-entropy", seed=3)
     # lists of lists of numbers are vectors too
     assert value([[1.0, 0.0], [0.0, 1.0]], "diameter") == 1.0
+
+
+ALTERNATIVES = {"distance": "euclidean", "solver": "christofides", "reduction": "mean",
+                "gamma": 2.0, "eps": 1e-3, "percentile": 50.0, "k": 1, "dims": 2,
+                "projection": "none", "alpha": 3.0, "kernel": "rbf:gamma=0.5", "tau": 0.5,
+                "bins_x": 2, "bins_y": 3, "normalization": "none"}
+
+
+@pytest.mark.parametrize("metric", NEW)
+def test_every_parameter_changes_value_or_signature(metric: str) -> None:
+    spec = get_metric(metric)
+    assert spec.family == "content" and spec.extra == "embed" and spec.citation
+    X = np.random.default_rng(11).normal(size=(9, 2 if metric == "binned-entropy" else 3))
+    base = divmeter.score(X, metric)
+    lo, hi = spec.bounds
+    assert base.ok and (lo is None or base.value >= lo) and (hi is None or base.value <= hi)
+    for param in MEASURES[metric].params:
+        if param == "seed":  # applies to projection=umap only (refused otherwise, tested above)
+            continue
+        other = divmeter.score(X, metric, **{param: ALTERNATIVES[param]})
+        assert other.signature != base.signature, f"{metric}: {param} not in signature"
+        if (metric, param) not in {("energy", "eps"), ("renyi-entropy", "eps"),
+                                   ("convex-hull-volume", "projection")}:
+            assert other.value != base.value, f"{metric}: {param} does not change the value"
 
 
 def test_texts_and_vectors_of_a_batch_do_not_interact() -> None:

@@ -23,7 +23,7 @@ sum-bottleneck         ``sum_i min_{j != i} D_ij`` (or the mean)
 sum-diameter           ``sum_i max_{j != i} D_ij`` (or the mean)
 energy                 ``-mean_{i<j} 1 / max(D_ij, eps)^gamma``
 span-centroid          percentile ``p`` of the distances to the centroid
-knn-distance           ``mean_i`` (distance of ``i`` to its ``k``-th nearest other point)
+kth-neighbor-distance           ``mean_i`` (distance of ``i`` to its ``k``-th nearest other point)
 convex-hull-volume     volume (area in 2-D) of the convex hull of a 2-D or 3-D projection
 geo-mean-std           geometric mean of the per-dimension standard deviations (ddof 1)
 span-medoid            mean distance to the medoid (the point of least distance sum)
@@ -722,7 +722,7 @@ MEASURES: dict[str, _Measure] = {
         _Measure("span-centroid", {**_D, "percentile": Param(
             float, ge=0, le=100, default=90.0, doc="percentile of the distances to the centroid")},
             _k_span_centroid, squares=0),
-        _Measure("knn-distance", {**_D, "k": Param(int, ge=1, default=2,
+        _Measure("kth-neighbor-distance", {**_D, "k": Param(int, ge=1, default=2,
                                                     doc="which nearest neighbour (1 = nearest)")},
                  _dist_kernel(_k_knn), min_n=lambda p: int(p["k"]) + 1),
         _Measure("convex-hull-volume", {
@@ -1170,7 +1170,7 @@ def knn_distance(
         >>> knn_distance(["Same.", "Same."]).reason
         'needs at least 3 responses; got 2'
     """
-    return _one("knn-distance", responses, distance=distance, k=k, model=model,
+    return _one("kth-neighbor-distance", responses, distance=distance, k=k, model=model,
                 base_url=base_url, backend=backend, device=device, dtype=dtype)
 
 
@@ -1363,7 +1363,7 @@ for _name, _fn, _bounds, _cite, _desc in (
      "Negated mean inverse (powered) pairwise distance of the embeddings"),
     ("span-centroid", span_centroid, (0.0, None), COX,
      "Percentile of the embeddings' distances to their centroid"),
-    ("knn-distance", knn_distance, (0.0, None), YANG,
+    ("kth-neighbor-distance", knn_distance, (0.0, None), YANG,
      "Mean distance of each embedding to its k-th nearest other"),
     ("convex-hull-volume", convex_hull_volume, (0.0, None), YU,
      "Volume (or area) of the convex hull of the embeddings projected to 3-D (or 2-D)"),
