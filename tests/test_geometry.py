@@ -514,6 +514,33 @@ def test_cli_vectors_beside_a_jsonl(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "short.npy: has 4 rows, fewer than the responses of s.jsonl (set 'b'" in err
 
 
+def test_vectors_beside_texts_keep_the_rule_for_degenerate_sets() -> None:
+    from divmeter.batch import evaluate, resolve_metrics
+
+    V = [np.eye(3), np.eye(3)]
+    out = evaluate([["a", "b", "c"], ["a", "", " "]], resolve_metrics(["diameter"]),
+                   vectors=V)[0]
+    assert out[0].value == 1.0 and out[1].value is None
+    assert out[1].reason == "fewer than two non-blank responses (got 1)"
+    assert out[1].signature == out[0].signature == \
+        "diameter|emb:precomputed|distance:cosine|v:0.1.0"
+
+
+@pytest.mark.embed
+def test_cli_vectors_give_the_text_paths_numbers(tmp_path: Path) -> None:
+    """examples/stories-minilm.npy holds MiniLM's vectors of examples/stories.jsonl."""
+    root = Path(__file__).resolve().parents[1] / "examples"
+    metrics = ["vendi-embedding:q=0.5", "embedding-cosine", "mst-dispersion", "dcscore"]
+    args = [x for m in metrics for x in ("-m", m)]
+    texts = runner.invoke(app, ["score", str(root / "stories.jsonl"), *args, "-f", "jsonl"])
+    vecs = runner.invoke(app, ["score", str(root / "stories.jsonl"), "--vectors",
+                               str(root / "stories-minilm.npy"), *args, "-f", "jsonl"])
+    assert texts.exit_code == 0 and vecs.exit_code == 0, vecs.output
+    a, b = _records(texts.stdout), _records(vecs.stdout)
+    assert [[r[m] for m in metrics] for r in a] == [[r[m] for m in metrics] for r in b]
+    assert b[-1]["reasons"]["dcscore"] == "fewer than two non-blank responses (got 0)"
+
+
 def test_cli_parquet_column_of_lists(tmp_path: Path) -> None:
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")

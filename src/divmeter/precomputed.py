@@ -11,8 +11,9 @@ otherwise the usual text path does. The rules:
   from ``--vectors``, is scored on its vectors); one call either gives vectors for every set or
   for none;
 * a metric that scores texts gives each set that holds only vectors a null with the reason;
-* the one rule for degenerate sets reads, for vectors: ``empty set`` / ``fewer than two vectors
-  (got k)``.
+* the one rule for degenerate sets: a set with texts beside its vectors is null below two
+  non-blank responses, as on the text path; vectors alone are null below two vectors
+  (``empty set`` / ``fewer than two vectors (got k)``).
 """
 
 from __future__ import annotations
@@ -90,9 +91,13 @@ def vector_outcomes(name: str, params: dict[str, Any], inputs: Sequence[Any],
         ) for _ in inputs]
     out: list[Outcome | None] = [None] * len(inputs)
     live: list[int] = []
+    refused: dict[int, str] = {}
     checked: set[int] = set()  # set sizes whose memory estimate passed
     for i, v in enumerate(vectors):
-        if v is None:
+        why = _text_rule(inputs[i])
+        if why is not None and isinstance(v, np.ndarray):
+            refused[i] = why
+        elif v is None:
             out[i] = InvalidInputError(
                 f"this call scores precomputed vectors (other sets are arrays); {set_name(i)} "
                 "holds texts: score texts and vectors in separate calls."
@@ -114,6 +119,16 @@ def vector_outcomes(name: str, params: dict[str, Any], inputs: Sequence[Any],
                 raise (memory.for_set(exc, label) if label else exc) from None
             checked.add(n)
             live.append(i)
+    if refused:  # the metric's signature, from its answer on an empty set
+        first = next(iter(refused))
+        width = vectors[first].shape[1]  # type: ignore[union-attr]
+        try:
+            sig = kernel([np.zeros((0, width))], **params)[0].signature
+        except InvalidInputError as exc:
+            sig = exc
+        for i, why in refused.items():
+            out[i] = sig if isinstance(sig, InvalidInputError) else MetricResult(
+                name, None, sig, reason=why)
     if live:
         try:
             results: list[Outcome] = list(kernel([vectors[i] for i in live], **params))
@@ -122,3 +137,14 @@ def vector_outcomes(name: str, params: dict[str, Any], inputs: Sequence[Any],
         for i, r in zip(live, results, strict=True):
             out[i] = r
     return out  # type: ignore[return-value]
+
+
+def _text_rule(texts: Any) -> str | None:
+    """The one rule for degenerate sets on a set that has texts beside its vectors (fewer than
+    two non-blank responses: null, as for the text path); ``None`` for vectors alone."""
+    if not isinstance(texts, (list, tuple)) or not texts or is_vector_input(texts):
+        return None
+    if not all(isinstance(t, str) for t in texts):
+        return None
+    k = sum(1 for t in texts if t and not t.isspace())
+    return None if k >= 2 else f"fewer than two non-blank responses (got {k})"
