@@ -379,6 +379,18 @@ def test_precomputed_similarity_matrices() -> None:
         divmeter.score(["a b", "c d"], "vendi-embedding", kernel="precomputed")
 
 
+@pytest.mark.parametrize("metric", NEW + EXISTING)
+def test_a_row_with_nan_or_inf_is_an_input_error(metric: str) -> None:
+    X = np.random.default_rng(12).normal(size=(6, 3))
+    X[4, 1] = np.inf if metric < "m" else np.nan
+    with pytest.raises(InvalidInputError, match=r"row 4 holds NaN or an infinity"):
+        divmeter.score(X, metric)
+    good = np.random.default_rng(13).normal(size=(6, 3))
+    out = divmeter.score_many([X, good], metric, on_error="null")
+    assert out[0].value is None and "row 4 holds NaN" in str(out[0].reason)
+    assert out[1].value == divmeter.score(good, metric).value
+
+
 def test_vectors_errors_and_degenerate_sets() -> None:
     X = np.ones((3, 4))
     X[1, 2] = np.nan

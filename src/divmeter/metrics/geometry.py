@@ -552,12 +552,25 @@ def _k_span_centroid(S: _Stack, p: Mapping[str, Any]) -> list[Outcome]:
 def _k_geo_mean_std(S: _Stack, p: Mapping[str, Any]) -> list[Outcome]:
     n, d = S.arrays[0].shape
     ss = np.empty((len(S), d))
-    for b, x in enumerate(S.arrays):  # np.std(x, axis=0, ddof=1)'s operations, set by set
-        c = x - x.mean(axis=0)
-        c *= c
-        c.sum(axis=0, out=ss[b])
-    stds = np.clip(np.sqrt(ss / (n - 1)), 1e-12, None)
-    return _ok(np.exp(np.mean(np.log(stds), axis=-1)))
+    with np.errstate(invalid="ignore", over="ignore"):
+        for b, x in enumerate(S.arrays):  # np.std(x, axis=0, ddof=1)'s operations, per set
+            c = x - x.mean(axis=0)
+            c *= c
+            c.sum(axis=0, out=ss[b])
+        stds = np.clip(np.sqrt(ss / (n - 1)), 1e-12, None)
+        out = _ok(np.exp(np.mean(np.log(stds), axis=-1)))
+    for i in np.flatnonzero(~np.isfinite(ss).all(axis=-1)):  # NaN and inf reach the sums
+        bad = _nonfinite(S.arrays[int(i)])
+        if bad is not None:
+            out[int(i)] = (None, bad, {})
+    return out
+
+
+def _nonfinite(x: np.ndarray) -> InvalidInputError | None:
+    """The input error of a set with a row holding NaN or an infinity, else ``None``."""
+    rows = np.flatnonzero(~np.isfinite(x).all(axis=-1))
+    return InvalidInputError(f"`vectors` row {int(rows[0])} holds NaN or an infinity.") \
+        if rows.size else None
 
 
 def _kernels(S: _Stack, p: Mapping[str, Any]) -> np.ndarray:
@@ -659,6 +672,11 @@ def _k_binned_entropy(S: _Stack, p: Mapping[str, Any]) -> list[Outcome]:
 def _k_convex_hull(S: _Stack, p: Mapping[str, Any]) -> list[Outcome]:
     from scipy.spatial import ConvexHull, QhullError
 
+    bad = [_nonfinite(x) for x in S.arrays]
+    if any(b is not None for b in bad):
+        ok = [i for i, b in enumerate(bad) if b is None]
+        done = iter(_k_convex_hull(S.subset(ok), p) if ok else [])
+        return [(None, b, {}) if b is not None else next(done) for b in bad]
     Y = _project(S, int(p["dims"]), p["projection"], p["seed"])
     out: list[Outcome] = []
     for y in Y:
@@ -683,6 +701,9 @@ class _Measure:
     sig: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     #: Bytes of float64 temporaries per set, as a multiple of ``n^2`` (memory estimate).
     squares: int = 4
+    #: Whether the measure builds on the Gram matrices (then the check for NaN and infinities
+    #: reads their diagonal; a measure that does not checks its own values instead).
+    gram: bool = True
 
     def items(self, p: Mapping[str, Any]) -> dict[str, Any]:
         """The signature's fields for the resolved parameters ``p``."""
@@ -730,8 +751,8 @@ MEASURES: dict[str, _Measure] = {
             "projection": _projection_param("2-D or 3-D points"), "seed": _seed_param()},
             _k_convex_hull, min_n=lambda p: max(int(p["dims"]) + 1,
                                                  4 if p["projection"] == "umap" else 0),
-            sig=lambda p: _proj_items(p, "dims"), squares=0),
-        _Measure("geo-mean-std", {}, _k_geo_mean_std, squares=0),
+            sig=lambda p: _proj_items(p, "dims"), squares=0, gram=False),
+        _Measure("geo-mean-std", {}, _k_geo_mean_std, squares=0, gram=False),
         _Measure("span-medoid", _D, _k_span_medoid),
         _Measure("renyi-entropy", {
             "alpha": Param(float, gt=0, default=2.0, doc="order of the Renyi entropy"),
@@ -847,7 +868,8 @@ def geometry_values(name: str, arrays: Sequence[np.ndarray], params: Mapping[str
     for (n, _), idx in by_shape.items():
         memory.check(name, 4 * 8 * n * n, f"4 x a {n:,} x {n:,} matrix")
         for part, S in _chunks(arrays, idx):
-            bad = _bad_sets(S, check_zero, params.get("kernel") == "precomputed")
+            bad = _bad_sets(S, check_zero, params.get("kernel") == "precomputed") \
+                if m.gram else {}
             if bad:
                 keep = [b for b in range(len(part)) if b not in bad]
                 for b, bad_why in bad.items():
