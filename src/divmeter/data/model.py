@@ -37,7 +37,7 @@ class ResponseSet:
     label: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
     instantiations: list[list[str]] | None = field(default=None, repr=False)
-    vectors: Any = field(default=None, repr=False)
+    vectors: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"set_id": self.set_id}

@@ -43,7 +43,7 @@ __all__ = [
     "is_npy",
 ]
 
-Reader = Callable[[str, str | None], Iterator[ResponseSet]]
+Reader = Callable[..., Iterator[ResponseSet]]
 
 
 def is_npy(path: str | os.PathLike[str]) -> bool:
@@ -287,7 +287,7 @@ def vector_reader(base: Reader, source: str | None) -> Reader:
         [[[1.0, 0.0], [0.0, 1.0]]]
     """
 
-    def read(path: str, fmt: str | None = None) -> Iterator[ResponseSet]:
+    def read(path: str | os.PathLike[str], fmt: str | None = None) -> Iterator[ResponseSet]:
         if is_npy(path):
             if source is not None:
                 raise InvalidInputError(
@@ -308,7 +308,7 @@ def vector_reader(base: Reader, source: str | None) -> Reader:
         parquet = (fmt or "").lower() == "parquet" or Path(path).name.lower().endswith(
             (".parquet", ".parquet.gz"))
         if parquet:
-            yield from _parquet_sets(path, source)
+            yield from _parquet_sets(str(path), source)
             return
         yield from _attach_field(base(path, fmt), source, name)
 
