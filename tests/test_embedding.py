@@ -293,6 +293,7 @@ CONTENT_ALTERNATIVES = {
     "idf": True,
     "backend": "onnx",
     "dtype": "bfloat16",
+    "kernel": "rbf:gamma=0.5",
 }
 SPREAD = ["A cat sleeps on the sofa.", "The train is late again.", "Prices fell sharply today.",
           "My grandmother bakes bread.", "The cat is asleep on the couch."]

@@ -57,6 +57,7 @@ from divmeter.data.lines import detect_format
 from divmeter.data.model import ResponseSet, as_texts
 from divmeter.data.readers import read_records
 from divmeter.errors import InvalidInputError, UnknownMetricError
+from divmeter.precomputed import vector_inputs, vector_outcomes
 from divmeter.registry import check_params, column_name, get_metric, parse_metric_arg
 from divmeter.result import MetricResult
 
@@ -247,6 +248,7 @@ def evaluate(
     what: str | None = None,
     min_batch: int = 2,
     names: Sequence[str] | None = None,
+    vectors: Sequence[Any] | None = None,
 ) -> list[list[Outcome]]:
     """Score a chunk of sets with every plan: ``out[plan][set]`` is the
     :class:`~divmeter.result.MetricResult`, or the :class:`~divmeter.errors.InvalidInputError`
@@ -270,6 +272,9 @@ def evaluate(
         what: How a malformed set is named in its error: ``"sets"`` gives ``sets[3][1]``; by
             default the metric's own wording (``responses[1]``).
         min_batch: The fewest sets worth a batched call.
+        vectors: Each set's precomputed embeddings (``(n, d)`` arrays, or ``None``), used by
+            metrics that take vectors instead of embedding the texts; sets given as arrays in
+            ``inputs`` are read as vectors too (:mod:`divmeter.precomputed`).
         names: How each set is named in a :class:`~divmeter.memory.MemoryLimitError` (default
             ``sets[i]``): pairwise and kernel metrics check their memory estimate against
             :func:`divmeter.memory.current_limit` before the work, and a set above it stops the
@@ -326,8 +331,14 @@ def evaluate(
     def set_name(i: int) -> str:
         return names[i] if names is not None else f"{what or 'sets'}[{i}]"
 
+    vecs = vector_inputs(inputs, vectors, what)
     out: list[list[Outcome]] = []
     for p in plans:
+        if vecs is not None:  # precomputed vectors (divmeter.precomputed)
+            vrow = vector_outcomes(p.name, dict(p.params), inputs, vecs, set_name)
+            if vrow is not None:
+                out.append(vrow)
+                continue
         if p.input == "texts":
             validated()
         fn = get_metric(p.name).load()
@@ -446,7 +457,9 @@ def _score_chunk(
     outcomes = evaluate([s.responses for _, s in chunk], plans,
                         prompts=[s.prompt for _, s in chunk],
                         instantiations=[s.instantiations for _, s in chunk],
-                        names=[f"set {s.set_id!r} (row {row})" for row, s in chunk])
+                        names=[f"set {s.set_id!r} (row {row})" for row, s in chunk],
+                        vectors=[s.vectors for _, s in chunk]
+                        if any(s.vectors is not None for _, s in chunk) else None)
     return [
         _record(row, s, plans, [per_plan[i] for per_plan in outcomes])
         for i, (row, s) in enumerate(chunk)

@@ -27,6 +27,8 @@ __all__ = [
     "parse_metric_arg",
     "check_params",
     "column_name",
+    "register_vectors",
+    "vector_kernel",
 ]
 
 Family = Literal["form", "content", "lm", "judge"]
@@ -41,6 +43,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "divmeter.metrics.richness",
     "divmeter.metrics.indices",
     "divmeter.metrics.embedding",
+    "divmeter.metrics.geometry",
     "divmeter.metrics.cdm",
     "divmeter.metrics.decan",
     "divmeter.metrics.judge",
@@ -227,6 +230,46 @@ def register_batch(name: str) -> Callable[[Callable[..., Any]], Callable[..., An
         return fn
 
     return deco
+
+
+#: Kernels of the metrics that also score precomputed vectors (``{name: fn}``): ``fn(arrays,
+#: **params)`` takes one ``(n, d)`` float64 array per set (or ``(n, n)`` similarity matrices
+#: with ``kernel="precomputed"``) and returns one result per set (see :mod:`divmeter.precomputed`).
+_VECTORS: dict[str, Callable[..., Any]] = {}
+
+
+def register_vectors(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator attaching a precomputed-vector kernel to the registered metric ``name``.
+
+    Example:
+        >>> @register("demo-metric", family="content", granularity="set",
+        ...           higher_is_more_diverse=True, bounds=(0, None), citation="none")
+        ... def demo(responses): ...
+        >>> @register_vectors("demo-metric")
+        ... def demo_vectors(arrays): ...
+        >>> vector_kernel("demo-metric") is demo_vectors
+        True
+        >>> _ = _REGISTRY.pop("demo-metric"), _VECTORS.pop("demo-metric")
+    """
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if name not in _REGISTRY:
+            raise ValueError(f"register_vectors: metric {name!r} is not registered (yet)")
+        _VECTORS[name] = fn
+        return fn
+
+    return deco
+
+
+def vector_kernel(name: str) -> Callable[..., Any] | None:
+    """The precomputed-vector kernel of metric ``name``, or ``None`` when it scores texts only.
+
+    Example:
+        >>> vector_kernel("diameter") is not None, vector_kernel("distinct-n")
+        (True, None)
+    """
+    _load_families()
+    return _VECTORS.get(name)
 
 
 def _load_families() -> None:

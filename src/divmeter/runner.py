@@ -32,6 +32,7 @@ from divmeter.data import (
     read_sets,
 )
 from divmeter.data.outputs import output_lock, refuse_input_as_output
+from divmeter.data.vectors import is_npy, vector_reader
 from divmeter.errors import DivmeterError, InvalidInputError
 
 __all__ = ["FileRun", "score_file", "record_columns", "carried_fields", "with_metadata"]
@@ -157,6 +158,7 @@ def score_file(
     summary_in_output: bool = False,
     progress: ProgressFn | None = None,
     scorer: Callable[..., Iterator[dict[str, Any]]] | None = None,
+    vectors: str | None = None,
 ) -> FileRun:
     """Score every set of a file with every metric.
 
@@ -178,6 +180,10 @@ def score_file(
         scorer: What scores the sets, with :func:`divmeter.batch.score_sets`'s signature and
             contract (default: that function); the Ray engine passes its own
             (:func:`divmeter.engines.ray.ray_score_sets`).
+        vectors: Precomputed embeddings of the sets' responses: a ``.npy`` file or the name of
+            a field / column holding each set's vectors (:mod:`divmeter.data.vectors`); metrics
+            that take vectors score them instead of embedding the texts. A ``.npy`` ``input`` is
+            read as vectors without it.
 
     Returns:
         A :class:`FileRun`.
@@ -210,6 +216,8 @@ def score_file(
     reader = read_sets
     if any(p.input == "instantiations" for p in plans):
         reader = read_instantiation_sets
+    if vectors is not None or is_npy(src):  # precomputed embeddings
+        reader = vector_reader(reader, vectors)
     total: int | None = None
     if src != "-":  # validates the whole file before any output is written
         total = sum(1 for _ in reader(src, input_format))

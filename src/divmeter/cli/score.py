@@ -79,6 +79,11 @@ CheckpointOpt = Annotated[str | None, typer.Option(
 BudgetOpt = Annotated[float | None, typer.Option(
     "--memory-budget", help="With --corpus: MB of text buffered per batch is a quarter of this "
     "(default 256).", metavar="MB")]
+VectorsOpt = Annotated[str | None, typer.Option(
+    "--vectors", help="Precomputed embeddings for the metrics that take vectors: a .npy file "
+    "(rows follow the responses in file order) or the field/column holding each set's vectors "
+    "(a list of lists; Parquet long form: a list per row). A .npy INPUT needs no --vectors.",
+    metavar="FILE.npy|FIELD")]
 MaxMemoryOpt = Annotated[str | None, typer.Option(
     "--max-memory", help="Memory limit of pairwise and kernel metrics (vendi-ngram, chamfer, "
     "...): a set whose estimate exceeds it stops the run with a one-line error (default 4G; "
@@ -137,7 +142,7 @@ def score_cmd(
     address: AddressOpt = None,
     checkpoint: CheckpointOpt = None,
     memory_budget: BudgetOpt = None,
-    max_memory: MaxMemoryOpt = None,
+    max_memory: MaxMemoryOpt = None, vectors: VectorsOpt = None,
 ) -> None:
     """Score every response set in INPUT with the given metrics.
 
@@ -164,7 +169,7 @@ def score_cmd(
 
     resolve_metrics(metric)  # bad metrics and parameters before any option problem
     _set_max_memory(max_memory)
-    if _corpus_or_one_file(input, corpus, engine, address, checkpoint, memory_budget):
+    if _corpus_or_one_file(input, corpus, engine, address, checkpoint, memory_budget, vectors):
         _corpus(input, metric, output, fmt, input_format, quiet, engine, address, checkpoint,
                 memory_budget)
         return
@@ -174,7 +179,7 @@ def score_cmd(
     if path.startswith("hf:"):
         path = _hf_to_jsonl(path[3:], split, text_column, group_by, label_column)
     options: dict[str, Any] = dict(fmt=None if text_out else (out_fmt or None),
-                                   input_format=input_format, resume=resume,
+                                   input_format=input_format, resume=resume, vectors=vectors,
                                    signatures=signatures, summary_in_output=summary)
     try:
         with progress_bar(not quiet) as callback:
@@ -208,6 +213,7 @@ def _score(path: str, metric: list[str], dest: str | None, *, engine: str, addre
     if engine == "ray":
         from divmeter.engines.ray import score_file_ray
 
+        options.pop("vectors", None)  # refused with ray (_corpus_or_one_file)
         return score_file_ray(path, metric, dest, progress=progress, address=address, **options)
     from divmeter.runner import score_file
 
@@ -292,9 +298,13 @@ def _hf_to_jsonl(path: str, split: str | None, text: str, by: list[str] | None,
 
 
 def _corpus_or_one_file(inputs: list[str], corpus: bool, engine: str, address: str | None,
-                        checkpoint: str | None, memory_budget: float | None) -> bool:
+                        checkpoint: str | None, memory_budget: float | None,
+                        vectors: str | None = None) -> bool:
     """Check the engine and input options; ``True`` for a --corpus run."""
     _check_engine(engine, address)
+    if vectors is not None and (corpus or engine != "local"):
+        raise InvalidInputError("--vectors scores sets one by one: not with --corpus or "
+                                "--engine ray.")
     if corpus:
         return True
     if checkpoint is not None or memory_budget is not None:

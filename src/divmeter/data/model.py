@@ -25,6 +25,10 @@ class ResponseSet:
         instantiations: For metrics whose input is not texts (CDM): ``k`` position-aligned lists
             of filler phrases, as read by :func:`divmeter.data.read_instantiation_sets`; ``None``
             for an ordinary set. Not written by the set writers.
+        vectors: Precomputed embeddings, an ``(n, d)`` float64 array (one row per response, or
+            the set's only content when it has no texts), read by :mod:`divmeter.data.vectors`;
+            metrics that take vectors use them instead of embedding the texts. ``None`` for an
+            ordinary set. Not written by the set writers.
     """
 
     set_id: str
@@ -33,6 +37,7 @@ class ResponseSet:
     label: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
     instantiations: list[list[str]] | None = field(default=None, repr=False)
+    vectors: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"set_id": self.set_id}
@@ -61,6 +66,12 @@ def as_texts(responses: Any, *, what: str = "responses") -> list[str]:
     """
     if isinstance(responses, ResponseSet):
         responses = responses.responses
+    if getattr(getattr(responses, "dtype", None), "kind", "") in ("b", "i", "u", "f", "c"):
+        raise InvalidInputError(
+            f"`{what}` must be a list of strings; got an array of shape "
+            f"{tuple(responses.shape)} (precomputed vectors go to metrics that take vectors: "
+            "divmeter list --family content)."
+        )
     if isinstance(responses, (str, bytes)):
         shown = repr(responses if len(responses) <= 30 else responses[:27])
         if len(responses) > 30:

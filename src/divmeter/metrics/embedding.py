@@ -28,8 +28,9 @@ from divmeter.backends.device import DEVICE, DTYPE
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, check_positive, undefined
+from divmeter.metrics.kernels import KERNEL_EXPECT, kernel_ok
 from divmeter.metrics.reduce import REDUCTIONS, diversity_from_similarity
-from divmeter.metrics.vendi import vendi_from_features
+from divmeter.metrics.vendi import vendi_from_features, vendi_from_kernel
 from divmeter.params import Param
 from divmeter.registry import register
 from divmeter.result import MetricResult, make_signature
@@ -691,14 +692,18 @@ def chamfer_sqeuclidean(
     citation=f"{FRIEDMAN}; VS-embed as in {COMMONSENSE}",
     params={"q": Param(float, gt=0, default=1.0, doc="order of the Vendi score (inf allowed)"),
             "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE},
-    description="Vendi score of order q with the cosine kernel of sentence embeddings",
+            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE,
+            "kernel": Param(str, default="cosine", predicate=kernel_ok, expect=KERNEL_EXPECT,
+                            doc="cosine, rbf:gamma=G, laplacian:gamma=G, linear (unit vectors) "
+                            "or precomputed (one n x n similarity matrix per set)")},
+    description="Vendi score of order q with the cosine (or a given) kernel of sentence "
+    "embeddings",
     extra="embed",
 )
 def vendi_embedding(
     responses: Sequence[str], *, q: float = 1.0, model: str = "minilm",
     base_url: str | None = None, backend: str = "torch", device: str = "cpu",
-    dtype: str = "float32",
+    dtype: str = "float32", kernel: str = "cosine",
 ) -> MetricResult:
     """Vendi score of order ``q`` of the responses' embeddings (VS-embed-q).
 
@@ -711,19 +716,32 @@ def vendi_embedding(
         q: Order: any ``q > 0`` or ``inf`` (0.5, 1, inf in the commonsense paper).
         base_url: API root of the server for ``model="openai:NAME"`` (``/v1/embeddings``).
         model: Encoder (see module docstring).
+        kernel: ``cosine`` (default) or another kernel of :mod:`divmeter.metrics.kernels`
+            (``rbf:gamma=0.5``; it must have a unit diagonal); ``precomputed`` takes one
+            similarity matrix per set instead of texts (``divmeter.score(K, ...)``).
 
     Example:
         >>> round(vendi_embedding(["Same text.", "Same text."], q=1).value, 6)
         1.0
     """
+    from divmeter.metrics.kernels import kernel_matrix, parse_kernel
+
     texts = as_texts(responses)
     q = check_positive(q, "q", "vendi-embedding")
-    sig = _sig("vendi-embedding", model, base_url, backend, dtype, q=q, kernel="cosine")
+    k = parse_kernel(kernel)
+    if k.name == "precomputed":
+        raise InvalidInputError(
+            "kernel=precomputed of vendi-embedding takes similarity matrices, not texts: pass "
+            "one n x n matrix per set (divmeter.score(K, ...), or a .npy of matrices)."
+        )
+    sig = _sig("vendi-embedding", model, base_url, backend, dtype, q=q, kernel=str(k))
     X = _embed_checked("vendi-embedding", sig, texts, model, min_n=1, base_url=base_url,
                        backend=backend, device=device, dtype=dtype)
     if isinstance(X, MetricResult):
         return X
-    return MetricResult("vendi-embedding", vendi_from_features(X, q, device=device), sig,
+    value = (vendi_from_features(X, q, device=device) if k.name == "cosine"
+             else vendi_from_kernel(kernel_matrix(X[None], k)[0], q))
+    return MetricResult("vendi-embedding", value, sig,
                         details=truncation(texts, model, base_url, backend, device, dtype))
 
 
