@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from divmeter._version import __version__
+
 __all__ = ["MetricResult", "MetaResult", "Signature", "make_signature"]
 
 
@@ -63,8 +65,6 @@ def make_signature(name: str, **items: Any) -> str:
         >>> make_signature("self-bleu", n=4, variant="corpus", tok="whitespace", case="mixed")[:45]
         'self-bleu|n:4|variant:corpus|tok:whitespace|c'
     """
-    from divmeter import __version__
-
     kept = tuple((k, v) for k, v in items.items() if v is not None)
     return str(Signature(name, kept, __version__))
 

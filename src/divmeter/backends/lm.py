@@ -188,7 +188,7 @@ def resolve_model(model: str) -> ModelSource:
                 "transformers model folder or a .gguf file."
             )
         return ModelSource(path.name, "folder", str(path), h.hexdigest()[:12])
-    from divmeter.backends.embed import require_cached
+    from divmeter.backends._common import require_cached
 
     require_cached(model, ", ".join(_GGUF_PACKAGES))  # before the first set, not on each one
     return ModelSource(model, "hub", model, "local")

@@ -658,8 +658,7 @@ def length_bias_cmd(
     _fmt(fmt)  # fail on a bad --format before any work
     from divmeter.data.io import read_sets
     from divmeter.data.model import ResponseSet
-    from divmeter.meta.pattr import parse_length_range
-    from divmeter.meta.protocols import length_bias
+    from divmeter.meta.pattr import length_bias, parse_length_range
 
     rng = parse_length_range(length_range) if length_range is not None else None
 

@@ -6,6 +6,8 @@ by :func:`divmeter.batch.score_sets`. This module only lines the numbers up:
 
 * :func:`resolve_scores` -> one float array per requested metric or column, with the policy for
   empty sets applied and echoed (``empty``: ``drop`` / ``zero`` / ``error``).
+* :func:`metric_results` -> one registry metric's results on a list of sets, as
+  :func:`divmeter.score` gives them (for the protocols that compute a metric themselves).
 
 Rows keep their file order; duplicate set ids are kept (Tevet's conTest pairs two sets per
 ``sample_id``), the row position is the key.
@@ -24,11 +26,13 @@ from divmeter.data.model import ResponseSet
 from divmeter.data.tables import MetaTable, Pairs, label_array, load_table, read_pairs
 from divmeter.data.tables import as_float as _float
 from divmeter.errors import InvalidInputError
+from divmeter.result import MetricResult
 
 __all__ = [
     "MetaTable",
     "load_table",
     "resolve_scores",
+    "metric_results",
     "EMPTY_POLICIES",
     "is_empty_set",
     "Pairs",
@@ -42,6 +46,29 @@ EMPTY_POLICIES = ("drop", "zero", "error")
 def is_empty_set(s: ResponseSet) -> bool:
     """A set with no responses, or whose responses are all empty/whitespace."""
     return not any(r.strip() for r in s.responses)
+
+
+def metric_results(sets: Sequence[Sequence[str]], metric: str, **params: Any
+                   ) -> list[MetricResult]:
+    """The registry metric ``metric`` with ``params`` on each set, exactly as
+    :func:`divmeter.score` gives it (the batch core: the rule for degenerate sets, then the
+    metric).
+
+    Raises:
+        InvalidInputError: For bad parameters, or the first set the metric refuses.
+
+    Example:
+        >>> [r.value for r in metric_results([["a b", "a c"], ["x"]], "distinct-n", n=1)]
+        [0.75, None]
+    """
+    from divmeter.batch import evaluate, resolve_metrics
+
+    out: list[MetricResult] = []
+    for res in evaluate([list(s) for s in sets], resolve_metrics([(metric, params)]))[0]:
+        if isinstance(res, InvalidInputError):
+            raise res
+        out.append(res)
+    return out
 
 
 @dataclass

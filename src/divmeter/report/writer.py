@@ -17,7 +17,7 @@ __all__ = ["report_dict", "write_report"]
 
 def report_dict(result: ProtocolResult, *, source: str | None = None) -> dict[str, Any]:
     """Every number with its signature, the settings and the protocol-level extras."""
-    from divmeter import __version__
+    from divmeter._version import __version__
 
     return {
         "protocol": result.protocol,
