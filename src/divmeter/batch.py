@@ -439,7 +439,7 @@ def _floats(values: Any) -> list[float | None] | None:
     return out
 
 
-def _score_chunk(
+def score_chunk(
     chunk: list[tuple[int, ResponseSet]], plans: Sequence[MetricPlan]
 ) -> list[dict[str, Any]]:
     """Records of a chunk of ``(row, set)`` (in this process or a worker)."""
@@ -646,7 +646,7 @@ def score_sets(
     if workers == 1:
         batched = any(_batch_fn(p) is not None for p in plans)
         for chunk in _chunks(pending(), (chunk_size or BATCH_SIZE) if batched else 1):
-            for rec in _score_chunk(chunk, plans):
+            for rec in score_chunk(chunk, plans):
                 yield finish(rec)
         return
 
@@ -661,7 +661,7 @@ def score_sets(
         window: deque[Future[list[dict[str, Any]]]] = deque()
         try:
             for chunk in _chunks(pending(), size):
-                window.append(pool.submit(_score_chunk, chunk, plans))
+                window.append(pool.submit(score_chunk, chunk, plans))
                 while len(window) >= 2 * workers:
                     for rec in window.popleft().result():
                         yield finish(rec)

@@ -53,8 +53,6 @@ def _list_table(specs: list[Any], title: str, width: int) -> Any:
 def _params_table(spec: Any) -> Any:
     from rich.table import Table
 
-    from divmeter.params import _jsonable
-
     table = Table(title="parameters", title_justify="left", box=None, pad_edge=False,
                   header_style="bold")
     table.add_column("name", no_wrap=True)
@@ -66,7 +64,7 @@ def _params_table(spec: Any) -> Any:
         allowed = d.get("constraint", "any value")
         if p.doc:
             allowed += f". {p.doc}"
-        table.add_row(k, p.type_name(), json.dumps(_jsonable(p.default)), allowed)
+        table.add_row(k, p.type_name(), json.dumps(d["default"]), allowed)
     return table
 
 

@@ -28,8 +28,8 @@ from divmeter.batch import (
     MetricPlan,
     ProgressFn,
     Tally,
-    _score_chunk,
     resolve_metrics,
+    score_chunk,
     unscored,
 )
 from divmeter.errors import DivmeterError
@@ -129,7 +129,7 @@ class _ChunkScorer:
             chunk = pickle.loads(payload)
             if self.fault is not None and chunk and chunk[0][0] == self.fault[0]:
                 _kill_once(self.fault[1])
-            out.append(pickle.dumps(_score_chunk(chunk, self.plans)))
+            out.append(pickle.dumps(score_chunk(chunk, self.plans)))
         return {"records": out}
 
 

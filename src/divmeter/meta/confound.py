@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from divmeter.errors import InvalidInputError
-from divmeter.result import _jsonable, make_signature
+from divmeter.result import jsonable, make_signature
 
 __all__ = [
     "PAPER_BINS",
@@ -80,7 +80,7 @@ class ConfoundResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (NaN as ``null``)."""
-        return _jsonable({
+        return jsonable({
             "protocol": self.protocol,
             "signature": self.signature,
             "settings": self.settings,

@@ -31,7 +31,7 @@ import numpy as np
 
 from divmeter.errors import InvalidInputError
 from divmeter.meta import stats as st
-from divmeter.result import MetaResult, _jsonable, make_signature
+from divmeter.result import MetaResult, jsonable, make_signature
 
 __all__ = [
     "ProtocolResult",
@@ -70,11 +70,11 @@ class ProtocolResult:
         """JSON-ready: ``{name: {values..., signature, settings...}}`` (keyed by metric)."""
         out: dict[str, Any] = {}
         for name, res in self.results.items():
-            row = _jsonable(dict(res.values))
-            row.update(_jsonable(self.settings))
+            row = jsonable(dict(res.values))
+            row.update(jsonable(self.settings))
             row["signature"] = res.signature
             if res.details:
-                row["details"] = _jsonable(dict(res.details))
+                row["details"] = jsonable(dict(res.details))
             out[name] = row
         return out
 

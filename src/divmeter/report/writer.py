@@ -10,7 +10,7 @@ from typing import Any
 from divmeter.meta.protocols import ProtocolResult
 from divmeter.report import plots
 from divmeter.report.tables import markdown_table
-from divmeter.result import _jsonable
+from divmeter.result import jsonable
 
 __all__ = ["report_dict", "write_report"]
 
@@ -23,9 +23,9 @@ def report_dict(result: ProtocolResult, *, source: str | None = None) -> dict[st
         "protocol": result.protocol,
         "source": source,
         "divmeter_version": __version__,
-        "settings": _jsonable(result.settings),
+        "settings": jsonable(result.settings),
         "results": result.to_dict(),
-        "extra": _jsonable(result.extra),
+        "extra": jsonable(result.extra),
     }
 
 
