@@ -221,9 +221,9 @@ def _sig(**kw: object) -> str:
 @pytest.mark.parametrize(
     ("responses", "kw", "reason"),
     [
-        ([], {}, "empty set"),
-        (["only one"], {}, "needs at least 2 responses; got 1"),
-        (["a", ""], {}, "response 1 is empty (0 bytes): per-byte surprise undefined"),
+        ([], {}, "empty set"),  # the rule for degenerate sets, before any model load
+        (["only one"], {}, "fewer than two non-blank responses (got 1)"),
+        (["a", ""], {}, "fewer than two non-blank responses (got 1)"),
         (["é", "ab"], {"max_bytes": 1},
          "response 0 is empty (0 bytes): per-byte surprise undefined"),
     ],

@@ -56,8 +56,15 @@ from divmeter import memory
 from divmeter.data.lines import detect_format
 from divmeter.data.model import ResponseSet, as_texts
 from divmeter.data.readers import read_records
+from divmeter.degenerate import ONE_TEXT_GRANULARITIES, degenerate_reason
 from divmeter.errors import InvalidInputError, UnknownMetricError
-from divmeter.registry import check_params, column_name, get_metric, parse_metric_arg
+from divmeter.registry import (
+    check_params,
+    column_name,
+    get_metric,
+    parse_metric_arg,
+    rule_applied,
+)
 from divmeter.result import MetricResult
 
 __all__ = [
@@ -172,48 +179,6 @@ def _check_model(family: str, model: Any) -> None:
 # --------------------------------------------------------------------------------------------
 # the one rule for degenerate sets
 
-#: Granularities whose metrics are defined on a single text (a per-response value averaged over
-#: the set): the rule asks them for one non-blank response instead of two.
-ONE_TEXT_GRANULARITIES = frozenset({"response"})
-
-
-def _non_blank(item: Any) -> bool | None:
-    """Whether a response (a string, or a CDM instantiation: a list of phrases) holds any
-    non-whitespace character; ``None`` for something else (the metric reports it)."""
-    if isinstance(item, str):
-        return bool(item) and not item.isspace()
-    if isinstance(item, (list, tuple)) and all(isinstance(x, str) for x in item):
-        return any(x and not x.isspace() for x in item)
-    return None
-
-
-def degenerate_reason(items: Any, granularity: str = "set") -> str | None:
-    """Why the one rule makes a set null, or ``None`` when the metric is to score it.
-
-    A set needs at least two non-blank responses (one for metrics of a granularity in
-    :data:`ONE_TEXT_GRANULARITIES`). Input the rule cannot read (not a list of strings or of
-    phrase lists) is left to the metric, which reports it.
-
-    Example:
-        >>> [degenerate_reason(s) for s in ([], [""], ["x"], ["x", " \\t"], ["x", "y"])]
-        ['empty set', 'fewer than two non-blank responses (got 0)', \
-'fewer than two non-blank responses (got 1)', 'fewer than two non-blank responses (got 1)', None]
-        >>> degenerate_reason(["x"], "response"), degenerate_reason(["", " "], "response")
-        (None, 'no non-blank response')
-    """
-    if isinstance(items, (str, bytes)) or not isinstance(items, (list, tuple)):
-        return None
-    if not items:
-        return "empty set"
-    flags = [_non_blank(x) for x in items]
-    if any(f is None for f in flags):
-        return None
-    k = sum(1 for f in flags if f)
-    if granularity in ONE_TEXT_GRANULARITIES:
-        return None if k else "no non-blank response"
-    return None if k >= 2 else f"fewer than two non-blank responses (got {k})"
-
-
 def _rule_signature(fn: Callable[..., Any], kwargs: Mapping[str, Any]
                     ) -> str | InvalidInputError:
     """The metric's signature for the null results of the rule: from its answer on an empty
@@ -235,7 +200,7 @@ def _batch_fn(p: MetricPlan) -> Callable[..., Any] | None:
     """The batched implementation of a plan's metric, when it has one and it applies."""
     if p.input != "texts" or p.uses_prompt:
         return None
-    return get_metric(p.name).load_batch()
+    return get_metric(p.name).batch_kernel()
 
 
 def evaluate(
@@ -327,64 +292,65 @@ def evaluate(
         return names[i] if names is not None else f"{what or 'sets'}[{i}]"
 
     out: list[list[Outcome]] = []
-    for p in plans:
-        if p.input == "texts":
-            validated()
-        fn = get_metric(p.name).load()
-        why, live = verdict(p)
-        sig: list[str | InvalidInputError] = []  # computed at the first refused set
+    with rule_applied():  # the rule is applied here: nested public functions pass through
+        for p in plans:
+            if p.input == "texts":
+                validated()
+            fn = get_metric(p.name).kernel()  # the rule is applied here, once
+            why, live = verdict(p)
+            sig: list[str | InvalidInputError] = []  # computed at the first refused set
 
-        def kwargs_of(i: int, p: MetricPlan = p) -> dict[str, Any]:
-            kwargs = dict(p.params)
-            if p.uses_prompt and prompts is not None and prompts[i] is not None:
-                kwargs["prompt"] = prompts[i]
-            return kwargs
+            def kwargs_of(i: int, p: MetricPlan = p) -> dict[str, Any]:
+                kwargs = dict(p.params)
+                if p.uses_prompt and prompts is not None and prompts[i] is not None:
+                    kwargs["prompt"] = prompts[i]
+                return kwargs
 
-        def refuse(i: int, p: MetricPlan = p, fn: Callable[..., Any] = fn,
-                   why: list[str | None] = why, sig: list[str | InvalidInputError] = sig
-                   ) -> Outcome:
-            if not sig:
-                sig.append(_rule_signature(fn, kwargs_of(i)))
-            if isinstance(sig[0], InvalidInputError):
-                return sig[0]
-            details = ({"per_response": [None] * len(item(p, i))}
-                       if p.granularity == "response" else {})
-            return MetricResult(p.name, None, sig[0], reason=str(why[i]), details=details)
+            def refuse(i: int, p: MetricPlan = p, fn: Callable[..., Any] = fn,
+                       why: list[str | None] = why, sig: list[str | InvalidInputError] = sig
+                       ) -> Outcome:
+                if not sig:
+                    sig.append(_rule_signature(fn, kwargs_of(i)))
+                if isinstance(sig[0], InvalidInputError):
+                    return sig[0]
+                details = ({"per_response": [None] * len(item(p, i))}
+                           if p.granularity == "response" else {})
+                return MetricResult(p.name, None, sig[0], reason=str(why[i]), details=details)
 
-        if p.input == "texts":  # memory estimates before any work, for the sets to be scored
-            for i, s in enumerate(inputs):
-                if errors[i] is None and why[i] is None:
-                    memory.precheck(p.name, s, p.params, set_name(i))
-        many = _batch_fn(p)
-        if many is not None and len(inputs) >= min_batch:
-            try:
-                results = iter(many(live, **p.params) if live else ())
-                out.append([err if err is not None else refuse(i) if why[i] is not None
-                            else next(results) for i, err in enumerate(errors)])
-                continue
-            except InvalidInputError:  # not expected after the checks: score set by set
-                pass
-        row: list[Outcome] = []
-        for i, s in enumerate(inputs):
-            bad = errors[i] if p.input == "texts" else None
-            if bad is not None:
-                row.append(bad)
-                continue
-            if p.input != "texts" and instantiations is not None:
-                if instantiations[i] is None:
-                    row.append(_not_instantiations(p.name))
+            if p.input == "texts":  # memory estimates before any work, for the sets to be scored
+                for i, s in enumerate(inputs):
+                    if errors[i] is None and why[i] is None:
+                        memory.precheck(p.name, s, p.params, set_name(i))
+            many = _batch_fn(p)
+            if many is not None and len(inputs) >= min_batch:
+                try:
+                    results = iter(many(live, **p.params) if live else ())
+                    out.append([err if err is not None else refuse(i) if why[i] is not None
+                                else next(results) for i, err in enumerate(errors)])
                     continue
-                s = instantiations[i]
-            if why[i] is not None:
-                row.append(refuse(i))
-                continue
-            try:
-                row.append(fn(s, **kwargs_of(i)))
-            except InvalidInputError as exc:
-                row.append(exc)
-            except memory.MemoryLimitError as exc:
-                raise (memory.for_set(exc, set_name(i)) if set_name(i) else exc) from None
-        out.append(row)
+                except InvalidInputError:  # not expected after the checks: score set by set
+                    pass
+            row: list[Outcome] = []
+            for i, s in enumerate(inputs):
+                bad = errors[i] if p.input == "texts" else None
+                if bad is not None:
+                    row.append(bad)
+                    continue
+                if p.input != "texts" and instantiations is not None:
+                    if instantiations[i] is None:
+                        row.append(_not_instantiations(p.name))
+                        continue
+                    s = instantiations[i]
+                if why[i] is not None:
+                    row.append(refuse(i))
+                    continue
+                try:
+                    row.append(fn(s, **kwargs_of(i)))
+                except InvalidInputError as exc:
+                    row.append(exc)
+                except memory.MemoryLimitError as exc:
+                    raise (memory.for_set(exc, set_name(i)) if set_name(i) else exc) from None
+            out.append(row)
     return out
 
 

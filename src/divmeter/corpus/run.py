@@ -208,7 +208,7 @@ def score_corpus(
     run.responses = responses
     run.seconds = time.perf_counter() - start
     for p, a in zip(plans, accs, strict=True):
-        res = a.result()
+        res = a.finish()
         rec: dict[str, Any] = {"metric": p.column, "value": res.value,
                                "signature": res.signature}
         if res.value is None:

@@ -665,6 +665,7 @@ def decan_surprisal(
     description="Decan D = C x a_n: residual per-byte surprise of a base LM after in-context "
     "reading of the other responses, weighted by coherence",
     extra="lm",
+    order_invariant=False,  # seeded permutations of the responses as given
 )
 def decan(
     responses: Sequence[str],

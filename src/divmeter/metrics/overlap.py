@@ -43,13 +43,16 @@ defaults, one direction per pair, as the PATTR paper's Section 3.3 uses it).
 
 from __future__ import annotations
 
+import bisect
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from divmeter.corpus.stats import ExactSum, TwoPass
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError, MissingDependencyError
 from divmeter.metrics._common import check_choice, check_int, undefined
@@ -57,7 +60,7 @@ from divmeter.metrics.reduce import diversity_from_similarity, mean_pairwise
 from divmeter.params import LOWERCASE, MAX_ORDER, TEXT_TOKENIZERS, Param, tokenizer_param
 from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult, make_signature
-from divmeter.text import NgramIndex, get_tokenizer
+from divmeter.text import NgramIndex, get_tokenizer, ngram_tuples
 
 __all__ = [
     "self_bleu",
@@ -373,6 +376,149 @@ def _check_self_bleu_params(n: Any, variant: Any, smooth: Any) -> tuple[int, str
     return n, variant, str(smooth)
 
 
+class SelfBleu(TwoPass):
+    """self-BLEU in two passes. Pass 1: for every n-gram (orders 1..n) the two largest counts
+    any single response has (a multiset top-two, merged exactly) and the multiset of response
+    lengths. Pass 2: each response's clipped matches against the best *other* response
+    (``min(c, top2 if c == top1 else top1)``), its totals and its closest other length,
+    summed as integers (corpus variant) or its sentence BLEU in an :class:`ExactSum`
+    (sentence variant), with the BLEU arithmetic of :func:`self_bleu`."""
+
+    def _setup(self) -> None:
+        p = self.params
+        self.n, self.variant, self.smooth = _check_self_bleu_params(
+            p["n"], p["variant"], p["smooth"])
+        _, tok_name, case = _tokenize([], p["tokenizer"], p["lowercase"], False, "self-bleu")
+        self.sig = _self_bleu_signature(self.n, self.variant, self.smooth, tok_name, case)
+        self.top: dict[int, dict[Any, tuple[int, int]]] = {}
+        self.lengths: Counter[int] = Counter()
+        self.n_docs = self.n_tokens = 0
+        self._sorted: list[int] = []
+
+    def _reset(self) -> None:
+        if self.pass_ == 0:
+            self.top = {k: {} for k in range(1, self.n + 1)}
+            self.lengths = Counter()
+            self.n_tokens = 0
+        self.matches = [0] * self.n
+        self.totals = [0] * self.n
+        self.sys_len = self.ref_len = 0
+        self.sentence = ExactSum()
+
+    def _tokens(self, texts: Sequence[str]) -> list[list[str]]:
+        p = self.params
+        return _tokenize(list(texts), p["tokenizer"], p["lowercase"], False, "self-bleu")[0]
+
+    def _add(self, texts: Sequence[str]) -> None:
+        tokens = self._tokens(texts)
+        if self.pass_ == 0:
+            for toks in tokens:
+                self.lengths[len(toks)] += 1
+                self.n_tokens += len(toks)
+                for k in range(1, self.n + 1):
+                    table = self.top[k]
+                    for g, c in Counter(ngram_tuples(toks, k)).items():
+                        t = table.get(g)
+                        if t is None:
+                            table[g] = (c, 0)
+                        elif c > t[1]:  # the new count enters the top two
+                            table[g] = (c, t[0]) if c > t[0] else (t[0], c)
+            return
+        per = np.zeros((self.n, len(tokens)), dtype=np.int64)
+        tot = np.zeros((self.n, len(tokens)), dtype=np.int64)
+        lens = np.array([len(t) for t in tokens], dtype=np.int64)
+        closest = np.array([self._closest(int(v)) for v in lens], dtype=np.int64)
+        for i, toks in enumerate(tokens):
+            for k in range(1, self.n + 1):
+                table = self.top[k]
+                m = 0
+                for g, c in Counter(ngram_tuples(toks, k)).items():
+                    t1, t2 = table[g]
+                    m += min(c, t2 if c == t1 else t1)
+                per[k - 1, i] = m
+                tot[k - 1, i] = max(len(toks) - k + 1, 0)
+        if self.variant == "corpus":
+            for k in range(self.n):
+                self.matches[k] += int(per[k].sum())
+                self.totals[k] += int(tot[k].sum())
+            self.sys_len += int(lens.sum())
+            self.ref_len += int(closest.sum())
+            return
+        den = np.maximum(tot, 1).astype(float)
+        prec = np.where(per > 0, per, EPSILON_METHOD1) / den
+        log_mean = np.log(prec).sum(axis=0) / self.n
+        bp = _brevity_penalty(lens, closest)
+        self.sentence.extend(np.where(per[0] > 0, bp * np.exp(log_mean), 0.0).tolist())
+
+    def _closest(self, length: int) -> int:
+        """The length of the other response closest to ``length`` (ties: the shorter)."""
+        if self.lengths[length] >= 2:
+            return length
+        s = self._sorted
+        i = bisect.bisect_left(s, length)
+        prev = s[i - 1] if i > 0 else None
+        nxt = s[i + 1] if i + 1 < len(s) else None
+        if prev is None:
+            return -1 if nxt is None else nxt
+        if nxt is None or length - prev <= nxt - length:
+            return prev
+        return nxt
+
+    def _merge(self, other: SelfBleu) -> None:
+        if self.pass_ == 0:
+            self.lengths.update(other.lengths)
+            self.n_tokens += other.n_tokens
+            for k in range(1, self.n + 1):
+                table = self.top[k]
+                for g, t in other.top[k].items():
+                    mine = table.get(g)
+                    table[g] = t if mine is None else _top2(mine, t)
+            return
+        self.matches = [a + b for a, b in zip(self.matches, other.matches, strict=True)]
+        self.totals = [a + b for a, b in zip(self.totals, other.totals, strict=True)]
+        self.sys_len += other.sys_len
+        self.ref_len += other.ref_len
+        self.sentence.merge(other.sentence)
+
+    def _freeze(self) -> None:
+        self._sorted = sorted(self.lengths)
+
+    def result(self) -> MetricResult:
+        if self.n_docs == 0:
+            return undefined(self.name, self.sig, "empty set")
+        if self.n_docs == 1:
+            return undefined(self.name, self.sig, "one response: self-BLEU needs at least two")
+        if self.n_tokens == 0:
+            return undefined(self.name, self.sig, "no tokens in any response")
+        if self.variant == "sentence":
+            value = self.sentence.value() / self.n_docs
+            return MetricResult(self.name, value, self.sig, details={"diversity": 1.0 - value})
+        c_sum = np.array(self.matches, dtype=np.float64)[:, None]
+        t_sum = np.array(self.totals, dtype=np.float64)[:, None]
+        sys_len = np.array([float(self.sys_len)])
+        ref_len = np.array([float(self.ref_len)])
+        values: np.ndarray
+        if self.smooth == "coco":
+            values, prec, bp = _coco_bleu(c_sum, t_sum, sys_len, ref_len, self.n)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                prec = np.where(t_sum > 0, c_sum / np.where(t_sum > 0, t_sum, 1), 0.0)
+                log_mean = np.log(np.where(c_sum > 0, prec, 1.0)).sum(axis=0) / self.n
+            bp = _brevity_penalty(sys_len, ref_len)
+            values = np.where((c_sum > 0).all(axis=0), bp * np.exp(log_mean), 0.0)
+        stats: dict[str, np.ndarray] = {
+            "value": values, "matches": c_sum, "totals": t_sum, "precisions": prec, "bp": bp,
+            "sys_len": sys_len, "ref_len": ref_len}
+        res: MetricResult = _self_bleu_pack(stats, 0, self.n, "corpus", self.sig)
+        return res
+
+
+def _top2(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    """The two largest of two top-two pairs (a multiset: ties keep both)."""
+    x = sorted((*a, *b), reverse=True)
+    return x[0], x[1]
+
+
 @register(
     "self-bleu", family="form", granularity="set", higher_is_more_diverse=False,
     bounds=(0.0, 1.0), citation=f"corpus: {COMMONSENSE}; sentence: {ZHU2018}",
@@ -384,6 +530,7 @@ def _check_self_bleu_params(n: Any, variant: Any, smooth: Any) -> tuple[int, str
             "smooth": Param(
                 str, choices=("none", "coco", "method1"), allow_none=True, default=None,
                 doc="smoothing; none = the variant's own (corpus: none, sentence: method1)",
+                alternative="coco",
                 relation=lambda sm, p: None if sm is None or sm in SMOOTHINGS.get(
                     p["variant"], ()) else (
                     f"with variant={p['variant']} must be one of "
@@ -391,6 +538,7 @@ def _check_self_bleu_params(n: Any, variant: Any, smooth: Any) -> tuple[int, str
             },
     description="BLEU-n of each response against all the others (corpus-level or mean "
     "sentence-level); details['diversity'] = 1 - self-BLEU",
+    corpus=SelfBleu,
 )
 def self_bleu(
     responses: Sequence[str],

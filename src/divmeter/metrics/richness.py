@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln
 
+from divmeter.corpus.stats import ResponseMean
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
@@ -173,6 +174,7 @@ def _tok_sig(tok: Tokenizer) -> dict[str, str]:
     citation=f"Johnson 1944; as defined (eq. 4) in {PATTR_PAPER}",
     params={"tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Type-token ratio of each response (unique words / words), mean over the set",
+    corpus=ResponseMean,
 )
 def ttr(
     responses: Sequence[str],
@@ -271,6 +273,7 @@ def _mattr_values(enc: TokenKeys, window: int) -> tuple[np.ndarray, np.ndarray]:
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Moving-average type-token ratio over windows of `window` words, per response; "
     "a response shorter than the window gets its plain TTR",
+    corpus=ResponseMean,
 )
 def mattr(
     responses: Sequence[str],
@@ -356,6 +359,7 @@ def mattr_many(
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Penalty-adjusted TTR: unique words / (L + |L - L_T|) per response, L_T the "
     "task's target length in words",
+    corpus=ResponseMean,
 )
 def pattr(
     responses: Sequence[str],
@@ -437,6 +441,7 @@ def pattr_many(
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Compression ratio (UTF-8 bytes / compressed bytes) of each response's first "
     "`truncate` words; higher = more repetitive",
+    corpus=ResponseMean,
 )
 def response_compression(
     responses: Sequence[str],
@@ -640,6 +645,7 @@ def _check_threshold(value: Any) -> float:
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Measure of textual lexical diversity (mean factor length, TTR threshold 0.72, "
     "forward and backward averaged), per response",
+    corpus=ResponseMean,
 )
 def mtld(
     responses: Sequence[str],
@@ -770,6 +776,7 @@ def _hdd_values(enc: TokenKeys, sample_size: int) -> np.ndarray:
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="HD-D: expected TTR of a random sample of `sample_size` tokens (hypergeometric), "
     "per response",
+    corpus=ResponseMean,
 )
 def hdd(
     responses: Sequence[str],
@@ -853,6 +860,7 @@ UNITS = ("words", "bytes")
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Response length in words or UTF-8 bytes (a length, not a diversity: used by "
     "length-bias analyses)",
+    corpus=ResponseMean,
 )
 def length(
     responses: Sequence[str],
