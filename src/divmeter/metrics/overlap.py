@@ -44,7 +44,6 @@ defaults, one direction per pair, as the PATTR paper's Section 3.3 uses it).
 from __future__ import annotations
 
 import bisect
-import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -54,13 +53,14 @@ import scipy.sparse as sp
 
 from divmeter.corpus.stats import ExactSum, TwoPass
 from divmeter.data.model import as_texts
-from divmeter.errors import InvalidInputError, MissingDependencyError
+from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.reduce import diversity_from_similarity, mean_pairwise
 from divmeter.params import LOWERCASE, MAX_ORDER, TEXT_TOKENIZERS, Param, tokenizer_param
 from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult, make_signature
 from divmeter.text import NgramIndex, get_tokenizer, ngram_tuples
+from divmeter.text.tokenize import porter_stem, rouge_tokenize, tokenize_13a
 
 __all__ = [
     "self_bleu",
@@ -94,98 +94,11 @@ EPSILON_METHOD1 = 0.1  # nltk SmoothingFunction().method1 default epsilon
 COCO_TINY = 1e-15  # pycocoevalcap bleu_scorer: added to every order's clipped matches
 COCO_SMALL = 1e-9  # pycocoevalcap bleu_scorer: added to every order's totals and to ref_len
 
-# --------------------------------------------------------------------------------------------
-# Tokenization (the divmeter tokenizers plus Google rouge-score's tokenizer)
-# --------------------------------------------------------------------------------------------
-
-_ROUGE_NON_ALNUM = re.compile(r"[^a-z0-9]+")
-_ROUGE_NON_ALNUM_MIXED = re.compile(r"[^A-Za-z0-9]+")
-_ROUGE_VALID = re.compile(r"^[A-Za-z0-9]+$")
-
-
-def rouge_tokenize(text: str, stem: bool = False, lowercase: bool = True) -> list[str]:
-    """Google ``rouge-score``'s default tokenizer.
-
-    Lowercase, every run of characters outside ``[a-z0-9]`` becomes a space (so non-ASCII
-    letters are separators), split; with ``stem``, nltk's Porter stemmer is applied to tokens
-    longer than 3 characters. ``lowercase=False`` is a divmeter variant (not rouge-score's):
-    case is kept and ``[A-Za-z0-9]`` are the token characters.
-
-    Example:
-        >>> rouge_tokenize("The cat's café, 2 DOGS!")
-        ['the', 'cat', 's', 'caf', '2', 'dogs']
-        >>> rouge_tokenize("The DOGS!", lowercase=False)
-        ['The', 'DOGS']
-    """
-    if lowercase:
-        tokens = _ROUGE_NON_ALNUM.sub(" ", text.lower()).split()
-    else:
-        tokens = _ROUGE_NON_ALNUM_MIXED.sub(" ", text).split()
-    if stem:
-        stemmer = _porter()
-        tokens = [stemmer.stem(t) if len(t) > 3 else t for t in tokens]
-        tokens = [t for t in tokens if _ROUGE_VALID.match(t)]
-    return tokens
-
-
-# mteval-v13a rules (the WMT tokenizer; sacrebleu's "13a", which Hugging Face evaluate's BLEU
-# copies), written out: every character of the symbol class below becomes its own token; a period
-# or comma becomes its own token unless it sits between digits (two passes, one per side); a
-# dash after a digit becomes its own token.
-_13A_SYMBOL = re.compile(r"([{|}~\[\\\]^_`!\"#$%&()*+:;<=>?@/])")
-_13A_PUNCT_AFTER_NONDIGIT = re.compile(r"([^0-9])([.,])")
-_13A_PUNCT_BEFORE_NONDIGIT = re.compile(r"([.,])([^0-9])")
-_13A_DASH_AFTER_DIGIT = re.compile(r"([0-9])(-)")
-
-
-def tokenize_13a(text: str) -> list[str]:
-    """The ``13a`` tokenizer of mteval-v13a / sacrebleu, as Hugging Face ``evaluate``'s BLEU has it.
-
-    Case is kept. Steps: drop ``<skipped>``; join words hyphenated over a line break (``-\\n``);
-    newlines become spaces; when the text holds ``&``, unescape ``&quot;`` ``&amp;`` ``&lt;``
-    ``&gt;`` (in that order); pad with a space on each side; then split off as separate tokens
-    every ASCII symbol in ``{ | } ~ [ \\ ] ^ _ ` ! " # $ % & ( ) * + : ; < = > ? @ /`` (not
-    ``'``, ``-``, ``.``, ``,``), a ``.`` or ``,`` preceded by a non-digit, a ``.`` or ``,``
-    followed by a non-digit, and a ``-`` preceded by a digit; finally split on whitespace
-    (``evaluate``'s copy returns the token list where sacrebleu joins it with single spaces).
-
-    Example:
-        >>> tokenize_13a("Hello, world! It's 3.5-4 km (approx.).")
-        ['Hello', ',', 'world', '!', "It's", '3.5', '-', '4', 'km', '(', 'approx', '.', ')', '.']
-    """
-    line = text.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
-    if "&" in line:
-        line = (line.replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<")
-                .replace("&gt;", ">"))
-    line = f" {line} "
-    line = _13A_SYMBOL.sub(r" \1 ", line)
-    line = _13A_PUNCT_AFTER_NONDIGIT.sub(r"\1 \2 ", line)
-    line = _13A_PUNCT_BEFORE_NONDIGIT.sub(r" \1 \2", line)
-    line = _13A_DASH_AFTER_DIGIT.sub(r"\1 \2 ", line)
-    return line.split()
-
-
-_PORTER: Any = None
-
-
-def _porter() -> Any:
-    global _PORTER
-    if _PORTER is None:
-        try:
-            from nltk.stem import porter
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise MissingDependencyError(
-                "Stemming (use_stemmer=True) uses nltk's Porter stemmer, as rouge-score does, and "
-                "nltk is not installed. Install it with: pip install 'divmeter[stem]'"
-            ) from exc
-        _PORTER = porter.PorterStemmer()
-    return _PORTER
-
-
 def _tokenize(
     texts: list[str], tokenizer: str, lowercase: bool, stem: bool, metric: str
 ) -> tuple[list[list[str]], str, str]:
-    """Token lists, tokenizer name and case label for the signature."""
+    """Token lists, tokenizer name and case label for the signature: the named tokenizers of
+    :mod:`divmeter.text.tokenize` (``rouge`` is rouge-score's, with its Porter stemming)."""
     if not isinstance(tokenizer, str) or tokenizer not in TOKENIZER_NAMES:
         raise InvalidInputError(
             f"`tokenizer` of {metric} must be one of {', '.join(TOKENIZER_NAMES)}; "
@@ -195,16 +108,16 @@ def _tokenize(
         raise InvalidInputError(
             f"`use_stemmer` of {metric} must be true or false; got {stem!r}."
         )
-    if tokenizer == "rouge":
-        lc = bool(lowercase)
-        return [rouge_tokenize(t, stem, lc) for t in texts], "rouge", "lc" if lc else "mixed"
-    if stem:
+    if stem and tokenizer != "rouge":
         raise InvalidInputError(
             f"`use_stemmer` of {metric} applies to the rouge tokenizer only (as in "
             f"rouge-score); got use_stemmer=True with tokenizer={tokenizer!r}."
         )
     tok = get_tokenizer(tokenizer, lowercase)
-    return tok.many(texts), tok.name, tok.case
+    tokens = tok.many(texts)
+    if stem:
+        tokens = [porter_stem(t) for t in tokens]
+    return tokens, tok.name, tok.case
 
 
 # --------------------------------------------------------------------------------------------
@@ -1015,7 +928,8 @@ def homogenization(
                 f"defaults; got tokenizer={tokenizer!r}, lowercase={lowercase!r}, "
                 f"use_stemmer={use_stemmer!r}."
             )
-        tokens, tok_name, case = [tokenize_13a(t) for t in texts], "13a", "mixed"
+        tok13a = get_tokenizer("13a")
+        tokens, tok_name, case = tok13a.many(texts), tok13a.name, tok13a.case
     else:
         tokens, tok_name, case = _tokenize(
             texts, tokenizer, lowercase, use_stemmer, "homogenization"
