@@ -12,7 +12,9 @@ name types only and never run, so they are not edges. A test per module then che
 * it is on no import cycle (a module that reaches itself through its imports);
 * it takes no underscore name (``from x import _name``, ``x._name``, or a ``_module``) from a
   module of another package (``divmeter._version`` and ``divmeter._optional`` are the
-  library's own and open to all).
+  library's own and open to all);
+* it imports no shim (a former module name kept for old imports: ``data/io.py``,
+  ``metrics/lexical.py``, ``response.py``, ``icl.py``).
 
 The modules a helper of issue 22 is still reshaping are marked ``xfail(strict=True)`` with the
 owner's name: once their fix is merged, the mark fails (XPASS) and comes off.
@@ -33,6 +35,9 @@ SRC = REPO / "src" / "divmeter"
 DOC = REPO / "docs" / "ARCHITECTURE.md"
 #: Private modules of the library as a whole (any package may import them).
 LIBRARY_PRIVATE = {"divmeter._version", "divmeter._optional"}
+#: Former module names kept for old imports (re-exports); no module of the library imports them.
+SHIMS = {"divmeter.data.io", "divmeter.metrics.lexical", "divmeter.metrics.response",
+         "divmeter.metrics.icl"}
 
 #: Modules whose fix belongs to another helper of issue 22 (test -> (owner, what remains)).
 PENDING: dict[tuple[str, str], str] = {
@@ -282,6 +287,16 @@ def test_no_import_cycle(name: str) -> None:
 def test_no_underscore_name_of_another_package(name: str) -> None:
     mod = modules()[name]
     assert not mod.private, f"{name} takes private names of other packages: {mod.private}"
+
+
+@pytest.mark.parametrize("name", _params("shims"))
+def test_no_import_of_a_shim(name: str) -> None:
+    used = sorted(set(modules()[name].imports) & SHIMS)
+    assert not used, f"{name} imports the shim(s) {used}: import the module they point to"
+
+
+def test_the_shims_exist() -> None:
+    assert SHIMS <= set(modules())
 
 
 def test_the_checks_see_function_level_imports() -> None:

@@ -613,8 +613,8 @@ def length_bias_cmd(
     """Length bias (PATTR paper): short-response win rate, Spearman with length (raw, as in its
     Table 1, and oriented to diversity), top-k filtering (after an optional length range)."""
     _fmt(fmt)  # fail on a bad --format before any work
-    from divmeter.data.io import read_sets
     from divmeter.data.model import ResponseSet
+    from divmeter.data.readers import read_sets
     from divmeter.meta.pattr import length_bias, parse_length_range
 
     rng = parse_length_range(length_range) if length_range is not None else None
@@ -768,7 +768,7 @@ def pattr_sensitivity_cmd(
     the pair similarities of PATTR's and MATTR's top-k selections (negative t: PATTR's more
     diverse)."""
     _fmt(fmt)
-    from divmeter.data.io import read_sets
+    from divmeter.data.readers import read_sets
     from divmeter.meta.pattr import parse_length_range, pattr_sensitivity
 
     rng = parse_length_range(length_range) if length_range is not None else None

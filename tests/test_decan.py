@@ -1,6 +1,6 @@
 """Decan pure layer (numpy only): hand-computed curves, errors, formatting, aggregation.
 
-No model runs here; the real-model tests are in tests/test_icl_lm.py.
+No model runs here; the real-model tests are in tests/test_decan_lm.py.
 """
 
 from __future__ import annotations
