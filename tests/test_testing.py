@@ -224,3 +224,24 @@ def test_bad_values_are_refused_by_their_declaration() -> None:
     for v in bad_values(p):
         with pytest.raises(InvalidInputError):
             p.check(v, "n", "demo")
+
+
+def test_the_recipe_of_architecture_md_is_a_whole_metric() -> None:
+    """docs/ARCHITECTURE.md, "Adding a metric": its module, run as written, registers a metric
+    that passes the contract, corpus merge (exact) included, with its defaults written once."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "ARCHITECTURE.md").read_text()
+    section = doc.split("## Adding a metric = one module + one test file", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {"__name__": "recipe_example"}
+    exec(compile(code, "ARCHITECTURE.md", "exec"), namespace)  # noqa: S102
+    try:
+        spec = divmeter.get_metric("pooled-ttr")
+        assert spec.merge == "exact" and spec.params == {"tokenizer": "whitespace",
+                                                         "lowercase": False}
+        report = check_metric("pooled-ttr")
+        assert "corpus merge (exact)" in report.passed and report.skipped == {}
+        assert divmeter.score(["a b a", "b c"], "pooled-ttr").value == 3 / 5
+        assert namespace["pooled_ttr"](["a b a"]).reason == (
+            "fewer than two non-blank responses (got 1)")
+    finally:
+        _REGISTRY.pop("pooled-ttr", None)

@@ -279,8 +279,8 @@ class Param:
         return value
 
 
-def tokenizer_param(default: str, choices: tuple[str, ...] = TEXT_TOKENIZERS) -> Param:
-    """The ``tokenizer`` parameter shared by the form metrics.
+def tokenizer_param(default: str = UNSET, choices: tuple[str, ...] = TEXT_TOKENIZERS) -> Param:
+    """The ``tokenizer`` parameter shared by the form metrics (default: the function's).
 
     Its message keeps the ``unknown tokenizer 'x'`` opening users (and tests) already match on.
 
