@@ -1,16 +1,6 @@
-"""Former name of :mod:`divmeter.metrics.richness` (renamed in the issue-9 reshaping), kept so old
-imports keep working: importing it gives the very same module object, with a
-:class:`DeprecationWarning` (once per process: the module is imported once). Import
-:mod:`divmeter.metrics.richness` instead."""
+"""Former name of :mod:`divmeter.metrics.richness` (renamed in issue 9): importing it gives
+the very same module, with a DeprecationWarning once per process (:func:`~._alias.alias`)."""
 
-import sys
-import warnings
+from divmeter.metrics._alias import alias
 
-from divmeter.metrics import richness
-
-warnings.warn(
-    "divmeter.metrics.response is deprecated; import divmeter.metrics.richness (the same module).",
-    DeprecationWarning,
-    stacklevel=2,
-)
-sys.modules[__name__] = richness
+alias(__name__, "divmeter.metrics.richness")
