@@ -14,12 +14,6 @@ import typer
 
 from divmeter.cli.options import QuietOpt, VerboseOpt
 from divmeter.errors import InvalidInputError
-from divmeter.report.metric_text import (
-    direction_text,
-    example_command,
-    range_text,
-    short_description,
-)
 
 __all__ = ["list_cmd"]
 
@@ -33,6 +27,9 @@ def _cut(text: str, width: int) -> str:
 def _list_table(specs: list[Any], title: str, width: int) -> Any:
     """One row per metric; the description takes what is left of ``width`` (at least 24)."""
     from rich.table import Table
+
+    # imported here: the report package loads scipy, and `divmeter list` stays light
+    from divmeter.report.metric_text import direction_text, range_text, short_description
 
     rows = [(s.name, s.family, direction_text(s.higher_is_more_diverse), range_text(s.bounds),
              short_description(s.description)) for s in specs]
@@ -71,6 +68,8 @@ def _params_table(spec: Any) -> Any:
 def _details(spec: Any) -> list[Any]:
     from rich.markup import escape
     from rich.text import Text
+
+    from divmeter.report.metric_text import example_command, range_text
 
     lines: list[Any] = [
         Text(spec.name, style="bold"),
