@@ -79,6 +79,7 @@ def evaluate(
             run (it is not a null: the limit is the user's to raise).
 
     Example:
+        >>> from divmeter.batch.plan import resolve_metrics
         >>> [[r.value for r in per_plan]
         ...  for per_plan in evaluate([["a b", "a c"], []], resolve_metrics(["distinct-n:n=1"]))]
         [[0.75, None]]

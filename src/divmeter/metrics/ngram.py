@@ -1163,7 +1163,7 @@ def entropy_n_many(
     (validated lists or tuples of strings), as ``entropy_n(set)``.
 
     Example:
-        >>> [r.value for r in entropy_n_many([["a b", "a c"], ["x x"]], n=1, base=2)]
+        >>> [r.value for r in entropy_n_many([["a b", "a c"], ["x x", "x"]], n=1, base=2)]
         [1.5, 0.0]
     """
     tok, orders, b, sig = _entropy_setup(n, n_max, base, tokenizer, lowercase)
