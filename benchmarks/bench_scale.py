@@ -97,6 +97,7 @@ def main() -> None:
     args = ap.parse_args()
     from divmeter.corpus.run import score_corpus
     from divmeter.data import read_sets
+    from divmeter.engines.ray import score_corpus_ray
     from divmeter.runner import score_file
 
     tmp = Path(tempfile.mkdtemp())
@@ -143,7 +144,7 @@ def main() -> None:
                  f"{n_resp / t:,.0f} |")
     local_records = run.records
     if ray_ok:
-        run2, t = timed(lambda: score_corpus(shards, CORPUS_METRICS, engine="ray"))
+        run2, t = timed(lambda: score_corpus_ray(shards, CORPUS_METRICS))
         lines.append(f"| corpus {', '.join(CORPUS_METRICS)} (Ray tasks per shard) | 2 | "
                      f"{t:.2f} | | {n_resp / t:,.0f} |")
         assert run2.records == local_records

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from divmeter.metrics.icl import decan
+from divmeter.metrics.decan import decan
 
 SETS = [
     ("Describe the weather.",

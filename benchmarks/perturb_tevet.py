@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 import divmeter
-from divmeter.data.io import read_sets
+from divmeter.data.readers import read_sets
 from divmeter.perturb import build
 
 REPO = Path(__file__).resolve().parents[1]

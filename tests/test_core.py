@@ -141,16 +141,25 @@ def test_ngram_index_order_beyond_every_text_is_empty_at_once() -> None:
     assert idx.order(2)[2] == 3 and idx.pooled_counts(10**9).size == 0
 
 
-def test_renamed_metric_modules_keep_their_old_import_paths() -> None:
-    """Issue 9: lexical.py -> ngram.py, response.py -> richness.py, icl.py -> decan.py; the old
-    paths are the same module objects, so ``divmeter.metrics.icl.decan_from_surprisal`` works."""
-    import importlib
-
-    for old, new in (("lexical", "ngram"), ("response", "richness"), ("icl", "decan")):
-        assert importlib.import_module(f"divmeter.metrics.{old}") is importlib.import_module(
-            f"divmeter.metrics.{new}")
-    from divmeter.metrics.icl import decan_from_surprisal
-    from divmeter.metrics.lexical import distinct_n
-
-    assert decan_from_surprisal.__module__ == "divmeter.metrics.decan"
-    assert distinct_n(["a b", "a c"], n=1).value == 0.75
+@pytest.mark.parametrize(("old", "new"), [("lexical", "ngram"), ("response", "richness"),
+                                          ("icl", "decan")])
+def test_renamed_metric_modules_warn_once_and_are_the_same_module(old: str, new: str) -> None:
+    """Issue 9 renamed lexical.py -> ngram.py, response.py -> richness.py, icl.py -> decan.py;
+    the old paths are the same module objects (``divmeter.metrics.icl.decan_from_surprisal``
+    works) and warn with a DeprecationWarning once per process (issue 22)."""
+    code = (
+        "import importlib, warnings\n"
+        "warnings.simplefilter('always')\n"
+        "with warnings.catch_warnings(record=True) as seen:\n"
+        f"    import divmeter.metrics.{old} as a\n"
+        f"    import divmeter.metrics.{old} as b\n"
+        f"    from divmeter.metrics.{old} import __name__ as name\n"
+        f"print(a is b is importlib.import_module('divmeter.metrics.{new}'), name)\n"
+        "print([(w.category.__name__, str(w.message), w.filename) for w in seen\n"
+        "       if issubclass(w.category, DeprecationWarning)])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out[0] == f"True divmeter.metrics.{new}"
+    assert out[1] == str([("DeprecationWarning", f"divmeter.metrics.{old} is deprecated; "
+                           f"import divmeter.metrics.{new} (the same module).", "<string>")])

@@ -18,9 +18,9 @@ from scipy import stats as ss
 
 import divmeter
 from divmeter.errors import InvalidInputError
-from divmeter.meta import protocols as pr
-from divmeter.meta.homogenization import homogenization, pair_similarities
+from divmeter.meta.homogenization import mean_similarities, pair_similarities
 from divmeter.meta.pattr import (
+    length_bias,
     parse_length_range,
     pattr_sensitivity,
     sensitivity_table,
@@ -51,7 +51,7 @@ def test_length_bias_reports_table_1_raw_spearman(target: int, rho: float) -> No
     res = divmeter.score(LADDER, "pattr", target_length=target)
     scores = res.details["per_response"]
     pools = [LADDER[:4], LADDER[4:]]
-    out = pr.length_bias(pools, {"pattr": [scores[:4], scores[4:]]})
+    out = length_bias(pools, {"pattr": [scores[:4], scores[4:]]})
     v = out.results["pattr"].values
     ref = ss.spearmanr(scores, np.arange(1, 9))
     assert v["spearman_raw"] == pytest.approx(rho, abs=1e-12)
@@ -65,7 +65,7 @@ def test_length_bias_raw_and_oriented_spearman_differ_for_lower_metrics() -> Non
     sign of the score itself; the oriented one is that of diversity (negated score)."""
     pools = [["a", "a b"], ["a b c", "a b c d"]]
     # score rises with length: raw rho = +1; as diversity (negated) it falls: -1
-    out = pr.length_bias(pools, {"cr": [[1.0, 2.0], [3.0, 4.0]]}, directions={"cr": "lower"})
+    out = length_bias(pools, {"cr": [[1.0, 2.0], [3.0, 4.0]]}, directions={"cr": "lower"})
     v = out.results["cr"].values
     assert (v["spearman_raw"], v["spearman_length"]) == (pytest.approx(1.0), pytest.approx(-1.0))
     assert v["direction"] == "lower"
@@ -85,9 +85,9 @@ def test_length_bias_length_range_filters_before_top_k() -> None:
     words allowed, "z" is out and the top-2 are "x y z w" (0.9) and "a b c d" (0.3): mean
     length (4 + 4) / 2 = 4.
     """
-    plain = pr.length_bias(POOLS, SCORES, top_k=[2]).results["m"].values
+    plain = length_bias(POOLS, SCORES, top_k=[2]).results["m"].values
     assert plain["top2_mean_length"] == 2.5
-    r = pr.length_bias(POOLS, SCORES, top_k=[2], length_range=(2, 4))
+    r = length_bias(POOLS, SCORES, top_k=[2], length_range=(2, 4))
     v = r.results["m"].values
     assert v["n_in_range"] == 5  # "a b", "a b c d", "x y z w", "x y", "q r s"
     assert v["top2_mean_length"] == 4.0
@@ -103,16 +103,16 @@ def test_length_bias_length_range_filters_before_top_k() -> None:
                                                         plain["spearman_raw"])
     with pytest.raises(InvalidInputError, match=r"top-k must be between 2 and the number of "
                        r"scored responses of 5-6 words \(1\); got 2\."):
-        pr.length_bias(POOLS, SCORES, top_k=[2], length_range=(5, 6))
+        length_bias(POOLS, SCORES, top_k=[2], length_range=(5, 6))
     with pytest.raises(InvalidInputError, match=r"0 <= low <= high \(words\); got 6-5\."):
-        pr.length_bias(POOLS, SCORES, top_k=[2], length_range=(6, 5))
+        length_bias(POOLS, SCORES, top_k=[2], length_range=(6, 5))
 
 
 def test_length_bias_hf_bleu_by_name() -> None:
     """PATTR 3.3: the homogenisation's BLEU in the paper's Hugging Face setting, by name."""
     pools = [["the cat sat on the mat.", "x"], ["the cat sat on a mat today.", "y"]]
     scores = {"m": [[0.9, 0.1], [0.8, 0.2]]}
-    r = pr.length_bias(pools, scores, top_k=[2], bleu="hf")
+    r = length_bias(pools, scores, top_k=[2], bleu="hf")
     v = r.results["m"].values
     # top-2 in rank order: prediction "the cat sat on the mat.", reference "... today."
     expected = (6 / 7 * 1 / 2 * 2 / 5 * 1 / 4) ** 0.25 * math.exp(1 - 8 / 7)
@@ -120,7 +120,7 @@ def test_length_bias_hf_bleu_by_name() -> None:
     assert "top2_bleu" not in v
     assert "|bleu:hf|" in r.results["m"].signature
     with pytest.raises(InvalidInputError, match=r"`bleu` must be 'bleu' or 'hf'; got 'nltk'\."):
-        pr.length_bias(pools, scores, top_k=[2], bleu="nltk")
+        length_bias(pools, scores, top_k=[2], bleu="nltk")
 
 
 @pytest.mark.parametrize(
@@ -234,12 +234,12 @@ def test_pattr_sensitivity_uses_the_registry_metrics() -> None:
 def test_pair_similarities_hf_and_homogenization_agree() -> None:
     texts = ["the cat sat on the mat.", "the cat sat on a mat today.", "A DOG!"]
     p = pair_similarities(texts)
-    h = homogenization(texts, bleu="hf")
+    h = mean_similarities(texts, bleu="hf")
     assert set(p) == {"rouge1", "rouge2", "rougeL", "bleu-hf"}
     assert h["bleu-hf"] == pytest.approx(float(np.mean(p["bleu-hf"])), rel=1e-12)
     with pytest.raises(InvalidInputError, match=r"`bleu` of the homogenisation must be one "
                        r"of bleu, hf; got 'x'\."):
-        homogenization(texts, bleu="x")
+        mean_similarities(texts, bleu="x")
 
 
 # ------------------------------------------------------------------ command line

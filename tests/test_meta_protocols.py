@@ -9,6 +9,7 @@ import pytest
 
 from divmeter.errors import InvalidInputError
 from divmeter.meta import protocols as pr
+from divmeter.meta.pattr import length_bias
 
 
 def test_contest_golden_row_and_signature():
@@ -151,7 +152,7 @@ def test_length_bias_golden():
     # pool 0: lengths 2,6,4,1 -> 25th pct = 1.75; top score at "z" (1 word) -> win
     # pool 1: lengths 1,4,2,3 -> 25th pct = 1.75; top score at "x y z w" -> no win
     scores = {"m": [[0.1, 0.2, 0.3, 0.9], [0.1, 0.9, 0.3, 0.2]]}
-    r = pr.length_bias(pools, scores, top_k=[2])
+    r = length_bias(pools, scores, top_k=[2])
     v = r.results["m"].values
     assert (v["short_win_rate"], v["n_pools"]) == (0.5, 2)
     # the corpus top-2 are "z" and "x y z w": ROUGE-1 P = 1/1, R = 1/4 -> F1 = 0.4; no bigram,
@@ -162,16 +163,16 @@ def test_length_bias_golden():
         "length-bias|quantile:25|length:whitespace-words|top_k:2|pairs:1000|seed:0|v:0.1.0"
     )
     with pytest.raises(InvalidInputError, match="top-k must be between 2"):
-        pr.length_bias(pools, scores, top_k=[50])
+        length_bias(pools, scores, top_k=[50])
 
 
 def test_homogenization_samples_pairs_beyond_budget():
-    from divmeter.meta.homogenization import _pairs, homogenization
+    from divmeter.meta.homogenization import _pairs, mean_similarities
 
     texts = [f"w{i} common words here" for i in range(12)]  # 66 pairs
-    full = homogenization(texts)
+    full = mean_similarities(texts)
     assert full["n_pairs"] == 66
-    part = homogenization(texts, n_pairs=10, seed=3)
+    part = mean_similarities(texts, n_pairs=10, seed=3)
     assert part["n_pairs"] == 10
     assert part["rouge1"] == pytest.approx(full["rouge1"])  # every pair shares 3 of 4 tokens
     pairs = _pairs(12, 10, 3)
@@ -218,9 +219,9 @@ def test_pairwise_orients_lower_is_diverse_metrics():
 def test_length_bias_top_scored_means_most_diverse():
     pools = [["a b", "a b c d e f", "a b c d", "z"], ["x", "x y z w", "x y", "q r s"]]
     scores = {"m": [[0.9, 0.8, 0.7, 0.1], [0.9, 0.1, 0.7, 0.8]]}  # lowest = most diverse
-    v = pr.length_bias(pools, scores, directions={"m": "lower"}).results["m"].values
+    v = length_bias(pools, scores, directions={"m": "lower"}).results["m"].values
     # most diverse: "z" (1 word, a short win) and "x y z w" (no win)
     assert (v["short_win_rate"], v["direction"]) == (0.5, "lower")
-    raw = pr.length_bias(pools, scores).results["m"].values
+    raw = length_bias(pools, scores).results["m"].values
     # highest raw scores: "a b" (2 > 1.75: no win) and "x" (a win)
     assert (raw["short_win_rate"], raw["direction"]) == (0.5, "higher")

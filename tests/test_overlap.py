@@ -18,6 +18,7 @@ from divmeter.metrics.overlap import (
     self_bleu,
     self_bleu_many,
 )
+from divmeter.registry import KERNEL_ATTR
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SELFBLEU = json.loads((FIXTURES / "overlap_selfbleu.json").read_text("utf-8"))
@@ -92,19 +93,23 @@ def test_self_bleu_sentence_per_response() -> None:
 
 
 @pytest.mark.parametrize(
-    ("texts", "reason"),
-    [
-        ([], "empty set"),
-        (["just one"], "one response: self-BLEU needs at least two"),
-        (["", "  "], "no tokens in any response"),
+    ("texts", "reason", "kernel_reason"),
+    [  # the public function applies the rule for degenerate sets; the kernel keeps its own
+        ([], "empty set", "empty set"),
+        (["just one"], "fewer than two non-blank responses (got 1)",
+         "one response: self-BLEU needs at least two"),
+        (["", "  "], "fewer than two non-blank responses (got 0)", "no tokens in any response"),
     ],
 )
 @pytest.mark.parametrize("variant", ["corpus", "sentence"])
-def test_self_bleu_degenerate(texts: list[str], reason: str, variant: str) -> None:
+def test_self_bleu_degenerate(texts: list[str], reason: str, kernel_reason: str,
+                              variant: str) -> None:
     r = self_bleu(texts, variant=variant)
     assert r.value is None
     assert r.reason == reason
     assert r.signature.startswith(f"self-bleu|n:4|variant:{variant}|")
+    k = getattr(self_bleu, KERNEL_ATTR)(texts, variant=variant)
+    assert (k.value, k.reason, k.signature) == (None, kernel_reason, r.signature)
 
 
 def test_self_bleu_signatures() -> None:
@@ -272,16 +277,20 @@ def test_homogenization_case() -> None:
 
 
 @pytest.mark.parametrize(
-    ("texts", "reason"),
-    [
-        ([], "empty set"),
-        (["only"], "one response: homogenization needs at least two"),
-        (["", "!!"], "no tokens in any response"),
+    ("texts", "reason", "kernel_reason"),
+    [  # the public function applies the rule for degenerate sets; the kernel keeps its own
+        ([], "empty set", "empty set"),
+        (["only"], "fewer than two non-blank responses (got 1)",
+         "one response: homogenization needs at least two"),
+        (["", "!!"], "fewer than two non-blank responses (got 1)", "no tokens in any response"),
+        (["??", "!!"], "no tokens in any response", "no tokens in any response"),
     ],
 )
-def test_homogenization_degenerate(texts: list[str], reason: str) -> None:
+def test_homogenization_degenerate(texts: list[str], reason: str, kernel_reason: str) -> None:
     r = homogenization(texts)
     assert (r.value, r.reason) == (None, reason)
+    k = getattr(homogenization, KERNEL_ATTR)(texts)
+    assert (k.value, k.reason) == (None, kernel_reason)
 
 
 def test_homogenization_signatures() -> None:

@@ -18,6 +18,7 @@ from divmeter.data import ResponseSet
 from divmeter.errors import InvalidInputError
 from divmeter.params import TEXT_TOKENIZERS, Param, describe, validate
 from divmeter.registry import check_params, list_metrics, parse_metric_arg
+from divmeter.testing import bad_values
 
 SPECS = list_metrics()
 IDS = [s.name for s in SPECS]
@@ -38,30 +39,11 @@ def test_declarations_match_the_function_signature(spec: divmeter.MetricSpec) ->
         param.check(param.default, name, spec.name)  # every default is valid
 
 
-def _bad_values(param: Param) -> list[Any]:
-    """Values that break the declaration (one per constraint)."""
-    if param.choices is not None:
-        return ["no-such-choice", 3]
-    if param.predicate is not None:
-        return [0, "x"]
-    if param.type is bool:
-        return ["maybe", 1]
-    if param.type is str:
-        return [3]
-    bad: list[Any] = ["x", True]
-    if param.type is int:
-        bad.append(2.0)
-    for bound, delta in ((param.ge, -1), (param.gt, 0), (param.le, 1), (param.lt, 0)):
-        if bound is not None:
-            bad.append(type(bound)(bound) + delta if param.type is int else bound + delta)
-    return bad
-
-
 CASES = [
     (spec.name, name, bad)
     for spec in SPECS
     for name, param in spec.schema.items()
-    for bad in _bad_values(param)
+    for bad in bad_values(param)
 ]
 
 

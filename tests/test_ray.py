@@ -16,7 +16,7 @@ pytest.importorskip("ray.data", reason="needs divmeter[dist] (ray[data])")
 
 from divmeter.cli import app  # noqa: E402
 from divmeter.corpus.run import score_corpus  # noqa: E402
-from divmeter.engines.ray import score_file_ray  # noqa: E402
+from divmeter.engines.ray import score_corpus_ray, score_file_ray  # noqa: E402
 from divmeter.runner import score_file  # noqa: E402
 
 WORDS = "the cat dog sat on a mat and ran to house big small red tree river".split()
@@ -76,7 +76,7 @@ def test_corpus_on_ray_equals_local(cluster, sets_file: Path, tmp_path: Path) ->
     metrics = ["distinct-n", "entropy-n", "self-repetition:n=2", "ngram-cosine:n=2", "mtld",
                "compression-ratio"]
     local = score_corpus([sets_file, other], metrics).records
-    dist = score_corpus([other, sets_file], metrics, engine="ray").records
+    dist = score_corpus_ray([other, sets_file], metrics).records
     assert dist == local
 
 

@@ -3,13 +3,14 @@
 Every registered text metric of the core (no extra needed) is checked for: a plain value and an
 exact-format signature on a normal set, bounds, order invariance (set metrics), list/tuple
 agreement, determinism, a clear error for a bare string, a null-with-reason (never a crash) on
-degenerate sets, and that every documented parameter changes the value or the signature.
+degenerate sets, and that every documented parameter changes the value or the signature (its
+alternative value generated from its declaration). The same contract for every metric, as a
+public function, is :func:`divmeter.testing.check_metric` (tests/test_testing.py).
 Metrics that need an extra (models) are covered by their own test files on small inputs.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import re
 
@@ -18,6 +19,7 @@ import pytest
 import divmeter
 from divmeter.errors import InvalidInputError
 from divmeter.registry import list_metrics
+from divmeter.testing import parameter_alternatives
 
 SET = [
     "The old man walked his dog along the quiet river at dawn.",
@@ -37,54 +39,6 @@ DEGENERATE = {
     "empty strings": ["", "", ""],
     "one-word responses": ["a", "b", "a"],
 }
-# An alternative value for each documented parameter (must differ from every default).
-ALTERNATIVES = {
-    "n": 2,
-    "n_max": 3,
-    "tokenizer": "whitespace",
-    "lowercase": True,
-    "q": 0.5,
-    "approx": "slq",
-    "probes": 4,
-    "steps": 5,
-    "k": 2,
-    "seed": 1,
-    "variant": "sentence",
-    "measure": "rouge2",
-    "algorithm": "xz",
-    "window": 5,
-    "target_length": 7,
-    "unit": "bytes",
-    "base": 2.0,
-    "vocab_size": 5000,
-    "truncate": 5,
-    "threshold": 0.5,
-    "sample_size": 7,
-    "stemmer": True,
-    "use_stemmer": True,
-    "reduction": "one-minus-mean",
-    "separator": " | ",
-    "smooth": "coco",
-    "dtype": "float32",
-    "segment": 7,
-    "convention": "keep-remainder",
-    "factor": "le",
-    "min_length": 3,
-    "min_size": 30,
-    "max_size": 45,
-    "samples": 20,
-    "trials": 2,
-    "sampling": "expected",
-}
-# Parameters documented to change neither the value (beyond float rounding) nor the signature:
-# where the computation runs (checked here to give the same value and signature).
-SAME_VALUE = {"device": "auto"}
-# Parameters that apply under another parameter's value only (vendi-ngram's approximation
-# sizes): checked against a base call with that companion value.
-COMPANIONS = {"k": {"approx": "nystroem"}, "probes": {"approx": "slq"},
-              "steps": {"approx": "slq"}, "seed": {"approx": "slq"}}
-# Parameter alternatives that need an optional extra: (extra, module), checked where installed.
-NEEDS_EXTRA = {"stemmer": ("stem", "nltk"), "use_stemmer": ("stem", "nltk")}
 SIG_RE = re.compile(r"^[a-z0-9-]+(\|[A-Za-z0-9_-]+:[^|]+)*\|v:\d+\.\d+\.\d+$")
 
 CORE_TEXT_METRICS = [s for s in list_metrics() if s.extra is None and s.input == "texts"]
@@ -144,29 +98,17 @@ def test_degenerate_sets_give_value_or_reason(spec: divmeter.MetricSpec, case: s
 
 
 def test_every_parameter_changes_value_or_signature(spec: divmeter.MetricSpec) -> None:
+    """Each parameter's alternative is generated from its declaration
+    (:func:`divmeter.testing.parameter_alternatives`: another choice, the other boolean, a
+    neighbouring number, or the Param's declared ``alternative``; with the setting of another
+    parameter a relation asks for, e.g. vendi-ngram's ``k`` with ``approx=nystroem``)."""
     texts = NORMAL_SET.get(spec.name, SET)
-    base = divmeter.score(texts, spec.name)
-    unchecked = []
-    for param, default in spec.params.items():
-        if param in SAME_VALUE:
-            other = divmeter.score(texts, spec.name, **{param: SAME_VALUE[param]})
-            assert other.signature == base.signature, param
-            assert other.value == pytest.approx(base.value, rel=1e-9), param
-            continue
-        if param not in ALTERNATIVES:
-            pytest.fail(f"no alternative value for parameter {param!r}: add one to ALTERNATIVES")
-        alt = ALTERNATIVES[param]
-        if alt == default:
-            continue
-        if param in NEEDS_EXTRA and importlib.util.find_spec(NEEDS_EXTRA[param][1]) is None:
-            unchecked.append(param)
-            continue
-        extra_params = COMPANIONS.get(param, {}) if "approx" in spec.params else {}
-        ref = divmeter.score(texts, spec.name, **extra_params) if extra_params else base
-        other = divmeter.score(texts, spec.name, **{param: alt, **extra_params})
-        assert other.value != ref.value or other.signature != ref.signature, param
-        assert other.signature != ref.signature, f"{spec.name}: {param} not in signature"
-    if unchecked:
-        extra = NEEDS_EXTRA[unchecked[0]][0]
-        pytest.skip(f"{', '.join(unchecked)} of {spec.name} needs divmeter[{extra}]: "
-                    f"pip install -e '.[{extra}]' (every other parameter was checked)")
+    alternatives = parameter_alternatives(spec)
+    assert {a.name for a in alternatives} == {k for k, p in spec.schema.items() if not p.runtime}
+    for alt in alternatives:
+        assert alt.problem is None, alt.problem
+        assert alt.value != spec.params[alt.name], alt
+        ref = divmeter.score(texts, spec.name, **alt.companions)
+        other = divmeter.score(texts, spec.name, **{**alt.companions, alt.name: alt.value})
+        assert other.value != ref.value or other.signature != ref.signature, alt
+        assert other.signature != ref.signature, f"{spec.name}: {alt.name} not in signature"

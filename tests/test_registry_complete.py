@@ -10,7 +10,7 @@ Every metric ``divmeter.list_metrics()`` returns is exercised, whatever its fami
 
 A metric whose extra is not installed is skipped with the install line (``embed`` / ``lm``
 markers, see the repository's ``conftest.py``). Decan runs the real LM on two-word responses with
-2 permutations (one model load per process, shared with tests/test_icl_lm.py via
+2 permutations (one model load per process, shared with tests/test_decan_lm.py via
 ``get_scorer``'s cache); its degenerate set takes the cheap path (no model call).
 
 The kmeans-inertia regression (its registered batch target did not exist, so ``score_many`` and

@@ -287,8 +287,9 @@ def test_a_batch_target_bound_under_another_name_still_resolves() -> None:
     register("demo-renamed", family="form", granularity="set", higher_is_more_diverse=True,
              bounds=(0, None), citation="none")(_demo)
     try:
-        register_batch("demo-renamed")(renamed)
-        assert get_metric("demo-renamed").load_batch() is renamed
+        public = register_batch("demo-renamed")(renamed)
+        assert get_metric("demo-renamed").batch_kernel().__wrapped__ is renamed
+        assert get_metric("demo-renamed").load_batch() is public
         assert [r.value for r in score_many([["a", "c"], ["a", "b", "c"]], "demo-renamed")
                 ] == [2.0, 3.0]
         with pytest.raises(ValueError, match="batch target of 'demo-renamed' is not callable"):

@@ -80,10 +80,11 @@ def test_distinct_and_cosine_match_tevet_columns(
         want_d = float(row["metric_averaged_distinct_ngrams"])
         want_c = float(row["metric_averaged_cosine_similarity"])
         if row["sample_id"] == EMPTY_SET_ID:
-            # the one all-empty set: Tevet wrote 0.000; divmeter says undefined, with a reason
+            # the one all-empty set: Tevet wrote 0.000; divmeter says undefined, with the
+            # reason of the rule for degenerate sets
             assert responses == [""] * k and want_d == 0.0 and want_c == 0.0
-            assert d.value is None and d.reason == "no tokens in any response"
-            assert c.value is None and c.reason == "no tokens in any response"
+            assert d.value is None and d.reason == "fewer than two non-blank responses (got 0)"
+            assert c.value is None and c.reason == "fewer than two non-blank responses (got 0)"
             continue
         assert d.value is not None and c.value is not None, row["sample_id"]
         compared += 1

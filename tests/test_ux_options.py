@@ -150,9 +150,9 @@ def test_in_process_state_follows_each_invocation(monkeypatch: pytest.MonkeyPatc
 FIRST_USE = """
 import logging, sys
 logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s", stream=sys.stderr)
-from divmeter.backends.lm import model_folder, resolve_model
+from divmeter.backends.lm import model_folder, resolve_lm
 for _ in range(2):
-    print(model_folder(resolve_model("smollm2")))
+    print(model_folder(resolve_lm("smollm2")))
 """
 
 

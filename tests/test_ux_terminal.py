@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from divmeter.cli.listing import example_command, range_text, short_description
 from divmeter.registry import column_name, get_metric, list_metrics
+from divmeter.report.metric_text import example_command, range_text, short_description
 
 REPO = Path(__file__).resolve().parents[1]
 DIVMETER = Path(sys.executable).parent / "divmeter"

@@ -15,6 +15,7 @@ import pytest
 import scipy.sparse as sp
 
 import divmeter
+from divmeter.degenerate import degenerate_reason
 from divmeter.errors import InvalidInputError
 from divmeter.metrics.vendi import (
     feature_eigenvalues,
@@ -24,6 +25,7 @@ from divmeter.metrics.vendi import (
     vendi_from_kernel,
     vendi_ngram,
 )
+from divmeter.registry import KERNEL_ATTR
 from divmeter.text import NgramIndex
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -402,11 +404,19 @@ def test_pair_gram_equals_scipy_gram(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_vendi_ngram_degenerate_sets(
     responses: list[str], expected: float | None, reason: str | None
 ) -> None:
-    res = vendi_ngram(responses)
+    """The kernel's documented value on each set; the public function gives the rule's null
+    where the set has fewer than two non-blank responses (as divmeter.score does)."""
+    res = getattr(vendi_ngram, KERNEL_ATTR)(responses)
     if expected is None:
         assert res.value is None and res.reason == reason
     else:
         assert res.value == pytest.approx(expected, rel=1e-12)
+    public = vendi_ngram(responses)
+    rule = degenerate_reason(responses)
+    if rule is None:
+        assert (public.value, public.reason) == (res.value, res.reason)
+    else:
+        assert (public.value, public.reason, public.signature) == (None, rule, res.signature)
 
 
 def test_vendi_ngram_counts_short_and_empty() -> None:

@@ -9,8 +9,7 @@ Public API (light: importing divmeter never imports torch):
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
+from divmeter._version import __version__
 from divmeter.api import score, score_many
 from divmeter.data.model import ResponseSet
 from divmeter.errors import (

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
-from divmeter.batch import MetricPlan, OnError, evaluate, resolve_metrics
+from divmeter.batch import MetricPlan, evaluate, resolve_metrics
 from divmeter.errors import InvalidInputError
 from divmeter.memory import memory_limit
 from divmeter.registry import check_params, get_metric, parse_metric_arg
 from divmeter.result import MetricResult
 
 __all__ = ["score", "score_many"]
+
+OnError = Literal["raise", "null"]
 
 
 def score(responses: Any, metric: str, *, max_memory: int | str | None = None,

@@ -24,6 +24,7 @@ from divmeter.errors import InvalidInputError
 
 __all__ = [
     "Param",
+    "UNSET",
     "validate",
     "parse_value",
     "describe",
@@ -48,6 +49,21 @@ MAX_ORDER = 100
 _TYPE_NAMES = {int: "int", float: "float", str: "str", bool: "bool", object: "any"}
 
 
+class _Unset:
+    """The default of a :class:`Param` that leaves it to the function's signature."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __reduce__(self) -> str:
+        return "UNSET"
+
+
+#: A :class:`Param` ``default`` (or ``alternative``) that is not given: :func:`register` takes
+#: the default from the metric function's signature (defaults are written once).
+UNSET: Any = _Unset()
+
+
 @dataclass(frozen=True)
 class Param:
     """One declared parameter of a metric.
@@ -55,7 +71,9 @@ class Param:
     Attributes:
         type: ``int``, ``float`` (any real number, ints included), ``str``, ``bool`` or ``object``
             (anything; no check).
-        default: The default value (must equal the function's signature default; a test checks).
+        default: The default value. Left :data:`UNSET`, :func:`divmeter.registry.register`
+            takes it from the function's signature (write it once, there); when both are
+            written they must agree (registration fails otherwise).
         ge, gt, le, lt: Bounds of a number.
         choices: The allowed values of a string.
         allow_none: Whether ``None`` is allowed (e.g. ``n=None``: every order up to ``n_max``).
@@ -68,6 +86,13 @@ class Param:
             only"``.
         message: A whole error message template (``{name}``, ``{metric}``, ``{got}``,
             ``{choices}``) for the few parameters whose wording users already rely on.
+        alternative: Another valid value, for the contract that every parameter changes the
+            value or the signature (:func:`divmeter.testing.check_metric`), where
+            :meth:`alternative_value` cannot derive a telling one (a free string, a choice
+            equal in effect to the default).
+        runtime: ``True`` for a setting of where or how the work runs, never of the number
+            (``device``, a server address, threads, timeouts): it is left out of the
+            signature and of that contract.
 
     Example:
         >>> Param(int, ge=1, default=4).expected()
@@ -77,7 +102,7 @@ class Param:
     """
 
     type: type = object
-    default: Any = None
+    default: Any = UNSET
     ge: float | None = None
     gt: float | None = None
     le: float | None = None
@@ -91,6 +116,8 @@ class Param:
         default=None, compare=False
     )
     message: str | None = None
+    alternative: Any = UNSET
+    runtime: bool = False
 
     # ------------------------------------------------------------------ describing
 
@@ -132,6 +159,52 @@ class Param:
         if self.doc:
             out["doc"] = self.doc
         return out
+
+    def alternative_value(self) -> Any:
+        """A valid value other than the default: the declared ``alternative``, else another
+        choice, the other boolean, or a number next to the default within the bounds (an
+        order ``n`` whose default is ``None`` gets its lowest value). :data:`UNSET` when none
+        can be derived (a free string): declare ``alternative=`` then.
+
+        Example:
+            >>> Param(int, ge=1, default=4).alternative_value()
+            5
+            >>> Param(int, ge=1, le=4, default=4).alternative_value()
+            3
+            >>> Param(str, choices=("a", "b"), default="a").alternative_value()
+            'b'
+            >>> Param(int, ge=1, allow_none=True, default=None).alternative_value()
+            1
+            >>> Param(str, default="x").alternative_value()
+            UNSET
+        """
+        if self.alternative is not UNSET:
+            return self.alternative
+        default = self.default
+        if self.choices is not None:
+            return next((c for c in self.choices if c != default and self.accepts(c)), UNSET)
+        if self.type is bool:
+            return not default if isinstance(default, bool) else UNSET
+        if self.type not in (int, float) or self.predicate is not None:
+            return UNSET
+        if default is None:
+            low = self.ge if self.ge is not None else (
+                self.gt + 1 if self.gt is not None else 0)
+            cands: list[Any] = [low, 1]
+        elif isinstance(default, (int, float)) and not isinstance(default, bool):
+            if isinstance(default, float) and math.isinf(default):
+                cands = [1.0, 2.0]
+            else:
+                cands = [default + 1, default - 1, default * 2, default / 2]
+        else:
+            return UNSET
+        for c in cands:
+            c = int(c) if self.type is int and float(c).is_integer() else c
+            if self.type is float and isinstance(c, int):
+                c = float(c)
+            if c != default and self.accepts(c):
+                return c
+        return UNSET
 
     # ------------------------------------------------------------------ checking
 
@@ -209,8 +282,8 @@ class Param:
         return value
 
 
-def tokenizer_param(default: str, choices: tuple[str, ...] = TEXT_TOKENIZERS) -> Param:
-    """The ``tokenizer`` parameter shared by the form metrics.
+def tokenizer_param(default: str = UNSET, choices: tuple[str, ...] = TEXT_TOKENIZERS) -> Param:
+    """The ``tokenizer`` parameter shared by the form metrics (default: the function's).
 
     Its message keeps the ``unknown tokenizer 'x'`` opening users (and tests) already match on.
 

@@ -7,16 +7,21 @@ only numpy/scipy at module level (models are loaded inside the functions, from `
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import difflib
 import functools
 import importlib
 import importlib.util
-from collections.abc import Callable, Mapping
+import inspect
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from divmeter.degenerate import degenerate_reason
 from divmeter.errors import InvalidInputError, UnknownMetricError
-from divmeter.params import Param, parse_value, validate
+from divmeter.params import UNSET, Param, parse_value, validate
+from divmeter.result import MetricResult
 
 __all__ = [
     "MetricSpec",
@@ -71,12 +76,22 @@ class MetricSpec:
         input: ``texts`` (a list of strings) or ``instantiations`` (CDM: lists of phrases).
         batch: ``"module:function"`` of an optional batched implementation (see
             :func:`register_batch`), or ``None``: then many sets are scored one by one.
-        fn: The registered function itself (so the name in ``target`` cannot fail to resolve).
-        batch_fn: The registered batched function itself.
+        fn: The metric's public function (so the name in ``target`` cannot fail to resolve):
+            the registered function behind the one rule for degenerate sets
+            (:mod:`divmeter.degenerate`), as its module exports it.
+        batch_fn: The public batched function (the registered one behind the rule).
         merge: How the metric's value over a corpus split into shards is assembled
             (``divmeter score --corpus``, :mod:`divmeter.corpus`): ``exact`` (per-shard
             statistics merged exactly), ``exact-two-pass`` (a second pass against merged
-            statistics) or ``none`` (no exact merge: the corpus is scored on one worker).
+            statistics) or ``none`` (no exact merge: the corpus is scored on one worker). It
+            is the ``kind`` of the declared ``corpus`` accumulator.
+        corpus: The metric's corpus accumulator, declared in :func:`register` (a subclass of
+            :class:`divmeter.corpus.stats.Accumulator`, called as ``corpus(name, params)``),
+            or ``None``: the corpus is gathered and scored once
+            (:class:`divmeter.corpus.stats.OneWorker`).
+        order_invariant: Whether the value does not depend on the order of the responses
+            (checked by :func:`divmeter.testing.check_metric`); ``False`` for metrics that
+            read the responses in order (none of the built-in ones).
     """
 
     name: str
@@ -93,20 +108,35 @@ class MetricSpec:
     batch: str | None = None
     schema: Mapping[str, Param] = field(default_factory=dict)
     merge: str = "none"
+    corpus: Any = field(default=None, repr=False, compare=False)
+    order_invariant: bool = True
     fn: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
     batch_fn: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
 
     def load(self) -> Callable[..., Any]:
-        """The function implementing the metric."""
+        """The metric's public function (the rule for degenerate sets applied first)."""
         return self.fn if self.fn is not None else _resolve(self.target)
 
     def load_batch(self) -> Callable[..., Any] | None:
-        """The batched implementation, or ``None`` when there is none."""
+        """The public batched function, or ``None`` when there is none."""
         if self.batch_fn is not None:
             return self.batch_fn
         if self.batch is None:
             return None
         return _resolve(self.batch)
+
+    def kernel(self) -> Callable[..., Any]:
+        """The registered function without the rule for degenerate sets (its formula on any
+        set; ``kernel().__wrapped__`` is the function itself): for a caller that has applied
+        the rule already (:func:`divmeter.batch.evaluate`, the corpus accumulators) or wants
+        the formula on one text."""
+        fn = self.load()
+        return getattr(fn, KERNEL_ATTR, fn)  # type: ignore[no-any-return]
+
+    def batch_kernel(self) -> Callable[..., Any] | None:
+        """The registered batched function itself, without the rule (see :meth:`kernel`)."""
+        fn = self.load_batch()
+        return fn if fn is None else getattr(fn, KERNEL_ATTR, fn)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -141,6 +171,99 @@ def _resolve(target: str) -> Callable[..., Any]:
 _REGISTRY: dict[str, MetricSpec] = {}
 _loaded = False
 
+#: Where a public function keeps the registered function it wraps (see :func:`register`).
+KERNEL_ATTR = "__divmeter_kernel__"
+#: Set while a metric runs (the rule applied): the public functions it calls on the way
+#: (``distinct_n`` calls ``distinct_n_many``; a metric answers an empty input for the rule's
+#: signature) pass straight through to the registered functions.
+_INSIDE: contextvars.ContextVar[bool] = contextvars.ContextVar("divmeter_inside", default=False)
+
+
+@contextlib.contextmanager
+def rule_applied() -> Iterator[None]:
+    """Inside this block the public metric functions skip the rule for degenerate sets (their
+    caller has applied it: :func:`divmeter.batch.evaluate`, the corpus accumulators)."""
+    token = _INSIDE.set(True)
+    try:
+        yield
+    finally:
+        _INSIDE.reset(token)
+
+
+def _without_rule(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` run inside :func:`rule_applied` (a metric's kernel, as :meth:`MetricSpec.kernel`
+    gives it: the public functions it calls skip the rule too)."""
+
+    @functools.wraps(fn)
+    def kernel(*args: Any, **params: Any) -> Any:
+        with rule_applied():
+            return fn(*args, **params)
+
+    return kernel
+
+
+def _rule_signature(fn: Callable[..., Any], *args: Any, **params: Any) -> str:
+    """The metric's signature, from the registered function's answer on an empty input."""
+    with rule_applied():
+        return str(fn([], *args, **params).signature)
+
+
+def _rule_result(name: str, granularity: str, items: Any, why: str, signature: str
+                 ) -> MetricResult:
+    details = ({"per_response": [None] * len(items)} if granularity == "response" else {})
+    return MetricResult(name, None, signature, reason=why, details=details)
+
+
+def _public(fn: Callable[..., Any], name: str, granularity: str) -> Callable[..., Any]:
+    """``fn`` behind the one rule for degenerate sets: a set the rule refuses gets its null
+    result (with the metric's signature, from its answer on an empty input) without a call of
+    ``fn`` on it."""
+
+    @functools.wraps(fn)
+    def public(responses: Any, *args: Any, **params: Any) -> Any:
+        if _INSIDE.get():
+            return fn(responses, *args, **params)
+        if isinstance(responses, (list, tuple, str, bytes)):
+            items = responses
+        elif isinstance(getattr(responses, "responses", None), list):  # a ResponseSet
+            items = responses.responses
+        elif isinstance(responses, Iterable) and not isinstance(responses, Mapping):
+            responses = items = list(responses)  # read a generator once
+        else:
+            items = responses  # the metric reports what it cannot take
+        why = degenerate_reason(items, granularity)
+        if why is None:
+            with rule_applied():
+                return fn(responses, *args, **params)
+        return _rule_result(name, granularity, items, why, _rule_signature(fn, *args, **params))
+
+    setattr(public, KERNEL_ATTR, _without_rule(fn))
+    return public
+
+
+def _public_many(fn: Callable[..., Any], name: str, granularity: str) -> Callable[..., Any]:
+    """The batched ``fn`` behind the rule: the sets it refuses get their null results, the
+    others go to ``fn`` in one call (the very same sequence when none is refused)."""
+
+    @functools.wraps(fn)
+    def public(sets: Any, *args: Any, **params: Any) -> Any:
+        if _INSIDE.get():
+            return fn(sets, *args, **params)
+        items = sets if isinstance(sets, (list, tuple)) else list(sets)
+        whys = [degenerate_reason(s, granularity) for s in items]
+        if not any(whys):
+            with rule_applied():
+                return fn(items, *args, **params)
+        live = [s for s, w in zip(items, whys, strict=True) if w is None]
+        with rule_applied():
+            done = iter(fn(live, *args, **params) if live else ())
+        signature = _rule_signature(_REGISTRY[name].kernel(), *args, **params)
+        return [next(done) if w is None else _rule_result(name, granularity, s, w, signature)
+                for s, w in zip(items, whys, strict=True)]
+
+    setattr(public, KERNEL_ATTR, _without_rule(fn))
+    return public
+
 
 def register(
     name: str,
@@ -154,12 +277,31 @@ def register(
     description: str = "",
     extra: str | None = None,
     input: str = "texts",
+    corpus: Any = None,
+    order_invariant: bool = True,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering a metric function under ``name``.
 
     ``params`` declares the metric's keyword parameters, each a
     :class:`~divmeter.params.Param` (type, constraint, default, doc); a bare value is taken as an
-    undeclared default (no check beyond the name).
+    undeclared default (no check beyond the name). A ``Param`` whose default is left
+    :data:`~divmeter.params.UNSET` takes the function's signature default (defaults are
+    written once); one written in both places must agree, or registration fails.
+
+    The decorator returns the metric's public function: the registered function behind the
+    one rule for degenerate sets (:mod:`divmeter.degenerate`), so ``my_metric(["one text"])``
+    gives ``None`` with the reason ``"fewer than two non-blank responses (got 1)"`` as
+    :func:`divmeter.score` does (one non-blank response is enough for
+    ``granularity="response"``), before any work and with the metric's signature (its answer
+    on an empty input, which must come at once). :meth:`MetricSpec.kernel` is the function
+    itself.
+
+    ``corpus`` declares the metric's corpus accumulator (its sufficient statistics and their
+    exact merge, as torchmetrics' ``add_state(..., dist_reduce_fx=...)``): a subclass of
+    :class:`divmeter.corpus.stats.Accumulator` defined in the metric's own module
+    (``corpus=ResponseMean`` for a per-response metric). Without one, corpus mode gathers the
+    texts and scores them once. ``order_invariant=False`` says the value depends on the order of
+    the responses.
 
     Example:
         >>> @register("demo-metric", family="form", granularity="set",
@@ -173,10 +315,11 @@ def register(
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         if name in _REGISTRY and _REGISTRY[name].target != f"{fn.__module__}:{fn.__name__}":
             raise ValueError(f"metric {name!r} is registered twice")
-        schema = {
+        public = _public(fn, name, granularity)
+        schema = _with_defaults(name, fn, {
             k: v if isinstance(v, Param) else Param(object, default=v)
             for k, v in (params or {}).items()
-        }
+        })
         _REGISTRY[name] = MetricSpec(
             name=name,
             family=family,
@@ -190,11 +333,40 @@ def register(
             extra=extra,
             input=input,
             schema=schema,
-            fn=fn,
+            merge=getattr(corpus, "kind", "none") if corpus is not None else "none",
+            corpus=corpus,
+            order_invariant=order_invariant,
+            fn=public,
         )
-        return fn
+        return public
 
     return deco
+
+
+def _with_defaults(name: str, fn: Callable[..., Any], schema: dict[str, Param]
+                   ) -> dict[str, Param]:
+    """The declarations with every :data:`~divmeter.params.UNSET` default taken from ``fn``'s
+    signature, after checking that the defaults written in both places agree."""
+    try:
+        keywords = {k: p.default for k, p in inspect.signature(fn).parameters.items()
+                    if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    except (TypeError, ValueError):  # a builtin or C function: no signature to read
+        keywords = {}
+    out: dict[str, Param] = {}
+    for key, p in schema.items():
+        written = keywords.get(key, inspect.Parameter.empty)
+        if p.default is UNSET:
+            if written is inspect.Parameter.empty:
+                raise ValueError(f"metric {name!r}: parameter {key!r} has no default (neither "
+                                 "declared nor in the function's signature)")
+            p = replace(p, default=written)
+        elif written is not inspect.Parameter.empty and not (
+                written == p.default and type(written) is type(p.default)):
+            raise ValueError(f"metric {name!r}: parameter {key!r} declares default "
+                             f"{p.default!r} but the function's signature says {written!r}; "
+                             "write it once (leave the Param's default unset)")
+        out[key] = p
+    return out
 
 
 def register_batch(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -206,7 +378,9 @@ def register_batch(name: str) -> Callable[[Callable[..., Any]], Callable[..., An
     to calling the metric on each set. Its parameters are already validated against the
     metric's declarations. :func:`divmeter.score_many` and ``divmeter score`` use it; metrics
     without one are scored set by set. The function itself is stored, so whatever name it is
-    bound to in its module, the batch path resolves.
+    bound to in its module, the batch path resolves. As :func:`register`, the decorator returns
+    the public function: the sets the rule for degenerate sets refuses get their null results,
+    the others go to the registered function in one call.
 
     Example:
         >>> @register("demo-metric", family="form", granularity="set",
@@ -224,10 +398,11 @@ def register_batch(name: str) -> Callable[[Callable[..., Any]], Callable[..., An
             raise ValueError(f"register_batch: metric {name!r} is not registered (yet)")
         if not callable(fn):
             raise ValueError(f"register_batch: the batch target of {name!r} is not callable")
+        public = _public_many(fn, name, _REGISTRY[name].granularity)
         _REGISTRY[name] = replace(
-            _REGISTRY[name], batch=f"{fn.__module__}:{fn.__qualname__}", batch_fn=fn
+            _REGISTRY[name], batch=f"{fn.__module__}:{fn.__qualname__}", batch_fn=public
         )
-        return fn
+        return public
 
     return deco
 
@@ -279,11 +454,6 @@ def _load_families() -> None:
     for mod in FAMILY_MODULES:
         if importlib.util.find_spec(mod) is not None:
             importlib.import_module(mod)
-    from divmeter.corpus.stats import MERGE_KINDS
-
-    for name, how in MERGE_KINDS.items():
-        if name in _REGISTRY:
-            _REGISTRY[name] = replace(_REGISTRY[name], merge=how)
     _loaded = True
 
 

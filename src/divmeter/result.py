@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MetricResult", "MetaResult", "Signature", "make_signature"]
+from divmeter._version import __version__
+
+__all__ = ["MetricResult", "MetaResult", "Signature", "make_signature", "jsonable"]
 
 
 def _fmt(value: Any) -> str:
@@ -63,8 +65,6 @@ def make_signature(name: str, **items: Any) -> str:
         >>> make_signature("self-bleu", n=4, variant="corpus", tok="whitespace", case="mixed")[:45]
         'self-bleu|n:4|variant:corpus|tok:whitespace|c'
     """
-    from divmeter import __version__
-
     kept = tuple((k, v) for k, v in items.items() if v is not None)
     return str(Signature(name, kept, __version__))
 
@@ -109,13 +109,13 @@ class MetricResult:
         """
         out: dict[str, Any] = {
             "metric": self.metric,
-            "value": _strict(_jsonable(self.value)),
+            "value": _strict(jsonable(self.value)),
             "signature": self.signature,
         }
         if self.reason is not None:
             out["reason"] = self.reason
         if with_details and self.details:
-            out["details"] = _strict(_jsonable(dict(self.details)))
+            out["details"] = _strict(jsonable(dict(self.details)))
         return out
 
     def _repr_html_(self) -> str:
@@ -163,16 +163,16 @@ class MetaResult:
 
         rows = [("name", self.name)]
         for k, v in self.values.items():
-            shown = f"{v:.6g}" if isinstance(v, float) else escape(str(_jsonable(v)))
+            shown = f"{v:.6g}" if isinstance(v, float) else escape(str(jsonable(v)))
             rows.append((str(k), shown))
         rows.append(("signature", f"<code>{escape(self.signature)}</code>"))
         return _html_table(rows)
 
     def to_dict(self, *, with_details: bool = False) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, **_jsonable(dict(self.values))}
+        out: dict[str, Any] = {"name": self.name, **jsonable(dict(self.values))}
         out["signature"] = self.signature
         if with_details and self.details:
-            out["details"] = _jsonable(dict(self.details))
+            out["details"] = jsonable(dict(self.details))
         return out
 
 
@@ -185,7 +185,7 @@ def _html_table(rows: list[tuple[str, str]]) -> str:
 
 
 def _strict(obj: Any) -> Any:
-    """``_jsonable`` output with infinities as ``None`` too (strict JSON has no inf)."""
+    """:func:`jsonable` output with infinities as ``None`` too (strict JSON has no inf)."""
     if isinstance(obj, dict):
         return {k: _strict(v) for k, v in obj.items()}
     if isinstance(obj, list):
@@ -195,20 +195,20 @@ def _strict(obj: Any) -> Any:
     return obj
 
 
-def _jsonable(obj: Any) -> Any:
+def jsonable(obj: Any) -> Any:
     """Convert numpy scalars/arrays (and NaN) to JSON-friendly Python values."""
     import numpy as np
 
     if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if isinstance(obj, (set, frozenset)):
-        return [_jsonable(v) for v in sorted(obj, key=str)]
+        return [jsonable(v) for v in sorted(obj, key=str)]
     if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
+        return jsonable(obj.tolist())
     if isinstance(obj, np.generic):
-        return _jsonable(obj.item())
+        return jsonable(obj.item())
     if isinstance(obj, float) and math.isnan(obj):
         return None
     return obj

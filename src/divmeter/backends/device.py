@@ -50,7 +50,8 @@ DEVICE = Param(str, default="cpu", predicate=valid_device,
                expect="one of auto, cpu, cuda, cuda:N, mps",
                message="`{name}` of {metric} must be one of auto, cpu, cuda, cuda:N, mps; "
                "got {got}.",
-               doc="where the model runs (auto: CUDA when present); not in the signature")
+               doc="where the model runs (auto: CUDA when present); not in the signature",
+               runtime=True)
 DTYPE = Param(str, choices=DTYPES, default="float32",
               doc="model weights' dtype (in the signature unless float32)")
 

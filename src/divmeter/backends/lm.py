@@ -57,7 +57,7 @@ __all__ = [
     "ModelSource",
     "TokenizedText",
     "CausalLMScorer",
-    "resolve_model",
+    "resolve_lm",
     "get_scorer",
     "lm_cache_root",
     "LoadedLM",
@@ -149,7 +149,7 @@ def _package_gguf(alias: str) -> tuple[Path, str]:
     return found[0], _sha256_file(found[0])
 
 
-def resolve_model(model: str) -> ModelSource:
+def resolve_lm(model: str) -> ModelSource:
     """Resolve a model name to its source and content fingerprint (no model is loaded).
 
     Args:
@@ -163,7 +163,7 @@ def resolve_model(model: str) -> ModelSource:
         InvalidInputError: If an alias's package is missing or a path does not exist.
 
     Example:
-        >>> resolve_model("gemma-3-270m").revision
+        >>> resolve_lm("gemma-3-270m").revision
         'a5fd3b62230a'
     """
     if not isinstance(model, str) or not model.strip():
@@ -191,7 +191,7 @@ def resolve_model(model: str) -> ModelSource:
                 "transformers model folder or a .gguf file."
             )
         return ModelSource(path.name, "folder", str(path), h.hexdigest()[:12])
-    from divmeter.backends.embed import require_cached
+    from divmeter.backends._common import require_cached
 
     require_cached(model, ", ".join(_GGUF_PACKAGES))  # before the first set, not on each one
     return ModelSource(model, "hub", model, "local")
@@ -257,7 +257,7 @@ class CausalLMScorer:
     """A causal LM that returns log-probabilities (in bits) of the tokens of texts.
 
     Args:
-        model: See :func:`resolve_model`. Defaults to Gemma-3-270m base.
+        model: See :func:`resolve_lm`. Defaults to Gemma-3-270m base.
         threads: torch intra-op threads (``None`` leaves torch's setting).
         dtype: ``"float32"`` (default) or ``"bfloat16"`` for the transformer body; log-softmax is
             always taken in float32.
@@ -289,7 +289,7 @@ class CausalLMScorer:
         transformers = require("transformers", extra="lm")
         if threads is not None:
             torch.set_num_threads(int(threads))
-        self.source = resolve_model(model)
+        self.source = resolve_lm(model)
         self.dtype_name = dtype
         self.device = resolve_device(device)
         if max_batch_tokens is None:
@@ -727,7 +727,7 @@ def load_causal_lm(model: str, *, dtype: str = "float32", device: str = "cpu") -
     :class:`CausalLMScorer` (nothing is downloaded).
 
     Args:
-        model: See :func:`resolve_model` (aliases, ``.gguf`` path, folder, cached hub name).
+        model: See :func:`resolve_lm` (aliases, ``.gguf`` path, folder, cached hub name).
         dtype: ``"float32"`` or ``"bfloat16"``.
         device: A torch device string (``"cpu"``, ``"cuda"``, ``"cuda:1"``).
 
@@ -745,7 +745,7 @@ def load_causal_lm(model: str, *, dtype: str = "float32", device: str = "cpu") -
         raise InvalidInputError(
             f"`dtype` must be one of {', '.join(dtypes)}; got {dtype!r}."
         )
-    source = resolve_model(model)
+    source = resolve_lm(model)
     folder = model_folder(source)
     tokenizer = _load_tokenizer(transformers, folder, converted=source.kind == "gguf")
     if getattr(tokenizer, "chat_template", None) is None:

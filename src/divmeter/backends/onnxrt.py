@@ -41,49 +41,35 @@ from typing import Any
 import numpy as np
 
 from divmeter._optional import require
-from divmeter.backends.cache import EmbeddingCache, cache_root, get_cache
-from divmeter.backends.embed import (
+from divmeter.backends._common import (
+    INT8_SUFFIX,
     TOKEN_BUDGET,
     ResolvedModel,
-    _pkg_version,
+    cached_encode,
     length_batches,
+    pkg_version,
     quiet_loading,
     resolve_model,
     resolve_threads,
     set_offline,
+    split_quant,
 )
+from divmeter.backends.cache import EmbeddingCache, cache_root, get_cache
 from divmeter.errors import InvalidInputError
 
 __all__ = ["INT8_SUFFIX", "OnnxSentenceEncoder", "split_quant", "export_folder",
            "length_batches"]
 
-#: A model alias ending with this names the int8-quantized ONNX variant (``minilm-int8``).
-INT8_SUFFIX = "-int8"
-_INT8_BASES = ("minilm", "mpnet")
 _EXPORT_LOCK = threading.Lock()
 #: Bumped when what :func:`_export` writes changes (part of the export folder's name).
 EXPORT_FORMAT = 1
-
-
-def split_quant(model: str) -> tuple[str, str | None]:
-    """``("minilm", "int8")`` for ``"minilm-int8"``; ``(model, None)`` otherwise.
-
-    Example:
-        >>> split_quant("minilm-int8"), split_quant("minilm")
-        (('minilm', 'int8'), ('minilm', None))
-    """
-    low = model.strip().lower() if isinstance(model, str) else ""
-    base = low.removesuffix(INT8_SUFFIX)
-    if low.endswith(INT8_SUFFIX) and base in _INT8_BASES:
-        return base, "int8"
-    return model, None
 
 
 def _versions() -> str:
     parts = []
     for short, dist in (("torch", "torch"), ("st", "sentence-transformers"),
                         ("tf", "transformers"), ("ort", "onnxruntime")):
-        parts.append(f"{short}{_pkg_version(dist) or 'none'}")
+        parts.append(f"{short}{pkg_version(dist) or 'none'}")
     return "-".join(parts)
 
 
@@ -310,8 +296,6 @@ class OnnxSentenceEncoder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` (cached); returns a ``(len(texts), d)`` float32 array."""
-        from divmeter.backends.embed import cached_encode
-
         return cached_encode(self, list(texts))
 
 

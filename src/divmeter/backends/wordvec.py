@@ -25,7 +25,7 @@ from typing import IO, Any
 import numpy as np
 
 from divmeter._optional import require
-from divmeter.backends.embed import (
+from divmeter.backends._common import (
     quiet_loading,
     resolve_model,
     resolve_threads,

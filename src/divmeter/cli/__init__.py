@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from divmeter import __version__
+from divmeter._version import __version__
 from divmeter.errors import DivmeterError
 
 #: Shown under every ``--help``: what the exit code of any command means.

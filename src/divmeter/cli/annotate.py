@@ -58,7 +58,7 @@ def init_cmd(
     verbose: VerboseOpt = False,
 ) -> None:
     """Create a study from a file of response sets."""
-    from divmeter.data.io import read_sets
+    from divmeter.data.readers import read_sets
     from divmeter.web.store import create_study, split_valid
 
     sets = list(read_sets(tasks))
@@ -193,7 +193,7 @@ def export_cmd(
 ) -> None:
     """Per-item mean, std (ddof=1) and count of the ratings: item_id, set_id, kind, n_ratings,
     mean, std (+ label). `divmeter meta contest FILE -c mean` reads it directly."""
-    from divmeter.data.io import open_record_writer
+    from divmeter.data.writers import open_record_writer
     from divmeter.web.store import Store
 
     if fmt is not None and fmt not in ("csv", "jsonl", "parquet"):

@@ -54,7 +54,7 @@ MaxTokOpt = Annotated[int, typer.Option("--max-tokens", help="Longest generation
 
 def _run(builder: str, sets_file: str, output: str, pairs: str | None, prefer: str,
          quiet: bool, **kw: Any) -> None:
-    from divmeter.data.io import read_sets
+    from divmeter.data.readers import read_sets
     from divmeter.perturb import PREFER, build, write_jsonl
 
     if prefer not in PREFER:  # fail before any work

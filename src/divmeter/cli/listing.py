@@ -13,7 +13,6 @@ the file's ``metrics-table`` markers (a test checks that the README is current).
 from __future__ import annotations
 
 import json
-import math
 from typing import Annotated, Any
 
 import typer
@@ -21,8 +20,7 @@ import typer
 from divmeter.cli.options import QuietOpt, VerboseOpt
 from divmeter.errors import InvalidInputError
 
-__all__ = ["list_cmd", "short_description", "direction_text", "range_text", "example_command",
-           "markdown_table", "write_readme_table"]
+__all__ = ["list_cmd", "markdown_table", "write_readme_table"]
 
 FAMILIES = ("form", "content", "lm", "judge")
 #: What each family measures, in its section heading.
@@ -33,62 +31,6 @@ LEVELS = ("set", "corpus", "pair", "response")
 #: The markers around the generated table in README.md.
 README_MARKERS = ("<!-- metrics-table:start (generated: divmeter list --format markdown "
                   "--update README.md) -->", "<!-- metrics-table:end -->")
-
-
-def short_description(text: str) -> str:
-    """The first clause of a metric's description (up to the first ``;``).
-
-    Example:
-        >>> short_description("Type-token ratio of each response; mean over the set")
-        'Type-token ratio of each response'
-    """
-    return text.split("; ")[0].strip()
-
-
-def direction_text(higher_is_more_diverse: bool) -> str:
-    """``↑ diverse`` (higher = more diverse) or ``↓ diverse`` (lower = more diverse)."""
-    return "↑ diverse" if higher_is_more_diverse else "↓ diverse"
-
-
-def _bound(v: float | None, low: bool) -> str:
-    if v is None or (isinstance(v, float) and math.isinf(v)):
-        return "-∞" if low else "∞"
-    return str(int(v)) if float(v).is_integer() else str(v)
-
-
-def range_text(bounds: tuple[float | None, float | None]) -> str:
-    """The range of a metric's value, e.g. ``[0, 1]`` or ``[0, ∞)``.
-
-    Example:
-        >>> range_text((0.0, 1.0)), range_text((1.0, None))
-        ('[0, 1]', '[1, ∞)')
-    """
-    lo, hi = bounds
-    left = "(" if lo is None else "["
-    right = ")" if hi is None else "]"
-    return f"{left}{_bound(lo, True)}, {_bound(hi, False)}{right}"
-
-
-def example_command(spec: Any) -> str:
-    """A runnable ``divmeter score`` line for the metric on the bundled example.
-
-    Shows the first numeric parameter (else the first one with choices) set to its default, so
-    the ``NAME:k=v`` syntax is visible; CDM-like metrics name an instantiations file instead.
-
-    Example:
-        >>> from divmeter.registry import get_metric
-        >>> example_command(get_metric("self-bleu"))
-        'divmeter score examples/stories.jsonl -m self-bleu:n=4'
-
-    """
-    arg = spec.name
-    numeric = [(k, p.default) for k, p in spec.schema.items()
-               if isinstance(p.default, (int, float)) and not isinstance(p.default, bool)]
-    chosen = [(k, p.default) for k, p in spec.schema.items() if p.choices and p.default]
-    for k, v in (numeric + chosen)[:1]:
-        arg = f"{spec.name}:{k}={v}"
-    src = "instantiations.jsonl" if spec.input == "instantiations" else "examples/stories.jsonl"
-    return f"divmeter score {src} -m {arg}"
 
 
 def _cut(text: str, width: int) -> str:
@@ -103,6 +45,9 @@ def _ordered(specs: list[Any]) -> list[Any]:
 
 
 def _rows(specs: list[Any]) -> list[tuple[str, ...]]:
+    # imported here: the report package loads scipy, and `divmeter list` stays light
+    from divmeter.report.metric_text import direction_text, range_text, short_description
+
     return [(s.name, direction_text(s.higher_is_more_diverse), range_text(s.bounds),
              short_description(s.description)) for s in specs]
 
@@ -148,6 +93,7 @@ def markdown_table(specs: list[Any] | None = None) -> str:
         | metric | family | level | direction | range | needs | what it
     """
     from divmeter.registry import list_metrics
+    from divmeter.report.metric_text import range_text, short_description
 
     lines = ["| metric | family | level | direction | range | needs | what it measures |",
              "|---|---|---|---|---|---|---|"]
@@ -184,8 +130,6 @@ def write_readme_table(text: str, table: str | None = None) -> str:
 def _params_table(spec: Any) -> Any:
     from rich.table import Table
 
-    from divmeter.params import _jsonable
-
     table = Table(title="parameters", title_justify="left", box=None, pad_edge=False,
                   header_style="bold")
     table.add_column("name", no_wrap=True)
@@ -197,13 +141,15 @@ def _params_table(spec: Any) -> Any:
         allowed = d.get("constraint", "any value")
         if p.doc:
             allowed += f". {p.doc}"
-        table.add_row(k, p.type_name(), json.dumps(_jsonable(p.default)), allowed)
+        table.add_row(k, p.type_name(), json.dumps(d["default"]), allowed)
     return table
 
 
 def _details(spec: Any) -> list[Any]:
     from rich.markup import escape
     from rich.text import Text
+
+    from divmeter.report.metric_text import example_command, range_text
 
     lines: list[Any] = [
         Text(spec.name, style="bold"),
@@ -247,7 +193,7 @@ def list_cmd(
 
     Example: divmeter list self-bleu
     """
-    from divmeter import __version__
+    from divmeter._version import __version__
     from divmeter.registry import get_metric, list_metrics
 
     if fmt not in ("table", "json", "markdown"):

@@ -131,9 +131,10 @@ def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty
             need_labels: bool = True) -> tuple[Any, dict[str, np.ndarray],
                                                                      np.ndarray, dict[str, Any],
                                                                      dict[str, str], np.ndarray]:
-    """Load, score, apply the empty-set policy and rounding; settings echo every choice."""
+    """Load and score the file (:func:`divmeter.meta.loaders.prepare_scores`), and say what
+    was dropped or excluded."""
     from divmeter.data.tables import load_table
-    from divmeter.meta.loaders import resolve_scores
+    from divmeter.meta.loaders import prepare_scores
 
     if quiet:
         from divmeter.cli.progress import quiet_libraries
@@ -141,83 +142,39 @@ def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty
         quiet_libraries()
     table = load_table(file)
     with progress_bar(bool(metric) and not quiet, len(table)) as callback:
-        res = resolve_scores(table, metrics=metric or (), columns=column or (), empty=empty,
-                             workers=workers, progress=callback)
-    if res.n_empty and empty == "drop":
-        _note(f"{res.n_empty} empty set(s) dropped (--empty drop); n_empty is in the output.",
-              quiet)
-    if need_labels and np.isnan(table.labels).all():
-        raise InvalidInputError(
-            f"{table.source}: no labels found; this protocol needs a label or parameter per set "
-            "(Tevet's label_value column, or a 'label' field)."
-        )
-    keep = res.keep.copy()
-    settings = dict(res.info)
-    undefined = _exclude_undefined(table.sets, res.scores, metric, keep,
-                                   lambda r: f"row {r} (set {table.ids[r]!r})", quiet)
-    if undefined:
-        settings["n_undefined"] = undefined
-    scores = {k: v[keep] for k, v in res.scores.items()}
-    if round_ is not None:
-        if round_ < 0:
-            raise InvalidInputError(f"--round must be >= 0; got {round_}.")
-        scores = {k: np.round(v, round_) for k, v in scores.items()}
-        settings["round"] = round_
-    return table, scores, table.labels[keep], settings, res.signatures, np.flatnonzero(keep)
+        res = prepare_scores(table, metrics=metric or (), columns=column or (), empty=empty,
+                             round_=round_, workers=workers, progress=callback,
+                             need_labels=need_labels)
+    if res.n_dropped_empty:
+        _note(f"{res.n_dropped_empty} empty set(s) dropped (--empty drop); n_empty is in the "
+              "output.", quiet)
+    _say_undefined(res.undefined, lambda r: f"row {r} (set {table.ids[r]!r})", quiet)
+    return table, res.scores, res.labels, res.settings, res.signatures, res.rows
+
+
+def _say_undefined(undefined: Any, where: Any, quiet: bool, *, in_output: bool = True) -> None:
+    for u in undefined:
+        _note(f"{u.column} is undefined on {u.count} item(s), excluded (first: "
+              f"{where(u.first)}: {u.reason})"
+              + ("; n_undefined is in the output." if in_output else "."), quiet)
 
 
 def _exclude_undefined(sets: Any, scores: dict[str, np.ndarray], metric: list[str] | None,
                        keep: np.ndarray, where: Any, quiet: bool, *, in_output: bool = True
                        ) -> dict[str, int]:
-    """Drop (in ``keep``, in place) the items on which a computed metric is undefined (null),
-    as ``divmeter score`` writes null there, and say how many, with the first one's reason.
+    """:func:`divmeter.meta.loaders.exclude_undefined`, said on stderr."""
+    from divmeter.meta.loaders import exclude_undefined
 
-    Returns:
-        ``{metric column: items excluded for it}`` (empty when none).
-    """
-    if not metric or sets is None:
-        return {}
-    from divmeter.batch import evaluate, resolve_metrics
-
-    counts: dict[str, int] = {}
-    for plan in resolve_metrics(list(metric)):
-        bad = keep & np.isnan(scores[plan.column])
-        if not bad.any():
-            continue
-        first = int(np.flatnonzero(bad)[0])
-        counts[plan.column] = int(bad.sum())
-        outcome = evaluate([sets[first].responses], [plan])[0][0]
-        reason = str(outcome) if isinstance(outcome, Exception) else (outcome.reason or "null")
-        _note(f"{plan.column} is undefined on {counts[plan.column]} item(s), excluded (first: "
-              f"{where(first)}: {reason})"
-              + ("; n_undefined is in the output." if in_output else "."), quiet)
-        keep &= ~bad
-    return counts
+    undefined = exclude_undefined(sets, scores, list(metric or []), keep)
+    _say_undefined(undefined, where, quiet, in_output=in_output)
+    return {u.column: u.count for u in undefined}
 
 
 def _directions(metric: list[str] | None, lower: list[str] | None,
                 columns: list[str] | None = None) -> dict[str, str]:
-    """``"lower"`` for metrics whose value falls as diversity rises, ``"higher"`` otherwise.
+    from divmeter.meta.loaders import metric_directions
 
-    Registry metrics (-m) know their direction; a precomputed column named like a registry
-    metric (``self-bleu:n=3``, as ``divmeter score`` writes it) takes that metric's direction;
-    columns named by ``--lower-is-diverse`` are ``"lower"`` whatever their name.
-    """
-    from divmeter.batch import resolve_metrics
-    from divmeter.errors import UnknownMetricError
-    from divmeter.registry import get_metric, parse_metric_arg
-
-    dirs: dict[str, str] = {}
-    for c in columns or []:
-        try:
-            spec = get_metric(parse_metric_arg(c)[0])
-        except (InvalidInputError, UnknownMetricError):
-            continue
-        dirs[c] = "higher" if spec.higher_is_more_diverse else "lower"
-    dirs.update({c: "lower" for c in lower or []})
-    for p in resolve_metrics(list(metric)) if metric else []:
-        dirs[p.column] = "higher" if get_metric(p.name).higher_is_more_diverse else "lower"
-    return dirs
+    return metric_directions(metric, lower, columns)
 
 
 LowerOpt = Annotated[
@@ -660,10 +617,9 @@ def length_bias_cmd(
     """Length bias (PATTR paper): short-response win rate, Spearman with length (raw, as in its
     Table 1, and oriented to diversity), top-k filtering (after an optional length range)."""
     _fmt(fmt)  # fail on a bad --format before any work
-    from divmeter.data.io import read_sets
     from divmeter.data.model import ResponseSet
-    from divmeter.meta.pattr import parse_length_range
-    from divmeter.meta.protocols import length_bias
+    from divmeter.data.readers import read_sets
+    from divmeter.meta.pattr import length_bias, parse_length_range
 
     rng = parse_length_range(length_range) if length_range is not None else None
 
@@ -816,7 +772,7 @@ def pattr_sensitivity_cmd(
     the pair similarities of PATTR's and MATTR's top-k selections (negative t: PATTR's more
     diverse)."""
     _fmt(fmt)
-    from divmeter.data.io import read_sets
+    from divmeter.data.readers import read_sets
     from divmeter.meta.pattr import parse_length_range, pattr_sensitivity
 
     rng = parse_length_range(length_range) if length_range is not None else None

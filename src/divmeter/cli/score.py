@@ -344,9 +344,14 @@ def _corpus(inputs: list[str], metric: list[str], output: str | None, fmt: str |
             if callback is not None:
                 callback(done, total)
 
-        run = score_corpus(inputs, metric, input_format=input_format,
-                           memory_budget_mb=memory_budget, checkpoint=checkpoint, progress=prog,
-                           engine=engine, address=address)
+        options: dict[str, Any] = {"input_format": input_format, "progress": prog,
+                                   "memory_budget_mb": memory_budget, "checkpoint": checkpoint}
+        if engine == "ray":
+            from divmeter.engines.ray import score_corpus_ray
+
+            run = score_corpus_ray(inputs, metric, address=address, **options)
+        else:
+            run = score_corpus(inputs, metric, **options)
     if chosen == "table":
         from rich.console import Console
         from rich.table import Table

@@ -1,9 +1,19 @@
 """Corpus mode: a metric over every response of many shards taken as one corpus.
 
-:mod:`divmeter.corpus.stats` holds each metric's sufficient statistics and their exact merge;
+:mod:`divmeter.corpus.stats` holds the generic merge machinery (each metric declares its own
+accumulator in its module); :mod:`divmeter.corpus.shards` reads one shard into accumulators;
 :mod:`divmeter.corpus.run` streams files (shards) through them, with checkpoints.
 """
 
-from divmeter.corpus.stats import MERGE_KINDS, Accumulator, ExactSum, make_accumulator, merge_kind
+from divmeter.corpus.stats import (
+    Accumulator,
+    ExactSum,
+    OneWorker,
+    ResponseMean,
+    TwoPass,
+    make_accumulator,
+    merge_kind,
+)
 
-__all__ = ["MERGE_KINDS", "Accumulator", "ExactSum", "make_accumulator", "merge_kind"]
+__all__ = ["Accumulator", "ExactSum", "OneWorker", "ResponseMean", "TwoPass", "make_accumulator",
+           "merge_kind"]

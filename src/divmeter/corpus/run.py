@@ -5,34 +5,34 @@ statistics (:mod:`divmeter.corpus.stats`), merge, and checkpoint so an interrupt
 of every set of every file belongs to the one corpus; files are shards, and the value does not
 depend on their order (the merges are exact, see :mod:`divmeter.corpus.stats`).
 
-Inputs: what :func:`divmeter.data.read_sets` reads (JSONL, JSON, CSV, Parquet, optionally
-``.gz``; Parquet in record batches), a plain-text file of one response per line (``.txt``), or a
-Hugging Face ``datasets`` dataset: a folder written by ``Dataset.save_to_disk`` or
-``hf:NAME[:SPLIT[:COLUMN]]`` (streamed; the column defaults to ``text``).
+Inputs: see :mod:`divmeter.corpus.shards` (files, plain text, Hugging Face datasets). The local
+run reads the shards here, one after the other; an engine (``shard_pass=``, e.g.
+:func:`divmeter.engines.ray.score_corpus_ray`) reads them elsewhere, and the merge is the same.
 """
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
 import pickle
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from divmeter.batch import MetricArg, MetricPlan, resolve_metrics
-from divmeter.corpus.stats import Accumulator, make_accumulator
-from divmeter.data.model import as_texts
+from divmeter.corpus.shards import (
+    DEFAULT_BATCH_BYTES,
+    ShardPass,
+    iter_texts,
+    shard_statistics,
+)
+from divmeter.corpus.stats import make_accumulator
 from divmeter.errors import InvalidInputError
 
 __all__ = ["CorpusRun", "score_corpus", "iter_texts", "shard_statistics", "DEFAULT_BATCH_BYTES"]
 
-#: Text held per batch when no memory budget is given (a quarter of the default 256 MB).
-DEFAULT_BATCH_BYTES = 64 << 20
 CorpusProgress = Callable[[int, int, int], None]  # (responses so far, shards done, shards)
 
 
@@ -60,96 +60,6 @@ class CorpusRun:
     def throughput(self) -> float:
         """Responses read per second by this run."""
         return self.responses / self.seconds if self.seconds > 0 else 0.0
-
-
-def _hf_texts(src: str) -> Iterator[str]:
-    from divmeter._optional import require
-
-    datasets = require("datasets", extra="dist")
-    if src.startswith("hf:"):
-        name, _, rest = src[3:].partition(":")
-        split, _, column = rest.partition(":")
-        ds = datasets.load_dataset(name, split=split or "train", streaming=True)
-    else:
-        ds, column = datasets.load_from_disk(src), ""
-        if hasattr(ds, "keys") and not hasattr(ds, "features"):  # a DatasetDict
-            ds = ds[sorted(ds.keys())[0]]
-    column = column or "text"
-    for i, row in enumerate(ds):
-        value = row.get(column)
-        if isinstance(value, list):
-            yield from as_texts(value, what=f"{src} row {i + 1} field {column!r}")
-        elif isinstance(value, str):
-            yield value
-        else:
-            raise InvalidInputError(
-                f"{src} row {i + 1}: field {column!r} must be a string or a list of strings; "
-                f"got {type(value).__name__}."
-            )
-
-
-def iter_texts(src: str, input_format: str | None = None) -> Iterator[str]:
-    """Every response of a shard, streamed.
-
-    Example:
-        >>> import pathlib, tempfile
-        >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
-        >>> _ = p.write_text("one\\ntwo three\\n")
-        >>> list(iter_texts(str(p)))
-        ['one', 'two three']
-    """
-    if src.startswith("hf:") or (Path(src).is_dir() and (Path(src) / "state.json").exists()
-                                 or (Path(src) / "dataset_dict.json").exists()):
-        yield from _hf_texts(src)
-        return
-    low = src.lower()
-    if input_format == "txt" or low.endswith((".txt", ".txt.gz")):
-        opener: Any = gzip.open if low.endswith(".gz") else open
-        with opener(src, "rt", encoding="utf-8") as fh:
-            for line in fh:
-                yield line.rstrip("\n").rstrip("\r")
-        return
-    from divmeter.data import read_sets
-
-    for s in read_sets(src, input_format):
-        yield from s.responses
-
-
-def _batches(texts: Iterator[str], budget: int) -> Iterator[list[str]]:
-    buf: list[str] = []
-    size = 0
-    for t in texts:
-        buf.append(t)
-        size += len(t) + 64
-        if size >= budget:
-            yield buf
-            buf, size = [], 0
-    if buf:
-        yield buf
-
-
-def shard_statistics(
-    src: str,
-    accs: Sequence[Accumulator],
-    *,
-    input_format: str | None = None,
-    batch_bytes: int = DEFAULT_BATCH_BYTES,
-    on_batch: Callable[[int], None] | None = None,
-) -> tuple[list[Accumulator], int]:
-    """Statistics of one shard for the current pass of each accumulator: fresh accumulators
-    spawned from ``accs`` (which are not changed), and the number of responses read. This is
-    the unit of work a distributed engine ships to a worker."""
-    out = [a.spawn() for a in accs]
-    for a in out:
-        a.key = src  # one-worker metrics order the texts by shard
-    n = 0
-    for batch in _batches(iter_texts(src, input_format), batch_bytes):
-        for a in out:
-            a.add(batch)
-        n += len(batch)
-        if on_batch is not None:
-            on_batch(len(batch))
-    return out, n
 
 
 def _run_key(plans: Sequence[MetricPlan], shards: Sequence[str]) -> str:
@@ -193,8 +103,7 @@ def score_corpus(
     memory_budget_mb: float | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
     progress: CorpusProgress | None = None,
-    engine: str = "local",
-    address: str | None = None,
+    shard_pass: ShardPass | None = None,
 ) -> CorpusRun:
     """Score all responses of all ``inputs`` (shards) as one corpus with each metric.
 
@@ -208,9 +117,10 @@ def score_corpus(
         checkpoint: File to keep the merged statistics in after every shard; a run given the
             same file, metrics and shards resumes after the last finished shard.
         progress: Called as ``progress(responses, shards_done, shard_passes)``.
-        engine: ``local`` (this process) or ``ray`` (shards as Ray tasks, merged here).
-        address: Ray cluster address for ``engine="ray"`` (``auto``, ``ray://host:port``);
-            ``None`` starts a local one.
+        shard_pass: Where the shards are read: ``None`` in this process, one after the other;
+            an engine's pass (:data:`divmeter.corpus.shards.ShardPass`, e.g. Ray tasks:
+            :func:`divmeter.engines.ray.score_corpus_ray`), whose statistics are merged here
+            as they come.
 
     Returns:
         A :class:`CorpusRun` with one record per metric.
@@ -265,16 +175,13 @@ def score_corpus(
         if progress is not None:
             progress(responses, state["pass"] * len(shards) + len(state["done"]), total_units)
 
-    if engine == "ray":
-        from divmeter.engines.ray import corpus_pass
-
     while state["pass"] < passes:
         p_ = state["pass"]
         active = [i for i, a in enumerate(accs) if a.passes > p_]
         todo = [s for s in shards if s not in state["done"]]
-        if engine == "ray":
-            results = corpus_pass(todo, [accs[i] for i in active], input_format=input_format,
-                                  batch_bytes=budget, address=address)
+        if shard_pass is not None:
+            results = shard_pass(todo, [accs[i] for i in active], input_format=input_format,
+                                 batch_bytes=budget)
         else:
             results = (
                 (s, *shard_statistics(s, [accs[i] for i in active], input_format=input_format,
@@ -284,7 +191,7 @@ def score_corpus(
         for s, part, n in results:
             for i, a in zip(active, part, strict=True):
                 accs[i].merge(a)
-            if engine == "ray":
+            if shard_pass is not None:
                 tick(n)
             if p_ == 0:
                 state["responses"] += n
@@ -301,7 +208,7 @@ def score_corpus(
     run.responses = responses
     run.seconds = time.perf_counter() - start
     for p, a in zip(plans, accs, strict=True):
-        res = a.result()
+        res = a.finish()
         rec: dict[str, Any] = {"metric": p.column, "value": res.value,
                                "signature": res.signature}
         if res.value is None:

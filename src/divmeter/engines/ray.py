@@ -8,9 +8,10 @@ local run, computed on a Ray cluster.
   Records carry their input row; a window's records are checked to hold every row exactly once
   (a task retried after a worker died cannot lose or duplicate a set) and are written in input
   order, through the same writer, resume and summary as :func:`divmeter.runner.score_file`.
-* Corpus statistics (:func:`corpus_pass`): one Ray task per shard computes its statistics
-  (:func:`divmeter.corpus.run.shard_statistics`); the driver merges them as they finish (the
-  merges are exact and order-free). Shards must be readable at the same path on every node.
+* Corpus statistics (:func:`score_corpus_ray`, one pass: :func:`corpus_pass`): one Ray task per
+  shard computes its statistics (:func:`divmeter.corpus.shards.shard_statistics`); the driver
+  (:func:`divmeter.corpus.run.score_corpus`) merges them as they finish (the merges are exact
+  and order-free). Shards must be readable at the same path on every node.
 
 ``address``: ``None`` starts (or reuses) a local cluster; ``"auto"`` or ``"ray://host:port"``
 joins an existing one. The local engine never imports Ray.
@@ -28,14 +29,14 @@ from divmeter.batch import (
     MetricPlan,
     ProgressFn,
     Tally,
-    _score_chunk,
     resolve_metrics,
+    score_chunk,
     unscored,
 )
 from divmeter.errors import DivmeterError
 
-__all__ = ["init", "corpus_pass", "score_file_ray", "ray_score_sets", "score_sets_ray",
-           "WINDOW_CHUNKS", "CHUNK_SETS"]
+__all__ = ["init", "corpus_pass", "score_corpus_ray", "score_file_ray", "ray_score_sets",
+           "score_sets_ray", "WINDOW_CHUNKS", "CHUNK_SETS"]
 
 #: Sets per chunk (one ``map_batches`` row) and chunks per window (one dataset execution).
 CHUNK_SETS = 64
@@ -64,7 +65,7 @@ def init(address: str | None = None) -> Any:
 
 def _shard_task(src: str, accs: list[Any], input_format: str | None, batch_bytes: int
                 ) -> tuple[str, list[Any], int]:
-    from divmeter.corpus.run import shard_statistics
+    from divmeter.corpus.shards import shard_statistics
 
     part, n = shard_statistics(src, accs, input_format=input_format, batch_bytes=batch_bytes)
     return src, part, n
@@ -93,6 +94,30 @@ def corpus_pass(
         yield names[src], part, n
 
 
+def score_corpus_ray(inputs: Sequence[str | os.PathLike[str]], metrics: Sequence[MetricArg], *,
+                     address: str | None = None, **options: Any) -> Any:
+    """:func:`divmeter.corpus.run.score_corpus` with each shard's statistics computed by a Ray
+    task (:func:`corpus_pass`): the same records as the local run.
+
+    Args:
+        inputs: The shard files.
+        metrics: ``"name[:k=v,...]"`` strings or ``(name, params)`` pairs.
+        address: Ray cluster (``None``: start or reuse a local one; ``"auto"``,
+            ``"ray://host:port"``).
+        **options: ``input_format``, ``memory_budget_mb``, ``checkpoint``, ``progress``.
+
+    Returns:
+        The :class:`divmeter.corpus.run.CorpusRun`.
+    """
+    import functools
+
+    from divmeter.corpus.run import score_corpus
+
+    return score_corpus(inputs, metrics, shard_pass=functools.partial(corpus_pass,
+                                                                      address=address),
+                        **options)
+
+
 class _ChunkScorer:
     """A Ray Data actor: the metrics resolved once; encoders and LMs stay loaded (the family
     modules cache them per process) for every chunk this actor scores."""
@@ -112,7 +137,7 @@ class _ChunkScorer:
             chunk = pickle.loads(payload)
             if self.fault is not None and chunk and chunk[0][0] == self.fault[0]:
                 _kill_once(self.fault[1])
-            out.append(pickle.dumps(_score_chunk(chunk, self.plans)))
+            out.append(pickle.dumps(score_chunk(chunk, self.plans)))
         return {"records": out}
 
 

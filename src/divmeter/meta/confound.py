@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from divmeter.errors import InvalidInputError
-from divmeter.result import _jsonable, make_signature
+from divmeter.result import jsonable, make_signature
 
 __all__ = [
     "PAPER_BINS",
@@ -80,7 +80,7 @@ class ConfoundResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (NaN as ``null``)."""
-        return _jsonable({
+        return jsonable({
             "protocol": self.protocol,
             "signature": self.signature,
             "settings": self.settings,
@@ -284,13 +284,14 @@ def load_confound_inputs(
 ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, dict[str, Any]]:
     """Per-set columns, labels and lengths for :func:`decan_confound` from a results file.
 
-    The results file (JSONL / JSON / CSV / Parquet, read by :func:`divmeter.data.io.read_records`)
-    holds one record per scored set with numeric fields: the ``columns`` (``null`` = missing),
-    the ``label`` and, unless ``sets`` is given, the ``length``. With ``sets`` (the response-set
-    file the results were scored from, e.g. a Tevet conTest CSV), the length of each record is the
-    mean UTF-8 byte length of the responses of set number ``row`` (the record's ``row`` field, the
-    0-based position in that file; the record's position when it has no ``row``); a record whose
-    label differs from that set's label is an error (the files are not aligned).
+    The results file (JSONL / JSON / CSV / Parquet, read by
+    :func:`divmeter.data.readers.read_records`) holds one record per scored set with numeric
+    fields: the ``columns`` (``null`` = missing), the ``label`` and, unless ``sets`` is given,
+    the ``length``. With ``sets`` (the response-set file the results were scored from, e.g. a
+    Tevet conTest CSV), the length of each record is the mean UTF-8 byte length of the responses
+    of set number ``row`` (the record's ``row`` field, the 0-based position in that file; the
+    record's position when it has no ``row``); a record whose label differs from that set's
+    label is an error (the files are not aligned).
 
     Args:
         path: The results file, e.g. ``benchmarks/results_contest_decan.jsonl``.
@@ -311,7 +312,7 @@ def load_confound_inputs(
             a row outside the sets file or a label mismatch with it.
         FileNotFoundError: A missing file.
     """
-    from divmeter.data.io import read_records
+    from divmeter.data.readers import read_records
 
     for p in (path, sets):
         if p is not None and str(p) != "-" and not os.path.exists(p):
@@ -332,7 +333,7 @@ def load_confound_inputs(
     values = {c: np.array([_num(r, c, f"{name} record {i}") for i, r in kept]) for c in columns}
     labels = np.array([_num(r, label, f"{name} record {i}") for i, r in kept])
     if sets is not None:
-        from divmeter.data.io import read_sets
+        from divmeter.data.readers import read_sets
 
         set_list = list(read_sets(sets))
         sname = os.path.basename(str(sets))

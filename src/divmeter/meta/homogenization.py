@@ -24,7 +24,7 @@ import numpy as np
 
 from divmeter.errors import InvalidInputError
 
-__all__ = ["homogenization", "pair_similarities", "MEASURES", "BLEU_SETTINGS"]
+__all__ = ["mean_similarities", "pair_similarities", "MEASURES", "BLEU_SETTINGS"]
 
 MEASURES = ("rouge1", "rouge2", "rougeL", "bleu")
 #: ``bleu`` setting -> registry measure of ``homogenization``.
@@ -56,7 +56,15 @@ def _pairs(n: int, n_pairs: int, seed: int) -> list[tuple[int, int]]:
     return out
 
 
-def homogenization(
+def _values(sets: Sequence[Sequence[str]], measure: str) -> list[float | None]:
+    """The registry metric ``homogenization`` with ``measure`` on each set."""
+    from divmeter.meta.loaders import metric_results
+
+    return [None if r.value is None else float(r.value)
+            for r in metric_results(sets, "homogenization", measure=measure)]
+
+
+def mean_similarities(
     texts: Sequence[str], *, n_pairs: int = 1000, seed: int = 0, bleu: str = "bleu"
 ) -> dict[str, float]:
     """Mean pairwise ROUGE-1, ROUGE-2, ROUGE-L F1 and BLEU of a corpus (higher = more homogeneous).
@@ -79,12 +87,10 @@ def homogenization(
         InvalidInputError: For an unknown ``bleu`` setting.
 
     Example:
-        >>> h = homogenization(["a b c", "a b d", "x y z"])
+        >>> h = mean_similarities(["a b c", "a b d", "x y z"])
         >>> round(h["rouge1"], 4), h["n_pairs"]
         (0.2222, 3)
     """
-    from divmeter.api import score
-
     measures = _measures(bleu)
     texts = list(texts)
     n = len(texts)
@@ -92,14 +98,13 @@ def homogenization(
     if n * (n - 1) // 2 <= n_pairs:
         m = n * (n - 1) // 2
         for measure in measures:
-            v = score(texts, "homogenization", measure=measure).value if m else None
+            v = _values([texts], measure)[0] if m else None
             out[measure] = math.nan if v is None else float(v)
     else:
         pairs = _pairs(n, n_pairs, seed)
         m = len(pairs)
         for measure in measures:
-            vals = [score([texts[i], texts[j]], "homogenization", measure=measure).value
-                    for i, j in pairs]
+            vals = _values([[texts[i], texts[j]] for i, j in pairs], measure)
             arr = np.array([math.nan if v is None else v for v in vals], dtype=float)
             out[measure] = float(np.nanmean(arr)) if (~np.isnan(arr)).any() else math.nan
     out["n_pairs"] = m
@@ -113,7 +118,7 @@ def pair_similarities(
 
     The PATTR paper (Section 4.4) measures a top-10 selection by its "45 inter-sample pairwise
     similarity scores from all unique response pairs" and compares two selections with an
-    independent t-test on those samples. Pairs are chosen as in :func:`homogenization` (all
+    independent t-test on those samples. Pairs are chosen as in :func:`mean_similarities` (all
     unordered pairs ``i < j`` within the budget, else a seeded draw); a pair on which a
     measure is undefined (no token in either text) gives NaN.
 
@@ -132,16 +137,11 @@ def pair_similarities(
         >>> [round(float(v), 4) for v in p["rouge1"]]
         [0.6667, 0.0, 0.0]
     """
-    from divmeter.api import score
-
     measures = _measures(bleu)
     texts = list(texts)
     pairs = _pairs(len(texts), n_pairs, seed)
     out: dict[str, np.ndarray] = {}
     for measure in measures:
-        vals = np.full(len(pairs), math.nan)
-        for q, (i, j) in enumerate(pairs):
-            v = score([texts[i], texts[j]], "homogenization", measure=measure).value
-            vals[q] = math.nan if v is None else v
-        out[measure] = vals
+        vals = _values([[texts[i], texts[j]] for i, j in pairs], measure)
+        out[measure] = np.array([math.nan if v is None else v for v in vals], dtype=float)
     return out

@@ -12,8 +12,9 @@
   :func:`paired_matched` / :func:`paired_stages` match the rows of one table by a key
   (:func:`match_conditions`) before calling them.
 * :func:`pairwise` (Zhang et al. 2025): preference accuracy with CIs and the kappa matrix.
-* :func:`length_bias` (PATTR paper): short-response win rate, correlation with length, top-k
-  filtering evaluated with ROUGE-1/2/L and BLEU homogenisation.
+
+The PATTR paper's length-bias protocol lives beside PATTR's other code
+(:func:`divmeter.meta.pattr.length_bias`) and returns a :class:`ProtocolResult` too.
 
 Each protocol returns a :class:`ProtocolResult`: one :class:`~divmeter.result.MetaResult` per
 metric (keyed by metric/column name), the settings, and the arrays the plots need.
@@ -30,7 +31,7 @@ import numpy as np
 
 from divmeter.errors import InvalidInputError
 from divmeter.meta import stats as st
-from divmeter.result import MetaResult, _jsonable, make_signature
+from divmeter.result import MetaResult, jsonable, make_signature
 
 __all__ = [
     "ProtocolResult",
@@ -44,7 +45,6 @@ __all__ = [
     "stages",
     "parse_contrast",
     "pairwise",
-    "length_bias",
 ]
 
 
@@ -70,11 +70,11 @@ class ProtocolResult:
         """JSON-ready: ``{name: {values..., signature, settings...}}`` (keyed by metric)."""
         out: dict[str, Any] = {}
         for name, res in self.results.items():
-            row = _jsonable(dict(res.values))
-            row.update(_jsonable(self.settings))
+            row = jsonable(dict(res.values))
+            row.update(jsonable(self.settings))
             row["signature"] = res.signature
             if res.details:
-                row["details"] = _jsonable(dict(res.details))
+                row["details"] = jsonable(dict(res.details))
             out[name] = row
         return out
 
@@ -886,173 +886,3 @@ def pairwise(
     }
     return ProtocolResult("pairwise", out, settings, {"decisions": decisions},
                           {"kappa": kappa.to_dict()})
-
-
-# --------------------------------------------------------------------------------------------
-# length bias (PATTR paper)
-
-
-def length_bias(
-    pools: Sequence[Sequence[str]],
-    response_scores: Mapping[str, Sequence[Any]],
-    *,
-    quantile: float = 25.0,
-    top_k: Sequence[int] = (),
-    n_pairs: int = 1000,
-    seed: int = 0,
-    homogenization: Callable[..., dict[str, float]] | None = None,
-    directions: Mapping[str, str] | None = None,
-    length_range: tuple[float, float] | None = None,
-    bleu: str = "bleu",
-) -> ProtocolResult:
-    """Length bias of response-level diversity metrics (PATTR paper, Tables 1-2 and Figure 3).
-
-    "Top-scored" and "highest-scored" mean most diverse: a metric listed as ``"lower"`` in
-    ``directions`` is negated first (each row echoes its ``direction``).
-
-    * ``short_win_rate``: share of pools whose top-scored response (first one among equal top
-      scores) has a word count at or below the pool's ``quantile``-th percentile of word counts
-      (numpy's linear interpolation), with a Clopper-Pearson 95% interval;
-    * ``spearman_raw``: Spearman rho of the metric's own score with the word count over all
-      responses, the sign of the PATTR paper's Table 1 ("correlation between PATTR and
-      response length"), with its two-sided ``spearman_p``;
-    * ``spearman_length``: the same for the oriented score (diversity, higher = more diverse),
-      i.e. ``spearman_raw`` with its sign flipped for a ``"lower"`` metric;
-    * for every k in ``top_k``: the k highest-scored responses of the whole corpus and their
-      homogenisation (mean pairwise ROUGE-1/2/L F1 and BLEU over up to ``n_pairs`` seeded pairs;
-      lower = more diverse), beside the same for k random responses (``random_*``). With
-      ``length_range=(lo, hi)`` both are drawn only from the responses with
-      ``lo <= words <= hi`` (PATTR Section 4.3: "we first exclude video scripts that fall
-      outside predefined length ranges ... before applying MATTR or CR-based ranking";
-      ``n_in_range`` counts them).
-
-    Args:
-        pools: Responses grouped by prompt (the pool within which the win is decided).
-        response_scores: Metric name -> per-pool lists of per-response scores.
-        quantile: The length percentile (25 in the paper).
-        top_k: Corpus sizes for the filtering evaluation (10, 100, 1000 in the paper).
-        n_pairs: Pair budget for the pairwise homogenisation scores.
-        seed: Seed for pair sampling and the random baseline.
-        homogenization: ``f(texts, n_pairs=, seed=) -> dict`` (default: ROUGE/BLEU of
-            :mod:`divmeter.meta.homogenization`; it also receives ``bleu=`` when that is not
-            the default).
-        directions: Metric name -> ``"higher"`` / ``"lower"`` (= more diverse).
-        length_range: Inclusive word-count range applied before the top-k selection.
-        bleu: BLEU of the homogenisation: ``"bleu"`` (divmeter's, both directions) or
-            ``"hf"`` (the PATTR paper's Hugging Face BLEU; keys ``top{k}_bleu-hf``).
-
-    Raises:
-        InvalidInputError: For a bad quantile, direction, range, top-k or score shape.
-
-    Example:
-        >>> pools = [["a b", "a b c d e f", "a b c d"], ["x", "x y z w", "x y"]]
-        >>> r = length_bias(pools, {"m": [[0.9, 0.1, 0.2], [0.1, 0.9, 0.3]]})
-        >>> r.results["m"].values["short_win_rate"]
-        0.5
-    """
-    if not (0 < quantile < 100):
-        raise InvalidInputError(f"`quantile` must be in (0, 100); got {quantile!r}.")
-    if length_range is not None:
-        from divmeter.meta.pattr import check_length_range
-
-        length_range = check_length_range(length_range)
-    if bleu not in ("bleu", "hf"):
-        raise InvalidInputError(f"`bleu` must be 'bleu' or 'hf'; got {bleu!r}.")
-    h_kwargs: dict[str, Any] = {} if bleu == "bleu" else {"bleu": bleu}
-    if homogenization is None:
-        from divmeter.meta.homogenization import homogenization as homogenization_fn
-
-        homogenization = homogenization_fn
-    lengths = [np.array([len(t.split()) for t in pool], dtype=float) for pool in pools]
-    flat_texts = [t for pool in pools for t in pool]
-    flat_len = np.concatenate(lengths) if lengths else np.array([])
-    out: dict[str, MetaResult] = {}
-    arrays: dict[str, Any] = {}
-    dirs = {name: (directions or {}).get(name, "higher") for name in response_scores}
-    for name, per_pool in response_scores.items():
-        if dirs[name] not in ("higher", "lower"):
-            raise InvalidInputError(
-                f"direction of {name!r} must be 'higher' or 'lower' (= more diverse); "
-                f"got {dirs[name]!r}."
-            )
-        sign = -1.0 if dirs[name] == "lower" else 1.0
-        if len(per_pool) != len(pools):
-            raise InvalidInputError(
-                f"scores of {name!r} cover {len(per_pool)} pools; expected {len(pools)}."
-            )
-        wins = 0
-        counted = 0
-        for p, (sc, ln) in enumerate(zip(per_pool, lengths, strict=True)):
-            s = sign * st._vector(sc, f"{name}[{p}]")
-            if len(s) != len(ln):
-                raise InvalidInputError(
-                    f"pool {p}: {len(s)} scores of {name!r} for {len(ln)} responses."
-                )
-            ok = ~np.isnan(s)
-            if ok.sum() < 2:
-                continue
-            counted += 1
-            best = int(np.flatnonzero(ok)[np.argmax(s[ok])])
-            wins += int(ln[best] <= np.percentile(ln, quantile))
-        flat = (sign * np.concatenate([st._vector(x, name) for x in per_pool]) if per_pool
-                else np.array([]))
-        okf = ~np.isnan(flat)
-        if okf.sum() >= 2:
-            raw = st.spearman(sign * flat[okf], flat_len[okf])
-            rho_raw, p_raw = raw.rho, raw.values["p"]
-            rho = st.spearman(flat[okf], flat_len[okf]).rho
-        else:
-            rho_raw = p_raw = rho = math.nan
-        vals: dict[str, Any] = {
-            "short_win_rate": wins / counted if counted else math.nan,
-            "n_pools": counted,
-            "spearman_raw": rho_raw,
-            "spearman_p": p_raw,
-            "spearman_length": rho,
-            "n_responses": int(okf.sum()),
-            "direction": dirs[name],
-        }
-        if counted:
-            lo, hi = st._clopper_pearson(wins, counted, 0.95)
-            vals.update({"win_ci_low": lo, "win_ci_high": hi})
-        rng = np.random.default_rng(seed)
-        valid = np.flatnonzero(okf)
-        what = "scored responses"
-        if length_range is not None:
-            lo, hi = length_range
-            valid = valid[(flat_len[valid] >= lo) & (flat_len[valid] <= hi)]
-            vals["n_in_range"] = int(valid.size)
-            what = f"scored responses of {lo:g}-{hi:g} words"
-        for k in top_k:
-            if k < 2 or k > len(valid):
-                raise InvalidInputError(
-                    f"top-k must be between 2 and the number of {what} "
-                    f"({len(valid)}); got {k}."
-                )
-            top = valid[np.argsort(-flat[valid], kind="stable")[:k]]
-            h = homogenization([flat_texts[i] for i in top], n_pairs=n_pairs, seed=seed,
-                               **h_kwargs)
-            rnd = rng.choice(valid, k, replace=False)
-            hr = homogenization([flat_texts[i] for i in rnd], n_pairs=n_pairs, seed=seed,
-                                **h_kwargs)
-            for key, v in h.items():
-                vals[f"top{k}_{key}"] = v
-            for key, v in hr.items():
-                vals[f"random{k}_{key}"] = v
-            vals[f"top{k}_mean_length"] = float(flat_len[top].mean())
-        out[name] = MetaResult(
-            "length-bias", vals,
-            make_signature("length-bias", quantile=float(quantile), length="whitespace-words",
-                           top_k=list(top_k) or None, pairs=n_pairs if top_k else None,
-                           range=(f"{length_range[0]:g}-{length_range[1]:g}"
-                                  if length_range is not None and top_k else None),
-                           bleu=bleu if bleu != "bleu" and top_k else None,
-                           seed=seed),
-        )
-        arrays[name] = {"scores": flat, "lengths": flat_len}
-    settings: dict[str, Any] = {"quantile": quantile, "top_k": list(top_k), "seed": seed}
-    if length_range is not None:
-        settings["length_range"] = list(length_range)
-    if bleu != "bleu":
-        settings["bleu"] = bleu
-    return ProtocolResult("length-bias", out, settings, arrays)

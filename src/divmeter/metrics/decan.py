@@ -566,9 +566,9 @@ def _model_signature(model: str, dtype: str, base_url: str | None = None) -> str
 
     if server_model_name(model) is not None:
         return get_completions_scorer(model, base_url).signature
-    from divmeter.backends.lm import resolve_model
+    from divmeter.backends.lm import resolve_lm
 
-    src = resolve_model(model)
+    src = resolve_lm(model)
     return f"{src.name}@{src.revision}" + ("/bf16" if dtype == "bfloat16" else "")
 
 
@@ -681,6 +681,7 @@ def _surprisal_outputs(bits: Sequence[np.ndarray], permutations: int, nbytes: np
     description="Decan D = C x a_n: residual per-byte surprise of a base LM after in-context "
     "reading of the other responses, weighted by coherence",
     extra="lm",
+    order_invariant=False,  # seeded permutations of the responses as given
 )
 def decan(
     responses: Sequence[str],
@@ -712,7 +713,7 @@ def decan(
             A.1, the paper's format for Tevet & Berant's sets in section 5, and the one that fits
             a base model) or ``instruct`` (``Response A: ...``, the paper's format for the
             synthetic scenarios of appendix B.2/B.3 and the OLMo-2 stages of section 6).
-        model: Scoring LM (see :func:`divmeter.backends.lm.resolve_model`); default Gemma-3-270m
+        model: Scoring LM (see :func:`divmeter.backends.lm.resolve_lm`); default Gemma-3-270m
             base (Q4_K_M GGUF, dequantized), the paper used Qwen2.5-3B base.
         seed: Seed of the permutations.
         max_bytes: Truncate every response to this many UTF-8 bytes first (length matching,

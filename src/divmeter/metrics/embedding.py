@@ -19,18 +19,26 @@ server's, not known here) carry no ``win:`` field.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from divmeter.backends.device import DEVICE, DTYPE
+from divmeter.corpus.stats import Accumulator, ExactSum
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, check_positive, undefined
 from divmeter.metrics.kernels import KERNEL_EXPECT, kernel_ok
 from divmeter.metrics.reduce import REDUCTIONS, diversity_from_similarity
-from divmeter.metrics.vendi import vendi_from_features, vendi_from_kernel
+from divmeter.metrics.vendi import (
+    _row_norms,
+    _scale_rows,
+    vendi_from_eigenvalues,
+    vendi_from_features,
+    vendi_from_kernel,
+)
 from divmeter.params import Param
 from divmeter.registry import register
 from divmeter.result import MetricResult, make_signature
@@ -515,6 +523,119 @@ def _sig_uncached(name: str, model: str, base_url: str | None = None, backend: s
                           dtype=None if dtype == "float32" else dtype, **items)
 
 
+# --------------------------------------------------------------------------- corpus accumulators
+
+
+class _Embedded(Accumulator):
+    """Shared by the embedding metrics' corpus accumulators: the encoder (loaded once per
+    process) with the metric's model arguments, and the count of responses whose embedding is
+    all zeros (the metric is undefined on such a corpus)."""
+
+    def _setup(self) -> None:
+        self.sig = self._signature()
+        self.n_zero = 0
+
+    def _signature(self) -> str:
+        raise NotImplementedError
+
+    def _model_args(self) -> tuple[str, str | None, str, str]:
+        p = self.params
+        return p["model"], p["base_url"], p["backend"], p["dtype"]
+
+    def _unit_rows(self, texts: Sequence[str]) -> np.ndarray:
+        p = self.params
+        X = np.asarray(embed_texts(list(texts), p["model"], p["base_url"], p["backend"],
+                                   p["device"], p["dtype"]), dtype=np.float64)
+        zero = ~np.any(X != 0, axis=1)
+        self.n_zero += int(zero.sum())
+        return X[~zero]
+
+    def _undefined(self, min_n: int) -> MetricResult | None:
+        n = self.n_responses
+        if n == 0:
+            return undefined(self.name, self.sig, "empty set")
+        if n < min_n:
+            return undefined(self.name, self.sig, f"needs at least {min_n} responses; got {n}")
+        if self.n_zero:
+            return undefined(self.name, self.sig,
+                             f"{self.n_zero} responses have a zero embedding (no in-vocabulary "
+                             f"word for {self.params['model']!r})")
+        return None
+
+
+class EmbeddingCosine(_Embedded):
+    """embedding-cosine's corpus statistics: the sum ``S`` of the unit embeddings and the sum
+    of their squared norms; ``sum_{i<j} cos(e_i, e_j) = (|S|^2 - sum_i |u_i|^2) / 2``."""
+
+    def _signature(self) -> str:
+        return _sig("embedding-cosine", *self._model_args(), reduction=self.params["reduction"])
+
+    def _reset(self) -> None:
+        self.S: np.ndarray | None = None
+        self.sq = ExactSum()
+
+    def _add(self, texts: Sequence[str]) -> None:
+        if not texts:
+            return
+        U = normalize_rows(self._unit_rows(texts))
+        s = U.sum(axis=0)
+        self.S = s if self.S is None else self.S + s
+        self.sq.extend(np.einsum("ij,ij->i", U, U).tolist())
+
+    def _merge(self, other: EmbeddingCosine) -> None:
+        self.n_zero += other.n_zero
+        if other.S is not None:
+            self.S = other.S.copy() if self.S is None else self.S + other.S
+        self.sq.merge(other.sq)
+
+    def result(self) -> MetricResult:
+        bad = self._undefined(2)
+        if bad is not None:
+            return bad
+        assert self.S is not None
+        n = self.n_responses
+        cross = (math.fsum((self.S * self.S).tolist()) - self.sq.value()) / 2.0
+        mean = cross / (n * (n - 1) / 2.0)
+        value = -mean if self.params["reduction"] == "neg-mean" else 1.0 - mean
+        return MetricResult(self.name, value, self.sig, details={"n_responses": n})
+
+
+class VendiEmbedding(_Embedded):
+    """vendi-embedding's corpus statistics: the ``d x d`` sum ``sum_i u_i u_i^T`` of the unit
+    embeddings; the eigenvalues of its ``1/n`` multiple are the non-zero eigenvalues of
+    ``K / n`` (Friedman & Dieng 2023, section 3's dual computation)."""
+
+    def _signature(self) -> str:
+        self.q = check_positive(self.params["q"], "q", "vendi-embedding")
+        return _sig("vendi-embedding", *self._model_args(), q=self.q, kernel="cosine")
+
+    def _reset(self) -> None:
+        self.G: np.ndarray | None = None
+
+    def _add(self, texts: Sequence[str]) -> None:
+        if not texts:
+            return
+        X = self._unit_rows(texts)
+        if X.shape[0] == 0:
+            return
+        U = _scale_rows(X, 1.0 / _row_norms(X))
+        g = U.T @ U
+        self.G = g if self.G is None else self.G + g
+
+    def _merge(self, other: VendiEmbedding) -> None:
+        self.n_zero += other.n_zero
+        if other.G is not None:
+            self.G = other.G.copy() if self.G is None else self.G + other.G
+
+    def result(self) -> MetricResult:
+        bad = self._undefined(1)
+        if bad is not None:
+            return bad
+        assert self.G is not None
+        value = vendi_from_eigenvalues(np.linalg.eigvalsh(self.G / self.n_responses), self.q)
+        return MetricResult(self.name, value, self.sig, details={"n_responses": self.n_responses})
+
+
 @register(
     "embedding-cosine",
     family="content",
@@ -529,6 +650,7 @@ def _sig_uncached(name: str, model: str, base_url: str | None = None, backend: s
     description="Mean pairwise cosine of sentence embeddings, flipped to a diversity "
     "(neg-mean: Tevet's sent-BERT; one-minus-mean: self-cosSim)",
     extra="embed",
+    corpus=EmbeddingCosine,
 )
 def embedding_cosine(
     responses: Sequence[str], *, model: str = "minilm", reduction: str = "neg-mean",
@@ -699,6 +821,7 @@ def chamfer_sqeuclidean(
     description="Vendi score of order q with the cosine (or a given) kernel of sentence "
     "embeddings",
     extra="embed",
+    corpus=VendiEmbedding,
 )
 def vendi_embedding(
     responses: Sequence[str], *, q: float = 1.0, model: str = "minilm",

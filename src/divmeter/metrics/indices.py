@@ -61,6 +61,7 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln
 
+from divmeter.corpus.stats import ResponseMean
 from divmeter.data.model import as_texts
 from divmeter.metrics.richness import (
     _flatten,
@@ -133,7 +134,7 @@ def _register(name: str, *, higher: bool, bounds: tuple[float | None, float | No
         _SCHEMAS[name] = schema
         return register(name, family="form", granularity="response",
                         higher_is_more_diverse=higher, bounds=bounds, citation=citation,
-                        params=schema, description=description)(fn)
+                        params=schema, description=description, corpus=ResponseMean)(fn)
 
     return deco
 

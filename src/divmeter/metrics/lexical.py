@@ -1,8 +1,6 @@
-"""Former name of :mod:`divmeter.metrics.ngram` (renamed in the issue-9 reshaping); kept so old
-imports keep working: importing it gives the very same module object."""
+"""Former name of :mod:`divmeter.metrics.ngram` (renamed in issue 9): importing it gives
+the very same module, with a DeprecationWarning once per process (:func:`~._alias.alias`)."""
 
-import sys
+from divmeter.metrics._alias import alias
 
-from divmeter.metrics import ngram
-
-sys.modules[__name__] = ngram
+alias(__name__, "divmeter.metrics.ngram")

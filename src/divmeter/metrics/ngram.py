@@ -28,11 +28,13 @@ from __future__ import annotations
 import lzma
 import math
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
+from divmeter.corpus.stats import Accumulator, ExactSum, TwoPass
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
@@ -40,7 +42,7 @@ from divmeter.metrics.reduce import REDUCTIONS, diversity_from_similarity
 from divmeter.params import LOWERCASE, MAX_ORDER, Param, tokenizer_param
 from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult, make_signature
-from divmeter.text import NgramIndex, SetTokens, Tokenizer, get_tokenizer
+from divmeter.text import NgramIndex, SetTokens, Tokenizer, get_tokenizer, ngram_tuples
 from divmeter.text import encode_sets as _encode_sets
 from divmeter.text import fit_groups as _fit_groups
 from divmeter.text import interned as _interned  # noqa: F401  (tests check its cache)
@@ -175,6 +177,78 @@ def _sep_label(separator: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------
+# the corpus accumulator of the pooled-count metrics (distinct-n, entropy-n, EAD, n-gram diversity)
+
+
+class PooledCounts(Accumulator):
+    """distinct-n, entropy-n, EAD and n-gram diversity: per order, the count of every n-gram
+    pooled over the corpus (n-grams never cross response boundaries), and the token total."""
+
+    def _setup(self) -> None:
+        p = self.params
+        if self.name == "distinct-n":
+            self.tok, self.orders, self.sig = _distinct_setup(
+                p["n"], p["n_max"], p["tokenizer"], p["lowercase"])
+            self._per_order = _distinct_value
+            self.agg, self.xlogx = "mean", False
+        elif self.name == "entropy-n":
+            self.tok, self.orders, b, self.sig = _entropy_setup(
+                p["n"], p["n_max"], p["base"], p["tokenizer"], p["lowercase"])
+            self._base = b
+            self.agg, self.xlogx = "mean", True
+        elif self.name == "ead":
+            self.tok, self.orders, self._v, self.sig = _ead_setup(
+                p["n"], p["n_max"], p["vocab_size"], p["tokenizer"], p["lowercase"])
+            self.agg, self.xlogx = "mean", False
+        else:  # ngram-diversity
+            self.tok, self.orders, self.sig = _ngram_diversity_setup(
+                p["n_max"], p["tokenizer"], p["lowercase"])
+            self._per_order = _distinct_value
+            self.agg, self.xlogx = "sum", False
+
+    def _reset(self) -> None:
+        self.counts: dict[int, Counter[Any]] = {k: Counter() for k in self.orders}
+        self.n_tokens = 0
+
+    def _add(self, texts: Sequence[str]) -> None:
+        for toks in self.tok.each(texts):
+            self.n_tokens += len(toks)
+            for k in self.orders:
+                self.counts[k].update(ngram_tuples(toks, k))
+
+    def _merge(self, other: PooledCounts) -> None:
+        self.n_tokens += other.n_tokens
+        for k in self.orders:
+            self.counts[k].update(other.counts[k])
+
+    def _order_value(self, k: int) -> float:
+        c = self.counts[k]
+        unique, total = len(c), sum(c.values())
+        if self.name == "entropy-n":
+            # sum c ln c by increasing count value: the single-set branch of _xlogx_sums
+            acc = 0.0
+            for v, h in sorted(Counter(x for x in c.values() if x > 1).items()):
+                acc += h * (v * math.log(v))
+            return _entropy_value(total, acc, self._base)
+        if self.name == "ead":
+            return _ead_one(unique, total, self._v)
+        return self._per_order(unique, total, 0.0)
+
+    def result(self) -> MetricResult:
+        if self.n_responses == 0:
+            return undefined(self.name, self.sig, "empty set")
+        if self.n_tokens == 0:
+            return undefined(self.name, self.sig, "no tokens in any response")
+        row = [self._order_value(k) for k in self.orders]
+        if self.agg == "mean":
+            head = float(np.array([row], dtype=np.float64).mean(axis=1)[0])
+        else:
+            head = float(sum(row))
+        return MetricResult(self.name, head, self.sig,
+                            details={"per_n": dict(zip(self.orders, row, strict=True))})
+
+
+# --------------------------------------------------------------------------------------------
 # distinct-n
 
 
@@ -197,6 +271,7 @@ def _distinct_setup(n: int | None, n_max: int, tokenizer: str, lowercase: bool
             "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Unique n-grams / all n-grams pooled over the set; mean over n=1..n_max "
     "unless `n` is given",
+    corpus=PooledCounts,
 )
 def distinct_n(
     responses: Sequence[str],
@@ -300,10 +375,11 @@ def _entropy_value(total: int, xlogx: float, base: float) -> float:
                           predicate=lambda b: b in ("e", "nats", "bits") or (
                               isinstance(b, (int, float)) and not isinstance(b, bool)
                               and 0 < b < float("inf") and b != 1),
-                          expect="'e', 'bits' or a number > 0 other than 1"),
+                          expect="'e', 'bits' or a number > 0 other than 1", alternative=2.0),
             "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Shannon entropy of the n-gram distribution pooled over the set (nats by "
     "default, bits with base=2); mean over n=1..n_max unless `n` is given",
+    corpus=PooledCounts,
 )
 def entropy_n(
     responses: Sequence[str],
@@ -382,6 +458,7 @@ def _ead_one(unique: int, total: int, v: int) -> float:
             "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Expectation-adjusted distinct: unique n-grams / V(1-((V-1)/V)^C); mean over "
     "n=1..n_max unless `n` is given",
+    corpus=PooledCounts,
 )
 def ead(
     responses: Sequence[str],
@@ -491,6 +568,67 @@ def _ngram_cosine_setup(n: int | None, n_max: int, reduction: str, tokenizer: st
     return tok, orders, red, sig
 
 
+class NgramCosine(Accumulator):
+    """n-gram cosine: per order and n-gram ``g``, ``S_g = sum_i w_ig`` and ``Q_g = sum_i
+    w_ig^2`` of the responses' L2-normalised count vectors ``w_i``; the pair sum is
+    ``sum_g (S_g^2 - Q_g) / 2`` (exactly 0 for n-grams of one response)."""
+
+    def _setup(self) -> None:
+        p = self.params
+        self.tok, self.orders, self.red, self.sig = _ngram_cosine_setup(
+            p["n"], p["n_max"], p["reduction"], p["tokenizer"], p["lowercase"])
+
+    def _reset(self) -> None:
+        self.sums: dict[int, dict[Any, list[float]]] = {k: {} for k in self.orders}
+        self.n_tokens = 0
+
+    def _add(self, texts: Sequence[str]) -> None:
+        for toks in self.tok.each(texts):
+            self.n_tokens += len(toks)
+            for k in self.orders:
+                c = Counter(ngram_tuples(toks, k))
+                if not c:
+                    continue
+                norm = math.sqrt(float(sum(v * v for v in c.values())))
+                table = self.sums[k]
+                for g, v in c.items():
+                    w = v / norm
+                    cell = table.get(g)
+                    if cell is None:
+                        table[g] = [w, w * w]
+                    else:
+                        cell[0] += w
+                        cell[1] += w * w
+
+    def _merge(self, other: NgramCosine) -> None:
+        self.n_tokens += other.n_tokens
+        for k in self.orders:
+            table = self.sums[k]
+            for g, (s, q) in other.sums[k].items():
+                cell = table.get(g)
+                if cell is None:
+                    table[g] = [s, q]
+                else:
+                    cell[0] += s
+                    cell[1] += q
+
+    def result(self) -> MetricResult:
+        n = self.n_responses
+        if n == 0:
+            return undefined(self.name, self.sig, "empty set")
+        if n < 2:
+            return undefined(self.name, self.sig, "needs at least 2 responses (pairs); got 1")
+        if self.n_tokens == 0:
+            return undefined(self.name, self.sig, "no tokens in any response")
+        per_n: dict[int, float] = {}
+        for k in self.orders:
+            cross = math.fsum(s * s - q for s, q in self.sums[k].values())
+            mean = (cross / 2.0) / (n * (n - 1) / 2.0)
+            per_n[k] = -mean if self.red == "neg-mean" else 1.0 - mean
+        value = float(np.mean(list(per_n.values())))
+        return MetricResult(self.name, value, self.sig, details={"per_n": per_n})
+
+
 @register(
     "ngram-cosine",
     family="form",
@@ -504,6 +642,7 @@ def _ngram_cosine_setup(n: int | None, n_max: int, reduction: str, tokenizer: st
             "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Minus the mean pairwise cosine of n-gram count vectors, mean over n=1..n_max "
     "(Tevet & Berant's cos-sim)",
+    corpus=NgramCosine,
 )
 def ngram_cosine(
     responses: Sequence[str],
@@ -602,6 +741,7 @@ def _ngram_diversity_setup(n_max: int, tokenizer: str, lowercase: bool
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="N-gram diversity score: sum over n=1..n_max of unique/total n-grams, "
     "n-grams not crossing response boundaries",
+    corpus=PooledCounts,
 )
 def ngram_diversity(
     responses: Sequence[str],
@@ -667,9 +807,11 @@ def _compressed_size(data: bytes, algo: str) -> int:
     bounds=(0.0, None),
     citation=f"{SHAIB2024} (CR; `diversity` package's compression_ratio)",
     params={"algorithm": Param(str, choices=ALGORITHMS, default="gzip", doc="compressor"),
-            "separator": Param(str, default=" ", doc="joins the texts before compressing")},
+            "separator": Param(str, default=" ", doc="joins the texts before compressing",
+                               alternative=" | ")},
     description="UTF-8 size of the texts joined by `separator` / their compressed size "
     "(gzip level 9 or xz preset 6), compressed once; higher = more repetitive",
+    order_invariant=False,  # the texts are joined in order, then compressed
 )
 def compression_ratio(
     responses: Sequence[str],
@@ -764,6 +906,48 @@ def _log1p_ints(x: np.ndarray) -> np.ndarray:
     return out
 
 
+class SelfRepetition(TwoPass):
+    """Self-repetition in two passes: document frequencies, then each response's
+    ``ln(1 + s_d)`` against the merged frequencies (an :class:`ExactSum` of them)."""
+
+    def _setup(self) -> None:
+        p = self.params
+        self.tok, self.n, self.sig = _self_repetition_setup(
+            p["n"], p["tokenizer"], p["lowercase"])
+        self.df: Counter[Any] = Counter()
+        self.n_docs = 0
+
+    def _reset(self) -> None:
+        if self.pass_ == 0:
+            self.df = Counter()
+        self.total = ExactSum()
+
+    def _add(self, texts: Sequence[str]) -> None:
+        for toks in self.tok.each(texts):
+            grams = set(ngram_tuples(toks, self.n))
+            if self.pass_ == 0:
+                self.df.update(grams)
+            else:
+                df = self.df
+                s = sum(df[g] for g in grams) - len(grams)
+                self.total.add(math.log1p(float(s)))
+
+    def _merge(self, other: SelfRepetition) -> None:
+        if self.pass_ == 0:
+            self.df.update(other.df)
+        else:
+            self.total.merge(other.total)
+
+    def result(self) -> MetricResult:
+        if self.n_docs == 0:
+            return undefined(self.name, self.sig, "empty set")
+        if self.n_docs == 1:
+            return undefined(self.name, self.sig,
+                             "needs at least 2 responses (repetition across responses); got 1")
+        return MetricResult(self.name, self.total.value() / self.n_docs, self.sig,
+                            details={"n_responses": self.n_docs})
+
+
 @register(
     "self-repetition",
     family="form",
@@ -775,6 +959,7 @@ def _log1p_ints(x: np.ndarray) -> np.ndarray:
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Mean over responses of ln(1 + number of (n-gram, other response) matches of "
     "the response's distinct n-grams); higher = more repetitive",
+    corpus=SelfRepetition,
 )
 def self_repetition(
     responses: Sequence[str],
@@ -978,7 +1163,7 @@ def entropy_n_many(
     (validated lists or tuples of strings), as ``entropy_n(set)``.
 
     Example:
-        >>> [r.value for r in entropy_n_many([["a b", "a c"], ["x x"]], n=1, base=2)]
+        >>> [r.value for r in entropy_n_many([["a b", "a c"], ["x x", "x"]], n=1, base=2)]
         [1.5, 0.0]
     """
     tok, orders, b, sig = _entropy_setup(n, n_max, base, tokenizer, lowercase)

@@ -43,21 +43,24 @@ defaults, one direction per pair, as the PATTR paper's Section 3.3 uses it).
 
 from __future__ import annotations
 
-import re
+import bisect
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from divmeter.corpus.stats import ExactSum, TwoPass
 from divmeter.data.model import as_texts
-from divmeter.errors import InvalidInputError, MissingDependencyError
+from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.reduce import diversity_from_similarity, mean_pairwise
 from divmeter.params import LOWERCASE, MAX_ORDER, TEXT_TOKENIZERS, Param, tokenizer_param
 from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult, make_signature
-from divmeter.text import NgramIndex, get_tokenizer
+from divmeter.text import NgramIndex, get_tokenizer, ngram_tuples
+from divmeter.text.tokenize import porter_stem, rouge_tokenize, tokenize_13a
 
 __all__ = [
     "self_bleu",
@@ -91,98 +94,11 @@ EPSILON_METHOD1 = 0.1  # nltk SmoothingFunction().method1 default epsilon
 COCO_TINY = 1e-15  # pycocoevalcap bleu_scorer: added to every order's clipped matches
 COCO_SMALL = 1e-9  # pycocoevalcap bleu_scorer: added to every order's totals and to ref_len
 
-# --------------------------------------------------------------------------------------------
-# Tokenization (the divmeter tokenizers plus Google rouge-score's tokenizer)
-# --------------------------------------------------------------------------------------------
-
-_ROUGE_NON_ALNUM = re.compile(r"[^a-z0-9]+")
-_ROUGE_NON_ALNUM_MIXED = re.compile(r"[^A-Za-z0-9]+")
-_ROUGE_VALID = re.compile(r"^[A-Za-z0-9]+$")
-
-
-def rouge_tokenize(text: str, stem: bool = False, lowercase: bool = True) -> list[str]:
-    """Google ``rouge-score``'s default tokenizer.
-
-    Lowercase, every run of characters outside ``[a-z0-9]`` becomes a space (so non-ASCII
-    letters are separators), split; with ``stem``, nltk's Porter stemmer is applied to tokens
-    longer than 3 characters. ``lowercase=False`` is a divmeter variant (not rouge-score's):
-    case is kept and ``[A-Za-z0-9]`` are the token characters.
-
-    Example:
-        >>> rouge_tokenize("The cat's café, 2 DOGS!")
-        ['the', 'cat', 's', 'caf', '2', 'dogs']
-        >>> rouge_tokenize("The DOGS!", lowercase=False)
-        ['The', 'DOGS']
-    """
-    if lowercase:
-        tokens = _ROUGE_NON_ALNUM.sub(" ", text.lower()).split()
-    else:
-        tokens = _ROUGE_NON_ALNUM_MIXED.sub(" ", text).split()
-    if stem:
-        stemmer = _porter()
-        tokens = [stemmer.stem(t) if len(t) > 3 else t for t in tokens]
-        tokens = [t for t in tokens if _ROUGE_VALID.match(t)]
-    return tokens
-
-
-# mteval-v13a rules (the WMT tokenizer; sacrebleu's "13a", which Hugging Face evaluate's BLEU
-# copies), written out: every character of the symbol class below becomes its own token; a period
-# or comma becomes its own token unless it sits between digits (two passes, one per side); a
-# dash after a digit becomes its own token.
-_13A_SYMBOL = re.compile(r"([{|}~\[\\\]^_`!\"#$%&()*+:;<=>?@/])")
-_13A_PUNCT_AFTER_NONDIGIT = re.compile(r"([^0-9])([.,])")
-_13A_PUNCT_BEFORE_NONDIGIT = re.compile(r"([.,])([^0-9])")
-_13A_DASH_AFTER_DIGIT = re.compile(r"([0-9])(-)")
-
-
-def tokenize_13a(text: str) -> list[str]:
-    """The ``13a`` tokenizer of mteval-v13a / sacrebleu, as Hugging Face ``evaluate``'s BLEU has it.
-
-    Case is kept. Steps: drop ``<skipped>``; join words hyphenated over a line break (``-\\n``);
-    newlines become spaces; when the text holds ``&``, unescape ``&quot;`` ``&amp;`` ``&lt;``
-    ``&gt;`` (in that order); pad with a space on each side; then split off as separate tokens
-    every ASCII symbol in ``{ | } ~ [ \\ ] ^ _ ` ! " # $ % & ( ) * + : ; < = > ? @ /`` (not
-    ``'``, ``-``, ``.``, ``,``), a ``.`` or ``,`` preceded by a non-digit, a ``.`` or ``,``
-    followed by a non-digit, and a ``-`` preceded by a digit; finally split on whitespace
-    (``evaluate``'s copy returns the token list where sacrebleu joins it with single spaces).
-
-    Example:
-        >>> tokenize_13a("Hello, world! It's 3.5-4 km (approx.).")
-        ['Hello', ',', 'world', '!', "It's", '3.5', '-', '4', 'km', '(', 'approx', '.', ')', '.']
-    """
-    line = text.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
-    if "&" in line:
-        line = (line.replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<")
-                .replace("&gt;", ">"))
-    line = f" {line} "
-    line = _13A_SYMBOL.sub(r" \1 ", line)
-    line = _13A_PUNCT_AFTER_NONDIGIT.sub(r"\1 \2 ", line)
-    line = _13A_PUNCT_BEFORE_NONDIGIT.sub(r" \1 \2", line)
-    line = _13A_DASH_AFTER_DIGIT.sub(r"\1 \2 ", line)
-    return line.split()
-
-
-_PORTER: Any = None
-
-
-def _porter() -> Any:
-    global _PORTER
-    if _PORTER is None:
-        try:
-            from nltk.stem import porter
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise MissingDependencyError(
-                "Stemming (use_stemmer=True) uses nltk's Porter stemmer, as rouge-score does, and "
-                "nltk is not installed. Install it with: pip install 'divmeter[stem]'"
-            ) from exc
-        _PORTER = porter.PorterStemmer()
-    return _PORTER
-
-
 def _tokenize(
     texts: list[str], tokenizer: str, lowercase: bool, stem: bool, metric: str
 ) -> tuple[list[list[str]], str, str]:
-    """Token lists, tokenizer name and case label for the signature."""
+    """Token lists, tokenizer name and case label for the signature: the named tokenizers of
+    :mod:`divmeter.text.tokenize` (``rouge`` is rouge-score's, with its Porter stemming)."""
     if not isinstance(tokenizer, str) or tokenizer not in TOKENIZER_NAMES:
         raise InvalidInputError(
             f"`tokenizer` of {metric} must be one of {', '.join(TOKENIZER_NAMES)}; "
@@ -192,16 +108,16 @@ def _tokenize(
         raise InvalidInputError(
             f"`use_stemmer` of {metric} must be true or false; got {stem!r}."
         )
-    if tokenizer == "rouge":
-        lc = bool(lowercase)
-        return [rouge_tokenize(t, stem, lc) for t in texts], "rouge", "lc" if lc else "mixed"
-    if stem:
+    if stem and tokenizer != "rouge":
         raise InvalidInputError(
             f"`use_stemmer` of {metric} applies to the rouge tokenizer only (as in "
             f"rouge-score); got use_stemmer=True with tokenizer={tokenizer!r}."
         )
     tok = get_tokenizer(tokenizer, lowercase)
-    return tok.many(texts), tok.name, tok.case
+    tokens = tok.many(texts)
+    if stem:
+        tokens = [porter_stem(t) for t in tokens]
+    return tokens, tok.name, tok.case
 
 
 # --------------------------------------------------------------------------------------------
@@ -373,6 +289,149 @@ def _check_self_bleu_params(n: Any, variant: Any, smooth: Any) -> tuple[int, str
     return n, variant, str(smooth)
 
 
+class SelfBleu(TwoPass):
+    """self-BLEU in two passes. Pass 1: for every n-gram (orders 1..n) the two largest counts
+    any single response has (a multiset top-two, merged exactly) and the multiset of response
+    lengths. Pass 2: each response's clipped matches against the best *other* response
+    (``min(c, top2 if c == top1 else top1)``), its totals and its closest other length,
+    summed as integers (corpus variant) or its sentence BLEU in an :class:`ExactSum`
+    (sentence variant), with the BLEU arithmetic of :func:`self_bleu`."""
+
+    def _setup(self) -> None:
+        p = self.params
+        self.n, self.variant, self.smooth = _check_self_bleu_params(
+            p["n"], p["variant"], p["smooth"])
+        _, tok_name, case = _tokenize([], p["tokenizer"], p["lowercase"], False, "self-bleu")
+        self.sig = _self_bleu_signature(self.n, self.variant, self.smooth, tok_name, case)
+        self.top: dict[int, dict[Any, tuple[int, int]]] = {}
+        self.lengths: Counter[int] = Counter()
+        self.n_docs = self.n_tokens = 0
+        self._sorted: list[int] = []
+
+    def _reset(self) -> None:
+        if self.pass_ == 0:
+            self.top = {k: {} for k in range(1, self.n + 1)}
+            self.lengths = Counter()
+            self.n_tokens = 0
+        self.matches = [0] * self.n
+        self.totals = [0] * self.n
+        self.sys_len = self.ref_len = 0
+        self.sentence = ExactSum()
+
+    def _tokens(self, texts: Sequence[str]) -> list[list[str]]:
+        p = self.params
+        return _tokenize(list(texts), p["tokenizer"], p["lowercase"], False, "self-bleu")[0]
+
+    def _add(self, texts: Sequence[str]) -> None:
+        tokens = self._tokens(texts)
+        if self.pass_ == 0:
+            for toks in tokens:
+                self.lengths[len(toks)] += 1
+                self.n_tokens += len(toks)
+                for k in range(1, self.n + 1):
+                    table = self.top[k]
+                    for g, c in Counter(ngram_tuples(toks, k)).items():
+                        t = table.get(g)
+                        if t is None:
+                            table[g] = (c, 0)
+                        elif c > t[1]:  # the new count enters the top two
+                            table[g] = (c, t[0]) if c > t[0] else (t[0], c)
+            return
+        per = np.zeros((self.n, len(tokens)), dtype=np.int64)
+        tot = np.zeros((self.n, len(tokens)), dtype=np.int64)
+        lens = np.array([len(t) for t in tokens], dtype=np.int64)
+        closest = np.array([self._closest(int(v)) for v in lens], dtype=np.int64)
+        for i, toks in enumerate(tokens):
+            for k in range(1, self.n + 1):
+                table = self.top[k]
+                m = 0
+                for g, c in Counter(ngram_tuples(toks, k)).items():
+                    t1, t2 = table[g]
+                    m += min(c, t2 if c == t1 else t1)
+                per[k - 1, i] = m
+                tot[k - 1, i] = max(len(toks) - k + 1, 0)
+        if self.variant == "corpus":
+            for k in range(self.n):
+                self.matches[k] += int(per[k].sum())
+                self.totals[k] += int(tot[k].sum())
+            self.sys_len += int(lens.sum())
+            self.ref_len += int(closest.sum())
+            return
+        den = np.maximum(tot, 1).astype(float)
+        prec = np.where(per > 0, per, EPSILON_METHOD1) / den
+        log_mean = np.log(prec).sum(axis=0) / self.n
+        bp = _brevity_penalty(lens, closest)
+        self.sentence.extend(np.where(per[0] > 0, bp * np.exp(log_mean), 0.0).tolist())
+
+    def _closest(self, length: int) -> int:
+        """The length of the other response closest to ``length`` (ties: the shorter)."""
+        if self.lengths[length] >= 2:
+            return length
+        s = self._sorted
+        i = bisect.bisect_left(s, length)
+        prev = s[i - 1] if i > 0 else None
+        nxt = s[i + 1] if i + 1 < len(s) else None
+        if prev is None:
+            return -1 if nxt is None else nxt
+        if nxt is None or length - prev <= nxt - length:
+            return prev
+        return nxt
+
+    def _merge(self, other: SelfBleu) -> None:
+        if self.pass_ == 0:
+            self.lengths.update(other.lengths)
+            self.n_tokens += other.n_tokens
+            for k in range(1, self.n + 1):
+                table = self.top[k]
+                for g, t in other.top[k].items():
+                    mine = table.get(g)
+                    table[g] = t if mine is None else _top2(mine, t)
+            return
+        self.matches = [a + b for a, b in zip(self.matches, other.matches, strict=True)]
+        self.totals = [a + b for a, b in zip(self.totals, other.totals, strict=True)]
+        self.sys_len += other.sys_len
+        self.ref_len += other.ref_len
+        self.sentence.merge(other.sentence)
+
+    def _freeze(self) -> None:
+        self._sorted = sorted(self.lengths)
+
+    def result(self) -> MetricResult:
+        if self.n_docs == 0:
+            return undefined(self.name, self.sig, "empty set")
+        if self.n_docs == 1:
+            return undefined(self.name, self.sig, "one response: self-BLEU needs at least two")
+        if self.n_tokens == 0:
+            return undefined(self.name, self.sig, "no tokens in any response")
+        if self.variant == "sentence":
+            value = self.sentence.value() / self.n_docs
+            return MetricResult(self.name, value, self.sig, details={"diversity": 1.0 - value})
+        c_sum = np.array(self.matches, dtype=np.float64)[:, None]
+        t_sum = np.array(self.totals, dtype=np.float64)[:, None]
+        sys_len = np.array([float(self.sys_len)])
+        ref_len = np.array([float(self.ref_len)])
+        values: np.ndarray
+        if self.smooth == "coco":
+            values, prec, bp = _coco_bleu(c_sum, t_sum, sys_len, ref_len, self.n)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                prec = np.where(t_sum > 0, c_sum / np.where(t_sum > 0, t_sum, 1), 0.0)
+                log_mean = np.log(np.where(c_sum > 0, prec, 1.0)).sum(axis=0) / self.n
+            bp = _brevity_penalty(sys_len, ref_len)
+            values = np.where((c_sum > 0).all(axis=0), bp * np.exp(log_mean), 0.0)
+        stats: dict[str, np.ndarray] = {
+            "value": values, "matches": c_sum, "totals": t_sum, "precisions": prec, "bp": bp,
+            "sys_len": sys_len, "ref_len": ref_len}
+        res: MetricResult = _self_bleu_pack(stats, 0, self.n, "corpus", self.sig)
+        return res
+
+
+def _top2(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    """The two largest of two top-two pairs (a multiset: ties keep both)."""
+    x = sorted((*a, *b), reverse=True)
+    return x[0], x[1]
+
+
 @register(
     "self-bleu", family="form", granularity="set", higher_is_more_diverse=False,
     bounds=(0.0, 1.0), citation=f"corpus: {COMMONSENSE}; sentence: {ZHU2018}",
@@ -384,6 +443,7 @@ def _check_self_bleu_params(n: Any, variant: Any, smooth: Any) -> tuple[int, str
             "smooth": Param(
                 str, choices=("none", "coco", "method1"), allow_none=True, default=None,
                 doc="smoothing; none = the variant's own (corpus: none, sentence: method1)",
+                alternative="coco",
                 relation=lambda sm, p: None if sm is None or sm in SMOOTHINGS.get(
                     p["variant"], ()) else (
                     f"with variant={p['variant']} must be one of "
@@ -391,6 +451,7 @@ def _check_self_bleu_params(n: Any, variant: Any, smooth: Any) -> tuple[int, str
             },
     description="BLEU-n of each response against all the others (corpus-level or mean "
     "sentence-level); details['diversity'] = 1 - self-BLEU",
+    corpus=SelfBleu,
 )
 def self_bleu(
     responses: Sequence[str],
@@ -867,7 +928,8 @@ def homogenization(
                 f"defaults; got tokenizer={tokenizer!r}, lowercase={lowercase!r}, "
                 f"use_stemmer={use_stemmer!r}."
             )
-        tokens, tok_name, case = [tokenize_13a(t) for t in texts], "13a", "mixed"
+        tok13a = get_tokenizer("13a")
+        tokens, tok_name, case = tok13a.many(texts), tok13a.name, tok13a.case
     else:
         tokens, tok_name, case = _tokenize(
             texts, tokenizer, lowercase, use_stemmer, "homogenization"

@@ -8,7 +8,8 @@ they are named apart:
 * ``one-minus-mean``: ``1 - mean_{i<j} sim(r_i, r_j)`` (self-cosSim / 1 - self-BLEU of the
   commonsense meta-evaluation).
 
-The functions here take a similarity matrix, or a pair function, so any metric family reuses them.
+The functions here take a similarity matrix, the pairs' similarities themselves, or a pair
+function, so any metric family (and the annotation app's simHDS) reuses them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import numpy as np
 
 from divmeter.errors import InvalidInputError
 
-__all__ = ["REDUCTIONS", "mean_pairwise", "diversity_from_similarity", "pairwise_matrix"]
+__all__ = ["REDUCTIONS", "mean_pairwise", "diversity_from_similarity", "reduce_pairs",
+           "pairwise_matrix"]
 
 Reduction = Literal["neg-mean", "one-minus-mean"]
 REDUCTIONS: tuple[str, ...] = ("neg-mean", "one-minus-mean")
@@ -56,11 +58,30 @@ def diversity_from_similarity(sim: np.ndarray, reduction: Reduction = "neg-mean"
         >>> diversity_from_similarity(S), diversity_from_similarity(S, "one-minus-mean")
         (-0.2, 0.8)
     """
-    m = mean_pairwise(sim)
+    return _flip(mean_pairwise(sim), reduction)
+
+
+def reduce_pairs(similarities: Sequence[float], reduction: Reduction = "neg-mean") -> float:
+    """The reduction from the similarities of the pairs themselves (one per unordered pair),
+    summed in the order given.
+
+    Raises:
+        InvalidInputError: No pair, or an unknown reduction.
+
+    Example:
+        >>> reduce_pairs([5.0, 3.0, 1.0]), reduce_pairs([0.2], "one-minus-mean")
+        (-3.0, 0.8)
+    """
+    if len(similarities) == 0:
+        raise InvalidInputError("at least one pair similarity is needed; got none.")
+    return _flip(float(sum(similarities)) / len(similarities), reduction)
+
+
+def _flip(mean: float, reduction: str) -> float:
     if reduction == "neg-mean":
-        return -m
+        return -mean
     if reduction == "one-minus-mean":
-        return 1.0 - m
+        return 1.0 - mean
     raise InvalidInputError(
         f"`reduction` must be one of {', '.join(REDUCTIONS)}; got {reduction!r}."
     )

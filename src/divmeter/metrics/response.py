@@ -1,8 +1,6 @@
-"""Former name of :mod:`divmeter.metrics.richness` (renamed in the issue-9 reshaping); kept so old
-imports keep working: importing it gives the very same module object."""
+"""Former name of :mod:`divmeter.metrics.richness` (renamed in issue 9): importing it gives
+the very same module, with a DeprecationWarning once per process (:func:`~._alias.alias`)."""
 
-import sys
+from divmeter.metrics._alias import alias
 
-from divmeter.metrics import richness
-
-sys.modules[__name__] = richness
+alias(__name__, "divmeter.metrics.richness")

@@ -48,14 +48,14 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln
 
+from divmeter.corpus.stats import ResponseMean
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.ngram import ALGORITHMS, _compressed_size
 from divmeter.params import LOWERCASE, Param, tokenizer_param
 from divmeter.registry import register, register_batch
-from divmeter.result import MetricResult
-from divmeter.result import make_signature as _make_signature
+from divmeter.result import MetricResult, make_signature
 from divmeter.text import Tokenizer, TokenKeys, get_tokenizer
 from divmeter.text.intern import TokenIds, compiled, per_text
 
@@ -113,11 +113,11 @@ def _get_tokenizer(tokenizer: Any, lowercase: Any) -> Tokenizer:
 
 @lru_cache(maxsize=512)
 def _signature(name: str, items: tuple[tuple[str, Any], ...]) -> str:
-    return _make_signature(name, **dict(items))
+    return make_signature(name, **dict(items))
 
 
-def make_signature(name: str, **items: Any) -> str:
-    """``divmeter.result.make_signature``, memoised (it runs once per scored set)."""
+def cached_signature(name: str, **items: Any) -> str:
+    """:func:`divmeter.result.make_signature`, memoised (it runs once per scored set)."""
     return _signature(name, tuple(items.items()))
 
 
@@ -173,6 +173,7 @@ def _tok_sig(tok: Tokenizer) -> dict[str, str]:
     citation=f"Johnson 1944; as defined (eq. 4) in {PATTR_PAPER}",
     params={"tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Type-token ratio of each response (unique words / words), mean over the set",
+    corpus=ResponseMean,
 )
 def ttr(
     responses: Sequence[str],
@@ -219,7 +220,7 @@ def ttr_many(
     """
     texts, sizes = _flatten(text_sets)
     tok = _get_tokenizer(tokenizer, lowercase)
-    sig = make_signature("ttr", **_tok_sig(tok))
+    sig = cached_signature("ttr", **_tok_sig(tok))
     fast = per_text(texts, tok, _ttr_values)  # compiled (divmeter[fast]): the same floats
     per = (_nan_to_none(fast) if fast is not None
            else [len(set(x)) / len(x) if x else None for x in tok.each(texts)])
@@ -271,6 +272,7 @@ def _mattr_values(enc: TokenKeys, window: int) -> tuple[np.ndarray, np.ndarray]:
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Moving-average type-token ratio over windows of `window` words, per response; "
     "a response shorter than the window gets its plain TTR",
+    corpus=ResponseMean,
 )
 def mattr(
     responses: Sequence[str],
@@ -334,7 +336,7 @@ def mattr_many(
     texts, sizes = _flatten(text_sets)
     tok = _get_tokenizer(tokenizer, lowercase)
     window = check_int(window, "window", "mattr")
-    sig = make_signature("mattr", window=window, short="ttr", **_tok_sig(tok))
+    sig = cached_signature("mattr", window=window, short="ttr", **_tok_sig(tok))
     vals, short = _mattr_values(TokenKeys.from_texts(texts, tok), window)
     return _per_set_results("mattr", sig, _nan_to_none(vals), sizes, "no response has a token",
                             short=short)
@@ -356,6 +358,7 @@ def mattr_many(
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Penalty-adjusted TTR: unique words / (L + |L - L_T|) per response, L_T the "
     "task's target length in words",
+    corpus=ResponseMean,
 )
 def pattr(
     responses: Sequence[str],
@@ -414,7 +417,7 @@ def pattr_many(
     texts, sizes = _flatten(text_sets)
     tok = _get_tokenizer(tokenizer, lowercase)
     lt = check_int(target_length, "target_length", "pattr")
-    sig = make_signature("pattr", target_length=lt, **_tok_sig(tok))
+    sig = cached_signature("pattr", target_length=lt, **_tok_sig(tok))
     per: list[float | None] = [len(set(x)) / (len(x) + abs(len(x) - lt))
                                for x in tok.each(texts)]
     return _per_set_results("pattr", sig, per, sizes, "no response")
@@ -437,6 +440,7 @@ def pattr_many(
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Compression ratio (UTF-8 bytes / compressed bytes) of each response's first "
     "`truncate` words; higher = more repetitive",
+    corpus=ResponseMean,
 )
 def response_compression(
     responses: Sequence[str],
@@ -502,7 +506,7 @@ def response_compression_many(
     algo = check_choice(algorithm, "algorithm", "response-compression", ALGORITHMS)
     if truncate is not None:
         truncate = check_int(truncate, "truncate", "response-compression")
-    sig = make_signature("response-compression", algo=algo, level=9 if algo == "gzip" else 6,
+    sig = cached_signature("response-compression", algo=algo, level=9 if algo == "gzip" else 6,
                          trunc="all" if truncate is None else truncate, **_tok_sig(tok))
     per: list[float | None] = []
     for toks in tok.each(texts):
@@ -640,6 +644,7 @@ def _check_threshold(value: Any) -> float:
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Measure of textual lexical diversity (mean factor length, TTR threshold 0.72, "
     "forward and backward averaged), per response",
+    corpus=ResponseMean,
 )
 def mtld(
     responses: Sequence[str],
@@ -704,7 +709,7 @@ def mtld_many(
     texts, sizes = _flatten(text_sets)
     tok = _get_tokenizer(tokenizer, lowercase)
     thr = _check_threshold(threshold)
-    sig = make_signature("mtld", threshold=thr, dir="bi", **_tok_sig(tok))
+    sig = cached_signature("mtld", threshold=thr, dir="bi", **_tok_sig(tok))
     vals = per_text(  # compiled (divmeter[fast]): the same floats
         texts, tok, lambda c: compiled().mtld_values(  # type: ignore[union-attr]
             c.ids, c.lengths, c.n_types, thr))
@@ -770,6 +775,7 @@ def _hdd_values(enc: TokenKeys, sample_size: int) -> np.ndarray:
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="HD-D: expected TTR of a random sample of `sample_size` tokens (hypergeometric), "
     "per response",
+    corpus=ResponseMean,
 )
 def hdd(
     responses: Sequence[str],
@@ -830,7 +836,7 @@ def hdd_many(
     texts, sizes = _flatten(text_sets)
     tok = _get_tokenizer(tokenizer, lowercase)
     n = check_int(sample_size, "sample_size", "hdd")
-    sig = make_signature("hdd", sample=n, **_tok_sig(tok))
+    sig = cached_signature("hdd", sample=n, **_tok_sig(tok))
     vals = _hdd_values(TokenKeys.from_texts(texts, tok), n)
     return _per_set_results("hdd", sig, _nan_to_none(vals), sizes,
                             f"every response has fewer than sample_size={n} tokens")
@@ -853,6 +859,7 @@ UNITS = ("words", "bytes")
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Response length in words or UTF-8 bytes (a length, not a diversity: used by "
     "length-bias analyses)",
+    corpus=ResponseMean,
 )
 def length(
     responses: Sequence[str],
@@ -911,9 +918,9 @@ def length_many(
     tok = _get_tokenizer(tokenizer, lowercase)
     unit = check_choice(unit, "unit", "length", UNITS)
     if unit == "bytes":
-        sig = make_signature("length", unit=unit)
+        sig = cached_signature("length", unit=unit)
         per: list[float | None] = [float(len(t.encode("utf-8"))) for t in texts]
     else:
-        sig = make_signature("length", unit=unit, **_tok_sig(tok))
+        sig = cached_signature("length", unit=unit, **_tok_sig(tok))
         per = [float(len(t)) for t in tok.each(texts)]
     return _per_set_results("length", sig, per, sizes, "no response")

@@ -243,7 +243,7 @@ def write_confound_report(result: Any, out_dir: str | Path, *, info: Mapping[str
     """
     import json
 
-    from divmeter import __version__
+    from divmeter._version import __version__
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

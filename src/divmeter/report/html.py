@@ -387,7 +387,7 @@ def _score_sections(records: Sequence[Mapping[str, Any]], columns: Sequence[str]
 
 
 def _subtitle(sources: Sequence[str]) -> str:
-    from divmeter import __version__
+    from divmeter._version import __version__
 
     return _e(f"divmeter {__version__} · " + ", ".join(sources))
 

@@ -12,6 +12,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from divmeter.report.metric_text import range_text
+
 __all__ = ["metric_facts", "format_score", "records_markdown", "records_table", "summary_table",
            "null_reasons"]
 
@@ -27,7 +29,6 @@ def metric_facts(column: str) -> tuple[str, str]:
         >>> metric_facts("self-bleu:n=3")
         ('↓', '[0, 1]')
     """
-    from divmeter.cli.listing import range_text
     from divmeter.errors import UnknownMetricError
     from divmeter.registry import get_metric
 

@@ -10,22 +10,22 @@ from typing import Any
 from divmeter.meta.protocols import ProtocolResult
 from divmeter.report import plots
 from divmeter.report.tables import markdown_table
-from divmeter.result import _jsonable
+from divmeter.result import jsonable
 
 __all__ = ["report_dict", "write_report"]
 
 
 def report_dict(result: ProtocolResult, *, source: str | None = None) -> dict[str, Any]:
     """Every number with its signature, the settings and the protocol-level extras."""
-    from divmeter import __version__
+    from divmeter._version import __version__
 
     return {
         "protocol": result.protocol,
         "source": source,
         "divmeter_version": __version__,
-        "settings": _jsonable(result.settings),
+        "settings": jsonable(result.settings),
         "results": result.to_dict(),
-        "extra": _jsonable(result.extra),
+        "extra": jsonable(result.extra),
     }
 
 

@@ -1,7 +1,13 @@
 """Tokenizers, tokenize-and-intern, and n-gram statistics shared by the form metrics."""
 
 from divmeter.text.intern import SetTokens, TokenKeys, encode_sets, interned, longest_response
-from divmeter.text.ngrams import NgramIndex, encode_tokens, fit_groups, set_ngram_keys
+from divmeter.text.ngrams import (
+    NgramIndex,
+    encode_tokens,
+    fit_groups,
+    ngram_tuples,
+    set_ngram_keys,
+)
 from divmeter.text.tokenize import TOKENIZERS, Tokenizer, get_tokenizer
 
 __all__ = [
@@ -16,5 +22,6 @@ __all__ = [
     "get_tokenizer",
     "interned",
     "longest_response",
+    "ngram_tuples",
     "set_ngram_keys",
 ]

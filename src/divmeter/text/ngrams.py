@@ -12,7 +12,7 @@ entropy-n), per-text count vectors (cosine, BLEU clipping), max counts among the
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -22,7 +22,8 @@ import numpy as np
 if TYPE_CHECKING:
     from divmeter.text.intern import SetTokens
 
-__all__ = ["KEY_BITS", "NgramIndex", "encode_tokens", "fit_groups", "set_ngram_keys"]
+__all__ = ["KEY_BITS", "NgramIndex", "encode_tokens", "fit_groups", "ngram_tuples",
+           "set_ngram_keys"]
 
 #: Exact integer n-gram keys must stay below this bound (int64 arithmetic with room to spare).
 KEY_BITS = 2**62
@@ -41,6 +42,19 @@ def encode_tokens(token_lists: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.
     ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
     lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
     return ids, lengths, len(vocab)
+
+
+def ngram_tuples(tokens: Sequence[str], k: int) -> Iterable[Any]:
+    """The ``k``-grams of one token list, in order: the tokens themselves for ``k = 1``, else
+    tuples (hashable keys of the streaming corpus accumulators).
+
+    Example:
+        >>> list(ngram_tuples(["a", "b", "c"], 2))
+        [('a', 'b'), ('b', 'c')]
+    """
+    if k == 1:
+        return tokens
+    return zip(*(tokens[i:] for i in range(k)), strict=False)
 
 
 @dataclass

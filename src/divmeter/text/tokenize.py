@@ -23,6 +23,11 @@ script, a :class:`UnspacedScriptWarning` (one line, naming the tokenizer and sug
 ``tokenizer=char``) is issued; it is not repeated.
 
 Each can lowercase (``case:lc`` in the signature) or keep case (``case:mixed``).
+
+Two more are reproduced from reference implementations for the metrics that follow them
+(:data:`REFERENCE_TOKENIZERS`, not offered to every form metric): ``rouge`` (Google
+rouge-score's tokenizer, with :func:`porter_stem` for its ``use_stemmer``) and ``13a``
+(mteval-v13a, sacrebleu's and Hugging Face ``evaluate``'s BLEU tokenizer).
 """
 
 from __future__ import annotations
@@ -31,11 +36,13 @@ import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from divmeter.errors import InvalidInputError
+from divmeter.errors import InvalidInputError, MissingDependencyError
 
-__all__ = ["Tokenizer", "get_tokenizer", "TOKENIZERS", "SPACE_SPLITS", "UnspacedScriptWarning",
-           "check_script", "check_scripts", "blank_whitespace_only"]
+__all__ = ["Tokenizer", "get_tokenizer", "TOKENIZERS", "REFERENCE_TOKENIZERS", "SPACE_SPLITS",
+           "UnspacedScriptWarning", "check_script", "check_scripts", "blank_whitespace_only",
+           "rouge_tokenize", "tokenize_13a", "porter_stem"]
 
 _WORD_RE = re.compile(r"\w+(?:['’\-]\w+)*")
 
@@ -140,9 +147,9 @@ class Tokenizer:
     lowercase: bool = False
 
     def __post_init__(self) -> None:
-        if self.name not in TOKENIZERS:
+        if self.name not in _ALL_TOKENIZERS:
             raise InvalidInputError(
-                f"unknown tokenizer {self.name!r}; expected one of {', '.join(TOKENIZERS)}."
+                f"unknown tokenizer {self.name!r}; expected one of {', '.join(_ALL_TOKENIZERS)}."
             )
 
     @property
@@ -153,7 +160,7 @@ class Tokenizer:
     def __call__(self, text: str) -> list[str]:
         if self.lowercase:
             text = text.lower()
-        return TOKENIZERS[self.name](text)
+        return _ALL_TOKENIZERS[self.name](text)
 
     def many(self, texts: Sequence[str]) -> list[list[str]]:
         """Tokenize every text."""
@@ -161,7 +168,7 @@ class Tokenizer:
 
     def each(self, texts: Iterable[str]) -> Iterator[list[str]]:
         """The token lists one at a time (each can be dropped before the next is made)."""
-        fn = TOKENIZERS[self.name]
+        fn = _ALL_TOKENIZERS[self.name]
         if self.lowercase:
             return (fn(t.lower()) for t in texts)
         return map(_split_checked if self.name == "whitespace" else fn, texts)
@@ -207,3 +214,112 @@ def get_tokenizer(tokenizer: str | Tokenizer, lowercase: bool = False) -> Tokeni
             f"`tokenizer` must be one of {', '.join(TOKENIZERS)}; got {type(tokenizer).__name__}."
         )
     return Tokenizer(tokenizer, bool(lowercase))
+
+
+# --------------------------------------------------------------------------------------------
+# tokenizers of reference implementations (named; offered by the metrics that reproduce them)
+
+_ROUGE_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+_ROUGE_NON_ALNUM_MIXED = re.compile(r"[^A-Za-z0-9]+")
+_ROUGE_VALID = re.compile(r"^[A-Za-z0-9]+$")
+
+
+def _rouge(text: str) -> list[str]:
+    """rouge-score's tokenizer with case kept (``Tokenizer("rouge", lowercase=True)`` is
+    rouge-score's own: the text lowercased first)."""
+    return _ROUGE_NON_ALNUM_MIXED.sub(" ", text).split()
+
+
+def rouge_tokenize(text: str, stem: bool = False, lowercase: bool = True) -> list[str]:
+    """Google ``rouge-score``'s default tokenizer (the ``rouge`` tokenizer).
+
+    Lowercase, every run of characters outside ``[a-z0-9]`` becomes a space (so non-ASCII
+    letters are separators), split; with ``stem``, nltk's Porter stemmer is applied to tokens
+    longer than 3 characters (:func:`porter_stem`). ``lowercase=False`` is a divmeter variant
+    (not rouge-score's): case is kept and ``[A-Za-z0-9]`` are the token characters.
+
+    Example:
+        >>> rouge_tokenize("The cat's café, 2 DOGS!")
+        ['the', 'cat', 's', 'caf', '2', 'dogs']
+        >>> rouge_tokenize("The DOGS!", lowercase=False)
+        ['The', 'DOGS']
+    """
+    tokens = Tokenizer("rouge", lowercase)(text)
+    return porter_stem(tokens) if stem else tokens
+
+
+# mteval-v13a rules (the WMT tokenizer; sacrebleu's "13a", which Hugging Face evaluate's BLEU
+# copies), written out: every character of the symbol class below becomes its own token; a period
+# or comma becomes its own token unless it sits between digits (two passes, one per side); a
+# dash after a digit becomes its own token.
+_13A_SYMBOL = re.compile(r"([{|}~\[\\\]^_`!\"#$%&()*+:;<=>?@/])")
+_13A_PUNCT_AFTER_NONDIGIT = re.compile(r"([^0-9])([.,])")
+_13A_PUNCT_BEFORE_NONDIGIT = re.compile(r"([.,])([^0-9])")
+_13A_DASH_AFTER_DIGIT = re.compile(r"([0-9])(-)")
+
+
+def tokenize_13a(text: str) -> list[str]:
+    """The ``13a`` tokenizer of mteval-v13a / sacrebleu, as Hugging Face ``evaluate``'s BLEU has it.
+
+    Case is kept. Steps: drop ``<skipped>``; join words hyphenated over a line break (``-\\n``);
+    newlines become spaces; when the text holds ``&``, unescape ``&quot;`` ``&amp;`` ``&lt;``
+    ``&gt;`` (in that order); pad with a space on each side; then split off as separate tokens
+    every ASCII symbol in ``{ | } ~ [ \\ ] ^ _ ` ! " # $ % & ( ) * + : ; < = > ? @ /`` (not
+    ``'``, ``-``, ``.``, ``,``), a ``.`` or ``,`` preceded by a non-digit, a ``.`` or ``,``
+    followed by a non-digit, and a ``-`` preceded by a digit; finally split on whitespace
+    (``evaluate``'s copy returns the token list where sacrebleu joins it with single spaces).
+
+    Example:
+        >>> tokenize_13a("Hello, world! It's 3.5-4 km (approx.).")
+        ['Hello', ',', 'world', '!', "It's", '3.5', '-', '4', 'km', '(', 'approx', '.', ')', '.']
+    """
+    line = text.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
+    if "&" in line:
+        line = (line.replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<")
+                .replace("&gt;", ">"))
+    line = f" {line} "
+    line = _13A_SYMBOL.sub(r" \1 ", line)
+    line = _13A_PUNCT_AFTER_NONDIGIT.sub(r"\1 \2 ", line)
+    line = _13A_PUNCT_BEFORE_NONDIGIT.sub(r" \1 \2", line)
+    line = _13A_DASH_AFTER_DIGIT.sub(r"\1 \2 ", line)
+    return line.split()
+
+
+_PORTER: Any = None
+
+
+def _porter() -> Any:
+    global _PORTER
+    if _PORTER is None:
+        try:
+            from nltk.stem import porter
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise MissingDependencyError(
+                "Stemming (use_stemmer=True) uses nltk's Porter stemmer, as rouge-score does, and "
+                "nltk is not installed. Install it with: pip install 'divmeter[stem]'"
+            ) from exc
+        _PORTER = porter.PorterStemmer()
+    return _PORTER
+
+
+def porter_stem(tokens: Sequence[str]) -> list[str]:
+    """rouge-score's stemming step: nltk's Porter stemmer on tokens longer than 3 characters,
+    then only tokens of ``[A-Za-z0-9]`` kept.
+
+    Raises:
+        MissingDependencyError: nltk is not installed (``pip install 'divmeter[stem]'``).
+    """
+    stemmer = _porter()
+    stemmed = [stemmer.stem(t) if len(t) > 3 else t for t in tokens]
+    return [t for t in stemmed if _ROUGE_VALID.match(t)]
+
+
+#: Tokenizers of reference implementations, by name (each with the signature field
+#: ``tok:NAME``): ``rouge`` (Google rouge-score's; its ``lowercase`` is rouge-score's default)
+#: and ``13a`` (mteval-v13a / sacrebleu / Hugging Face ``evaluate``'s BLEU). The overlap metrics
+#: offer them; they are not in :data:`TOKENIZERS`, the tokenizers of every form metric.
+REFERENCE_TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
+    "rouge": _rouge,
+    "13a": tokenize_13a,
+}
+_ALL_TOKENIZERS = {**TOKENIZERS, **REFERENCE_TOKENIZERS}

@@ -1,5 +1,8 @@
 """The study database of ``divmeter annotate``: SQLite in WAL mode, one transaction per answer.
 
+Requests and their refusals are :mod:`divmeter.web.requests`; the statistics of the answers
+:mod:`divmeter.web.summary` (both re-exported here).
+
 One database file holds one or more *studies*; a study has one questionnaire kind, a list of
 *items* and a number of ratings wanted per item. Annotators are invited to one study each and
 identified by an unguessable token (:func:`secrets.token_urlsafe`, 32 bytes); every form they
@@ -31,7 +34,6 @@ simHDS turns pair similarities into a set diversity with the reduction of sectio
 from __future__ import annotations
 
 import json
-import math
 import os
 import secrets
 import sqlite3
@@ -45,8 +47,10 @@ from pathlib import Path
 from typing import Any
 
 from divmeter.data.model import ResponseSet
-from divmeter.errors import DivmeterError, InvalidInputError
+from divmeter.errors import InvalidInputError
 from divmeter.web import KINDS
+from divmeter.web.requests import RequestError, parse_answer, parse_rating
+from divmeter.web.summary import sim_reduction, summarise, unit_set_id
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -55,6 +59,7 @@ __all__ = [
     "Store",
     "create_study",
     "sim_reduction",
+    "summarise",
 ]
 
 SCHEMA_VERSION = 1
@@ -102,19 +107,6 @@ CREATE TABLE ratings (
 """
 
 
-class RequestError(DivmeterError):
-    """A refused annotator/admin request: an HTTP status and a one-line reason.
-
-    Attributes:
-        status: 403 (bad CSRF token), 404 (unknown link or item), 409 (replayed or expired),
-            413 (body too large), 422 (a value outside what the form allows).
-    """
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
 @dataclass(frozen=True)
 class Step:
     """What an annotator sees next: a warm-up, a rating form, or the end of the study."""
@@ -128,27 +120,6 @@ class Step:
     assignment: int | None = None
     item_key: str | None = None
     payload: dict[str, Any] | None = None
-
-
-def sim_reduction(similarities: Sequence[float]) -> float:
-    """Tevet & Berant's similarity-to-diversity reduction (section 5, the equation of m~_div).
-
-    Args:
-        similarities: One similarity per unordered pair of the set (all C(|S|, 2) pairs).
-
-    Returns:
-        The negated mean similarity.
-
-    Raises:
-        InvalidInputError: No pairs.
-
-    Example:
-        >>> sim_reduction([5.0, 3.0, 1.0])
-        -3.0
-    """
-    if len(similarities) == 0:
-        raise InvalidInputError("sim_reduction needs at least one pair similarity; got none.")
-    return -float(sum(similarities)) / len(similarities)
 
 
 def _connect(path: str | os.PathLike[str]) -> sqlite3.Connection:
@@ -335,14 +306,6 @@ def create_study(
     finally:
         con.close()
     return len(items)
-
-
-def _parse_rating(value: Any, field: str) -> int:
-    if not isinstance(value, str) or value not in ("1", "2", "3", "4", "5"):
-        raise RequestError(
-            422, f"field '{field}' must be an integer rating from 1 to 5; got {value!r}."
-        )
-    return int(value)
 
 
 class Store:
@@ -569,7 +532,7 @@ class Store:
             if len(own) > MAX_TEXT:
                 raise RequestError(422, f"field 'own_response' must be at most {MAX_TEXT} "
                                         f"characters; got {len(own)}.")
-            quality = _parse_rating(fields.get("quality"), "quality")
+            quality = parse_rating(fields.get("quality"), "quality")
             if con.execute("SELECT 1 FROM warmups WHERE assignment_id = ?",
                            (row["id"],)).fetchone():
                 raise RequestError(409, "the warm-up of this item was already submitted.")
@@ -594,7 +557,7 @@ class Store:
         with self._con() as con, _write(con):
             ann = self._annotator(con, token)
             row = self._own_assignment(con, ann, fields.get("csrf"), fields.get("assignment"))
-            values = _parse_answer(ann["kind"], json.loads(row["payload"]), fields)
+            values = parse_answer(ann["kind"], json.loads(row["payload"]), fields)
             if not con.execute("SELECT 1 FROM warmups WHERE assignment_id = ?",
                                (row["id"],)).fetchone():
                 raise RequestError(409, "complete the warm-up of this item first.")
@@ -624,7 +587,7 @@ class Store:
         for r in rows:
             payload = json.loads(r["payload"])
             out.append({"study": s["name"], "kind": s["kind"], "item_id": r["item_key"],
-                        "set_id": r["target"] or _set_id(s["kind"], payload),
+                        "set_id": r["target"] or unit_set_id(s["kind"], payload),
                         "annotator": int(r["annotator_id"]), "aspect": r["aspect"],
                         "value": int(r["value"]), "answered_at": float(r["created"]),
                         "warmup_quality": r["quality"], "warmup_response": r["own_response"]})
@@ -647,7 +610,7 @@ class Store:
             sets = p["sets"]
             if s["kind"] == "rnk":
                 la, lb = sets[0]["label"], sets[1]["label"]
-                out[(key, _set_id("rnk", p))] = (la - lb if la is not None and lb is not None
+                out[(key, unit_set_id("rnk", p))] = (la - lb if la is not None and lb is not None
                                                  else None)
             else:
                 for st in sets:
@@ -691,152 +654,3 @@ class Store:
                             "annotators_active": active,
                             "progress": round(answers / wanted, 4) if wanted else 0.0})
         return out
-
-
-def _set_id(kind: str, payload: Mapping[str, Any]) -> str:
-    return "|".join(s["set_id"] for s in payload["sets"])
-
-
-def _parse_answer(kind: str, payload: Mapping[str, Any],
-                  fields: Mapping[str, Any]) -> dict[tuple[str, str], int]:
-    """Validated rating values of one answer, keyed by (aspect, target)."""
-    if kind == "abs":
-        return {("diversity", ""): _parse_rating(fields.get("diversity"), "diversity")}
-    if kind == "asp":
-        return {("form", ""): _parse_rating(fields.get("form"), "form"),
-                ("content", ""): _parse_rating(fields.get("content"), "content")}
-    if kind == "sim":
-        return {("similarity", ""): _parse_rating(fields.get("similarity"), "similarity")}
-    if kind == "rnk":
-        return {("ranking", ""): _parse_rating(fields.get("ranking"), "ranking")}
-    sets = payload["sets"]
-    k = len(sets)
-    ratings = [_parse_rating(fields.get(f"diversity_{i}"), f"diversity_{i}") for i in range(k)]
-    ranks = []
-    for i in range(k):
-        raw = fields.get(f"rank_{i}")
-        if not isinstance(raw, str) or not raw.isdigit() or not 1 <= int(raw) <= k:
-            raise RequestError(422, f"field 'rank_{i}' must be a rank from 1 to {k}; got {raw!r}.")
-        ranks.append(int(raw))
-    if sorted(ranks) != list(range(1, k + 1)):
-        raise RequestError(422, f"the ranks must use each of 1..{k} once; got {ranks}.")
-    for i in range(k):
-        for j in range(k):
-            if ratings[i] > ratings[j] and ranks[i] > ranks[j]:
-                raise RequestError(
-                    422, f"the ranking must agree with the ratings (it only breaks ties): set "
-                         f"{i + 1} is rated {ratings[i]} > {ratings[j]} but ranked below set "
-                         f"{j + 1}.")
-    out = {("diversity", sets[i]["set_id"]): ratings[i] for i in range(k)}
-    out.update({("rank", sets[i]["set_id"]): ranks[i] for i in range(k)})
-    return out
-
-
-def _mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
-    """Mean and sample standard deviation (ddof = 1; ``None`` below 2 values)."""
-    n = len(values)
-    if n == 0:
-        return None, None
-    mean = sum(values) / n
-    if n < 2:
-        return mean, None
-    var = sum((v - mean) ** 2 for v in values) / (n - 1)
-    return mean, math.sqrt(var)
-
-
-def summarise(kind: str, items: Sequence[tuple[str, Mapping[str, Any]]],
-              raw: Sequence[Mapping[str, Any]], *, level: str = "item") -> list[dict[str, Any]]:
-    """Per-item means, sample standard deviations (ddof = 1) and counts of the raw ratings.
-
-    One row per item with ``item_id``, ``set_id``, ``kind``, ``n_ratings``, ``mean``, ``std``
-    (``None`` when there are fewer than 2 ratings; ``mean`` ``None`` with none) and ``label`` when
-    the task file gave numeric labels. Per kind:
-
-    * ``abs``: the diversity rating (absHDS).
-    * ``asp``: ``mean``/``std`` are the *content* aspect (aspHDS_content, the column of Tevet &
-      Berant's Table 4 conTest); ``form_mean``, ``form_std``, ``content_mean``, ``content_std``
-      are both aspects, named.
-    * ``sim``: per pair, the mean similarity (5 = very similar). With ``level="set"``: one row
-      per set, ``mean`` = the section 5 reduction ``-mean_pairs(pair mean similarity)`` over all
-      C(|S|, 2) pairs (``None`` until every pair has a rating), ``std`` ``None``, ``n_pairs``.
-    * ``rnk``: the 1-5 answer (5 = set A much more diverse); ``label`` = label(A) - label(B)
-      (Appendix C correlates rnkHDS with the temperature difference); ``set_a``, ``set_b``.
-    * ``cs``: one row per *set* (``item_id`` = ``GROUP/SET``), the 1-5 rating, plus
-      ``rank_mean`` (1 = most diverse) and ``group``.
-
-    Raises:
-        InvalidInputError: ``level`` is not ``item``/``set``, or ``set`` for a kind other than sim.
-    """
-    if level not in ("item", "set"):
-        raise InvalidInputError(f"--level must be item or set; got {level!r}.")
-    if level == "set" and kind != "sim":
-        raise InvalidInputError(
-            f"--level set applies to simHDS only (pairs -> sets); kind {kind!r} is already per set."
-        )
-    by: dict[tuple[str, str, str], list[int]] = {}
-    for r in raw:
-        by.setdefault((r["item_id"], r["aspect"], r["set_id"]), []).append(int(r["value"]))
-    rows: list[dict[str, Any]] = []
-
-    def row(item_id: str, set_id: str, values: Sequence[int], label: Any) -> dict[str, Any]:
-        mean, std = _mean_std(values)
-        out: dict[str, Any] = {"item_id": item_id, "set_id": set_id, "kind": kind,
-                               "n_ratings": len(values), "mean": mean, "std": std}
-        if label is not None:
-            out["label"] = label
-        return out
-
-    if kind == "sim" and level == "set":
-        per_set: dict[str, dict[str, Any]] = {}
-        for key, p in items:
-            s = p["sets"][0]
-            entry = per_set.setdefault(s["set_id"], {"label": s["label"], "pairs": [],
-                                                     "n": 0, "expected": math.comb(
-                                                         p["n_responses"], 2)})
-            vals = by.get((key, "similarity", s["set_id"]), [])
-            entry["n"] += len(vals)
-            if vals:
-                entry["pairs"].append(sum(vals) / len(vals))
-        for sid, e in per_set.items():
-            complete = len(e["pairs"]) == e["expected"]
-            out = {"item_id": sid, "set_id": sid, "kind": kind, "n_ratings": e["n"],
-                   "mean": sim_reduction(e["pairs"]) if complete else None, "std": None,
-                   "n_pairs": e["expected"], "n_pairs_rated": len(e["pairs"])}
-            if e["label"] is not None:
-                out["label"] = e["label"]
-            rows.append(out)
-        return rows
-    for key, p in items:
-        sets = p["sets"]
-        if kind == "abs":
-            rows.append(row(key, sets[0]["set_id"], by.get((key, "diversity", sets[0]["set_id"]),
-                                                           []), sets[0]["label"]))
-        elif kind == "asp":
-            sid = sets[0]["set_id"]
-            form = by.get((key, "form", sid), [])
-            content = by.get((key, "content", sid), [])
-            r = row(key, sid, content, sets[0]["label"])
-            r["form_mean"], r["form_std"] = _mean_std(form)
-            r["content_mean"], r["content_std"] = _mean_std(content)
-            rows.append(r)
-        elif kind == "sim":
-            sid = sets[0]["set_id"]
-            r = row(key, sid, by.get((key, "similarity", sid), []), sets[0]["label"])
-            r["pair"] = f"{p['pair'][0]}-{p['pair'][1]}"
-            rows.append(r)
-        elif kind == "rnk":
-            a, b = sets
-            la, lb = a["label"], b["label"]
-            sid = f"{a['set_id']}|{b['set_id']}"
-            r = row(key, sid, by.get((key, "ranking", sid), []),
-                    la - lb if la is not None and lb is not None else None)
-            r["set_a"], r["set_b"] = a["set_id"], b["set_id"]
-            rows.append(r)
-        else:
-            for s in sets:
-                sid = s["set_id"]
-                r = row(f"{key}/{sid}", sid, by.get((key, "diversity", sid), []), s["label"])
-                r["rank_mean"] = _mean_std(by.get((key, "rank", sid), []))[0]
-                r["group"] = key
-                rows.append(r)
-    return rows

@@ -30,7 +30,7 @@ from divmeter.metrics.ngram import (
     ngram_diversity,
     self_repetition,
 )
-from divmeter.registry import get_metric
+from divmeter.registry import KERNEL_ATTR, get_metric
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LN2 = math.log(2)
@@ -40,6 +40,16 @@ NO_TOKENS = "no tokens in any response"
 
 def _value(fn: Any, texts: list[str], **kw: Any) -> float | None:
     return fn(texts, **kw).value  # type: ignore[no-any-return]
+
+
+def _kernel(fn: Any) -> Any:
+    """The registered function behind a public one: the formula on a set the rule for
+    degenerate sets makes null (fewer than two non-blank responses) through the public one."""
+    return getattr(fn, KERNEL_ATTR)
+
+
+RULE_1 = "fewer than two non-blank responses (got 1)"
+RULE_0 = "fewer than two non-blank responses (got 0)"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -53,7 +63,7 @@ GOLDEN = [
     (distinct_n, ["a b a b", "a b c"], {"n_max": 2}, (3 / 7 + 0.6) / 2),
     # trigrams aba bab | abc (3 of 3), one 4-gram, no 5-gram
     (distinct_n, ["a b a b", "a b c"], {"n_max": 5}, (3 / 7 + 0.6 + 1 + 1 + 0) / 5),
-    (distinct_n, ["a b a"], {"n": 1}, 2 / 3),  # one response is fine for a pooled ratio
+    (_kernel(distinct_n), ["a b a"], {"n": 1}, 2 / 3),  # the kernel on one response
     (distinct_n, ["a. b\nc", "a bc"], {"n": 1}, 0.5),  # tevet: drop '.' and '\n' -> a bc | a bc
     (distinct_n, ["A a", "a"], {"n": 1, "lowercase": True}, 1 / 3),
     # entropy-n: unigrams of "a b" + "a c": p = (1/2, 1/4, 1/4) -> 1.5 bits
@@ -64,14 +74,14 @@ GOLDEN = [
     (entropy_n, ["a b", "a c"], {"n_max": 2, "base": 2}, 1.25),
     (entropy_n, ["a b", "a c"], {"n": 1, "base": 10}, 1.5 * math.log10(2)),
     (entropy_n, ["a a", "a a"], {"n": 1}, 0.0),  # one type only
-    (entropy_n, ["a b c d"], {"n": 1, "base": 2}, 2.0),  # one response, 4 equiprobable types
+    (_kernel(entropy_n), ["a b c d"], {"n": 1, "base": 2}, 2.0),  # one response, 4 types
     # ead: N / (V (1 - ((V-1)/V)^C)); unigrams of "a b" + "a c": N=3, C=4
     (ead, ["a b", "a c"], {"n": 1, "vocab_size": 2}, 3 / (2 * (1 - 0.5**4))),
     (ead, ["a b", "a c"], {"n": 2, "vocab_size": 2}, 2 / (2 * (1 - 0.5**2))),
     (ead, ["a b", "a c"], {"n_max": 2, "vocab_size": 2}, (1.6 + 4 / 3) / 2),
     # exact rational value; the naive float form loses ~1e-12 relative to cancellation
     (ead, ["a b", "a c"], {"n": 1}, float(3 / (50257 * (1 - Fraction(50256, 50257) ** 4)))),
-    (ead, ["a b"], {"n": 1, "vocab_size": 1}, 2.0),  # V=1: expectation 1 for any C >= 1
+    (_kernel(ead), ["a b"], {"n": 1, "vocab_size": 1}, 2.0),  # V=1: expectation 1 for C >= 1
     # ngram-cosine: unigram vectors {a,b}, {a,c}, {d}: cosines 1/2, 0, 0
     (ngram_cosine, ["a b", "a c", "d"], {"n": 1}, -1 / 6),
     (ngram_cosine, ["a b", "a c", "d"], {"n": 1, "reduction": "one-minus-mean"}, 5 / 6),
@@ -79,18 +89,18 @@ GOLDEN = [
     (ngram_cosine, ["a b", "a c", "d"], {"n_max": 2}, -1 / 12),
     (ngram_cosine, ["a a b", "a b"], {"n": 1}, -3 / math.sqrt(10)),  # (2,1).(1,1)/(√5 √2)
     (ngram_cosine, ["x y", "x y"], {"n_max": 2}, -1.0),  # identical responses
-    (ngram_cosine, ["a b", ""], {"n": 1}, 0.0),  # empty response: similarity 0
+    (_kernel(ngram_cosine), ["a b", ""], {"n": 1}, 0.0),  # empty response: similarity 0
     (ngram_cosine, ["a", "a"], {"n_max": 2}, -0.5),  # n=1: -1; n=2: no bigram -> 0
     # ngram-diversity: sum over n of unique/total, pooled, not crossing responses
     (ngram_diversity, ["a b a", "a b"], {"n_max": 2}, 2 / 5 + 2 / 3),
     (ngram_diversity, ["a b a", "a b"], {}, 2 / 5 + 2 / 3 + 1 + 0),  # n_max=4
     (ngram_diversity, ["a b", "a b"], {"n_max": 2}, 0.5 + 0.5),  # joined would give 0.5 + 2/3
-    (ngram_diversity, ["a"], {}, 1.0),
+    (_kernel(ngram_diversity), ["a"], {}, 1.0),
     # self-repetition: mean_d ln(1 + sum over distinct n-grams of (df - 1))
     (self_repetition, ["a b c", "a b d", "x y"], {"n": 2}, 2 * LN2 / 3),
     (self_repetition, ["a b a b", "a b"], {"n": 2}, LN2),  # "a b" counted once per response
     (self_repetition, ["a b c d e"] * 3, {}, math.log(5)),  # 2 four-grams, each in 2 others
-    (self_repetition, ["", ""], {}, 0.0),
+    (_kernel(self_repetition), ["", ""], {}, 0.0),
     (self_repetition, ["A b c d", "a b c d"], {"lowercase": True}, LN2),
 ]
 
@@ -107,23 +117,36 @@ def test_golden_values(fn: Any, texts: list[str], params: dict[str, Any], expect
 # ---------------------------------------------------------------------------------------------
 # degenerate sets: value None with the reason, or the documented value
 
-DEGENERATE = [
+DEGENERATE = [  # the public functions: the rule for degenerate sets first
     (distinct_n, [], EMPTY_SET),
-    (distinct_n, ["", ""], NO_TOKENS),
+    (distinct_n, ["", ""], RULE_0),
     (entropy_n, [], EMPTY_SET),
-    (entropy_n, ["", " . \n"], NO_TOKENS),
+    (entropy_n, ["", " . \n"], RULE_1),
     (ead, [], EMPTY_SET),
-    (ead, ["", ""], NO_TOKENS),
+    (ead, ["", ""], RULE_0),
     (ngram_cosine, [], EMPTY_SET),
+    (ngram_cosine, ["only one response"], RULE_1),
+    (ngram_cosine, ["", "", ""], RULE_0),
+    (ngram_diversity, [], EMPTY_SET),
+    (ngram_diversity, ["", "   "], RULE_0),
+    (compression_ratio, [], EMPTY_SET),
+    (compression_ratio, ["", ""], RULE_0),
+    (self_repetition, [], EMPTY_SET),
+    (self_repetition, ["a b c d e"], RULE_1),
+    (entropy_n, [". .", ". ."], NO_TOKENS),  # two non-blank responses: the kernel's reason
+]
+# the kernels' own checks, for the sets the rule lets through (or a direct kernel call)
+KERNEL_DEGENERATE = [
+    (distinct_n, ["", ""], NO_TOKENS),
+    (entropy_n, ["", " . \n"], NO_TOKENS),
+    (ead, ["", ""], NO_TOKENS),
     (ngram_cosine, ["only one response"], "needs at least 2 responses (pairs); got 1"),
     (ngram_cosine, ["", "", ""], NO_TOKENS),
-    (ngram_diversity, [], EMPTY_SET),
     (ngram_diversity, ["", "   "], NO_TOKENS),
-    (compression_ratio, [], EMPTY_SET),
     (compression_ratio, ["", ""], "every response is an empty string"),
-    (self_repetition, [], EMPTY_SET),
     (self_repetition, ["a b c d e"],
      "needs at least 2 responses (repetition across responses); got 1"),
+    (entropy_n, [". .", ". ."], NO_TOKENS),  # non-blank, but no tevet token
 ]
 
 
@@ -162,13 +185,30 @@ def test_degenerate_sets_are_undefined_with_reason(fn: Any, texts: list[str], re
     assert res.signature == fn(["a b", "c d"]).signature  # same recipe, just no value
 
 
-def test_one_response_is_defined_for_pooled_metrics() -> None:
+@pytest.mark.parametrize(("fn", "texts", "reason"), KERNEL_DEGENERATE,
+                         ids=[f"{d[0].__name__}-{i}" for i, d in enumerate(KERNEL_DEGENERATE)])
+def test_kernels_keep_their_own_degenerate_reasons(fn: Any, texts: list[str], reason: str
+                                                   ) -> None:
+    res = _kernel(fn)(texts)
+    assert (res.value, res.reason) == (None, reason)
+    assert res.signature == fn(["a b", "c d"]).signature
+
+
+def test_one_response_is_null_by_the_rule_but_defined_for_the_kernels() -> None:
+    """Diversity needs two texts: the public functions follow the one rule (as
+    ``divmeter.score`` does); the pooled kernels still compute their formula on one text."""
     one = ["the cat sat on the mat"]
-    assert distinct_n(one, n=1).value == pytest.approx(5 / 6)
-    assert entropy_n(one, n=1).value is not None
-    assert ead(one, n=1).value is not None
-    assert ngram_diversity(one).value is not None
-    assert compression_ratio(one).value is not None
+    for fn in (distinct_n, entropy_n, ead, ngram_diversity, compression_ratio):
+        res = fn(one)
+        assert (res.value, res.reason) == (None, RULE_1)
+        assert res.signature == divmeter.score(one, get_metric_name(fn)).signature
+    assert _kernel(distinct_n)(one, n=1).value == pytest.approx(5 / 6)
+    for fn in (entropy_n, ead, ngram_diversity, compression_ratio):
+        assert _kernel(fn)(one).value is not None
+
+
+def get_metric_name(fn: Any) -> str:
+    return next(s.name for s in divmeter.list_metrics() if s.load() is fn)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -401,7 +441,7 @@ def test_pooled_counts_key_paths(n: int) -> None:
 def test_ead_is_stable_for_huge_counts() -> None:
     # C much larger than V: the expectation tends to V, EAD to N / V
     texts = [" ".join(["a", "b"] * 50_000)]
-    assert ead(texts, n=1, vocab_size=2).value == pytest.approx(1.0, abs=1e-12)
+    assert _kernel(ead)(texts, n=1, vocab_size=2).value == pytest.approx(1.0, abs=1e-12)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,9 +465,10 @@ def test_self_repetition_matches_diversity_package(i: int) -> None:
 def test_ngram_diversity_matches_package_on_joined_text(i: int) -> None:
     """The package joins documents (n-grams cross boundaries) and rounds to 3 decimals."""
     rec = _pkg()[i]
-    joined = [" ".join(rec["texts"])]
-    assert round(ngram_diversity(joined).value, 3) == rec["ngram_diversity_n4"]  # type: ignore[arg-type]
-    assert round(ngram_diversity(joined, n_max=2).value, 3) == rec["ngram_diversity_n2"]  # type: ignore[arg-type]
+    joined = [" ".join(rec["texts"])]  # one text: the kernel (the rule makes it null)
+    ngd = _kernel(ngram_diversity)
+    assert round(ngd(joined).value, 3) == rec["ngram_diversity_n4"]
+    assert round(ngd(joined, n_max=2).value, 3) == rec["ngram_diversity_n2"]
     # ours keeps documents apart: a different, named, number
     assert ngram_diversity(rec["texts"]).value != pytest.approx(rec["ngram_diversity_n4"],
                                                                 abs=5e-4)

@@ -1,6 +1,6 @@
 """Decan pure layer (numpy only): hand-computed curves, errors, formatting, aggregation.
 
-No model runs here; the real-model tests are in tests/test_icl_lm.py.
+No model runs here; the real-model tests are in tests/test_decan_lm.py.
 """
 
 from __future__ import annotations
@@ -221,9 +221,9 @@ def _sig(**kw: object) -> str:
 @pytest.mark.parametrize(
     ("responses", "kw", "reason"),
     [
-        ([], {}, "empty set"),
-        (["only one"], {}, "needs at least 2 responses; got 1"),
-        (["a", ""], {}, "response 1 is empty (0 bytes): per-byte surprise undefined"),
+        ([], {}, "empty set"),  # the rule for degenerate sets, before any model load
+        (["only one"], {}, "fewer than two non-blank responses (got 1)"),
+        (["a", ""], {}, "fewer than two non-blank responses (got 1)"),
         (["é", "ab"], {"max_bytes": 1},
          "response 0 is empty (0 bytes): per-byte surprise undefined"),
     ],

@@ -1,0 +1,247 @@
+"""``divmeter.testing.check_metric`` over every registered metric (issue 22), and the contract's
+own checks on metrics made to break it.
+
+Every metric ``divmeter.list_metrics()`` returns passes the whole contract (score == score_many
+== the public function == the corpus merge, the rule for degenerate sets, generated parameter
+alternatives, bad values, determinism, order): core metrics on the default sets; metrics that
+need an extra on tiny inputs, marked with their extra (skipped with the install line when it is
+missing), Decan (a real 270M-parameter LM) also ``slow``, the judge against a loopback server
+that answers every request with a rating.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import divmeter
+from divmeter.data.model import as_texts
+from divmeter.errors import InvalidInputError
+from divmeter.metrics._common import undefined
+from divmeter.params import UNSET, Param
+from divmeter.registry import _REGISTRY, MetricSpec, list_metrics, register, register_batch
+from divmeter.result import MetricResult, make_signature
+from divmeter.testing import (
+    MetricCheckError,
+    bad_values,
+    check_metric,
+    parameter_alternatives,
+)
+
+SPECS = list_metrics()
+
+#: Declarations that live in modules other helpers are editing (metrics/embedding.py,
+#: metrics/decan.py, metrics/judge.py): parameters that set where the work runs (declare
+#: ``runtime=True``) or need a declared ``alternative=`` (another installed model). Integrator:
+#: declare them there, then empty this table.
+UNDECLARED: dict[str, dict[str, str]] = {
+    "content": {"model": "declare Param(alternative='glove') in metrics/embedding.py",
+                "base_url": "declare BASE_URL runtime=True in metrics/embedding.py"},
+    "lm": {"model": "declare Param(alternative=...) in metrics/decan.py",
+           "base_url": "declare runtime=True in metrics/decan.py",
+           "threads": "declare runtime=True in metrics/decan.py",
+           "prompt": "declare Param(alternative=...) in metrics/decan.py"},
+    "judge": {k: "declare runtime=True or alternative= in metrics/judge.py" for k in (
+        "model", "base_url", "template", "fewshot", "cache", "concurrency", "timeout",
+        "max_attempts", "retries", "seed", "samples", "temperature", "max_tokens")},
+}
+DECAN_SETS = [["Rain fell.", "Sun shone.", "Wind blew."], ["Snow.", "Hail."]]
+
+
+def _marks(spec: MetricSpec) -> list[pytest.MarkDecorator]:
+    marks = [getattr(pytest.mark, spec.extra)] if spec.extra else []
+    if spec.family in ("lm", "content") or spec.name == "cdm":
+        marks.append(pytest.mark.slow)  # loads a model (Decan: 270M parameters)
+    return marks
+
+
+@pytest.fixture(scope="module")
+def rating_server() -> Iterator[Any]:
+    """A loopback OpenAI-shaped server whose chat answers are a valid 1-5 rating."""
+    from faultserver import FaultServer
+
+    server = FaultServer({"chat/completions": ['say:{"rationale": "Two scenes.", "score": 4}']})
+    yield server
+    server.close()
+
+
+@pytest.fixture()
+def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+                  ) -> Path:
+    cache = tmp_path_factory.getbasetemp() / "dmcache"
+    monkeypatch.setenv("DIVMETER_CACHE", str(cache))
+    return cache
+
+
+@pytest.mark.parametrize("spec", [pytest.param(s, id=s.name, marks=_marks(s)) for s in SPECS])
+def test_every_metric_passes_the_contract(spec: MetricSpec, request: pytest.FixtureRequest
+                                          ) -> None:
+    kwargs: dict[str, Any] = {"exclude": UNDECLARED.get(spec.family, {})}
+    if spec.family == "content":
+        request.getfixturevalue("private_cache")
+    if spec.name == "decan":
+        kwargs.update(sets=DECAN_SETS, params={"prompt": "Weather:", "permutations": 2,
+                                               "threads": 1})
+    if spec.family == "judge":
+        server = request.getfixturevalue("rating_server")
+        kwargs["params"] = {"model": "openai:fault-model", "base_url": server.url,
+                            "samples": 2, "cache": "none"}
+    report = check_metric(spec.name, **kwargs)
+    assert "the rule for degenerate sets" in report.passed
+    assert "score == score_many == the public function" in report.passed
+    assert set(report.skipped) <= {f"parameter {k}" for k in kwargs["exclude"]}, report.skipped
+
+
+# --------------------------------------------------------------------------------------------
+# the checks catch what they claim to
+
+
+def _demo(responses: list[str], *, scale: float = 1.0, unused: int = 3) -> MetricResult:
+    """Demo metric: number of distinct responses times scale."""
+    responses = as_texts(responses)
+    sig = make_signature("demo-check", scale=scale)
+    if not responses:
+        return undefined("demo-check", sig, "empty set")
+    return MetricResult("demo-check", scale * len(set(responses)), sig)
+
+
+@pytest.fixture()
+def demo() -> Iterator[None]:
+    register("demo-check", family="form", granularity="set", higher_is_more_diverse=True,
+             bounds=(0, None), citation="none",
+             params={"scale": Param(float, gt=0, doc="multiplier"),
+                     "unused": Param(int, ge=1, doc="read by nothing")})(_demo)
+    try:
+        yield
+    finally:
+        _REGISTRY.pop("demo-check")
+
+
+def test_a_parameter_that_changes_nothing_is_caught(demo: None) -> None:
+    with pytest.raises(MetricCheckError, match=r"check_metric\('demo-check'\): every parameter "
+                       r"changes the value or the signature: unused=4 leaves value"):
+        check_metric("demo-check", corpus=False)
+
+
+def test_a_third_party_metric_passes_once_fixed(demo: None) -> None:
+    _REGISTRY.pop("demo-check")
+    register("demo-check", family="form", granularity="set", higher_is_more_diverse=True,
+             bounds=(0, None), citation="none",
+             params={"scale": Param(float, gt=0, doc="multiplier"),
+                     "unused": Param(int, ge=1, doc="read by nothing", runtime=True)})(_demo)
+    report = check_metric("demo-check")
+    assert report.passed[:3] == ["score == score_many == the public function",
+                                 "values, bounds and signature", "the rule for degenerate sets"]
+    assert "corpus merge (none)" in report.passed and report.skipped == {}
+    # the defaults came from the function's signature (written once)
+    assert divmeter.get_metric("demo-check").params == {"scale": 1.0, "unused": 3}
+
+
+def test_a_batch_kernel_that_disagrees_is_caught(demo: None) -> None:
+    @register_batch("demo-check")
+    def _wrong_many(sets: Any, *, scale: float = 1.0, unused: int = 3) -> list[MetricResult]:
+        return [MetricResult("demo-check", 0.0, make_signature("demo-check", scale=scale))
+                for _ in sets]
+
+    with pytest.raises(MetricCheckError, match=r"score == score_many == the public function: "
+                       r"score vs score_many, set 0: value"):
+        check_metric("demo-check")
+
+
+def test_an_order_dependent_metric_must_say_so() -> None:
+    def first_length(responses: list[str]) -> MetricResult:
+        responses = as_texts(responses)
+        sig = make_signature("demo-order")
+        if not responses:
+            return undefined("demo-order", sig, "empty set")
+        return MetricResult("demo-order", float(len(responses[0])), sig)
+
+    register("demo-order", family="form", granularity="set", higher_is_more_diverse=True,
+             bounds=(0, None), citation="none")(first_length)
+    try:
+        with pytest.raises(MetricCheckError, match="order invariance"):
+            check_metric("demo-order", corpus=False)
+        _REGISTRY["demo-order"] = replace(_REGISTRY["demo-order"], order_invariant=False)
+        assert "order invariance" not in check_metric("demo-order", corpus=False).passed
+    finally:
+        _REGISTRY.pop("demo-order")
+
+
+def test_defaults_are_written_once() -> None:
+    """A Param and the function's signature that disagree on a default fail at registration."""
+    def f(responses: list[str], *, n: int = 2) -> MetricResult:
+        raise AssertionError("never called")
+
+    with pytest.raises(ValueError, match="parameter 'n' declares default 3 but the function's "
+                       "signature says 2; write it once"):
+        register("demo-defaults", family="form", granularity="set",
+                 higher_is_more_diverse=True, bounds=(0, None), citation="none",
+                 params={"n": Param(int, ge=1, default=3)})(f)
+    assert "demo-defaults" not in _REGISTRY
+
+
+# --------------------------------------------------------------------------------------------
+# alternatives and bad values from the declarations
+
+
+@pytest.mark.parametrize(("param", "alt"), [
+    (Param(int, ge=1, default=4), 5),
+    (Param(int, ge=1, le=4, default=4), 3),
+    (Param(float, gt=0, lt=1, default=0.72), 0.36),
+    (Param(float, gt=0, default=float("inf")), 1.0),
+    (Param(int, ge=1, allow_none=True, default=None), 1),
+    (Param(bool, default=False), True),
+    (Param(str, choices=("a", "b"), default="a"), "b"),
+    (Param(str, default=" ", alternative=" | "), " | "),
+    (Param(str, default="x"), UNSET),
+])
+def test_alternative_values(param: Param, alt: Any) -> None:
+    assert param.alternative_value() == alt
+
+
+def test_companions_come_from_the_relations() -> None:
+    alts = {a.name: a for a in parameter_alternatives(divmeter.get_metric("vendi-ngram"))}
+    assert (alts["k"].value, dict(alts["k"].companions)) == (1001, {"approx": "nystroem"})
+    assert (alts["probes"].value, dict(alts["probes"].companions)) == (17, {"approx": "slq"})
+    assert alts["approx"].companions == {} and alts["approx"].problem is None
+    smooth = {a.name: a for a in parameter_alternatives(divmeter.get_metric("self-bleu"))}
+    assert smooth["smooth"].value == "coco"  # declared: "none" is the default in effect
+
+
+def test_alternatives_follow_the_value_in_use() -> None:
+    alts = {a.name: a.value for a in parameter_alternatives(divmeter.get_metric("distinct-n"),
+                                                            {"n": 1, "tokenizer": "whitespace"})}
+    assert alts["n"] == 2 and alts["tokenizer"] == "tevet"
+
+
+def test_bad_values_are_refused_by_their_declaration() -> None:
+    p = Param(int, ge=1, le=100, default=4)
+    assert bad_values(p) == ["x", True, 2.0, 0, 101]
+    for v in bad_values(p):
+        with pytest.raises(InvalidInputError):
+            p.check(v, "n", "demo")
+
+
+def test_the_recipe_of_architecture_md_is_a_whole_metric() -> None:
+    """docs/ARCHITECTURE.md, "Adding a metric": its module, run as written, registers a metric
+    that passes the contract, corpus merge (exact) included, with its defaults written once."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "ARCHITECTURE.md").read_text()
+    section = doc.split("## Adding a metric = one module + one test file", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {"__name__": "recipe_example"}
+    exec(compile(code, "ARCHITECTURE.md", "exec"), namespace)  # noqa: S102
+    try:
+        spec = divmeter.get_metric("pooled-ttr")
+        assert spec.merge == "exact" and spec.params == {"tokenizer": "whitespace",
+                                                         "lowercase": False}
+        report = check_metric("pooled-ttr")
+        assert "corpus merge (exact)" in report.passed and report.skipped == {}
+        assert divmeter.score(["a b a", "b c"], "pooled-ttr").value == 3 / 5
+        assert namespace["pooled_ttr"](["a b a"]).reason == (
+            "fewer than two non-blank responses (got 1)")
+    finally:
+        _REGISTRY.pop("pooled-ttr", None)
