@@ -18,7 +18,9 @@ order::
   list of per-response values.
 * ``signatures`` (with ``with_signatures=True``) maps each column to the result's signature.
 
-Metrics with a ``prompt`` parameter (Decan) get each set's prompt unless the run fixes one.
+Metrics with a ``prompt`` parameter (Decan) get each set's prompt unless the run fixes one;
+metrics with a ``fields`` parameter (novelty-utility, semantic-entropy) get the set's other fields
+(``ResponseSet.metadata``: a JSONL record's extra keys, e.g. per-response qualities).
 
 One core, :func:`evaluate`, scores a chunk of sets with every metric, for
 :func:`divmeter.score_many` and for :func:`score_sets` (in this process or in workers): metrics
@@ -95,6 +97,7 @@ class MetricPlan:
     family: str
     input: str = "texts"
     uses_prompt: bool = False
+    uses_fields: bool = False
 
 
 def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
@@ -149,6 +152,7 @@ def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
                 spec.family,
                 spec.input,
                 uses_prompt="prompt" in spec.params and "prompt" not in params,
+                uses_fields="fields" in spec.params and "fields" not in params,
             )
         )
     return plans
@@ -233,7 +237,7 @@ Outcome = MetricResult | InvalidInputError
 
 def _batch_fn(p: MetricPlan) -> Callable[..., Any] | None:
     """The batched implementation of a plan's metric, when it has one and it applies."""
-    if p.input != "texts" or p.uses_prompt:
+    if p.input != "texts" or p.uses_prompt or p.uses_fields:
         return None
     return get_metric(p.name).load_batch()
 
@@ -243,6 +247,7 @@ def evaluate(
     plans: Sequence[MetricPlan],
     *,
     prompts: Sequence[str | None] | None = None,
+    fields: Sequence[Mapping[str, Any] | None] | None = None,
     instantiations: Sequence[Any] | None = None,
     what: str | None = None,
     min_batch: int = 2,
@@ -265,6 +270,8 @@ def evaluate(
             own input kind).
         plans: The metrics.
         prompts: Each set's prompt, for metrics that take the set's prompt.
+        fields: Each set's other fields (its metadata), for metrics that take them
+            (a ``fields`` parameter the run does not fix).
         instantiations: Each set's instantiations (``None`` for a set of plain texts), passed
             to metrics that take them (``input="instantiations"``, CDM) instead of ``inputs``.
         what: How a malformed set is named in its error: ``"sets"`` gives ``sets[3][1]``; by
@@ -338,6 +345,8 @@ def evaluate(
             kwargs = dict(p.params)
             if p.uses_prompt and prompts is not None and prompts[i] is not None:
                 kwargs["prompt"] = prompts[i]
+            if p.uses_fields and fields is not None and fields[i] is not None:
+                kwargs["fields"] = fields[i]
             return kwargs
 
         def refuse(i: int, p: MetricPlan = p, fn: Callable[..., Any] = fn,
@@ -445,6 +454,7 @@ def _score_chunk(
     """Records of a chunk of ``(row, set)`` (in this process or a worker)."""
     outcomes = evaluate([s.responses for _, s in chunk], plans,
                         prompts=[s.prompt for _, s in chunk],
+                        fields=[s.metadata for _, s in chunk],
                         instantiations=[s.instantiations for _, s in chunk],
                         names=[f"set {s.set_id!r} (row {row})" for row, s in chunk])
     return [
