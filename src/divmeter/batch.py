@@ -168,6 +168,10 @@ def _check_model(family: str, model: Any) -> None:
 
         resolve_lm(model)
         return
+    from divmeter.backends.server import server_model_name
+
+    if server_model_name(model) is not None:  # 'openai:NAME': its server knows the model
+        return
     from divmeter.backends.embed import resolve_model
 
     resolve_model(model)

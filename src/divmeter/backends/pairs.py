@@ -66,6 +66,10 @@ def _load(folder: Path, device: str, dtype: str, num_labels: int | None = None
         tok = transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
         model = transformers.AutoModelForSequenceClassification.from_pretrained(
             str(folder), dtype=torch_dtype(dtype), **kw)
+    raw = getattr(tok, "_tokenizer", None)
+    if raw is not None and hasattr(raw, "no_truncation"):  # pairs are cut text by text here
+        raw.no_truncation()
+        raw.no_padding()
     model.eval().to(dev)
     return tok, model, f"{folder.name}@{_folder_fingerprint(folder)}"
 
@@ -107,25 +111,20 @@ class PairModel:
         return hits[0]
 
     def encode_pair(self, a: str, b: str) -> dict[str, list[int]]:
-        """NoveltyBench's encoding of one pair: each text cut to ``max_length`` tokens, then the
-        tokenizer's pair template (special tokens and token types)."""
-        tok = self.tokenizer
-        ids = [tok(t, add_special_tokens=False, truncation=True,
-                   max_length=self.max_length)["input_ids"] for t in (a, b)]
-        enc = tok.prepare_for_model(ids[0], ids[1], add_special_tokens=True, truncation=False)
-        return {k: list(v) for k, v in enc.items()
-                if k in ("input_ids", "token_type_ids", "attention_mask")}
+        """NoveltyBench's encoding of one pair: each text cut to ``max_length`` tokens (no
+        special tokens), then the tokenizer's own pair template (special tokens, token types).
+
+        Example (a BERT tokenizer): ``[CLS] a_1..a_m [SEP] b_1..b_n [SEP]``, token types 0 up to
+        the first ``[SEP]`` and 1 after it.
+        """
+        return _pair_ids(self.tokenizer, a, b, self.max_length)
 
     def logits(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """Raw logits ``(n, num_labels)`` of the pairs (float64)."""
-        torch = require("torch", extra="embed")
         out = np.zeros((len(pairs), self.num_labels))
         for start in range(0, len(pairs), self.batch_size):
             chunk = [self.encode_pair(a, b) for a, b in pairs[start:start + self.batch_size]]
-            batch = self.tokenizer.pad(chunk, return_tensors="pt")
-            batch = {k: v.to(self.model.device) for k, v in batch.items()}
-            with torch.inference_mode():
-                out[start:start + len(chunk)] = self.model(**batch).logits.float().cpu().numpy()
+            out[start:start + len(chunk)] = _forward(self.model, self.tokenizer, chunk)
         return out
 
     def probabilities(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
@@ -167,22 +166,58 @@ class RewardModel:
                                           max_length=self.max_length)
             if isinstance(ids, dict) or hasattr(ids, "keys"):
                 ids = ids["input_ids"]
-            return {"input_ids": list(ids), "attention_mask": [1] * len(ids)}
+            return {"input_ids": list(ids)}
         enc = tok(prompt or "", response, truncation=True, max_length=self.max_length)
-        return {k: list(v) for k, v in enc.items()
-                if k in ("input_ids", "token_type_ids", "attention_mask")}
+        return {k: list(enc[k]) for k in ("input_ids", "token_type_ids") if k in enc}
 
     def rewards(self, prompt: str | None, responses: Sequence[str]) -> list[float]:
         """The raw reward of each response to ``prompt``."""
-        torch = require("torch", extra="embed")
         out: list[float] = []
         for start in range(0, len(responses), self.batch_size):
             chunk = [self._encode(prompt, r) for r in responses[start:start + self.batch_size]]
-            batch = self.tokenizer.pad(chunk, return_tensors="pt")
-            batch = {k: v.to(self.model.device) for k, v in batch.items()}
-            with torch.inference_mode():
-                out.extend(self.model(**batch).logits[:, 0].float().cpu().tolist())
+            out.extend(_forward(self.model, self.tokenizer, chunk)[:, 0].tolist())
         return out
+
+
+def _pair_ids(tok: Any, a: str, b: str, max_length: int) -> dict[str, list[int]]:
+    """Each text encoded without special tokens and cut to ``max_length`` tokens, then joined
+    by the tokenizer's pair post-processor (``tokenizers``-backed tokenizers, the transformers 5
+    kind) or ``prepare_for_model`` (older Python tokenizers)."""
+    raw = getattr(tok, "_tokenizer", None)
+    if raw is not None and hasattr(raw, "post_process"):
+        encs = []
+        for t in (a, b):
+            e = raw.encode(t, add_special_tokens=False)
+            e.truncate(max_length)
+            encs.append(e)
+        pair = raw.post_process(encs[0], encs[1], add_special_tokens=True)
+        return {"input_ids": list(pair.ids), "token_type_ids": list(pair.type_ids)}
+    ids = [tok(t, add_special_tokens=False, truncation=True, max_length=max_length)["input_ids"]
+           for t in (a, b)]
+    enc = tok.prepare_for_model(ids[0], ids[1], add_special_tokens=True, truncation=False)
+    return {k: list(enc[k]) for k in ("input_ids", "token_type_ids") if k in enc}
+
+
+def _forward(model: Any, tok: Any, chunk: list[dict[str, list[int]]]) -> np.ndarray:
+    """Logits of a padded batch (right padding with the tokenizer's pad id; token types only
+    for models that take them)."""
+    torch = require("torch", extra="embed")
+    width = max(len(c["input_ids"]) for c in chunk)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    ids = torch.full((len(chunk), width), int(pad), dtype=torch.long)
+    mask = torch.zeros((len(chunk), width), dtype=torch.long)
+    types = torch.zeros((len(chunk), width), dtype=torch.long)
+    for i, c in enumerate(chunk):
+        n = len(c["input_ids"])
+        ids[i, :n] = torch.tensor(c["input_ids"])
+        mask[i, :n] = 1
+        if "token_type_ids" in c:
+            types[i, :n] = torch.tensor(c["token_type_ids"])
+    kwargs = {"input_ids": ids.to(model.device), "attention_mask": mask.to(model.device)}
+    if "token_type_ids" in getattr(tok, "model_input_names", ()):
+        kwargs["token_type_ids"] = types.to(model.device)
+    with torch.inference_mode():
+        return np.asarray(model(**kwargs).logits.float().cpu().numpy(), dtype=np.float64)
 
 
 def get_pair_model(path: str, *, max_length: int = 128, device: str = "cpu",
