@@ -2,10 +2,10 @@
 
 A real inspect-ai evaluation (``inspect_ai.eval``) with inspect's own mock model
 (``mockllm/model``, local: no network, no key; its outputs carry their token usage, else it
-would count tokens with tiktoken, which downloads its encoding) whose outputs are given: two samples, four epochs
-each, one sample answering the same thing four times, the other four different things. The
-reduced score of each sample must equal divmeter's score of the same texts; the log's metrics
-are the mean over samples.
+would count tokens with tiktoken, which downloads its encoding), whose outputs are given: one
+sample, four epochs, answering the same thing four times or four different things. The sample's
+reduced score must equal divmeter's score of the same texts, with its signature and details;
+the log's metric is the mean over samples.
 """
 
 from __future__ import annotations

@@ -268,7 +268,7 @@ def test_threshold_changes_classes_and_signature() -> None:
     assert (loose.details["distinct"], strict.details["distinct"]) == (1, 4)
     assert "|thr:0.95|" in strict.signature
     # every recorded comparison is the cosine the decision was taken on
-    for rep, new, cos, same in strict.details["comparisons"]:
+    for _, _, cos, same in strict.details["comparisons"]:
         assert same == (cos >= 0.95)
 
 

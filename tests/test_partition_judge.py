@@ -24,11 +24,10 @@ import pytest
 
 pytest.importorskip("httpx")
 
-from faultserver import FaultServer  # noqa: E402
-
 import divmeter  # noqa: E402
 from divmeter.backends.pairjudge import QualityJudge, SameJudge, answer_mass  # noqa: E402
 from divmeter.metrics.partition import partition  # noqa: E402
+from faultserver import FaultServer  # noqa: E402
 
 SEEN: list[dict[str, Any]] = []
 

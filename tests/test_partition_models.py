@@ -158,7 +158,7 @@ def test_classifier_partition_follows_its_decisions(folders: dict[str, Path]) ->
     assert r.value == len(expected) / len(TEXTS)
     assert 1 < len(expected) < len(TEXTS)  # the threshold splits this random model's answers
     assert r.signature.startswith(
-        f"distinct-k|eq:classifier|model:clf@sha256:")
+        "distinct-k|eq:classifier|model:clf@sha256:")
     assert r.signature.endswith(f"|maxlen:128|label:1|short:novelty-bench|thr:{thr!r}|v:0.1.0")
     # the two identical short responses are decided by the short rule (no model score)
     assert [5, 6, None, True] in r.details["comparisons"]

@@ -760,7 +760,9 @@ def _field(fields: Mapping[str, Any] | None, name: str, k: int, metric: str) -> 
     return out
 
 
-FIELDS = Param(object, default=None,
+FIELDS = Param(dict, allow_none=True, default=None,
+               predicate=lambda v: v is None or isinstance(v, Mapping),
+               expect="a mapping of the set's field names to values",
                doc="the set's other fields (a JSONL record's extra keys, passed by divmeter "
                "score): where quality / log-probability columns are read from")
 
