@@ -182,3 +182,28 @@ def test_judge_on_llama_server(llama_smollm2, tmp_path: Path) -> None:
         assert 0.0 <= p <= 1.0 and same == (p > 0.5)
     again = divmeter.score_many([texts], "distinct-k", **kw)[0]
     assert again.details == r.details
+
+
+def test_cli_score_with_the_judge_equivalence(server, tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from divmeter.cli import app
+
+    sets = tmp_path / "sets.jsonl"
+    rows = [{"set_id": "a", "prompt": "Name a colour.",
+             "responses": ["Red apples", "Red cherries", "Blue sea"]},
+            {"set_id": "b", "prompt": "Name a colour.", "responses": ["Refuse me", "Blue sea"]}]
+    sets.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    metric = (f"distinct-k:equivalence=judge,model=openai:tiny,base_url={server.url},"
+              f"cache={tmp_path / 'cache'}")
+    res = CliRunner().invoke(app, ["score", str(sets), "-m", metric, "-f", "json", "--quiet"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)["results"]
+    col = next(k for k in out[0] if k.startswith("distinct-k"))
+    assert out[0][col] == pytest.approx(2 / 3)
+    assert out[1][col] is None
+    assert "neither 'same' nor 'different'" in out[1]["reasons"][col]
+    # each set's prompt reached the judge
+    assert all(b["messages"][-1]["content"].startswith("Request:\nName a colour.") for b in SEEN)
