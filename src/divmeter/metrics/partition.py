@@ -907,10 +907,10 @@ def novelty_utility(
         ``qualities`` and ``novel`` (which generations opened a class).
 
     Example:
-        >>> r = novelty_utility(["A", "A", "B"], equivalence="embedding",
-        ...                     quality="field", fields={"quality": [5, 9, 7]})
-        >>> round(r.value, 6)
-        3.885246
+        >>> texts = ["The cat sat.", "The cat sat.", "Stocks fell sharply today."]
+        >>> r = novelty_utility(texts, quality="field", fields={"quality": [5, 9, 7]})
+        >>> r.details["novel"], round(r.value, 6)  # (5 + 0 + 0.64 * 7) / (1 + 0.8 + 0.64)
+        ([1, 0, 1], 3.885246)
     """
     texts = as_texts(responses)
     params = dict(patience=patience, quality=quality, quality_field=quality_field,
