@@ -52,6 +52,7 @@ FAMILY_MODULES: tuple[str, ...] = (
     "divmeter.metrics.cdm",
     "divmeter.metrics.decan",
     "divmeter.metrics.judge",
+    "divmeter.metrics.partition",
 )
 
 

@@ -18,7 +18,9 @@ order::
   list of per-response values.
 * ``signatures`` (with ``with_signatures=True``) maps each column to the result's signature.
 
-Metrics with a ``prompt`` parameter (Decan) get each set's prompt unless the run fixes one.
+Metrics with a ``prompt`` parameter (Decan) get each set's prompt unless the run fixes one;
+metrics with a ``fields`` parameter (novelty-utility, semantic-entropy) get the set's other fields
+(``ResponseSet.metadata``: a JSONL record's extra keys, e.g. per-response qualities).
 
 One core, :func:`evaluate`, scores a chunk of sets with every metric, for
 :func:`divmeter.score_many` and for :func:`score_sets` (in this process or in workers): metrics

@@ -37,7 +37,7 @@ Outcome = MetricResult | InvalidInputError
 
 def batch_fn(p: MetricPlan) -> Callable[..., Any] | None:
     """The batched implementation of a plan's metric, when it has one and it applies."""
-    if p.input != "texts" or p.uses_prompt:
+    if p.input != "texts" or p.uses_prompt or p.uses_fields:
         return None
     return get_metric(p.name).batch_kernel()
 
@@ -47,6 +47,7 @@ def evaluate(
     plans: Sequence[MetricPlan],
     *,
     prompts: Sequence[str | None] | None = None,
+    fields: Sequence[Mapping[str, Any] | None] | None = None,
     instantiations: Sequence[Any] | None = None,
     what: str | None = None,
     min_batch: int = 2,
@@ -70,6 +71,8 @@ def evaluate(
             own input kind).
         plans: The metrics.
         prompts: Each set's prompt, for metrics that take the set's prompt.
+        fields: Each set's other fields (its metadata), for metrics that take them
+            (a ``fields`` parameter the run does not fix).
         instantiations: Each set's instantiations (``None`` for a set of plain texts), passed
             to metrics that take them (``input="instantiations"``, CDM) instead of ``inputs``.
         what: How a malformed set is named in its error: ``"sets"`` gives ``sets[3][1]``; by
@@ -154,6 +157,8 @@ def evaluate(
                 kwargs = dict(p.params)
                 if p.uses_prompt and prompts is not None and prompts[i] is not None:
                     kwargs["prompt"] = prompts[i]
+                if p.uses_fields and fields is not None and fields[i] is not None:
+                    kwargs["fields"] = fields[i]
                 return kwargs
 
             def refuse(i: int, p: MetricPlan = p, fn: Callable[..., Any] = fn,

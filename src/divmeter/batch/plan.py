@@ -29,6 +29,7 @@ class MetricPlan:
     family: str
     input: str = "texts"
     uses_prompt: bool = False
+    uses_fields: bool = False
 
 
 def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
@@ -83,6 +84,7 @@ def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
                 spec.family,
                 spec.input,
                 uses_prompt="prompt" in spec.params and "prompt" not in params,
+                uses_fields="fields" in spec.params and "fields" not in params,
             )
         )
     return plans

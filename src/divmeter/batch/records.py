@@ -68,6 +68,7 @@ def score_chunk(
     """Records of a chunk of ``(row, set)`` (in this process or a worker)."""
     outcomes = evaluate([s.responses for _, s in chunk], plans,
                         prompts=[s.prompt for _, s in chunk],
+                        fields=[s.metadata for _, s in chunk],
                         instantiations=[s.instantiations for _, s in chunk],
                         names=[f"set {s.set_id!r} (row {row})" for row, s in chunk],
                         vectors=[s.vectors for _, s in chunk]
