@@ -17,7 +17,6 @@ import gzip
 import hashlib
 import json
 import os
-import pickle
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from divmeter.batch import MetricArg, MetricPlan, resolve_metrics
+from divmeter.corpus.checkpoint import load_checkpoint, save_checkpoint
 from divmeter.corpus.stats import Accumulator, make_accumulator
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
@@ -163,13 +163,6 @@ def _run_key(plans: Sequence[MetricPlan], shards: Sequence[str]) -> str:
     return h.hexdigest()
 
 
-def _save(path: str, state: dict[str, Any]) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "wb") as fh:
-        pickle.dump(state, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, path)  # atomic: an interrupted save leaves the previous checkpoint
-
-
 def _check_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[str]:
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
@@ -246,13 +239,7 @@ def score_corpus(
     run = CorpusRun(plans)
     ckpt = None if checkpoint is None else os.fspath(checkpoint)
     if ckpt is not None and os.path.exists(ckpt):
-        with open(ckpt, "rb") as fh:
-            old = pickle.load(fh)
-        if old.get("key") != key:
-            raise InvalidInputError(
-                f"cannot resume from checkpoint {ckpt!r}: it was written for other metrics or "
-                "other shards; remove it or use another --checkpoint file.")
-        state = old
+        state = load_checkpoint(ckpt, key, plans)
         accs = state["accs"]
         run.resumed_shards = state["pass"] * len(shards) + len(state["done"])
     start = time.perf_counter()
@@ -290,14 +277,14 @@ def score_corpus(
                 state["responses"] += n
             state["done"].append(s)
             if ckpt is not None:
-                _save(ckpt, state)
+                save_checkpoint(ckpt, key, state)
         for i in active:
             if accs[i].passes > p_ + 1:
                 accs[i].next_pass()
         state["pass"] = p_ + 1
         state["done"] = []
         if ckpt is not None:
-            _save(ckpt, state)
+            save_checkpoint(ckpt, key, state)
     run.responses = responses
     run.seconds = time.perf_counter() - start
     for p, a in zip(plans, accs, strict=True):
