@@ -158,7 +158,10 @@ def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
 def _check_model(family: str, model: Any) -> None:
     """Resolve a metric's ``model`` without loading it, so an alias, path or cached name that
     does not exist fails before the first set (not as a null on every set). Remembered per
-    process (resolving an alias may hash its weights)."""
+    process (resolving an alias may hash its weights). Server models (``openai:NAME``) are
+    not local: the server is asked for them when the metric runs."""
+    if isinstance(model, str) and model.startswith("openai:"):
+        return
     if family == "lm":
         from divmeter.backends.lm import resolve_model as resolve_lm
 
