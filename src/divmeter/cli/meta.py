@@ -347,7 +347,7 @@ def dectest_cmd(
 
     table, scores, labels, settings, sigs, rows = _scores(file, metric, column, empty, round_,
                                                        workers, quiet)
-    contexts = [_cond(_field(table, i, context_field)) for i in rows] if ranking else None
+    contexts = _contexts(table, rows, context_field) if ranking else None
     result = dectest(scores, labels, subsample=subsample, repeats=repeats, seed=seed,
                      sample=sample, per_value=per_value, pair_accuracy=pair_accuracy,
                      contexts=contexts, ranking_order=ranking_order, bootstrap=bootstrap,
@@ -423,6 +423,21 @@ def nuggets_cmd(
 
 # ---------------------------------------------------------------------------------------------
 # paired / stages
+
+
+def _contexts(table: Any, rows: Any, name: str) -> list[str]:
+    """Each row's context for --ranking; a row without one is refused (read as one shared
+    context it would pair sets of different prompts and give a meaningless answer)."""
+    out = []
+    for i in rows:
+        value = _field(table, i, name)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            raise InvalidInputError(
+                f"--ranking pairs sets of the same context, but set {table.ids[i]!r} (row "
+                f"{i + 1}) has no {name!r}; give every set one, or name the field that tells "
+                "contexts apart with --context-field.")
+        out.append(_cond(value))
+    return out
 
 
 def _cond(value: Any) -> str:

@@ -216,6 +216,11 @@ def loads(text: str | bytes, name: str, lineno: int = 1) -> Any:
             f"{name} line {lineno}: JSON nested too deeply to read (more levels than the parser "
             "allows); expected response sets a few levels deep."
         ) from None
+    except ValueError as exc:  # an integer of more digits than Python converts (4,300)
+        raise InvalidInputError(
+            f"{name} line {lineno}: a number too long to read ({' '.join(str(exc).split()[:6])}"
+            "...); expected numbers of at most 4,300 digits."
+        ) from None
 
 
 def _bad_utf8(name: str, lineno: int, line: bytes, exc: UnicodeDecodeError) -> InvalidInputError:
