@@ -18,6 +18,7 @@ import typer
 
 from divmeter.cli.options import QuietOpt, VerboseOpt
 from divmeter.cli.options import note as _note
+from divmeter.data.paths import guard_outputs
 from divmeter.errors import InvalidInputError
 
 annotate_app = typer.Typer(
@@ -58,6 +59,7 @@ def init_cmd(
     from divmeter.data.io import read_sets
     from divmeter.web.store import create_study
 
+    guard_outputs({"--db": db}, [tasks])
     sets = list(read_sets(tasks))
     study = name or f"{Path(tasks).stem}-{kind}"
     n = create_study(db, sets, kind=kind, ratings=ratings, name=study, source=Path(tasks).name)
@@ -189,6 +191,7 @@ def export_cmd(
 
     if fmt is not None and fmt not in ("csv", "jsonl", "parquet"):
         raise InvalidInputError(f"--format must be csv, jsonl or parquet; got {fmt!r}.")
+    guard_outputs({"-o": out, "--raw": raw}, [db])
     store = Store(db)
     rows = store.export(study, level=level)
     chosen = fmt or ("jsonl" if out == "-" else None)

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from divmeter.cli.options import QuietOpt, VerboseOpt
+from divmeter.data.paths import guard_outputs
 from divmeter.errors import InvalidInputError
 from divmeter.judge.files import (
     done_indices,
@@ -159,6 +160,9 @@ def judge_cmd(
     cfg = JudgeConfig(model, base_url, None, samples, temperature, max_tokens, template, fewshot,
                       retries, seed, orders, concurrency, timeout, max_attempts,
                       None if cache in ("none", "off") else cache).check()
+    nulls_path = nulls or (output[:-6] if output.endswith(".jsonl") else output) + ".nulls.jsonl"
+    guard_outputs({"-o": output, "--nulls": nulls_path, "--batch-write": batch_write},
+                  [file, batch_ingest, template, fewshot])
     rows, items, contexts = read_judge_input(file, task)
     what = (f"{len(rows)} pairs x {2 if orders == 'both' else 1} orders x {samples} samples"
             if task == "pairwise" else f"{len(rows)} sets x {samples} samples")
@@ -183,7 +187,6 @@ def judge_cmd(
         return
     if est["to_send"]:  # fail fast on a wrong URL; a run served from the cache needs no server
         client.check()
-    nulls_path = nulls or (output[:-6] if output.endswith(".jsonl") else output) + ".nulls.jsonl"
     with _progress(not quiet and sys.stderr.isatty()) as tick:
         summary = judge_file(task, rows, items, contexts, todo, cfg, client, output=output,
                              nulls_path=nulls_path, resume=resume, chunk=chunk, on_answer=tick,

@@ -98,11 +98,18 @@ def _fmt(fmt: str | None) -> str:
     return fmt
 
 
+#: The input files of the meta command being run (refused as --html / -o outputs).
+_INPUTS: list[str] = []
+
+
 def _emit(result: Any, fmt: str | None, *, source: str, report: str | None, plots: bool,
           xlabel: str = "parameter", quiet: bool = False, html: str | None = None) -> None:
     from divmeter.report import markdown_table, rich_table, write_report
 
     chosen = _fmt(fmt)
+    from divmeter.data.paths import guard_outputs
+
+    guard_outputs({"--html": html}, _INPUTS)
     if chosen == "json":
         payload = result.to_dict()
         typer.echo(json.dumps(payload, indent=2, allow_nan=False))
@@ -135,6 +142,7 @@ def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty
         from divmeter.cli.progress import quiet_libraries
 
         quiet_libraries()
+    _INPUTS[:] = [file]
     table = load_table(file)
     with progress_bar(bool(metric) and not quiet and sys.stderr.isatty(), len(table)) as callback:
         res = resolve_scores(table, metrics=metric or (), columns=column or (), empty=empty,
@@ -678,6 +686,7 @@ def length_bias_cmd(
 
     rng = parse_length_range(length_range) if length_range is not None else None
 
+    _INPUTS[:] = [file]
     pools = [s.responses for s in read_sets(file)]
     singles = [ResponseSet(f"{p}.{j}", [t]) for p, pool in enumerate(pools)
                for j, t in enumerate(pool)]
@@ -831,6 +840,7 @@ def pattr_sensitivity_cmd(
     from divmeter.meta.pattr import parse_length_range, pattr_sensitivity
 
     rng = parse_length_range(length_range) if length_range is not None else None
+    _INPUTS[:] = [file]
     texts = [t for s in read_sets(file) for t in s.responses]
     result = pattr_sensitivity(
         texts, target_lengths=target_length or (100, 275, 400), windows=window or (32, 128, 512),

@@ -6,7 +6,7 @@ before anything is opened for writing. A path is refused, in one line naming the
 
 * it is one of the run's inputs (the same path, through a symbolic or a hard link too),
 * it is another output of the same run (``-o X --nulls X``),
-* it is a folder, a socket or a block device, or its folder does not exist.
+* it is a folder, a socket or a block device.
 
 Character devices and FIFOs (``/dev/stdout``, ``/dev/null``, ``/dev/full``, a named pipe) are
 written in place and never replaced, renamed or removed: :func:`write_whole` writes a regular
@@ -106,9 +106,6 @@ def guard_outputs(outputs: Mapping[str, PathLike | None],
         kind = _kind(out)
         if kind is not None:
             raise InvalidInputError(f"{opt} {out} is {kind}; expected a file to write.")
-        parent = Path(out).parent
-        if not os.path.exists(out) and not parent.is_dir():
-            raise InvalidInputError(f"{opt} {out}: the folder {str(parent)!r} does not exist.")
 
 
 #: A temporary file to write whose content becomes the path when the block succeeds (see
