@@ -145,6 +145,7 @@ def judge_cmd(
     `divmeter meta pairwise` reads, plus every sample's rating and rationale. Absolute: each set
     rated alone. Prints the cost estimate first and a JSON summary (requests, cache hits,
     retries and failures by kind, unparseable answers by kind, tokens, position bias) last.
+    Exit code 1 when items were judged but none got a valid rating (every request failed).
     """
     from divmeter.judge.protocol import (
         JudgeConfig,
@@ -192,6 +193,15 @@ def judge_cmd(
                              nulls_path=nulls_path, resume=resume, chunk=chunk, on_answer=tick,
                              consistency=consistency)
     typer.echo(json.dumps(summary, indent=2, allow_nan=False))
+    written = summary.get("written", {})
+    valid = written.get("rows", 0) - (written.get("nulls", 0) if task == "absolute" else 0)
+    if todo and valid <= 0:  # every request failed or no answer parsed: not a success
+        failures = summary.get("client", {}).get("failures") or summary.get("failures") or {}
+        kinds = f" (failures: {failures})" if failures else ""
+        typer.echo(f"divmeter: error: no valid rating for any of the {len(todo)} items{kinds}; "
+                   f"see {nulls_path} for each reason. Fix the server or model and rerun.",
+                   err=True)
+        raise typer.Exit(1)
 
 
 
