@@ -68,6 +68,9 @@ class Param:
             only"``.
         message: A whole error message template (``{name}``, ``{metric}``, ``{got}``,
             ``{choices}``) for the few parameters whose wording users already rely on.
+        cap: The largest value allowed for a count that costs time or memory (permutations,
+            samples, restarts, window lengths ...): shown by ``divmeter list``, refused before
+            any work with its own message (``... must be at most CAP ...``).
 
     Example:
         >>> Param(int, ge=1, default=4).expected()
@@ -91,6 +94,7 @@ class Param:
         default=None, compare=False
     )
     message: str | None = None
+    cap: float | None = None
 
     # ------------------------------------------------------------------ describing
 
@@ -126,6 +130,8 @@ class Param:
             out["choices"] = [_jsonable(c) for c in self.choices]
         if self.type is not object:
             out["constraint"] = self.expected() + (" or none" if self.allow_none else "")
+            if self.cap is not None:
+                out["constraint"] += f", at most {_num(self.cap)}"
         if self.doc:
             out["doc"] = self.doc
         return out
@@ -169,6 +175,11 @@ class Param:
             divmeter.errors.InvalidInputError: `n` of distinct-n must be an integer >= 1; got 0.
         """
         if self.accepts(value):
+            if (self.cap is not None and isinstance(value, (int, float))
+                    and not isinstance(value, bool) and value > self.cap):
+                raise InvalidInputError(
+                    f"`{name}` of {metric} must be at most {_num(self.cap)} (a bound that keeps "
+                    f"its time and memory finite); got {value!r}.")
             return
         if self.message is not None:
             text = self.message.format(name=name, metric=metric, got=repr(value),

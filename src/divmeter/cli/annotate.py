@@ -214,7 +214,7 @@ def report_cmd(
     out: Annotated[str, typer.Option("-o", "--output", help="Report folder.")] = "hds-report",
     study: StudyOpt = None,
     reps: Annotated[int, typer.Option("--reps", help="Resamples per point (Figure 5).")] = 200,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the resampling.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the resampling.", min=0)] = 0,
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip stability.png.")] = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,

@@ -28,7 +28,7 @@ SetsArg = Annotated[str, typer.Argument(help="Response sets (.jsonl .json .csv .
                                         "Tevet CSV).", show_default=False)]
 OutOpt = Annotated[str, typer.Option("--output", "-o", help="Built sets, JSONL.",
                                      show_default=False)]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random draw.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random draw.", min=0)]
 PairsOpt = Annotated[
     str | None,
     typer.Option("--pairs", help="Also write {set1: source, set2: built, label} rows for "

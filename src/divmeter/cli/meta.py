@@ -75,7 +75,7 @@ HtmlOpt = Annotated[
                  "plots) here.", metavar="REPORT.html", show_default=False),
 ]
 NoPlotOpt = Annotated[bool, typer.Option("--no-plots", help="With --report: skip the PNG plots.")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random draw.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random draw.", min=0)]
 BootOpt = Annotated[
     int | None,
     typer.Option("--bootstrap", help="Bootstrap resamples for confidence intervals (e.g. 10000).",

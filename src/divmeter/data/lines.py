@@ -230,13 +230,52 @@ def _bad_utf8(name: str, lineno: int, line: bytes, exc: UnicodeDecodeError) -> I
     )
 
 
+#: The longest line any reader accepts, in bytes (``$DIVMETER_MAX_LINE`` overrides): a file with
+#: no newline (``/dev/zero``, a binary) is refused at this length instead of filling memory.
+MAX_LINE_BYTES = 256 << 20
+
+
+def _max_line() -> int:
+    try:
+        return max(1024, int(os.environ.get("DIVMETER_MAX_LINE", MAX_LINE_BYTES)))
+    except ValueError:
+        return MAX_LINE_BYTES
+
+
+def bounded_lines(raw: Iterable[bytes], name: str) -> Iterator[bytes]:
+    """The lines of ``raw``; a binary file object is read with a bound on each line's length
+    (:data:`MAX_LINE_BYTES`) and a longer line is a one-line error naming the file and line.
+
+    Example:
+        >>> import io
+        >>> list(bounded_lines(io.BytesIO(b"a\\nb"), "x.jsonl"))
+        [b'a\\n', b'b']
+    """
+    readline = getattr(raw, "readline", None)
+    if readline is None:
+        yield from raw
+        return
+    limit = _max_line()
+    lineno = 0
+    while True:
+        line = readline(limit + 1)
+        if not line:
+            return
+        lineno += 1
+        if len(line) > limit and not line.endswith(b"\n"):
+            raise InvalidInputError(
+                f"{name} line {lineno}: longer than {limit:,} bytes with no newline; expected "
+                "a text file of lines (set DIVMETER_MAX_LINE to allow longer ones).")
+        yield line
+
+
 def decode_lines(raw: Iterable[bytes], name: str, counter: list[int]) -> Iterator[str]:
     """Decode byte lines as UTF-8 one at a time, so a bad byte is reported with its line.
 
     ``counter[0]`` holds the 1-based number of the line last decoded (for readers, such as
     :mod:`csv`, that consume several lines per record). A BOM is skipped on the first line only.
     """
-    for i, line in enumerate(raw):
+    for i, line in enumerate(bounded_lines(raw, name)):
         counter[0] = i + 1
         try:
             text = line.decode("utf-8-sig" if i == 0 else "utf-8")
@@ -297,7 +336,7 @@ def json_lines(
         >>> list(json_lines([b'{"a": 1}\\n', b'\\n', b'[2]\\n'], "x.jsonl"))
         [('x.jsonl line 1', {'a': 1}), ('x.jsonl line 3', [2])]
     """
-    for i, line in enumerate(raw):
+    for i, line in enumerate(bounded_lines(raw, name)):
         lineno = i + 1
         try:
             text = line.decode("utf-8-sig" if i == 0 else "utf-8")

@@ -236,6 +236,8 @@ SAMPLES = ("uniform", "per-temperature")
 def _check_positive_int(value: Any, what: str, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InvalidInputError(f"`{what}` must be an integer >= {minimum}; got {value!r}.")
+    if value > st.MAX_RESAMPLES:
+        raise InvalidInputError(f"`{what}` must be at most {st.MAX_RESAMPLES:,}; got {value:,}.")
 
 
 def _subsample_rows(
@@ -243,6 +245,7 @@ def _subsample_rows(
     repeats: int, seed: int,
 ) -> dict[str, Any]:
     """Mean and std (ddof=0) of Spearman / Pearson over the repeated sub-samples."""
+    st.check_resample_memory(repeats, len(s), "--repeats", copies=6)
     if sample == "per-temperature":
         idx = st.per_value_indices(v, per_value, repeats, seed)
         info: dict[str, Any] = {"sample": sample, "per_value": per_value,
