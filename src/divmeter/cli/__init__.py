@@ -5,6 +5,7 @@ Subcommands live in sibling modules (``score``, ``meta``) and are mounted here.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from typing import Annotated
 
@@ -165,6 +166,11 @@ def main() -> None:
             raise
         where = f": {exc.filename}" if exc.filename else ""
         _fail(f"{exc.strerror or exc}{where}")
+    except sqlite3.Error as exc:  # a --db / DB that is not a study database (or is damaged)
+        if debug:
+            raise
+        _fail(f"database error: {' '.join(str(exc).split())} (is it a divmeter study database, "
+              "and is its folder writable?)")
     except MemoryError:
         if debug:
             raise

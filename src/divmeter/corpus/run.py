@@ -228,16 +228,20 @@ def score_corpus(
             raise InvalidInputError(
                 f"{p.name} scores instantiations, not texts; it has no corpus mode.")
     shards = sorted(_check_inputs(inputs))  # a canonical order: results cannot depend on it
+    if memory_budget_mb is not None and not 0 < memory_budget_mb < 2**40:  # NaN fails too
+        raise InvalidInputError(f"--memory-budget must be a number of MB > 0 (and finite); got "
+                                f"{memory_budget_mb}.")
     budget = DEFAULT_BATCH_BYTES if memory_budget_mb is None else max(
         1, int(memory_budget_mb * (1 << 20) / 4))
-    if memory_budget_mb is not None and memory_budget_mb <= 0:
-        raise InvalidInputError(f"--memory-budget must be > 0 MB; got {memory_budget_mb}.")
     accs = [make_accumulator(p.name, p.params) for p in plans]
     passes = max(a.passes for a in accs)
     key = _run_key(plans, shards)
     state: dict[str, Any] = {"key": key, "pass": 0, "done": [], "accs": accs, "responses": 0}
     run = CorpusRun(plans)
     ckpt = None if checkpoint is None else os.fspath(checkpoint)
+    if ckpt is not None and os.path.exists(ckpt) and not os.path.isfile(ckpt):
+        raise InvalidInputError(f"--checkpoint {ckpt} is not a regular file (a device, folder "
+                                "or pipe); give a file path.")
     if ckpt is not None and os.path.exists(ckpt):
         state = load_checkpoint(ckpt, key, plans)
         accs = state["accs"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import sys
 import zlib
 from collections.abc import Iterable, Iterator
@@ -28,6 +29,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from divmeter.errors import InvalidInputError
+
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 __all__ = [
     "FORMATS",
@@ -208,7 +211,7 @@ def loads(text: str | bytes, name: str, lineno: int = 1) -> Any:
         divmeter.errors.InvalidInputError: x.json line 1: JSON nested too deeply ...
     """
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise invalid_json(name, lineno + exc.lineno - 1, exc) from None
     except RecursionError:
@@ -221,6 +224,15 @@ def loads(text: str | bytes, name: str, lineno: int = 1) -> Any:
             f"{name} line {lineno}: a number too long to read ({' '.join(str(exc).split()[:6])}"
             "...); expected numbers of at most 4,300 digits."
         ) from None
+    if _SURROGATE.search(text if isinstance(text, str) else text.decode("utf-8", "replace")):
+        try:  # an escaped lone surrogate (\\ud800) decodes to a string no writer can encode
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start:exc.end].encode("unicode_escape").decode("ascii")
+            raise InvalidInputError(
+                f"{name} line {lineno}: the escape {bad} is a lone surrogate, not text; expected "
+                "valid Unicode (a surrogate pair or the character itself).") from None
+    return value
 
 
 def _bad_utf8(name: str, lineno: int, line: bytes, exc: UnicodeDecodeError) -> InvalidInputError:
