@@ -118,3 +118,36 @@ def test_checkpoint_that_is_a_device_is_refused(tmp_path: Path,
                             "distinct-n", "--checkpoint", "/dev/zero", "-f", "json")
     _one_line_exit_2(code, err)
     assert "--checkpoint /dev/zero is not a regular file" in err
+
+
+# ---------------------------------------------------------------------------------------------
+# meta on degenerate input: a refusal (exit 2) or a documented null with its reason (exit 0)
+
+
+def test_meta_degenerate_input_refusal_or_documented_null(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    code, out, err = run_main(monkeypatch, capsys, "meta", "dectest", str(empty), "-m",
+                              "distinct-n", "-f", "json")
+    _one_line_exit_2(code, err)  # nothing to measure: a refusal
+    const = tmp_path / "const.jsonl"
+    const.write_text("".join(json.dumps({"set_id": f"s{i}", "label": 1.0,
+                                         "responses": [f"a b {i}", "c d"]}) + "\n"
+                             for i in range(5)))
+    code, out, err = run_main(monkeypatch, capsys, "meta", "dectest", str(const), "-m",
+                              "distinct-n", "-f", "json")
+    assert code == 0, err  # a constant parameter: the correlation is a documented null
+    row = json.loads(out)["distinct-n"]
+    assert row["spearman"] is None and row["pearson"] is None
+    assert row["details"]["reason"] == ("the parameter (label) is constant: no correlation is "
+                                        "defined")
+    one = tmp_path / "one.csv"
+    one.write_text("r1,ref\n1,1\n2,2\n1,2\n")
+    code, out, err = run_main(monkeypatch, capsys, "meta", "agreement", str(one), "-r", "r1",
+                              "--reference", "ref", "-f", "json")
+    assert code == 0, err  # one rater: agreement among raters is null, with its reasons
+    d = json.loads(out)
+    assert d["fleiss_kappa"] is None and d["per_rater"]["r1"]["n"] == 3

@@ -355,6 +355,14 @@ def dectest(
             acc, npairs = _pair_accuracy(s, v)
             row.update({"pair_accuracy": acc, "n_pairs": npairs})
         details: dict[str, Any] = {"metric_signature": sigs[name]} if name in sigs else {}
+        if sp.rho is None or pe.r is None or sp.rho != sp.rho or pe.r != pe.r:
+            # a documented null (exit code 0), not a refusal: say why
+            details["reason"] = ("the parameter (label) is constant: no correlation is defined"
+                                 if len(v) and np.all(v == v[0]) else
+                                 "the metric is constant: no correlation is defined"
+                                 if len(s) and np.all(s == s[0]) else
+                                 (sp.details or {}).get("reason")
+                                 or "no correlation is defined on these values")
         if contexts is not None:
             rk = st.ranking_test(sc, values, contexts, order=ranking_order, nan=nan)
             row.update({k: rk.values[k] for k in
