@@ -24,7 +24,6 @@ BIG = "1" + "0" * 32
     ("kmeans-inertia:n_init=1000000000", "n_init", "1000"),
     ("bertscore:layer=1000000000", "layer", "1000"),
     ("mattr:window=" + BIG, "window", "10000000"),
-    ("distinct-n:n=" + BIG, "n", "10000"),
 ])
 def test_count_parameters_are_capped_before_any_work(metric: str, name: str, cap: str,
                                                      monkeypatch: pytest.MonkeyPatch,

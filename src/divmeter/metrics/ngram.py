@@ -52,7 +52,7 @@ TEVET = "Tevet & Berant 2021, Evaluating the Evaluation of Diversity in NLG (EAC
 #: The order parameters shared by the metrics that take one order ``n`` or average over
 #: ``1..n_max`` (distinct-n, entropy-n, EAD, n-gram cosine).
 ORDERS: dict[str, Param] = {
-    "n": Param(int, ge=1, cap=10**4, allow_none=True, default=None,
+    "n": Param(int, ge=1, allow_none=True, default=None,
                doc="one n-gram order (None: mean over 1..n_max)"),
     "n_max": Param(int, ge=1, le=MAX_ORDER, default=5, doc="highest n-gram order when n is None"),
 }
@@ -378,7 +378,8 @@ def _ead_one(unique: int, total: int, v: int) -> float:
     bounds=(0.0, None),
     citation=f"{LIU2022}; averaged over n=1..5 with V=50257 as in {KIRK2023}",
     params={**ORDERS,
-            "vocab_size": Param(int, ge=1, cap=10**12, default=GPT2_VOCAB, doc="vocabulary size V"),
+            "vocab_size": Param(int, ge=1, cap=10**12, default=GPT2_VOCAB,
+                                 doc="vocabulary size V"),
             "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Expectation-adjusted distinct: unique n-grams / V(1-((V-1)/V)^C); mean over "
     "n=1..n_max unless `n` is given",
@@ -771,7 +772,7 @@ def _log1p_ints(x: np.ndarray) -> np.ndarray:
     higher_is_more_diverse=False,
     bounds=(0.0, None),
     citation=f"{SALKAR2022}; score as defined in {SHAIB2024} and its `diversity` package",
-    params={"n": Param(int, ge=1, cap=10**4, default=4, doc="n-gram order"),
+    params={"n": Param(int, ge=1, default=4, doc="n-gram order"),
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Mean over responses of ln(1 + number of (n-gram, other response) matches of "
     "the response's distinct n-grams); higher = more repetitive",
