@@ -66,3 +66,24 @@ def llama_smollm2(tmp_path_factory: pytest.TempPathFactory):
     server = _llama_fixture("smollm2-135m-instruct", tmp_path_factory)
     yield server
     server.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# A partial install (e.g. the core dependencies only, at their lowest versions: `.ci/run`'s
+# second session) skips the tests whose optional package is missing, instead of failing them;
+# DIVMETER_REQUIRE_EXTRAS=1 (the full CI session) keeps them failures.
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
+    outcome = yield
+    if os.environ.get("DIVMETER_REQUIRE_EXTRAS", "") not in {"", "0"}:
+        return
+    excinfo = outcome.excinfo
+    if excinfo is None:
+        return
+    from divmeter.errors import MissingDependencyError
+
+    if isinstance(excinfo[1], MissingDependencyError):
+        outcome.force_exception(pytest.skip.Exception(f"optional package missing: {excinfo[1]}",
+                                                      _use_item_location=True))

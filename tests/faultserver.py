@@ -12,6 +12,10 @@ path's script: a list of behaviours for attempt 1, 2, ... (the last one repeats)
 * ``"truncated"``: 200 with a JSON body cut in the middle
 * ``"slow"``: sleep 2 s, then answer ok (longer than the tests' time-outs)
 * ``"400"``: 400 with an OpenAI-style error object
+* ``"echo-auth"``: 500 whose plain-text body repeats the request's ``Authorization`` header (a
+  server that echoes the API key back)
+* ``"drip"``: 200 with a valid answer sent one byte every 0.25 s (each read is quick, the whole
+  answer takes minutes: only a whole-request deadline stops it)
 * ``"say:TEXT"``: 200 with a chat answer whose message content is ``TEXT`` (for judge tests:
   refusals, unparseable or out-of-range ratings, valid JSON ratings)
 * a callable ``f(body) -> dict``: 200 with ``json.dumps(f(body))`` (NaN written as ``NaN``, as
@@ -125,6 +129,20 @@ class FaultServer:
                 elif how == "slow":
                     time.sleep(2.0)
                     self._send(200, ok)
+                elif how == "echo-auth":
+                    self._send(500, f"invalid key {self.headers.get('Authorization')}".encode())
+                elif how == "drip":
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(ok)))
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    try:
+                        for i in range(len(ok)):
+                            self.wfile.write(ok[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(0.25)
+                    except OSError:  # the client gave up: stop dripping
+                        return
                 elif how == "400":
                     self._send(400, b'{"error": {"message": "model \'nope\' not found"}}')
 

@@ -1,4 +1,5 @@
-"""Issue 16: a fuzz test over the readers and the metric-argument parser.
+"""Issues 16 and 27: fuzz tests over the readers, the metric-argument parser, the agreement
+readers, the annotation CLI and the HTTP client (against tests/faultserver.py).
 
 Whatever the bytes of a JSONL or CSV file, or the text of a ``-m`` argument, divmeter answers
 with its result or one of its own errors (:class:`~divmeter.errors.DivmeterError`: one line,
@@ -89,3 +90,91 @@ def test_metric_argument_parser_never_raises_anything_else(arg: str) -> None:
         assert "\n" not in str(exc).strip()
         return
     assert len(plans) == 1 and plans[0].column
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 27: the agreement readers, the annotation CLI and the HTTP client, fuzzed
+
+SMALL = settings(max_examples=150, deadline=None,
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+TABLE_PIECES = [b"r1", b"r2", b",", b"\t", b"\n", b'"', b"{", b"}", b"[", b"]", b":", b"1",
+                b"2", b"null", b'"r1"', b'"r2"', b"\xff", b"\x00", b"\xef\xbb\xbf", b" ",
+                b"9" * 5000, b"\\ud800", b"NaN"]
+TABLE_BYTES = st.one_of(st.binary(max_size=200),
+                        st.lists(st.sampled_from(TABLE_PIECES), max_size=40).map(b"".join))
+
+
+@SMALL
+@given(TABLE_BYTES, st.sampled_from([".csv", ".tsv", ".jsonl", ".json"]))
+def test_agreement_readers_never_raise_anything_else(data: bytes, suffix: str) -> None:
+    from divmeter.cli.agreement import read_rating_table
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / f"t{suffix}"
+        path.write_bytes(data)
+        try:
+            table = read_rating_table(str(path), ["r1", "r2"])
+        except DivmeterError as exc:
+            assert "\n" not in str(exc).strip()
+            return
+        assert len(table["r1"]) == len(table["r2"])
+        assert all(not isinstance(v, (dict, list)) for v in table["r1"] + table["r2"])
+
+
+DB_PIECES = [b"SQLite format 3\x00", b"\x00" * 100, b"\x10\x00", b"\xff" * 20, b"CREATE TABLE",
+             b"not a database\n"]
+
+
+@SMALL
+@given(st.one_of(st.binary(max_size=400),
+                 st.lists(st.sampled_from(DB_PIECES), max_size=8).map(b"".join)),
+       st.sampled_from([["status"], ["invite", "-n", "1"], ["export", "-o", "-"]]))
+def test_annotation_cli_on_any_database_bytes(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str], data: bytes,
+                                              cmd: list[str]) -> None:
+    from cli_util import run_main
+
+    with tempfile.TemporaryDirectory() as d:
+        db = Path(d) / "s.sqlite"
+        db.write_bytes(data)
+        code, _, err = run_main(monkeypatch, capsys, "annotate", cmd[0], str(db), *cmd[1:])
+        assert code in (0, 2), err
+        if code == 2:
+            assert len(err.strip().splitlines()) == 1 and err.startswith("divmeter: error: ")
+
+
+BEHAVIOURS = ["ok", "429", "500", "drop", "garbage", "truncated", "400", "echo-auth",
+              "say:x", "say:"]
+
+
+@pytest.fixture(scope="module")
+def fault_server():  # type: ignore[no-untyped-def]
+    pytest.importorskip("httpx")
+    pytest.importorskip("tenacity")
+    from faultserver import FaultServer
+
+    fs = FaultServer({})
+    yield fs
+    fs.close()
+
+
+@SMALL
+@given(st.lists(st.sampled_from(BEHAVIOURS), min_size=1, max_size=4),
+       st.sampled_from(["completions", "chat/completions", "embeddings", "other"]),
+       st.integers(min_value=1, max_value=3))
+def test_http_client_always_ends_in_an_answer_or_a_failure(fault_server, script: list[str],
+                                                           path: str, n: int) -> None:
+    from divmeter.backends.http import Failure, HttpClient
+
+    fault_server.scripts[path] = script
+    fault_server.attempts.clear()
+    with tempfile.TemporaryDirectory() as d:
+        c = HttpClient(fault_server.url, api_key="sk-fuzz-secret", cache=Path(d),
+                       max_attempts=2, timeout=3, backoff=0.001, backoff_max=0.002)
+        out = c.post_many(path, [{"id": i} for i in range(n)])
+        assert len(out) == n
+        for r in out:
+            assert isinstance(r, (dict, Failure))
+            if isinstance(r, Failure):
+                assert "\n" not in r.message and "sk-fuzz-secret" not in r.message
+        assert c.stats.requests + c.stats.cache_hits >= n

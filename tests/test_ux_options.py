@@ -134,7 +134,10 @@ def test_in_process_state_follows_each_invocation(monkeypatch: pytest.MonkeyPatc
     for k in QUIET_ENV:  # restored after the test: -q sets them for worker processes
         monkeypatch.delenv(k, raising=False)
     log = logging.getLogger("divmeter")
-    runner = CliRunner()
+    try:  # click < 8.2 mixes stderr into stdout unless told not to
+        runner = CliRunner(mix_stderr=False)
+    except TypeError:
+        runner = CliRunner()
     args = ["score", str(EXAMPLES / "stories.jsonl"), "-m", "ttr", "-o"]
     res = runner.invoke(app, [*args, str(tmp_path / "a.jsonl"), "-q"])
     assert res.exit_code == 0 and res.stderr == "" and log.level == logging.ERROR

@@ -93,6 +93,9 @@ class Param:
         runtime: ``True`` for a setting of where or how the work runs, never of the number
             (``device``, a server address, threads, timeouts): it is left out of the
             signature and of that contract.
+        cap: The largest value allowed for a count that costs time or memory (permutations,
+            samples, restarts, window lengths ...): shown by ``divmeter list``, refused before
+            any work with its own message (``... must be at most CAP ...``).
 
     Example:
         >>> Param(int, ge=1, default=4).expected()
@@ -118,6 +121,7 @@ class Param:
     message: str | None = None
     alternative: Any = UNSET
     runtime: bool = False
+    cap: float | None = None
 
     # ------------------------------------------------------------------ describing
 
@@ -156,6 +160,8 @@ class Param:
             said = self.choices is not None and "none" in self.choices
             out["constraint"] = self.expected() + (" or none" if self.allow_none and not said
                                                    else "")
+            if self.cap is not None:
+                out["constraint"] += f", at most {_num(self.cap)}"
         if self.doc:
             out["doc"] = self.doc
         return out
@@ -245,6 +251,11 @@ class Param:
             divmeter.errors.InvalidInputError: `n` of distinct-n must be an integer >= 1; got 0.
         """
         if self.accepts(value):
+            if (self.cap is not None and isinstance(value, (int, float))
+                    and not isinstance(value, bool) and value > self.cap):
+                raise InvalidInputError(
+                    f"`{name}` of {metric} must be at most {_num(self.cap)} (a bound that keeps "
+                    f"its time and memory finite); got {value!r}.")
             return
         if self.message is not None:
             text = self.message.format(name=name, metric=metric, got=repr(value),

@@ -561,4 +561,6 @@ def column_name(name: str, params: Mapping[str, Any]) -> str:
 def _fmt_param(v: Any) -> str:
     if isinstance(v, float) and v == float("inf"):
         return "inf"
-    return str(v)
+    from divmeter.redact import redact  # a column never shows a URL's user:password@
+
+    return redact(str(v))

@@ -32,6 +32,7 @@ from divmeter.data import (
     read_sets,
 )
 from divmeter.data.outputs import output_lock, refuse_input_as_output
+from divmeter.data.paths import is_stream
 from divmeter.data.vectors import is_npy, vector_reader
 from divmeter.errors import DivmeterError, InvalidInputError
 
@@ -219,7 +220,8 @@ def score_file(
     if vectors is not None or is_npy(src):  # precomputed embeddings
         reader = vector_reader(reader, vectors)
     total: int | None = None
-    if src != "-":  # validates the whole file before any output is written
+    if not is_stream(src):  # validates the whole file before any output is written
+        # (a pipe, FIFO or /dev/stdin can be read only once: it is streamed, not counted)
         total = sum(1 for _ in reader(src, input_format))
 
     with contextlib.ExitStack() as stack:

@@ -10,9 +10,14 @@ the OpenAI REST dialect (vLLM, llama.cpp's server, TGI, hosted APIs). They share
   retried with exponential back-off and jitter by ``tenacity``, honouring ``Retry-After``; other
   4xx answers are final. A request that still fails becomes a :class:`Failure` with its kind,
   and the run goes on.
-* **Cache**: successful answers are stored on disk, keyed by the request (URL path, JSON body and
-  an optional salt such as a sample index), written atomically; a rerun of the same requests
-  sends none. The API key is not part of the key and is never written anywhere.
+* **Cache**: successful answers of the right shape (:func:`shape_problem`) are stored on disk,
+  keyed by the request (URL path, JSON body and an optional salt such as a sample index),
+  written atomically; a rerun of the same requests sends none. Keys are hex digests checked on
+  every read and write. The API key is not part of the key and is never written anywhere.
+* **Deadline**: ``timeout`` bounds each attempt as a whole, connect to last byte (a server
+  dripping its answer cannot hold a request longer).
+* **Secrets**: the API key and a ``user:password@`` in the base URL (sent as basic auth, never
+  shown in ``base_url``) are redacted from every message (:mod:`divmeter.redact`).
 * **Counts**: :class:`ClientStats` counts requests sent, cache hits, retries and failures by kind,
   and the prompt/completion tokens the server reported.
 
@@ -28,6 +33,7 @@ import asyncio
 import email.utils
 import hashlib
 import json
+import math
 import os
 import tempfile
 import threading
@@ -40,6 +46,7 @@ from typing import Any
 
 from divmeter._optional import require
 from divmeter.errors import DivmeterError, InvalidInputError
+from divmeter.redact import redact, register_secret, strip_userinfo
 
 __all__ = [
     "HttpClient",
@@ -48,6 +55,7 @@ __all__ = [
     "RequestCache",
     "ServerError",
     "request_key",
+    "is_request_key",
     "resolve_base_url",
     "resolve_api_key",
 ]
@@ -126,7 +134,8 @@ def resolve_base_url(base_url: str | None) -> str:
             "or set DIVMETER_BASE_URL."
         )
     if not url.startswith(("http://", "https://")):
-        raise InvalidInputError(f"server URL must start with http:// or https://; got {url!r}.")
+        raise InvalidInputError(
+            f"server URL must start with http:// or https://; got {redact(url)!r}.")
     return url.rstrip("/")
 
 
@@ -148,19 +157,42 @@ def request_key(url: str, payload: Any, salt: Any = None) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+_KEY_CHARS = frozenset("0123456789abcdef")
+
+
+def is_request_key(key: Any) -> bool:
+    """Whether ``key`` is a key :func:`request_key` makes: 64 lower-case hex digits.
+
+    Example:
+        >>> is_request_key("ab" * 32), is_request_key("../" * 21 + "x"), is_request_key("/" * 64)
+        (True, False, False)
+    """
+    return isinstance(key, str) and len(key) == 64 and _KEY_CHARS.issuperset(key)
+
+
 class RequestCache:
     """Answers of successful requests on disk, one JSON file per request key, written atomically
-    (a temporary file renamed into place), so an interrupted run never leaves half an entry."""
+    (a temporary file renamed into place), so an interrupted run never leaves half an entry.
+
+    Keys are checked on every read and write: only the hex digests :func:`request_key` makes
+    name a file, so no key (e.g. a ``custom_id`` of a Batch API results file) can reach a path
+    outside the cache folder."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
 
     def _path(self, key: str) -> Path:
+        if not is_request_key(key):
+            shown = key[:80] if isinstance(key, str) else type(key).__name__
+            raise InvalidInputError(
+                f"request cache key must be 64 lower-case hex digits (a key divmeter makes); "
+                f"got {shown!r}.")
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
+        path = self._path(key)
         try:
-            data = json.loads(self._path(key).read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None
@@ -212,6 +244,72 @@ def _error_text(resp: Any) -> str:
     return str(err) if err else str(resp.text)
 
 
+def _token_count(value: Any) -> int:
+    """A token count a server reported in ``usage``: a finite number >= 0, else 0 (servers
+    send ``Infinity``, lists and strings too)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    if not math.isfinite(value) or value < 0 or value > 1e15:
+        return 0
+    return int(value)
+
+
+def _is_number(x: Any) -> bool:
+    return (isinstance(x, (int, float)) and not isinstance(x, bool)
+            and math.isfinite(x))
+
+
+def shape_problem(url: str, payload: Any, data: dict[str, Any]) -> str | None:
+    """What is wrong with the shape of an answer from an OpenAI endpoint (``None``: nothing).
+
+    Only answers that pass are cached (and only cached answers that pass are used): a
+    server's malformed answer (a null text, a wrong number of embeddings) reaches the caller,
+    which reports it, and is never replayed from the cache after the server is fixed.
+    Endpoints other than ``completions``, ``chat/completions`` and ``embeddings`` are not
+    checked.
+
+    Example:
+        >>> shape_problem("http://h/v1/completions", {}, {"choices": [{"text": None}]})
+        'choices[0].text must be a string; got NoneType'
+        >>> shape_problem("http://h/v1/completions", {}, {"choices": [{"text": "ok"}]}) is None
+        True
+    """
+    path = url.rstrip("/")
+    if path.endswith("/chat/completions") or path.endswith("/completions"):
+        chat = path.endswith("/chat/completions")
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices:
+            return "'choices' must be a non-empty list"
+        for i, c in enumerate(choices):
+            if not isinstance(c, dict):
+                return f"choices[{i}] must be an object"
+            if chat:
+                msg = c.get("message")
+                content = msg.get("content") if isinstance(msg, dict) else None
+                if not isinstance(content, str):
+                    return (f"choices[{i}].message.content must be a string; got "
+                            f"{type(content).__name__}")
+            elif not isinstance(c.get("text"), str):
+                return f"choices[{i}].text must be a string; got {type(c.get('text')).__name__}"
+        return None
+    if path.endswith("/embeddings"):
+        rows = data.get("data")
+        inputs = payload.get("input") if isinstance(payload, dict) else None
+        want = len(inputs) if isinstance(inputs, list) else 1
+        if not isinstance(rows, list) or len(rows) != want:
+            got = len(rows) if isinstance(rows, list) else type(rows).__name__
+            return f"'data' must hold one embedding per input ({want}); got {got}"
+        dims = set()
+        for i, r in enumerate(rows):
+            emb = r.get("embedding") if isinstance(r, dict) else None
+            if not isinstance(emb, list) or not emb or not all(_is_number(x) for x in emb):
+                return f"data[{i}].embedding must be a non-empty list of finite numbers"
+            dims.add(len(emb))
+        if len(dims) > 1:
+            return f"embeddings of different dimensions {sorted(dims)}"
+    return None
+
+
 def _short(text: str, limit: int = 200) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -252,8 +350,13 @@ class HttpClient:
         backoff_max: float = 30.0,
         cache: str | Path | None = "default",
     ) -> None:
-        self.base_url = resolve_base_url(base_url)
+        # user:password@ in the URL is sent as HTTP basic auth and kept out of base_url, so
+        # no message, signature or provenance that shows base_url shows it
+        self.base_url, user, password = strip_userinfo(resolve_base_url(base_url))
+        self._auth = None if user is None else (user, password or "")
         self._key = resolve_api_key(api_key)
+        register_secret(self._key)
+        register_secret(password)
         if concurrency < 1:
             raise InvalidInputError(f"`concurrency` must be an integer >= 1; got {concurrency}.")
         if max_attempts < 1:
@@ -284,7 +387,7 @@ class HttpClient:
         return headers
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._key, "<api-key>") if self._key else text
+        return redact(text.replace(self._key, "<api-key>") if self._key else text)
 
     def _wait(self, retry_state: Any) -> float:
         tenacity = require("tenacity", extra="http")
@@ -302,8 +405,11 @@ class HttpClient:
         with self._lock:
             self.stats.requests += 1
         try:
-            resp = await client.request(method, url, json=payload)
-        except httpx.TimeoutException as exc:
+            # one deadline for the whole attempt: httpx's own time-outs bound each read, so a
+            # server dripping its answer a byte at a time would never time out without it
+            async with asyncio.timeout(self.timeout):
+                resp = await client.request(method, url, json=payload)
+        except (httpx.TimeoutException, TimeoutError) as exc:
             raise _Retryable("timeout", f"no answer within {self.timeout:g} s") from exc
         except httpx.TransportError as exc:
             raise _Retryable("connection", _short(self._redact(str(exc)) or type(exc).__name__)
@@ -313,15 +419,18 @@ class HttpClient:
             raise _Retryable("429", "rate limited (HTTP 429)",
                              _retry_after(resp.headers.get("retry-after")))
         if status >= 500:
-            raise _Retryable("5xx", f"server error (HTTP {status}): {_short(resp.text)}")
+            raise _Retryable("5xx", f"server error (HTTP {status}): "
+                                    f"{_short(self._redact(resp.text))}")
         if status >= 400:
             raise _Final("4xx", f"HTTP {status}: {_short(self._redact(_error_text(resp)))}")
         try:
             data = resp.json()
         except ValueError as exc:
-            raise _Retryable("malformed", f"answer is not JSON: {_short(resp.text)!r}") from exc
+            raise _Retryable("malformed", f"answer is not JSON: "
+                                          f"{_short(self._redact(resp.text))!r}") from exc
         if not isinstance(data, dict):
-            raise _Retryable("malformed", f"answer is JSON but not an object: {_short(resp.text)}")
+            raise _Retryable("malformed", f"answer is JSON but not an object: "
+                                          f"{_short(self._redact(resp.text))}")
         return data
 
     async def _one(self, client: Any, sem: asyncio.Semaphore, method: str, path: str,
@@ -332,7 +441,7 @@ class HttpClient:
             else None
         if key is not None:
             hit = self.cache.get(key)  # type: ignore[union-attr]
-            if hit is not None:
+            if hit is not None and shape_problem(url, payload, hit) is None:
                 with self._lock:
                     self.stats.cache_hits += 1
                 return hit
@@ -363,9 +472,11 @@ class HttpClient:
         usage = data.get("usage")
         if isinstance(usage, dict):
             with self._lock:
-                self.stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-                self.stats.completion_tokens += int(usage.get("completion_tokens") or 0)
-        if key is not None:
+                self.stats.prompt_tokens += _token_count(usage.get("prompt_tokens"))
+                self.stats.completion_tokens += _token_count(usage.get("completion_tokens"))
+        if key is not None and shape_problem(url, payload, data) is None:
+            # only answers of the right shape are cached: a malformed one goes to the caller
+            # (which reports it) and is asked again next run, not replayed from the cache
             self.cache.put(key, data)  # type: ignore[union-attr]
         return data
 
@@ -379,7 +490,7 @@ class HttpClient:
                               max_keepalive_connections=self.concurrency)
         out: list[dict[str, Any] | Failure] = [Failure("connection", "not sent")] * len(payloads)
         async with httpx.AsyncClient(headers=self._headers(), timeout=self.timeout,
-                                     limits=limits) as client:
+                                     limits=limits, auth=self._auth) as client:
 
             async def run(i: int) -> None:
                 salt = salts[i] if salts is not None else None

@@ -21,15 +21,15 @@ def metric_columns(record: Mapping[str, Any]) -> list[str]:
     return [k for k in record if k not in RECORD_KEYS]
 
 
-def _truncate_torn_tail(path: Path) -> None:
-    """Cut a last line that an interrupted write left without its newline."""
+def _torn_tail_start(path: Path) -> int | None:
+    """Where a last line without its newline starts (``None``: the file ends with one)."""
     size = path.stat().st_size
     if size == 0:
-        return
-    with open(path, "rb+") as fh:
-        fh.seek(max(0, size - 1))
+        return None
+    with open(path, "rb") as fh:
+        fh.seek(size - 1)
         if fh.read(1) == b"\n":
-            return
+            return None
         block = 1 << 16
         pos = size
         while pos > 0:
@@ -38,10 +38,33 @@ def _truncate_torn_tail(path: Path) -> None:
             data = fh.read(pos - start)
             nl = data.rfind(b"\n")
             if nl >= 0:
-                fh.truncate(start + nl + 1)
-                return
+                return start + nl + 1
             pos = start
-        fh.truncate(0)
+    return 0
+
+
+#: How every JSONL record divmeter score writes begins (the writer's first key).
+_RECORD_PREFIX = b'{"set_id": '
+
+
+def _truncate_torn_tail(path: Path, refuse: str, *, ours: bool) -> None:
+    """Cut a last line that an interrupted write left without its newline, but only in a file
+    this run can prove divmeter wrote: ``ours`` (complete divmeter records or header before it)
+    or a torn line that starts as divmeter's records start. Anything else is someone's text."""
+    start = _torn_tail_start(path)
+    if start is None:
+        return
+    if not ours:
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            head = fh.read(len(_RECORD_PREFIX))
+        if not _RECORD_PREFIX.startswith(head) and not head.startswith(_RECORD_PREFIX):
+            raise InvalidInputError(
+                f"{refuse}: its last line (no newline at the end) is not a record divmeter "
+                "wrote, and nothing before it proves the file is a divmeter score output; it "
+                "was left as it is. Use another output file.")
+    with open(path, "rb+") as fh:
+        fh.truncate(start)
 
 
 def completed_rows(
@@ -79,19 +102,28 @@ def completed_rows(
     records: list[dict[str, Any]] = []
     refuse = f"cannot resume from {p.name}"
     for src, f in sources:
-        if f in {"jsonl", "csv"}:
-            _truncate_torn_tail(src)
-        if f == "csv":
-            _check_csv_header(src, refuse, columns)
+        if f == "csv":  # the header proves the file is divmeter's before anything is cut
+            has_header = _check_csv_header(src, refuse, columns)
+            _truncate_torn_tail(src, refuse, ours=has_header)
         try:
-            records.extend(read_records(src, f))
+            got = list(read_records(src, f))  # JSONL: a torn last line is not read
         except InvalidInputError as exc:
             raise InvalidInputError(
                 f"{refuse}: {exc} It is not a complete divmeter score output; use another "
                 "output file."
             ) from None
-    rows: dict[int, str] = {}
-    for i, rec in enumerate(records):
+        _check_records(got, len(records), refuse, columns)
+        if f == "jsonl":
+            _truncate_torn_tail(src, refuse, ours=bool(got))
+        records.extend(got)
+    rows = {rec["row"]: str(rec["set_id"]) for rec in records}
+    return rows, records
+
+
+def _check_records(records: list[dict[str, Any]], offset: int, refuse: str,
+                   columns: Sequence[str] | None) -> None:
+    """Records read back for --resume must be divmeter score records of the same metrics."""
+    for i, rec in enumerate(records, offset):
         row = rec.get("row")
         bad_row = isinstance(row, bool) or not isinstance(row, int) or row < 0
         if bad_row or not isinstance(row, int) or "set_id" not in rec:
@@ -106,16 +138,15 @@ def completed_rows(
                     f"{refuse}: it holds metrics {have} but this run asks for "
                     f"{list(columns)}; use another output file or the same metrics."
                 )
-        rows[row] = str(rec["set_id"])
-    return rows, records
 
 
-def _check_csv_header(path: Path, refuse: str, columns: Sequence[str] | None) -> None:
-    """A CSV output being resumed must start with divmeter's header (even with no rows yet)."""
+def _check_csv_header(path: Path, refuse: str, columns: Sequence[str] | None) -> bool:
+    """A CSV output being resumed must start with divmeter's header (even with no rows yet);
+    ``True`` when that header is a complete line (the file is provably divmeter's)."""
     with open(path, "rb") as fh:
         first = fh.readline()
     if not first.strip():
-        return
+        return False
     import csv
 
     try:
@@ -128,3 +159,4 @@ def _check_csv_header(path: Path, refuse: str, columns: Sequence[str] | None) ->
             f"{refuse}: its header is {header[:8]}, not that of a divmeter score output with "
             f"metrics {list(columns or [])}; use another output file."
         )
+    return first.endswith(b"\n")

@@ -5,6 +5,7 @@ Subcommands live in sibling modules (``score``, ``meta``) and are mounted here.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from typing import Annotated
 
@@ -56,15 +57,21 @@ def _plain_metavars() -> None:
     ``NAME[:k=v,...]``) instead of typer's ``<bool>``, ``<list[str]>``.
 
     One patch of typer's option display here, so every command (those other modules add
-    included, and the help option itself) reads the same.
+    included, and the help option itself) reads the same. ``display_type_rich`` is a private
+    hook of recent typers only: where it is missing (typer 0.12 to 0.20 and 0.27 among the
+    versions ``pyproject.toml`` allows) help keeps typer's own type names and nothing is patched.
     """
-    from typer.core import TyperArgument, TyperOption
-
+    try:
+        from typer.core import TyperArgument, TyperOption
+    except ImportError:  # pragma: no cover - typer without its click-based core module
+        return
+    original = getattr(TyperOption, "display_type_rich", None)
+    if not callable(original) or not hasattr(TyperArgument, "display_type_rich"):
+        return
     # an argument's name (INPUT, FILE...) says what it is; its type adds nothing
     TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
-    original = getattr(TyperOption, "display_type_rich", None)
-    if original is None or getattr(original, "_divmeter", False):
-        return  # a typer without rich option display (seen on the GPU machine), or patched
+    if getattr(original, "_divmeter", False):
+        return
 
     def display_type_rich(self: TyperOption, ctx: object) -> str | None:
         if self.metavar is None and self.is_flag:
@@ -152,19 +159,26 @@ def main() -> None:
     except DivmeterError as exc:
         if debug:
             raise
-        typer.echo(f"divmeter: error: {exc}", err=True)
-        sys.exit(2)
+        _fail(str(exc))
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         if debug:
             raise
-        typer.echo(f"divmeter: error: {exc.strerror}: {exc.filename}", err=True)
-        sys.exit(2)
+        _fail(f"{exc.strerror}: {exc.filename}")
     except OSError as exc:  # the system refused a read or a write (full disk, I/O error, ...)
         if debug or isinstance(exc, BrokenPipeError):
             raise
         where = f": {exc.filename}" if exc.filename else ""
-        typer.echo(f"divmeter: error: {exc.strerror or exc}{where}", err=True)
-        sys.exit(2)
+        _fail(f"{exc.strerror or exc}{where}")
+    except sqlite3.Error as exc:  # a --db / DB that is not a study database (or is damaged)
+        if debug:
+            raise
+        _fail(f"database error: {' '.join(str(exc).split())} (is it a divmeter study database, "
+              "and is its folder writable?)")
+    except MemoryError:
+        if debug:
+            raise
+        _fail("not enough memory for this run; use smaller inputs or parameters (see "
+              "--max-memory where a command has it).")
     except KeyboardInterrupt:
         typer.echo("divmeter: interrupted (what was written so far is kept).", err=True)
         sys.exit(130)
@@ -177,4 +191,23 @@ def main() -> None:
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):
             exc.show()
             sys.exit(int(exc.exit_code) or 2)
-        raise
+        if debug:
+            raise
+        # a bug of divmeter: one line (no traceback unless --debug), exit code 1
+        text = " ".join(str(exc).split())[:300]
+        typer.echo(_redacted(f"divmeter: internal error: {name}: {text} (rerun with --debug "
+                             "for the traceback, and please report it)"), err=True)
+        sys.exit(1)
+
+
+def _redacted(line: str) -> str:
+    from divmeter.redact import redact
+
+    return redact(line)
+
+
+def _fail(message: str) -> None:
+    """Bad input: one line on stderr (secrets redacted, on one line), exit code 2."""
+    text = " ".join(message.split()) if "\n" in message else message
+    typer.echo(_redacted(f"divmeter: error: {text}"), err=True)
+    sys.exit(2)

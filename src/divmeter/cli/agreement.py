@@ -26,13 +26,14 @@ def read_rating_table(path: str, columns: list[str], sheet: str | None = None
     """The named columns of a CSV / TSV / JSONL / JSON / Parquet / Excel table (``sheet``:
     an Excel sheet name; default the first sheet), as lists with ``None`` for missing cells.
 
+    Text tables are read by divmeter's own readers (UTF-8 only, file and line in every error):
+    a CSV row with another number of fields than the header, and a JSON value that is not a
+    label (an object or a list) are refused, never read as missing or as text.
+
     Raises:
         InvalidInputError: Unknown extension, ``sheet`` on a non-Excel file, a missing sheet or
-            column (the available ones are listed).
+            column (the available ones are listed), a malformed or unreadable file.
     """
-    from divmeter._optional import require
-
-    pd = require("pandas", extra="judge")
     name = os.path.basename(path)
     ext = os.path.splitext(path)[1].lower()
     kind = _READERS.get(ext)
@@ -43,29 +44,129 @@ def read_rating_table(path: str, columns: list[str], sheet: str | None = None
         raise InvalidInputError(f"--sheet applies to Excel files; got {name}.")
     if not os.path.exists(path):
         raise FileNotFoundError(2, "No such file or directory", path)
-    if kind == "excel":
-        require("openpyxl", extra="judge")
-        try:
-            df = pd.read_excel(path, sheet_name=sheet if sheet is not None else 0)
-        except ValueError as exc:
-            if sheet is not None and "not found" in str(exc):
-                sheets = pd.ExcelFile(path).sheet_names
-                raise InvalidInputError(f"{name}: no sheet {sheet!r}; sheets: "
-                                        f"{', '.join(sheets)}.") from None
-            raise
-    elif kind in ("csv", "tsv"):
-        df = pd.read_csv(path, sep="\t" if kind == "tsv" else ",")
-    elif kind == "jsonl":
-        df = pd.read_json(path, lines=True)
-    elif kind == "json":
-        df = pd.read_json(path)
+    if kind in ("csv", "tsv"):
+        header, rows = _text_table(path, name, "\t" if kind == "tsv" else ",")
+    elif kind in ("jsonl", "json"):
+        header, rows = _json_table(path, name, kind)
     else:
-        df = pd.read_parquet(path)
-    missing = [c for c in columns if c not in df.columns]
+        header, rows = _binary_table(path, name, kind, sheet)
+    missing = [c for c in columns if c not in header]
     if missing:
         raise InvalidInputError(f"{name}: no column {missing[0]!r}; columns: "
-                                f"{', '.join(map(str, df.columns))}.")
-    return {c: [None if pd.isna(v) else v for v in df[c].tolist()] for c in columns}
+                                f"{', '.join(map(str, header))}.")
+    return {c: [r.get(c) for r in rows] for c in columns}
+
+
+def _text_table(path: str, name: str, sep: str) -> tuple[list[str], list[dict[str, Any]]]:
+    import csv
+
+    from divmeter.data.lines import decode_lines, open_source
+
+    counter = [0]
+    rows: list[dict[str, Any]] = []
+    with open_source(path) as fh:
+        reader = csv.reader(decode_lines(fh, name, counter), delimiter=sep, strict=True)
+        try:
+            header = next(reader, None)
+            if not header:
+                raise InvalidInputError(f"{name}: empty table; expected a header line and rows.")
+            for cells in reader:
+                if not cells:
+                    continue
+                if len(cells) != len(header):
+                    raise InvalidInputError(
+                        f"{name} line {counter[0]}: expected {len(header)} fields as in the "
+                        f"header; got {len(cells)}.")
+                rows.append({h: (c if c.strip() else None) for h, c in zip(header, cells,
+                                                                          strict=True)})
+        except csv.Error as exc:
+            raise InvalidInputError(f"{name} line {counter[0]}: invalid CSV ({exc}).") from None
+    return header, rows
+
+
+def _label(value: Any, where: str, key: str) -> Any:
+    from divmeter.data.lines import type_name
+
+    if isinstance(value, (dict, list)):
+        raise InvalidInputError(f"{where}: field {key!r} must be a label (a string, a number or "
+                                f"null); got {type_name(value)}.")
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
+def _json_table(path: str, name: str, kind: str) -> tuple[list[str], list[dict[str, Any]]]:
+    from divmeter.data.lines import decode_all, loads, open_source, read_json_lines, type_name
+
+    if kind == "jsonl":
+        items = list(read_json_lines(path))
+    else:
+        with open_source(path) as fh:
+            doc = loads(decode_all(fh.read(), name), name)
+        if isinstance(doc, dict) and all(isinstance(v, list) for v in doc.values()):
+            n = {len(v) for v in doc.values()}
+            if len(n) > 1:
+                raise InvalidInputError(f"{name}: every column must have the same length; got "
+                                        f"{sorted(n)}.")
+            doc = [dict(zip(doc, vals, strict=True)) for vals in zip(*doc.values(),
+                                                                      strict=True)]
+        if not isinstance(doc, list):
+            raise InvalidInputError(f"{name}: a JSON table must be a list of row objects (or an "
+                                    f"object of column lists); got {type_name(doc)}.")
+        items = [(f"{name} item {i + 1}", r) for i, r in enumerate(doc)]
+    header: list[str] = []
+    rows: list[dict[str, Any]] = []
+    for where, rec in items:
+        if not isinstance(rec, dict):
+            raise InvalidInputError(f"{where}: each row must be a JSON object; got "
+                                    f"{type_name(rec)}.")
+        for k in rec:
+            if k not in header:
+                header.append(k)
+        rows.append({k: _label(v, where, k) for k, v in rec.items()})
+    if not rows:
+        raise InvalidInputError(f"{name}: empty table; expected rows.")
+    return header, rows
+
+
+def _binary_table(path: str, name: str, kind: str, sheet: str | None
+                  ) -> tuple[list[str], list[dict[str, Any]]]:
+    from divmeter._optional import require
+
+    pd = require("pandas", extra="judge")
+    what = "Excel" if kind == "excel" else "Parquet"
+    try:
+        if kind == "excel":
+            require("openpyxl", extra="judge")
+            try:
+                df = pd.read_excel(path, sheet_name=sheet if sheet is not None else 0)
+            except ValueError as exc:
+                if sheet is not None and "not found" in str(exc):
+                    sheets = pd.ExcelFile(path).sheet_names
+                    raise InvalidInputError(f"{name}: no sheet {sheet!r}; sheets: "
+                                            f"{', '.join(sheets)}.") from None
+                raise
+        else:
+            df = pd.read_parquet(path)
+    except (InvalidInputError, ImportError):
+        raise
+    except Exception as exc:  # pandas, openpyxl, zipfile and pyarrow each raise their own
+        text = " ".join(str(exc).split())[:160]
+        raise InvalidInputError(f"{name}: not a readable {what} file ({type(exc).__name__}: "
+                                f"{text}).") from None
+    header = [str(c) for c in df.columns]
+    rows = []
+    for i, rec in enumerate(df.to_dict("records")):
+        rows.append({str(k): None if _isna(pd, v) else _label(v, f"{name} row {i + 2}", str(k))
+                     for k, v in rec.items()})
+    return header, rows
+
+
+def _isna(pd: Any, v: Any) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):  # a list or array cell
+        return False
 
 
 def _f(v: Any, digits: int = 4) -> str:

@@ -18,6 +18,7 @@ import typer
 
 from divmeter.cli.options import QuietOpt, VerboseOpt
 from divmeter.cli.options import note as _note
+from divmeter.data.paths import guard_outputs
 from divmeter.errors import InvalidInputError
 
 annotate_app = typer.Typer(
@@ -61,6 +62,7 @@ def init_cmd(
     from divmeter.data.readers import read_sets
     from divmeter.web.store import create_study, split_valid
 
+    guard_outputs({"--db": db}, [tasks])
     sets = list(read_sets(tasks))
     if not strict:
         sets, skipped = split_valid(kind, sets)
@@ -198,6 +200,7 @@ def export_cmd(
 
     if fmt is not None and fmt not in ("csv", "jsonl", "parquet"):
         raise InvalidInputError(f"--format must be csv, jsonl or parquet; got {fmt!r}.")
+    guard_outputs({"-o": out, "--raw": raw}, [db])
     store = Store(db)
     rows = store.export(study, level=level)
     chosen = fmt or ("jsonl" if out == "-" else None)
@@ -220,7 +223,7 @@ def report_cmd(
     out: Annotated[str, typer.Option("-o", "--output", help="Report folder.")] = "hds-report",
     study: StudyOpt = None,
     reps: Annotated[int, typer.Option("--reps", help="Resamples per point (Figure 5).")] = 200,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the resampling.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the resampling.", min=0)] = 0,
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip stability.png.")] = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,

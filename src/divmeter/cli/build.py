@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from divmeter.cli.options import QuietOpt, VerboseOpt
+from divmeter.data.paths import guard_outputs
 from divmeter.errors import InvalidInputError
 
 build_app = typer.Typer(
@@ -27,7 +28,7 @@ SetsArg = Annotated[str, typer.Argument(help="Response sets (.jsonl .json .csv .
                                         "Tevet CSV).", show_default=False)]
 OutOpt = Annotated[str, typer.Option("--output", "-o", help="Built sets, JSONL.",
                                      show_default=False)]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random draw.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random draw.", min=0)]
 PairsOpt = Annotated[
     str | None,
     typer.Option("--pairs", help="Also write {set1: source, set2: built, label} rows for "
@@ -59,6 +60,7 @@ def _run(builder: str, sets_file: str, output: str, pairs: str | None, prefer: s
 
     if prefer not in PREFER:  # fail before any work
         raise InvalidInputError(f"--prefer must be source, perturbed or tie; got {prefer!r}.")
+    guard_outputs({"-o": output, "--pairs": pairs}, [sets_file, kw.get("template")])
     built = build(builder, read_sets(sets_file), **kw)
     n = write_jsonl(built.rows(), output)
     if pairs:
@@ -253,6 +255,7 @@ def pattr_grid_cmd(
     from divmeter.perturb.generator import load_template
     from divmeter.perturb.pattr_grid import pattr_grid, pattr_pools
 
+    guard_outputs({"-o": output}, [topics, template])
     with open(topics, encoding="utf-8") as fh:
         lines = [ln.strip() for ln in fh if ln.strip()]
     grid = pattr_grid(lines, levels=_levels(levels), n_styles=styles, seed=seed,

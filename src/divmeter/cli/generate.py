@@ -117,6 +117,9 @@ def generate_cmd(
         raise InvalidInputError(f"-n must be an integer >= 1; got {n}.")
     if not os.path.exists(prompts):
         raise FileNotFoundError(2, "No such file or directory", prompts)
+    from divmeter.data.paths import guard_outputs
+
+    guard_outputs({"-o": output}, [prompts])
     items = read_prompts(prompts)
     if model.startswith("openai:"):
         kw: dict[str, object] = {"concurrency": concurrency, "timeout": timeout}

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from divmeter.cli.options import QuietOpt, VerboseOpt
+from divmeter.data.paths import guard_outputs
 from divmeter.errors import InvalidInputError
 from divmeter.judge.files import (
     done_indices,
@@ -144,6 +145,7 @@ def judge_cmd(
     `divmeter meta pairwise` reads, plus every sample's rating and rationale. Absolute: each set
     rated alone. Prints the cost estimate first and a JSON summary (requests, cache hits,
     retries and failures by kind, unparseable answers by kind, tokens, position bias) last.
+    Exit code 1 when items were judged but none got a valid rating (every request failed).
     """
     from divmeter.judge.protocol import (
         JudgeConfig,
@@ -159,6 +161,9 @@ def judge_cmd(
     cfg = JudgeConfig(model, base_url, None, samples, temperature, max_tokens, template, fewshot,
                       retries, seed, orders, concurrency, timeout, max_attempts,
                       None if cache in ("none", "off") else cache).check()
+    nulls_path = nulls or (output[:-6] if output.endswith(".jsonl") else output) + ".nulls.jsonl"
+    guard_outputs({"-o": output, "--nulls": nulls_path, "--batch-write": batch_write},
+                  [file, batch_ingest, template, fewshot])
     rows, items, contexts = read_judge_input(file, task)
     what = (f"{len(rows)} pairs x {2 if orders == 'both' else 1} orders x {samples} samples"
             if task == "pairwise" else f"{len(rows)} sets x {samples} samples")
@@ -183,12 +188,20 @@ def judge_cmd(
         return
     if est["to_send"]:  # fail fast on a wrong URL; a run served from the cache needs no server
         client.check()
-    nulls_path = nulls or (output[:-6] if output.endswith(".jsonl") else output) + ".nulls.jsonl"
     with _progress(not quiet and sys.stderr.isatty()) as tick:
         summary = judge_file(task, rows, items, contexts, todo, cfg, client, output=output,
                              nulls_path=nulls_path, resume=resume, chunk=chunk, on_answer=tick,
                              consistency=consistency)
     typer.echo(json.dumps(summary, indent=2, allow_nan=False))
+    written = summary.get("written", {})
+    valid = written.get("rows", 0) - (written.get("nulls", 0) if task == "absolute" else 0)
+    if todo and valid <= 0:  # every request failed or no answer parsed: not a success
+        failures = summary.get("client", {}).get("failures") or summary.get("failures") or {}
+        kinds = f" (failures: {failures})" if failures else ""
+        typer.echo(f"divmeter: error: no valid rating for any of the {len(todo)} items{kinds}; "
+                   f"see {nulls_path} for each reason. Fix the server or model and rerun.",
+                   err=True)
+        raise typer.Exit(1)
 
 
 

@@ -75,7 +75,7 @@ HtmlOpt = Annotated[
                  "plots) here.", metavar="REPORT.html", show_default=False),
 ]
 NoPlotOpt = Annotated[bool, typer.Option("--no-plots", help="With --report: skip the PNG plots.")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random draw.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random draw.", min=0)]
 BootOpt = Annotated[
     int | None,
     typer.Option("--bootstrap", help="Bootstrap resamples for confidence intervals (e.g. 10000).",
@@ -98,11 +98,18 @@ def _fmt(fmt: str | None) -> str:
     return fmt
 
 
+#: The input files of the meta command being run (refused as --html / -o outputs).
+_INPUTS: list[str] = []
+
+
 def _emit(result: Any, fmt: str | None, *, source: str, report: str | None, plots: bool,
           xlabel: str = "parameter", quiet: bool = False, html: str | None = None) -> None:
     from divmeter.report import markdown_table, rich_table, write_report
 
     chosen = _fmt(fmt)
+    from divmeter.data.paths import guard_outputs
+
+    guard_outputs({"--html": html}, _INPUTS)
     if chosen == "json":
         payload = result.to_dict()
         typer.echo(json.dumps(payload, indent=2, allow_nan=False))
@@ -140,6 +147,7 @@ def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty
         from divmeter.cli.progress import quiet_libraries
 
         quiet_libraries()
+    _INPUTS[:] = [file]
     table = load_table(file)
     with progress_bar(bool(metric) and not quiet, len(table)) as callback:
         res = prepare_scores(table, metrics=metric or (), columns=column or (), empty=empty,
@@ -308,7 +316,7 @@ def dectest_cmd(
 
     table, scores, labels, settings, sigs, rows = _scores(file, metric, column, empty, round_,
                                                        workers, quiet)
-    contexts = [_cond(_field(table, i, context_field)) for i in rows] if ranking else None
+    contexts = _contexts(table, rows, context_field) if ranking else None
     result = dectest(scores, labels, subsample=subsample, repeats=repeats, seed=seed,
                      sample=sample, per_value=per_value, pair_accuracy=pair_accuracy,
                      contexts=contexts, ranking_order=ranking_order, bootstrap=bootstrap,
@@ -384,6 +392,21 @@ def nuggets_cmd(
 
 # ---------------------------------------------------------------------------------------------
 # paired / stages
+
+
+def _contexts(table: Any, rows: Any, name: str) -> list[str]:
+    """Each row's context for --ranking; a row without one is refused (read as one shared
+    context it would pair sets of different prompts and give a meaningless answer)."""
+    out = []
+    for i in rows:
+        value = _field(table, i, name)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            raise InvalidInputError(
+                f"--ranking pairs sets of the same context, but set {table.ids[i]!r} (row "
+                f"{i + 1}) has no {name!r}; give every set one, or name the field that tells "
+                "contexts apart with --context-field.")
+        out.append(_cond(value))
+    return out
 
 
 def _cond(value: Any) -> str:
@@ -623,6 +646,7 @@ def length_bias_cmd(
 
     rng = parse_length_range(length_range) if length_range is not None else None
 
+    _INPUTS[:] = [file]
     pools = [s.responses for s in read_sets(file)]
     singles = [ResponseSet(f"{p}.{j}", [t]) for p, pool in enumerate(pools)
                for j, t in enumerate(pool)]
@@ -776,6 +800,7 @@ def pattr_sensitivity_cmd(
     from divmeter.meta.pattr import parse_length_range, pattr_sensitivity
 
     rng = parse_length_range(length_range) if length_range is not None else None
+    _INPUTS[:] = [file]
     texts = [t for s in read_sets(file) for t in s.responses]
     result = pattr_sensitivity(
         texts, target_lengths=target_length or (100, 275, 400), windows=window or (32, 128, 512),

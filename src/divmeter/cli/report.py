@@ -28,8 +28,10 @@ def report_cmd(
 
     Example: divmeter report scores.jsonl -o report.html
     """
+    from divmeter.data.paths import guard_outputs
     from divmeter.report.html import report_from_files
 
+    guard_outputs({"-o": output}, results)
     path = report_from_files(results, output, title=title)
     if not quiet:
         typer.echo(f"divmeter: report written to {path}", err=True)

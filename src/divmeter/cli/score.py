@@ -169,6 +169,9 @@ def score_cmd(
 
     resolve_metrics(metric)  # bad metrics and parameters before any option problem
     _set_max_memory(max_memory)
+    from divmeter.data.paths import guard_outputs
+
+    guard_outputs({"-o": output, "--html": html, "--checkpoint": checkpoint}, input)
     if _corpus_or_one_file(input, corpus, engine, address, checkpoint, memory_budget, vectors):
         _corpus(input, metric, output, fmt, input_format, quiet, engine, address, checkpoint,
                 memory_budget)
@@ -364,12 +367,10 @@ def _corpus(inputs: list[str], metric: list[str], output: str | None, fmt: str |
             table.add_row(r["metric"], _fmt_value(r["value"]), r["merge"], r["signature"])
         Console().print(table)
     else:
+        from divmeter.data.paths import write_whole
+
         text = "".join(json.dumps(r) + "\n" for r in run.records)
-        if output and output != "-":
-            with open(output, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        else:
-            sys.stdout.write(text)
+        write_whole(output or "-", text)  # every byte written, or an error
     if not quiet:
         first = run.records[0]
         typer.echo(f"divmeter: corpus of {first['responses']} responses in {first['shards']} "

@@ -15,13 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from divmeter.batch import MetricArg, MetricPlan, resolve_metrics
+from divmeter.corpus.checkpoint import load_checkpoint, save_checkpoint
 from divmeter.corpus.shards import (
     DEFAULT_BATCH_BYTES,
     ShardPass,
@@ -71,13 +71,6 @@ def _run_key(plans: Sequence[MetricPlan], shards: Sequence[str]) -> str:
         st = os.stat(s) if os.path.exists(s) else None
         h.update(f"{s}|{st.st_size if st else ''}|{st.st_mtime_ns if st else ''}".encode())
     return h.hexdigest()
-
-
-def _save(path: str, state: dict[str, Any]) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "wb") as fh:
-        pickle.dump(state, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, path)  # atomic: an interrupted save leaves the previous checkpoint
 
 
 def _check_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[str]:
@@ -145,24 +138,22 @@ def score_corpus(
             raise InvalidInputError(
                 f"{p.name} scores instantiations, not texts; it has no corpus mode.")
     shards = sorted(_check_inputs(inputs))  # a canonical order: results cannot depend on it
+    if memory_budget_mb is not None and not 0 < memory_budget_mb < 2**40:  # NaN fails too
+        raise InvalidInputError(f"--memory-budget must be a number of MB > 0 (and finite); got "
+                                f"{memory_budget_mb}.")
     budget = DEFAULT_BATCH_BYTES if memory_budget_mb is None else max(
         1, int(memory_budget_mb * (1 << 20) / 4))
-    if memory_budget_mb is not None and memory_budget_mb <= 0:
-        raise InvalidInputError(f"--memory-budget must be > 0 MB; got {memory_budget_mb}.")
     accs = [make_accumulator(p.name, p.params) for p in plans]
     passes = max(a.passes for a in accs)
     key = _run_key(plans, shards)
     state: dict[str, Any] = {"key": key, "pass": 0, "done": [], "accs": accs, "responses": 0}
     run = CorpusRun(plans)
     ckpt = None if checkpoint is None else os.fspath(checkpoint)
+    if ckpt is not None and os.path.exists(ckpt) and not os.path.isfile(ckpt):
+        raise InvalidInputError(f"--checkpoint {ckpt} is not a regular file (a device, folder "
+                                "or pipe); give a file path.")
     if ckpt is not None and os.path.exists(ckpt):
-        with open(ckpt, "rb") as fh:
-            old = pickle.load(fh)
-        if old.get("key") != key:
-            raise InvalidInputError(
-                f"cannot resume from checkpoint {ckpt!r}: it was written for other metrics or "
-                "other shards; remove it or use another --checkpoint file.")
-        state = old
+        state = load_checkpoint(ckpt, key, plans)
         accs = state["accs"]
         run.resumed_shards = state["pass"] * len(shards) + len(state["done"])
     start = time.perf_counter()
@@ -197,14 +188,14 @@ def score_corpus(
                 state["responses"] += n
             state["done"].append(s)
             if ckpt is not None:
-                _save(ckpt, state)
+                save_checkpoint(ckpt, key, state)
         for i in active:
             if accs[i].passes > p_ + 1:
                 accs[i].next_pass()
         state["pass"] = p_ + 1
         state["done"] = []
         if ckpt is not None:
-            _save(ckpt, state)
+            save_checkpoint(ckpt, key, state)
     run.responses = responses
     run.seconds = time.perf_counter() - start
     for p, a in zip(plans, accs, strict=True):

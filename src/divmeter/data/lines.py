@@ -20,6 +20,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import sys
 import zlib
 from collections.abc import Iterable, Iterator
@@ -28,6 +29,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from divmeter.errors import InvalidInputError
+
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 __all__ = [
     "FORMATS",
@@ -208,7 +211,7 @@ def loads(text: str | bytes, name: str, lineno: int = 1) -> Any:
         divmeter.errors.InvalidInputError: x.json line 1: JSON nested too deeply ...
     """
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise invalid_json(name, lineno + exc.lineno - 1, exc) from None
     except RecursionError:
@@ -216,6 +219,20 @@ def loads(text: str | bytes, name: str, lineno: int = 1) -> Any:
             f"{name} line {lineno}: JSON nested too deeply to read (more levels than the parser "
             "allows); expected response sets a few levels deep."
         ) from None
+    except ValueError as exc:  # an integer of more digits than Python converts (4,300)
+        raise InvalidInputError(
+            f"{name} line {lineno}: a number too long to read ({' '.join(str(exc).split()[:6])}"
+            "...); expected numbers of at most 4,300 digits."
+        ) from None
+    if _SURROGATE.search(text if isinstance(text, str) else text.decode("utf-8", "replace")):
+        try:  # an escaped lone surrogate (\\ud800) decodes to a string no writer can encode
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start:exc.end].encode("unicode_escape").decode("ascii")
+            raise InvalidInputError(
+                f"{name} line {lineno}: the escape {bad} is a lone surrogate, not text; expected "
+                "valid Unicode (a surrogate pair or the character itself).") from None
+    return value
 
 
 def _bad_utf8(name: str, lineno: int, line: bytes, exc: UnicodeDecodeError) -> InvalidInputError:
@@ -225,13 +242,52 @@ def _bad_utf8(name: str, lineno: int, line: bytes, exc: UnicodeDecodeError) -> I
     )
 
 
+#: The longest line any reader accepts, in bytes (``$DIVMETER_MAX_LINE`` overrides): a file with
+#: no newline (``/dev/zero``, a binary) is refused at this length instead of filling memory.
+MAX_LINE_BYTES = 256 << 20
+
+
+def _max_line() -> int:
+    try:
+        return max(1024, int(os.environ.get("DIVMETER_MAX_LINE", MAX_LINE_BYTES)))
+    except ValueError:
+        return MAX_LINE_BYTES
+
+
+def bounded_lines(raw: Iterable[bytes], name: str) -> Iterator[bytes]:
+    """The lines of ``raw``; a binary file object is read with a bound on each line's length
+    (:data:`MAX_LINE_BYTES`) and a longer line is a one-line error naming the file and line.
+
+    Example:
+        >>> import io
+        >>> list(bounded_lines(io.BytesIO(b"a\\nb"), "x.jsonl"))
+        [b'a\\n', b'b']
+    """
+    readline = getattr(raw, "readline", None)
+    if readline is None:
+        yield from raw
+        return
+    limit = _max_line()
+    lineno = 0
+    while True:
+        line = readline(limit + 1)
+        if not line:
+            return
+        lineno += 1
+        if len(line) > limit and not line.endswith(b"\n"):
+            raise InvalidInputError(
+                f"{name} line {lineno}: longer than {limit:,} bytes with no newline; expected "
+                "a text file of lines (set DIVMETER_MAX_LINE to allow longer ones).")
+        yield line
+
+
 def decode_lines(raw: Iterable[bytes], name: str, counter: list[int]) -> Iterator[str]:
     """Decode byte lines as UTF-8 one at a time, so a bad byte is reported with its line.
 
     ``counter[0]`` holds the 1-based number of the line last decoded (for readers, such as
     :mod:`csv`, that consume several lines per record). A BOM is skipped on the first line only.
     """
-    for i, line in enumerate(raw):
+    for i, line in enumerate(bounded_lines(raw, name)):
         counter[0] = i + 1
         try:
             text = line.decode("utf-8-sig" if i == 0 else "utf-8")
@@ -292,7 +348,7 @@ def json_lines(
         >>> list(json_lines([b'{"a": 1}\\n', b'\\n', b'[2]\\n'], "x.jsonl"))
         [('x.jsonl line 1', {'a': 1}), ('x.jsonl line 3', [2])]
     """
-    for i, line in enumerate(raw):
+    for i, line in enumerate(bounded_lines(raw, name)):
         lineno = i + 1
         try:
             text = line.decode("utf-8-sig" if i == 0 else "utf-8")

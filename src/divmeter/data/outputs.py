@@ -97,11 +97,14 @@ def output_lock(path: str | os.PathLike[str]) -> Iterator[None]:
 
 @contextlib.contextmanager
 def replace_atomically(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """A temporary path next to ``path``, renamed over ``path`` when the block succeeds.
+    """A temporary path to write; when the block succeeds its content becomes ``path``.
 
-    On an error the temporary file is removed and ``path`` is left as it was. A ``path`` that
-    exists and is not a regular file (``/dev/stdout``, a FIFO, ``/dev/full``) is written in
-    place: the path itself is yielded.
+    A regular (or missing) ``path`` is replaced by renaming the temporary file, made beside it,
+    over it (atomic; the old file's permission bits kept). Anything else (``/dev/stdout``, a
+    FIFO, ``/dev/full``) gets the finished temporary file's bytes copied into it, in place: the
+    node itself is never handed to a writer (Parquet's deletes the file it failed to write),
+    renamed or removed. On an error the temporary file is removed and a regular ``path`` is
+    left as it was.
 
     Example:
         >>> import tempfile, pathlib
@@ -111,15 +114,21 @@ def replace_atomically(path: str | os.PathLike[str]) -> Iterator[Path]:
         >>> p.read_text()
         '[]'
     """
+    import shutil
+
     target = Path(os.path.realpath(path))  # through a symlink: replace the file it points to
-    if target.exists() and not target.is_file():
-        yield target
-        return
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    regular = not target.exists() or target.is_file()
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                                dir=target.parent if regular else None)
     os.close(fd)
     tmp = Path(name)
     try:
         yield tmp
+        if not regular:
+            with open(tmp, "rb") as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+                dst.flush()
+            return
         if target.exists():
             with contextlib.suppress(OSError):
                 os.chmod(tmp, target.stat().st_mode & 0o777)
@@ -129,5 +138,5 @@ def replace_atomically(path: str | os.PathLike[str]) -> Iterator[Path]:
             os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, target)
     finally:
-        if tmp.exists():
+        with contextlib.suppress(OSError):
             tmp.unlink()

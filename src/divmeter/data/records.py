@@ -38,6 +38,8 @@ def num(value: str, *, integral_to_int: bool = False) -> int | float | str:
     """A CSV cell as int/float when it is plainly one (``"007"`` stays a string), else as is."""
     s = value.strip()
     if _PLAIN_INT.match(s):
+        if len(s) > 4000:  # Python converts at most 4,300 digits: such a cell stays text
+            return value
         return int(s)
     if _PLAIN_FLOAT.match(s) or s.lower() in {"nan", "inf", "-inf"}:
         f = float(s)

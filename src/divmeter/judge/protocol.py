@@ -695,6 +695,8 @@ def ingest_batch_results(path: str, config: JudgeConfig, *, client: Any = None
     Raises:
         InvalidInputError: No cache configured, or a malformed line (file and line named).
     """
+    from divmeter.backends.http import is_request_key, shape_problem
+
     client = client if client is not None else config.check().client()
     if client.cache is None:
         raise InvalidInputError("ingesting batch results needs the request cache; got cache=None.")
@@ -711,9 +713,14 @@ def ingest_batch_results(path: str, config: JudgeConfig, *, client: Any = None
                 raise InvalidInputError(
                     f"{path} line {lineno}: expected an OpenAI batch result with 'custom_id' and "
                     "'response'.") from None
+            if not is_request_key(key):
+                raise InvalidInputError(
+                    f"{path} line {lineno}: 'custom_id' must be a request key divmeter wrote "
+                    f"(64 lower-case hex digits, from --batch-write); got {str(key)[:80]!r}.")
             body = resp.get("body") if isinstance(resp, dict) else None
             if (isinstance(resp, dict) and resp.get("status_code") == 200
-                    and isinstance(body, dict) and isinstance(key, str) and len(key) == 64):
+                    and isinstance(body, dict)
+                    and shape_problem(f"{client.base_url}/{ENDPOINT}", None, body) is None):
                 client.cache.put(key, body)
                 stored += 1
             else:

@@ -236,6 +236,8 @@ SAMPLES = ("uniform", "per-temperature")
 def _check_positive_int(value: Any, what: str, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InvalidInputError(f"`{what}` must be an integer >= {minimum}; got {value!r}.")
+    if value > st.MAX_RESAMPLES:
+        raise InvalidInputError(f"`{what}` must be at most {st.MAX_RESAMPLES:,}; got {value:,}.")
 
 
 def _subsample_rows(
@@ -243,6 +245,7 @@ def _subsample_rows(
     repeats: int, seed: int,
 ) -> dict[str, Any]:
     """Mean and std (ddof=0) of Spearman / Pearson over the repeated sub-samples."""
+    st.check_resample_memory(repeats, len(s), "--repeats", copies=6)
     if sample == "per-temperature":
         idx = st.per_value_indices(v, per_value, repeats, seed)
         info: dict[str, Any] = {"sample": sample, "per_value": per_value,
@@ -352,6 +355,14 @@ def dectest(
             acc, npairs = _pair_accuracy(s, v)
             row.update({"pair_accuracy": acc, "n_pairs": npairs})
         details: dict[str, Any] = {"metric_signature": sigs[name]} if name in sigs else {}
+        if sp.rho is None or pe.r is None or sp.rho != sp.rho or pe.r != pe.r:
+            # a documented null (exit code 0), not a refusal: say why
+            details["reason"] = ("the parameter (label) is constant: no correlation is defined"
+                                 if len(v) and np.all(v == v[0]) else
+                                 "the metric is constant: no correlation is defined"
+                                 if len(s) and np.all(s == s[0]) else
+                                 (sp.details or {}).get("reason")
+                                 or "no correlation is defined on these values")
         if contexts is not None:
             rk = st.ranking_test(sc, values, contexts, order=ranking_order, nan=nan)
             row.update({k: rk.values[k] for k in

@@ -725,6 +725,7 @@ def preference_accuracy(
     elif metric_ties == "miss":
         credit[metric_tie] = 0.0
     acc = float(credit.mean())
+    check_resample_memory(n_resamples, n, "bootstrap resamples", copies=2)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(n_resamples, n))
     boot = credit[idx].mean(axis=1)
@@ -827,6 +828,35 @@ def _check_level(confidence: float) -> None:
 def _check_resamples(n_resamples: int) -> None:
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 2:
         raise InvalidInputError(f"`n_resamples` must be an integer >= 2; got {n_resamples!r}.")
+    if n_resamples > MAX_RESAMPLES:
+        raise InvalidInputError(f"`n_resamples` must be at most {MAX_RESAMPLES:,}; got "
+                                f"{n_resamples:,}.")
+
+
+#: The most resamples or repetitions any meta protocol draws (bootstrap, sub-sampling).
+MAX_RESAMPLES = 10_000_000
+
+
+def check_resample_memory(rows: int, n: int, what: str, copies: int = 4) -> None:
+    """Refuse, before anything is allocated, a resampling of ``rows`` draws of ``n`` items
+    whose index and value matrices (``copies`` of ``rows x n`` 8-byte numbers) exceed the
+    memory limit (``--max-memory`` / ``$DIVMETER_MAX_MEMORY``, default 4G).
+
+    Example:
+        >>> check_resample_memory(10**9, 1000, "--bootstrap")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        divmeter.errors.InvalidInputError: --bootstrap 1000000000 over 1000 items needs about ...
+    """
+    from divmeter.memory import current_limit, format_bytes
+
+    need = int(rows) * max(int(n), 1) * 8 * copies
+    limit = current_limit()
+    if need > limit:
+        raise InvalidInputError(
+            f"{what} {rows} over {n} items needs about {format_bytes(need)} of memory, more than "
+            f"the limit {format_bytes(limit)}; use fewer, or raise the limit with --max-memory "
+            "or DIVMETER_MAX_MEMORY.")
 
 
 def bootstrap_ci(
@@ -878,6 +908,7 @@ def bootstrap_ci(
     _check_resamples(n_resamples)
     arrays, _ = _aligned([(d, f"data[{i}]") for i, d in enumerate(data)], "error", min_n=2)
     n = len(arrays[0])
+    check_resample_memory(n_resamples, n, "bootstrap resamples", copies=2 + len(arrays))
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(n_resamples, n))
     step = n_resamples if batch is None else max(1, int(batch))

@@ -454,7 +454,8 @@ def _ead_one(unique: int, total: int, v: int) -> float:
     bounds=(0.0, None),
     citation=f"{LIU2022}; averaged over n=1..5 with V=50257 as in {KIRK2023}",
     params={**ORDERS,
-            "vocab_size": Param(int, ge=1, default=GPT2_VOCAB, doc="vocabulary size V"),
+            "vocab_size": Param(int, ge=1, cap=10**12, default=GPT2_VOCAB,
+                                 doc="vocabulary size V"),
             "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
     description="Expectation-adjusted distinct: unique n-grams / V(1-((V-1)/V)^C); mean over "
     "n=1..n_max unless `n` is given",

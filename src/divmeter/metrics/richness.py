@@ -268,7 +268,7 @@ def _mattr_values(enc: TokenKeys, window: int) -> tuple[np.ndarray, np.ndarray]:
     higher_is_more_diverse=True,
     bounds=(0.0, 1.0),
     citation=f"{COVINGTON2010}; used per response in {PATTR_PAPER}",
-    params={"window": Param(int, ge=1, default=50, doc="window length in words"),
+    params={"window": Param(int, ge=1, cap=10**7, default=50, doc="window length in words"),
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Moving-average type-token ratio over windows of `window` words, per response; "
     "a response shorter than the window gets its plain TTR",
@@ -353,7 +353,7 @@ def mattr_many(
     higher_is_more_diverse=True,
     bounds=(0.0, 1.0),
     citation=f"{PATTR_PAPER} (eq. 6)",
-    params={"target_length": Param(int, ge=1, default=400,
+    params={"target_length": Param(int, ge=1, cap=10**7, default=400,
                                    doc="the task's target length L_T in words"),
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Penalty-adjusted TTR: unique words / (L + |L - L_T|) per response, L_T the "
@@ -435,7 +435,7 @@ def pattr_many(
     citation=f"{SHAIB2024} (CR); per response, truncated to the first L words, as in "
     f"{PATTR_PAPER}",
     params={"algorithm": Param(str, choices=ALGORITHMS, default="gzip", doc="compressor"),
-            "truncate": Param(int, ge=1, allow_none=True, default=128,
+            "truncate": Param(int, ge=1, cap=10**7, allow_none=True, default=128,
                               doc="words kept per response (None: all)"),
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="Compression ratio (UTF-8 bytes / compressed bytes) of each response's first "
@@ -771,7 +771,7 @@ def _hdd_values(enc: TokenKeys, sample_size: int) -> np.ndarray:
     higher_is_more_diverse=True,
     bounds=(0.0, 1.0),
     citation=f"{MCCARTHY2007}; {MCCARTHY2010}",
-    params={"sample_size": Param(int, ge=1, default=42, doc="tokens drawn"),
+    params={"sample_size": Param(int, ge=1, cap=10**7, default=42, doc="tokens drawn"),
             "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
     description="HD-D: expected TTR of a random sample of `sample_size` tokens (hypergeometric), "
     "per response",
