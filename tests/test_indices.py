@@ -476,7 +476,7 @@ def test_kernels_on_the_compiled_path(monkeypatch: pytest.MonkeyPatch, name: str
     monkeypatch.setattr(indices, "_VOCD_JIT_DRAWS", 0)
     texts = [" ".join(t) for _, t in TEXTS] + ["The the. THE\n", "  ", "a\tb  a"]
     sets = [texts[i:i + 7] for i in range(0, len(texts), 7)] + [[]]
-    kernel = get_metric(name).load_batch()
+    kernel = get_metric(name).batch_kernel()  # the formula itself (the rule is not under test)
     assert kernel is not None
     compiled = kernel(sets, **params)
     monkeypatch.setenv("DIVMETER_NO_JIT", "1")

@@ -50,6 +50,9 @@ UNDECLARED: dict[str, dict[str, str]] = {
         "max_attempts", "retries", "seed", "samples", "temperature", "max_tokens")},
 }
 DECAN_SETS = [["Rain fell.", "Sun shone.", "Wind blew."], ["Snow.", "Hail."]]
+#: vocd-D draws 35..50 tokens per sample: responses of 60 words with repeats (a value exists).
+VOCD_SETS = [[" ".join(f"w{(7 * i + j * j) % 29}" for j in range(60)) for i in range(3)],
+             [" ".join(f"v{(3 * i + 5 * j) % 41}" for j in range(55)) for i in range(2)]]
 
 
 def _marks(spec: MetricSpec) -> list[pytest.MarkDecorator]:
@@ -83,6 +86,8 @@ def test_every_metric_passes_the_contract(spec: MetricSpec, request: pytest.Fixt
     kwargs: dict[str, Any] = {"exclude": UNDECLARED.get(spec.family, {})}
     if spec.family == "content":
         request.getfixturevalue("private_cache")
+    if spec.name == "vocd-d":
+        kwargs.update(sets=VOCD_SETS)
     if spec.name == "decan":
         kwargs.update(sets=DECAN_SETS, params={"prompt": "Weather:", "permutations": 2,
                                                "threads": 1})

@@ -148,8 +148,11 @@ def _is_base(b: Any) -> bool:
                         and 1 < b < float("inf"))
 
 
-def _base_param(doc: str) -> Param:
-    return Param(float, predicate=_is_base, expect="'e' or a number > 1", doc=doc)
+def _base_param(doc: str, alternative: float | str) -> Param:
+    """The ``base`` parameter; ``alternative`` is the other libraries' base (for the contract
+    that every parameter changes the value or the signature)."""
+    return Param(float, predicate=_is_base, expect="'e' or a number > 1", doc=doc,
+                 alternative=alternative)
 
 
 def _base_label(base: float | str) -> str:
@@ -345,7 +348,7 @@ def log_ttr_many(text_sets: Sequence[Sequence[str]], *, tokenizer: str = "whites
 
 @_register(
     "summer-s", higher=True, bounds=(None, None), citation=SOMERS1966,
-    params={"base": _base_param("base of the inner logarithm (e: lexicalrichness)")},
+    params={"base": _base_param("base of the inner logarithm (e: lexicalrichness)", 10)},
     description="Summer's S: log(log types) / log(log tokens) of each response, mean over the set",
 )
 def summer_s(responses: Sequence[str], *, base: float | str = "e", tokenizer: str = "whitespace",
@@ -393,7 +396,7 @@ def summer_s_many(text_sets: Sequence[Sequence[str]], *, base: float | str = "e"
 
 @_register(
     "dugast-u", higher=True, bounds=(0.0, None), citation=DUGAST1978,
-    params={"base": _base_param("logarithm base (e: lexicalrichness)")},
+    params={"base": _base_param("logarithm base (e: lexicalrichness)", 10)},
     description="Dugast's U: (log tokens)^2 / (log tokens - log types) of each response, mean "
     "over the set",
 )
@@ -439,7 +442,7 @@ def dugast_u_many(text_sets: Sequence[Sequence[str]], *, base: float | str = "e"
 @_register(
     "maas-a2", higher=False, bounds=(0.0, None), citation=f"{MAAS1972} (a^2)",
     params={"base": _base_param("logarithm base (10: TAALED, lexical-diversity; e: "
-                                "lexicalrichness)")},
+                                "lexicalrichness)", "e")},
     description="Maas a^2: (log tokens - log types) / (log tokens)^2 of each response (lower = "
     "more diverse), mean over the set",
 )
@@ -487,7 +490,7 @@ def maas_a2_many(text_sets: Sequence[Sequence[str]], *, base: float | str = 10,
 
 @_register(
     "maas-log-v0", higher=True, bounds=(0.0, None), citation=f"{MAAS1972} (log V0)",
-    params={"base": _base_param("logarithm base of the numerator log V")},
+    params={"base": _base_param("logarithm base of the numerator log V", "e")},
     description="Maas's log V0: log types / sqrt(1 - (log types / log tokens)^2) of each "
     "response, mean over the set",
 )

@@ -879,7 +879,8 @@ def _approx_relation(name: str) -> Any:
                             expect="one of auto, cpu, cuda, cuda:N, mps",
                             doc="where the exact Gram matrix and eigenvalues are computed "
                             "(torch; float64 agrees with the CPU to rounding, so not in the "
-                            "signature)", relation=_approx_relation("device"))},
+                            "signature)", relation=_approx_relation("device"),
+                            runtime=True)},
     description="Vendi score of order q (effective number of distinct responses) with the mean "
     "per-order n-gram cosine kernel, n=1..n_max",
 )
