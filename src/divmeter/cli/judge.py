@@ -90,8 +90,19 @@ _JudgeMaxAttempts = Annotated[int, typer.Option("--max-attempts", help="HTTP att
                                               "request.")]
 _JudgeCache = Annotated[str, typer.Option("--cache", help="default, a folder, or none.")]
 _JudgeNulls = Annotated[str | None, typer.Option(
-        "--nulls", help="Where pairs without a label go, with their reason (default: "
-        "OUTPUT's name + .nulls.jsonl).", show_default=False)]
+        "--nulls", help="Where items without a rating go (pairs without a label, sets without a "
+        "value), with their reason (default: OUTPUT's name + .nulls.jsonl; removed when "
+        "empty).", show_default=False)]
+_JudgeAnswer = Annotated[str, typer.Option(
+        "--answer", help="How the rating is read: text (the paper's JSON answer, parsed "
+        "strictly), logprobs (from the log-probabilities of the tokens 1-5 on /completions: "
+        "never unparseable; for base and small models, llama.cpp, vLLM) or schema (a JSON "
+        "schema the server enforces through response_format).")]
+_JudgeTopLogprobs = Annotated[int, typer.Option(
+        "--top-logprobs", help="--answer logprobs: most likely tokens the server lists.")]
+_JudgeMinValid = Annotated[float, typer.Option(
+        "--min-valid", help="Fail (exit 1) when fewer answers than this share give a valid "
+        "rating.")]
 _JudgeResume = Annotated[bool, typer.Option("--resume", help="Keep the labelled rows already in "
                                          "OUTPUT and judge only the others.")]
 _JudgeDryRun = Annotated[bool, typer.Option("--dry-run", help="Print the cost estimate and "
@@ -134,6 +145,9 @@ def judge_cmd(
     batch_ingest: _JudgeBatchIngest = None,
     consistency: _JudgeConsistency = False,
     chunk: _JudgeChunk = 32,
+    answer: _JudgeAnswer = "text",
+    top_logprobs: _JudgeTopLogprobs = 20,
+    min_valid: _JudgeMinValid = 0.8,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -142,8 +156,10 @@ def judge_cmd(
     Pairwise: both sets of each pair rated 1-5 side by side, in both orders, N samples each;
     writes rating1, rating2 and label (0 = set1 more diverse, 1 = set2, 2 = tie) that
     `divmeter meta pairwise` reads, plus every sample's rating and rationale. Absolute: each set
-    rated alone. Prints the cost estimate first and a JSON summary (requests, cache hits,
-    retries and failures by kind, unparseable answers by kind, tokens, position bias) last.
+    rated alone. Items without a rating go to the nulls file, with their reason. Prints the cost
+    estimate first, the valid-answer rate, and a JSON summary (requests, cache hits, retries and
+    failures by kind, answers without a rating by kind, tokens, position bias) last; exits 1
+    when the valid-answer rate is below --min-valid.
     """
     from divmeter.judge.protocol import (
         JudgeConfig,
@@ -156,9 +172,14 @@ def judge_cmd(
         raise InvalidInputError(f"--task must be pairwise or absolute; got {task!r}.")
     if chunk < 1:
         raise InvalidInputError(f"--chunk must be an integer >= 1; got {chunk}.")
-    cfg = JudgeConfig(model, base_url, None, samples, temperature, max_tokens, template, fewshot,
-                      retries, seed, orders, concurrency, timeout, max_attempts,
-                      None if cache in ("none", "off") else cache).check()
+    if not 0 <= min_valid <= 1:
+        raise InvalidInputError(f"--min-valid must be a share from 0 to 1; got {min_valid}.")
+    cfg = JudgeConfig(model, base_url, None, samples=samples, temperature=temperature,
+                      max_tokens=max_tokens, template=template, fewshot=fewshot,
+                      retries=retries, seed=seed, orders=orders, concurrency=concurrency,
+                      timeout=timeout, max_attempts=max_attempts,
+                      cache=None if cache in ("none", "off") else cache, answer=answer,
+                      top_logprobs=top_logprobs).check()
     rows, items, contexts = read_judge_input(file, task)
     what = (f"{len(rows)} pairs x {2 if orders == 'both' else 1} orders x {samples} samples"
             if task == "pairwise" else f"{len(rows)} sets x {samples} samples")
@@ -183,12 +204,29 @@ def judge_cmd(
         return
     if est["to_send"]:  # fail fast on a wrong URL; a run served from the cache needs no server
         client.check()
-    nulls_path = nulls or (output[:-6] if output.endswith(".jsonl") else output) + ".nulls.jsonl"
     with _progress(not quiet and sys.stderr.isatty()) as tick:
         summary = judge_file(task, rows, items, contexts, todo, cfg, client, output=output,
-                             nulls_path=nulls_path, resume=resume, chunk=chunk, on_answer=tick,
+                             nulls_path=nulls, resume=resume, chunk=chunk, on_answer=tick,
                              consistency=consistency)
     typer.echo(json.dumps(summary, indent=2, allow_nan=False))
+    _check_valid_rate(summary, cfg.model, min_valid, quiet)
+
+
+def _check_valid_rate(summary: dict[str, Any], model: str, min_valid: float,
+                      quiet: bool) -> None:
+    """Say the valid-answer rate; fail (exit 1) with what to try when it is below the floor."""
+    from divmeter.judge.results import valid_rate_problem
+
+    rate, w = summary.get("valid_rate"), summary["written"]
+    if rate is not None:
+        _note(f"judge: {summary['valid_samples']} of {summary['samples']} answers gave a valid "
+              f"rating ({rate:.1%}, {summary['answer']} answers); {w['rows']} items -> "
+              f"{w['output']}, {w['nulls']} without a rating"
+              + (f" -> {w['nulls_file']}" if w.get("nulls_file") else "") + ".", quiet)
+    problem = valid_rate_problem(summary, model, min_valid)
+    if problem is not None:
+        typer.echo(f"divmeter: error: {problem}", err=True)
+        raise typer.Exit(1)
 
 
 
