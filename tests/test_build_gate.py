@@ -249,3 +249,51 @@ def test_cli_max_rejected_is_checked(tmp_path: Path, monkeypatch: pytest.MonkeyP
                             str(tmp_path / "o.jsonl"), "--model", "m", "--base-url",
                             "http://127.0.0.1:9/v1", "--max-rejected", "1.5")
     assert code == 2 and "--max-rejected must be a share from 0 to 1; got 1.5." in err
+
+
+def test_sets_sharing_a_prompt_get_their_own_seeds() -> None:
+    """Two sets with the same concepts (one prompt text): a generator that takes per-prompt
+    seeds gets one per set, so their nonsensical sentences differ."""
+    class Seeded:
+        signature = "seeded"
+
+        def __init__(self) -> None:
+            self.prompt_seeds: list[list[int]] = []
+
+        def generate(self, prompts: list[str], n: int, *, temperature: float, max_tokens: int,
+                     seed: int, prompt_seeds: list[int] | None = None) -> list[list[str]]:
+            self.prompt_seeds.append(list(prompt_seeds or []))
+            return [[f"The moon eats the dog {ps % 1000} {j} times." for j in range(n)]
+                    for ps in prompt_seeds or [0] * len(prompts)]
+
+    gen = Seeded()
+    src = [ResponseSet(f"s{i}", ["A dog catches a frisbee in the park."] * 2, "dog, frisbee")
+           for i in range(2)]
+    b = build("nonsensical", src, generator=gen)
+    assert b.counts()["accepted"] == 2
+    assert len(set(gen.prompt_seeds[0])) == 2
+    assert b.sets[0].responses != b.sets[1].responses
+
+
+@pytest.mark.slow
+def test_para_with_the_packaged_base_model_on_a_server(llama_gemma, tmp_path: Path) -> None:  # noqa: ANN001
+    """The packaged Gemma-3-270m base through llama.cpp's server: the builder sends the few-shot
+    completion prompt, and every paraphrase it keeps passes the gate (no special token, not
+    blank, not the instruction or the sentence again)."""
+    from divmeter.generation import get_generator
+
+    gen = get_generator(f"openai:{llama_gemma.model}", base_url=llama_gemma.url,
+                        cache=str(tmp_path / "cache"), concurrency=1, timeout=300.0)
+    src = [ResponseSet("a", FRISBEE[:2], label=1), ResponseSet("b", FRISBEE[2:], label=0)]
+    b = build("para", src, k=1, seed=0, generator=gen, max_tokens=32)
+    c = b.counts()
+    assert c["accepted"] + c["rejected"] == 2 and c["skipped"] == 0
+    assert "|prompt:completion|" in b.signature
+    for s, row in zip(b.sets, b.rows(), strict=True):
+        assert row["label"] == {"a": 1, "b": 0}[s.set_id]
+        for text, (i, copy) in zip(s.responses, s.metadata["layout"], strict=True):
+            if copy:
+                assert Gate().check(text, source=row["source"]["responses"][i]) is None, text
+    for r in b.rejected_rows():
+        assert r["texts"] and all(Gate().check(t["text"]) is None or t["reason"]
+                                  for t in r["texts"])

@@ -161,25 +161,14 @@ def judge_cmd(
     failures by kind, answers without a rating by kind, tokens, position bias) last; exits 1
     when the valid-answer rate is below --min-valid.
     """
-    from divmeter.judge.protocol import (
-        JudgeConfig,
-        estimate_cost,
-        ingest_batch_results,
-        write_batch_requests,
-    )
+    from divmeter.judge.protocol import estimate_cost, ingest_batch_results, write_batch_requests
 
-    if task not in ("pairwise", "absolute"):
-        raise InvalidInputError(f"--task must be pairwise or absolute; got {task!r}.")
-    if chunk < 1:
-        raise InvalidInputError(f"--chunk must be an integer >= 1; got {chunk}.")
-    if not 0 <= min_valid <= 1:
-        raise InvalidInputError(f"--min-valid must be a share from 0 to 1; got {min_valid}.")
-    cfg = JudgeConfig(model, base_url, None, samples=samples, temperature=temperature,
-                      max_tokens=max_tokens, template=template, fewshot=fewshot,
-                      retries=retries, seed=seed, orders=orders, concurrency=concurrency,
-                      timeout=timeout, max_attempts=max_attempts,
-                      cache=None if cache in ("none", "off") else cache, answer=answer,
-                      top_logprobs=top_logprobs).check()
+    cfg = _config(task, chunk, min_valid, model=model, base_url=base_url, samples=samples,
+                  temperature=temperature, max_tokens=max_tokens, template=template,
+                  fewshot=fewshot, retries=retries, seed=seed, orders=orders,
+                  concurrency=concurrency, timeout=timeout, max_attempts=max_attempts,
+                  cache=None if cache in ("none", "off") else cache, answer=answer,
+                  top_logprobs=top_logprobs)
     rows, items, contexts = read_judge_input(file, task)
     what = (f"{len(rows)} pairs x {2 if orders == 'both' else 1} orders x {samples} samples"
             if task == "pairwise" else f"{len(rows)} sets x {samples} samples")
@@ -210,6 +199,20 @@ def judge_cmd(
                              consistency=consistency)
     typer.echo(json.dumps(summary, indent=2, allow_nan=False))
     _check_valid_rate(summary, cfg.model, min_valid, quiet)
+
+
+def _config(task: str, chunk: int, min_valid: float, **kw: Any) -> Any:
+    """The run's checked :class:`~divmeter.judge.config.JudgeConfig` (and the options that are
+    not part of it checked), before any work."""
+    from divmeter.judge.config import JudgeConfig
+
+    if task not in ("pairwise", "absolute"):
+        raise InvalidInputError(f"--task must be pairwise or absolute; got {task!r}.")
+    if chunk < 1:
+        raise InvalidInputError(f"--chunk must be an integer >= 1; got {chunk}.")
+    if not 0 <= min_valid <= 1:
+        raise InvalidInputError(f"--min-valid must be a share from 0 to 1; got {min_valid}.")
+    return JudgeConfig(**kw).check()
 
 
 def _check_valid_rate(summary: dict[str, Any], model: str, min_valid: float,

@@ -177,8 +177,9 @@ def valid_rate_problem(summary: dict[str, Any], model: str, min_valid: float, *,
 
     Example:
         >>> s = {"samples": 36, "valid_samples": 0, "valid_rate": 0.0, "answer": "text"}
-        >>> valid_rate_problem(s, "openai:gemma-3-270m", 0.8)[:63]
-        'judge: only 0% of the answers gave a valid rating (0 of 36) with'
+        >>> print(valid_rate_problem(s, "openai:m", 0.8).split(";")[0].replace(" with", "\\n"))
+        judge: only 0% of the answers gave a valid rating (0 of 36)
+         openai:m in the text answer mode, below --min-valid 0.8
     """
     rate = summary.get("valid_rate")
     if rate is None or rate >= min_valid:

@@ -22,8 +22,8 @@ from typing import Any
 from divmeter._version import __version__
 from divmeter.data.items import fillers_from_marked
 from divmeter.errors import InvalidInputError
-from divmeter.perturb.gate import Gate
-from divmeter.perturb.generated import _check_decoding, _check_generator, _checked
+from divmeter.perturb.gate import Gate, checked_samples
+from divmeter.perturb.generated import _check_decoding, _check_generator
 from divmeter.perturb.generator import Generator, Template, load_template
 
 __all__ = ["DOMAINS", "CdmBuilt", "cdm_fillers", "cdm_p1_p2", "parse_realisation"]
@@ -132,9 +132,9 @@ def cdm_fillers(
     items = _frames(frames)
     jobs = [(f, cond) for f in items for cond in DOMAINS]
     prompts = [tpl.fill(reference=f[1], domain=DOMAINS[cond]) for f, cond in jobs]
-    got = _checked(generator.generate(prompts, attempts, temperature=temperature,
-                                      max_tokens=max_tokens, seed=seed),
-                   len(prompts), attempts, generator.signature)
+    got = checked_samples(generator.generate(prompts, attempts, temperature=temperature,
+                                             max_tokens=max_tokens, seed=seed),
+                          len(prompts), attempts, generator.signature)
     gate = gate or Gate()
     found: dict[tuple[str, str], str] = {}
     failures = []

@@ -41,7 +41,8 @@ from typing import Any
 
 from divmeter.errors import InvalidInputError
 
-__all__ = ["CHECKS", "Gate", "GatedTexts", "retry_seed", "special_tokens_of"]
+__all__ = ["CHECKS", "Gate", "GatedTexts", "checked_samples", "generate", "key_seed",
+           "retry_seed", "special_tokens_of"]
 
 #: The checks, in the order they are applied.
 CHECKS = ("blank", "special_token", "echo_instruction", "echo_source", "length")
@@ -73,6 +74,18 @@ def retry_seed(seed: int, attempt: int) -> int:
         True
     """
     digest = hashlib.sha256(f"divmeter-gate-retry|{seed}|{attempt}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 33
+
+
+def key_seed(seed: int, key: str) -> int:
+    """The seed of the prompt named ``key`` (e.g. a set id and a sentence index) in a call with
+    ``seed``: two sets with the same prompt (the same concept list) get different samples.
+
+    Example:
+        >>> key_seed(0, "s1") == key_seed(0, "s1") != key_seed(0, "s2")
+        True
+    """
+    digest = hashlib.sha256(f"divmeter-gate-key|{seed}|{key}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 33
 
 
@@ -180,6 +193,22 @@ class Gate:
         return None
 
 
+def checked_samples(got: Any, n_prompts: int, n: int, signature: str) -> list[list[str]]:
+    """A generator's answer, checked: one list of ``n`` strings per prompt.
+
+    Raises:
+        InvalidInputError: Any other shape, naming the generator.
+    """
+    ok = isinstance(got, list) and len(got) == n_prompts and all(
+        isinstance(g, list) and len(g) == n and all(isinstance(t, str) for t in g) for g in got)
+    if not ok:
+        raise InvalidInputError(
+            f"generator {signature} must return {n_prompts} lists of {n} strings; got "
+            f"{type(got).__name__} of {len(got) if isinstance(got, list) else '?'} items."
+        )
+    return got
+
+
 @dataclass
 class GatedTexts:
     """What :meth:`generate` kept: ``texts[i][j]`` (``None`` where every try failed),
@@ -197,20 +226,33 @@ class GatedTexts:
                 if r is not None]
 
 
+def _call(generator: Any, prompts: list[str], n: int, seed: int,
+          keys: Sequence[str] | None, decoding: dict[str, Any]) -> list[list[str]]:
+    """One ``generate`` call; with ``keys``, per-prompt seeds (:func:`key_seed`) for generators
+    that take ``prompt_seeds`` (divmeter's), so equal prompts of different sets differ."""
+    import inspect
+
+    kw = dict(decoding)
+    if keys is not None and "prompt_seeds" in inspect.signature(generator.generate).parameters:
+        kw["prompt_seeds"] = [key_seed(seed, k) for k in keys]
+    return checked_samples(generator.generate(prompts, n, seed=seed, **kw), len(prompts), n,
+                           generator.signature)
+
+
 def generate(generator: Any, prompts: Sequence[str], n: int, *, gate: Gate, seed: int,
              check: Callable[[int, str], str | None], clean: Callable[[str], str],
-             **decoding: Any) -> GatedTexts:
+             keys: Sequence[str] | None = None, **decoding: Any) -> GatedTexts:
     """``n`` gated texts per prompt: generate, clean, check each (``check(i, text)`` -> reason
     or None), and generate the failing ones again with :func:`retry_seed` seeds, at most
     ``gate.retries`` times (one ``generate`` call per attempt, ``max`` failing slots per prompt).
 
+    ``keys`` name the prompts (one each, e.g. ``set_id``): a generator that takes per-prompt
+    seeds gets one per key, so two sets sharing a prompt get their own samples.
+
     The returned texts are those that passed; a slot that never passed is ``None`` with its last
     reason and text.
     """
-    from divmeter.perturb.generated import _checked
-
-    got = _checked(generator.generate(list(prompts), n, seed=seed, **decoding), len(prompts), n,
-                   generator.signature) if prompts else []
+    got = _call(generator, list(prompts), n, seed, keys, decoding) if prompts else []
     texts: list[list[str | None]] = [[None] * n for _ in prompts]
     reasons: list[list[str | None]] = [[None] * n for _ in prompts]
     last: list[list[str | None]] = [[None] * n for _ in prompts]
@@ -234,9 +276,8 @@ def generate(generator: Any, prompts: Sequence[str], n: int, *, gate: Gate, seed
             break
         order = sorted(bad)
         k = max(len(v) for v in bad.values())
-        again = _checked(generator.generate([prompts[i] for i in order], k,
-                                            seed=retry_seed(seed, attempt), **decoding),
-                         len(order), k, generator.signature)
+        again = _call(generator, [prompts[i] for i in order], k, retry_seed(seed, attempt),
+                      None if keys is None else [keys[i] for i in order], decoding)
         for i, samples in zip(order, again, strict=True):
             for j, raw in zip(bad[i], samples, strict=False):
                 retried += 1

@@ -136,18 +136,6 @@ def _check_decoding(temperature: Any, max_tokens: Any) -> None:
         raise InvalidInputError(f"`max_tokens` must be an integer >= 1; got {max_tokens!r}.")
 
 
-def _checked(got: Any, n_prompts: int, n: int, signature: str) -> list[list[str]]:
-    """The generator's answer, checked: one list of ``n`` strings per prompt."""
-    ok = isinstance(got, list) and len(got) == n_prompts and all(
-        isinstance(g, list) and len(g) == n and all(isinstance(t, str) for t in g) for g in got)
-    if not ok:
-        raise InvalidInputError(
-            f"generator {signature} must return {n_prompts} lists of {n} strings; got "
-            f"{type(got).__name__} of {len(got) if isinstance(got, list) else '?'} items."
-        )
-    return got
-
-
 def _check_generator(generator: Any) -> None:
     if not isinstance(generator, Generator):
         raise InvalidInputError(
@@ -221,6 +209,7 @@ def para_k(
     fixed = _instructions("paraphrase")
     got = gated_generate(
         generator, prompts, n, gate=gate, seed=seed, clean=clean_output,
+        keys=[f"para-{k}|{kept[si][0].set_id}|{i}" for si, i in wanted],
         check=lambda q, text: gate.check(
             text, source=sources[q],
             instruction=prompts[q].replace(sources[q], " ") + "\n" + fixed),
@@ -276,7 +265,9 @@ def nonsensical(
     source set has, each covering the set's concepts while contradicting common sense.
 
     One prompt per set (the ``nonsensical`` template, ``{concepts}`` from :func:`concepts_of`;
-    the completion template for a generator that does not chat), ``m`` samples of it, each
+    the completion template for a generator that does not chat), ``m`` samples of it (seeded by
+the set's id where the generator takes per-prompt seeds, so two sets with the same concepts get
+their own sentences), each
     cleaned by :func:`~divmeter.perturb.generator.clean_output` and checked by the gate (no copy
     of a source response or of the concept list, a length within the gate's factor of the
     median source response).
@@ -329,6 +320,7 @@ def nonsensical(
         idx = [i for i, s in enumerate(items) if len(s.responses) == m]
         got = gated_generate(
             generator, [prompts[i] for i in idx], m, gate=gate, seed=seed, clean=clean_output,
+            keys=[f"nonsensical|{items[i].set_id}" for i in idx],
             check=lambda q, text, idx=idx: check(idx[q], text),  # type: ignore[misc]
             **_decoding(generator, style, temperature, max_tokens))
         out.retried += got.retried
