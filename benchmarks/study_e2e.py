@@ -14,8 +14,9 @@ One command runs, each as the ``divmeter`` command line it documents:
    few-shot completion prompt) and ``nonsensical`` (local model); each run's counts line
    (accepted / retried / rejected / skipped) is read, and every model-made text that was accepted
    is checked again with the quality gate;
-4. ``score`` the source and the built sets with a form (distinct-n), a content
-   (embedding-cosine, MiniLM) and an LM metric (Decan, Gemma-3-270m);
+4. ``score`` the source and the built sets with a form (distinct-n) and a content metric
+   (embedding-cosine, MiniLM), and the source sets also with an LM metric (Decan, Gemma-3-270m,
+   5 permutations);
 5. ``meta dectest`` and ``meta contest`` on every built file as it is (their labels are the
    source's);
 6. ``judge`` (pairwise, log-probability answers, N = 3, through the server) on the source vs
@@ -236,8 +237,9 @@ class Study:
         t0 = time.perf_counter()
         self.server = start_llama_server("gemma-3-270m", self.work, timeout=300)
         self.stages.append(Stage("llama.cpp server start", "tests/llama_server.py "
-                                 "start_llama_server('gemma-3-270m')", 0, 1, "-", "-",
-                                 time.perf_counter() - t0, f"127.0.0.1, {self.server.url}"))
+                                 "start_llama_server('gemma-3-270m')", valid=1,
+                                 seconds=time.perf_counter() - t0,
+                                 note=f"loopback: {self.server.url}"))
 
     def score(self) -> None:
         files = ["local.jsonl"] + [f"b_{k}.jsonl" for k in ("rndshuff", "nounshuff", "para",
@@ -246,14 +248,14 @@ class Study:
             if not (self.work / f).exists():
                 continue
             metrics = ["-m", "distinct-n", "-m", "embedding-cosine"]
-            if f in ("local.jsonl", "b_para.jsonl"):
+            if f == "local.jsonl":
                 metrics += ["-m", "decan:permutations=5"]
             st = self.divmeter(f"score {f}", "score", f, *metrics, "-o",
                                f.replace(".jsonl", ".scores.jsonl"))
             out = self.work / f.replace(".jsonl", ".scores.jsonl")
             if st.code == 0 and out.exists():
                 rows = _rows(out)
-                cols = [k for k in rows[0] if k not in ("set_id", "row", "reasons")]
+                cols = [m for m in metrics if m != "-m"]
                 vals = [r.get(c) for r in rows for c in cols]
                 st.valid = sum(v is not None for v in vals)
                 st.null = sum(v is None for v in vals)
