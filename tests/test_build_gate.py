@@ -297,3 +297,25 @@ def test_para_with_the_packaged_base_model_on_a_server(llama_gemma, tmp_path: Pa
     for r in b.rejected_rows():
         assert r["texts"] and all(Gate().check(t["text"]) is None or t["reason"]
                                   for t in r["texts"])
+
+
+def test_a_local_models_special_tokens_join_the_gate() -> None:
+    """The special and added tokens of a local generator's tokenizer are refused too (a leak of
+    ``<start_of_image>`` is caught by the pattern; a model's own odd token only by its list)."""
+    class Tok:
+        all_special_tokens = ["<bos>", "<eos>", "<my_special>"]
+
+        def get_added_vocab(self) -> dict[str, int]:
+            return {"<extra_id_7>": 7, " ": 8}
+
+    class Lm:
+        tokenizer = Tok()
+
+    class Local(Scripted):
+        lm = Lm()
+
+    gen = Local({"0": "A dog<extra_id_7> runs."})
+    b = build("para", [ResponseSet("f", FRISBEE)], k=1, generator=gen, gate=Gate(retries=0))
+    assert b.counts()["rejected"] == 1
+    assert b.rejected[0]["reason"] == ("special_token: the text contains '<extra_id_7>' (after "
+                                       "every retry)")
