@@ -453,7 +453,7 @@ def main() -> None:
             "(meta), valid judge samples (judge), items (agreement / pairwise); rejected = sets "
             "left out by the quality gate (build), judged pairs without a label (judge); null = "
             "blank responses (generate), skipped source sets (build), null metric values "
-            "(score), judge samples without a rating.", "",
+            "(score), judge samples without a rating.", "", "",
         ]
         text = "\n".join(head) + table + "\n\n## What the models wrote (samples)\n\n" + \
             "\n".join(study.samples)
