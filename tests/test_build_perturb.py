@@ -18,7 +18,7 @@ from divmeter.cli import app, main
 from divmeter.data import ResponseSet
 from divmeter.data.tables import read_pairs
 from divmeter.errors import InvalidInputError
-from divmeter.perturb import build, noun_shuff, para_layout, rnd_shuff
+from divmeter.perturb import Gate, build, noun_shuff, para_layout, rnd_shuff
 from divmeter.perturb.generator import Template, clean_output, load_template
 from divmeter.perturb.shuffle import noun_shuff_tokens, split_sentences
 
@@ -410,7 +410,11 @@ def test_para_and_nonsensical_with_a_real_model(llama_smollm2, tmp_path: Path) -
         paras = [s.responses[j] for j, (_, c) in enumerate(lay) if c > 0]
         assert len(paras) == {1: 1, 3: 2}[k]
         assert all(p and p not in FRISBEE for p in paras)
+        assert all(Gate().check(p, source=FRISBEE[i]) is None
+                   for p, (i, c) in zip(s.responses, lay, strict=True) if c > 0)
     n = build("nonsensical", src, seed=1, generator=gen, max_tokens=40)
     assert len(n.sets[0].responses) == 4 and all(n.sets[0].responses)
-    assert n.signature.startswith(f"nonsensical|gen:chat:{llama_smollm2.model}|template:")
+    assert n.signature.startswith(f"nonsensical|gen:chat:{llama_smollm2.model}|prompt:chat|"
+                                  "template:")
+    assert all(Gate().check(t) is None for t in n.sets[0].responses)
     assert gen.client.stats.requests >= 1 + 2 + 4
