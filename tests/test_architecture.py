@@ -41,12 +41,6 @@ SHIMS = {"divmeter.data.io", "divmeter.metrics.lexical", "divmeter.metrics.respo
 
 #: Modules whose fix belongs to another helper of issue 22 (test -> (owner, what remains)).
 PENDING: dict[tuple[str, str], str] = {
-    ("layers", "divmeter.metrics.judge"): "buildj: metrics/judge.py imports judge.protocol "
-    "(split judge/protocol.py so the metric imports a module below metrics)",
-    ("layers", "divmeter.perturb.build"): "buildj: `from divmeter import __version__` -> "
-    "`from divmeter._version import __version__`",
-    ("layers", "divmeter.perturb.cdm_fillers"): "buildj: `from divmeter import __version__` -> "
-    "`from divmeter._version import __version__`",
     ("layers", "divmeter.generation.local"): "gen: `from divmeter import __version__` -> "
     "`from divmeter._version import __version__`",
     ("layers", "divmeter.generation.openai"): "gen: `from divmeter import __version__` -> "

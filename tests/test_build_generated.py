@@ -72,7 +72,8 @@ def test_cdm_fillers_rows_and_signature() -> None:
                          "The [[chef]] cooks the [[pasta]] in the [[kitchen]]."],
                          "label": 1, "frame": "med", "condition": "high", "pair": "P1"}
     assert b.signature == (f"cdm-fillers|gen:table|template:{load_template('cdm').sha}|"
-                           f"temp:0.7|max_tokens:96|attempts:3|seed:1|v:{V}")
+                           f"temp:0.7|max_tokens:96|attempts:3|gate:v1,len:3,echo:0.5,"
+                           f"retries:3|seed:1|v:{V}")
 
 
 def test_cdm_fillers_failure_is_recorded() -> None:
@@ -170,8 +171,9 @@ def test_pattr_pools_with_a_real_model_feed_length_bias(llama_smollm2, tmp_path:
     gen = ChatServerGenerator(llama_smollm2.model, llama_smollm2.url, cache=tmp_path / "c",
                               concurrency=1, timeout=300)
     grid = pattr_grid(["a rainy day in the city"], levels=[0, 3], n_styles=1)
-    pools = pattr_pools(grid, gen, max_tokens=32)
-    assert len(pools) == 1 and len(pools[0].responses) == 2
+    res = pattr_pools(grid, gen, max_tokens=32)
+    pools = res.sets
+    assert res.rejected == [] and len(pools) == 1 and len(pools[0].responses) == 2
     assert pools[0].metadata["levels"] == [0, 3]
     assert all(r.strip() for r in pools[0].responses)
     f = tmp_path / "pools.jsonl"

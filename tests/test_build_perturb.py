@@ -18,7 +18,7 @@ from divmeter.cli import app, main
 from divmeter.data import ResponseSet
 from divmeter.data.tables import read_pairs
 from divmeter.errors import InvalidInputError
-from divmeter.perturb import build, noun_shuff, para_layout, rnd_shuff
+from divmeter.perturb import Gate, build, noun_shuff, para_layout, rnd_shuff
 from divmeter.perturb.generator import Template, clean_output, load_template
 from divmeter.perturb.shuffle import noun_shuff_tokens, split_sentences
 
@@ -189,13 +189,24 @@ def test_nounshuff_errors_and_signature() -> None:
 
 
 def test_build_signature_rows_and_pairs(tmp_path: Path) -> None:
-    src = [ResponseSet("a", ["x y z", "u v"], prompt="p", label=1)]
+    src = [ResponseSet("a", ["x y z", "u v"], prompt="p", label=1, metadata={"topic": "t"}),
+           ResponseSet("e", ["", "  "], label=0)]
     b = build("rndshuff", src, seed=3, within="response")
     assert b.signature == f"rndshuff|within:response|seed:3|v:{V}"
     row = b.rows()[0]
-    assert list(row) == ["set_id", "prompt", "responses", "source", "metadata"]
+    # the source's label and metadata are kept, so every meta protocol reads a built file
+    assert list(row) == ["set_id", "prompt", "responses", "label", "source", "metadata"]
+    assert row["label"] == 1
     assert row["source"] == {"set_id": "a", "responses": ["x y z", "u v"]}
-    assert row["metadata"] == {"builder": "rndshuff", "signature": b.signature}
+    assert row["metadata"] == {"topic": "t", "builder": "rndshuff", "signature": b.signature,
+                               "source_set_id": "a"}
+    # a source set with no non-blank response is skipped and counted
+    assert len(b.rows()) == 1
+    assert b.rejected_rows() == [{"set_id": "e", "status": "skipped",
+                                  "reason": "no non-blank response", "builder": "rndshuff",
+                                  "signature": b.signature}]
+    assert b.counts() == {"accepted": 1, "retried": 0, "rejected": 0, "skipped": 1}
+    assert b.summary_line() == "rndshuff: 1 accepted, 0 retried, 0 rejected, 1 skipped sources"
     assert [p[0]["label"] for p in (b.pairs(), b.pairs("perturbed"), b.pairs("tie"))] == [0, 1, 2]
     assert b.pairs()[0]["set1"] == ["x y z", "u v"]
     with pytest.raises(InvalidInputError, match=r"`prefer` must be source, perturbed or tie; "
@@ -319,14 +330,19 @@ def test_para_k_places_paraphrases_per_layout(k: int) -> None:
     for (i, c), text in zip(lay, s.responses, strict=True):
         want = FRISBEE[i] if c == 0 else f"SENTENCE: {FRISBEE[i].upper()} #{c - 1}"
         assert text == (want if c == 0 else clean_output(want))
-    assert out.signature == (f"para-{k}|gen:echo|template:{load_template('paraphrase').sha}|"
-                             f"temp:0.7|max_tokens:64|seed:0|v:{V}")
+    assert out.signature == (f"para-{k}|gen:echo|prompt:chat|template:"
+                             f"{load_template('paraphrase').sha}|temp:0.7|max_tokens:64|"
+                             f"gate:v1,len:3,echo:0.5,retries:3|seed:0|v:{V}")
+    assert out.counts() == {"accepted": 1, "retried": 0, "rejected": 0, "skipped": 0}
 
 
 def test_para_k_too_small_and_bad_generator() -> None:
-    with pytest.raises(InvalidInputError, match=r"set 'f': para-2 needs at least 4 responses; "
-                       r"got 3\."):
-        build("para", [ResponseSet("f", FRISBEE[:3])], k=2, generator=EchoGenerator())
+    b = build("para", [ResponseSet("f", FRISBEE[:3]), ResponseSet("g", [*FRISBEE[:3], " "])],
+              k=2, generator=EchoGenerator())
+    assert b.sets == [] and [r["reason"] for r in b.rejected] == [
+        "para-2 needs at least 4 non-blank responses; got 3"] * 2
+    assert b.problem() == ("para-2: no set was built (0 rejected, 2 skipped sources; 2 x para-2 "
+                           "needs at least 4 non-blank responses; got 3).")
     with pytest.raises(InvalidInputError, match=r"`k` of para-k must be 1, 2 or 3; got 0\."):
         build("para", [ResponseSet("f", FRISBEE)], k=0, generator=EchoGenerator())
     with pytest.raises(InvalidInputError, match=r"`generator` must have \.generate"):
@@ -342,7 +358,8 @@ def test_nonsensical_concepts_and_template(tmp_path: Path) -> None:
     assert b.sets[0].responses == ["DOG, FRISBEE #0", "DOG, FRISBEE #1", "DOG, FRISBEE #2"]
     assert b.sets[1].responses == ["MOON, CHEESE #0"]
     sha = Template(tpl.read_text(), "t", ("concepts",)).sha
-    assert b.signature == f"nonsensical|gen:echo|template:{sha}|temp:1.0|max_tokens:64|seed:2|v:{V}"
+    assert b.signature == (f"nonsensical|gen:echo|prompt:chat|template:{sha}|temp:1.0|"
+                           f"max_tokens:64|gate:v1,len:3,echo:0.5,retries:3|seed:2|v:{V}")
     with pytest.raises(InvalidInputError, match=r"set 'c': nonsensical needs concepts"):
         build("nonsensical", [ResponseSet("c", ["x"])], generator=EchoGenerator())
 
@@ -393,7 +410,11 @@ def test_para_and_nonsensical_with_a_real_model(llama_smollm2, tmp_path: Path) -
         paras = [s.responses[j] for j, (_, c) in enumerate(lay) if c > 0]
         assert len(paras) == {1: 1, 3: 2}[k]
         assert all(p and p not in FRISBEE for p in paras)
+        assert all(Gate().check(p, source=FRISBEE[i]) is None
+                   for p, (i, c) in zip(s.responses, lay, strict=True) if c > 0)
     n = build("nonsensical", src, seed=1, generator=gen, max_tokens=40)
     assert len(n.sets[0].responses) == 4 and all(n.sets[0].responses)
-    assert n.signature.startswith(f"nonsensical|gen:chat:{llama_smollm2.model}|template:")
+    assert n.signature.startswith(f"nonsensical|gen:chat:{llama_smollm2.model}|prompt:chat|"
+                                  "template:")
+    assert all(Gate().check(t) is None for t in n.sets[0].responses)
     assert gen.client.stats.requests >= 1 + 2 + 4

@@ -38,7 +38,8 @@ SETS = [
 ]
 PAIRS = [(SETS[0], SETS[1]), (SETS[1], SETS[2]), (SETS[2], SETS[0])]
 SCORE4 = 'say:{"rationale": "Two scenes.", "score": 4}'
-SIG_ABS = ("judge|task:absolute|model:openai:m|template:default@{t}|fewshot:none|n:{n}|temp:1|"
+SIG_ABS = ("judge|task:absolute|model:openai:m|template:default@{t}|fewshot:none|answer:text|"
+           "n:{n}|temp:1|"
            "max_tokens:64|retries:{r}|agg:mean|v:0.1.0")
 
 
@@ -245,8 +246,9 @@ def test_config_errors(kw: dict, match: str) -> None:
 def test_template_and_fewshot_errors(tmp_path: Path) -> None:
     bad = tmp_path / "t.txt"
     bad.write_text("Rate this: {{set}}")
-    with pytest.raises(InvalidInputError, match=r"'t.txt' for the pairwise task must contain "
-                       r"\{\{set1\}\} and \{\{set2\}\}; missing \{\{set1\}\}, \{\{set2\}\}"):
+    with pytest.raises(InvalidInputError, match=r"'t.txt' for the pairwise task \(chat style\) "
+                       r"must contain \{\{set1\}\} and \{\{set2\}\}; missing "
+                       r"\{\{set1\}\}, \{\{set2\}\}"):
         load_template("pairwise", str(bad))
     shots = tmp_path / "shots.jsonl"
     shots.write_text('{"set": ["a", "b"], "score": 4}\n{"set": ["a"], "score": 7}\n')
@@ -327,8 +329,13 @@ def test_cli_judge_nulls_go_to_their_own_file(server: FaultServer, tmp_path: Pat
     code, stdout, stderr = run_main(monkeypatch, capsys, "judge", str(pairs), "-o", str(out),
                                  "--model", "m", "--base-url", server.url, "--samples", "1",
                                  "--orders", "ab", "--retries", "0", "--cache", "none", "-q")
-    assert code == 0 and stderr == ""
+    # no answer gave a rating: the run fails, naming the rate, the model and what to try
+    assert code == 1
+    assert stderr.startswith("divmeter: error: judge: only 0% of the answers gave a valid rating "
+                             "(0 of 3) with m in the text answer mode, below --min-valid 0.8; "
+                             "try --answer logprobs")
     summary = json.loads(stdout)
+    assert summary["valid_rate"] == 0.0 and summary["answer"] == "text"
     assert summary["written"]["rows"] == 0 and summary["written"]["nulls"] == 3
     assert summary["unparseable_answers"] == {"no_score": 3}
     assert out.read_text() == ""
@@ -394,8 +401,24 @@ def test_cli_judge_absolute_task(server: FaultServer, tmp_path: Path,
     assert code == 0, stderr
     assert "judge: 4 sets x 2 samples = 6 requests" in stderr
     rows = [json.loads(x) for x in out.read_text().splitlines()]
-    assert [r["judge"] for r in rows] == [4.0, 4.0, 4.0, None]
-    assert rows[3]["reason"] == "empty set" and rows[0]["judge_detail"]["n_valid"] == 2
+    # one place for nulls in every task: rated sets in the output, the others in the nulls file
+    assert [r["judge"] for r in rows] == [4.0, 4.0, 4.0]
+    assert [r["set_index"] for r in rows] == [0, 1, 2]
+    assert rows[0]["judge_detail"]["n_valid"] == 2
+    nulls = [json.loads(x) for x in (tmp_path / "rated.nulls.jsonl").read_text().splitlines()]
+    assert [(n["set_id"], n["judge"], n["reason"]) for n in nulls] == [("s3", None, "empty set")]
     summary = json.loads(stdout)
-    assert summary["written"] == {"output": str(out), "rows": 4, "nulls": 1}
-    assert not (tmp_path / "rated.nulls.jsonl").exists()
+    assert summary["written"] == {"output": str(out), "rows": 3, "nulls": 1,
+                                  "nulls_file": str(tmp_path / "rated.nulls.jsonl")}
+    assert summary["valid_rate"] == 1.0
+    assert "judge: 6 of 6 answers gave a valid rating (100.0%, text answers); 3 items" in stderr
+    # resume: the rated sets are kept, the null one is judged again (and is null again)
+    before = server.total
+    code, stdout, stderr = run_main(monkeypatch, capsys, "judge", str(sets), "-o", str(out),
+                                 "--task", "absolute", "--model", "m", "--base-url", server.url,
+                                 "--samples", "2", "--fewshot", "none", "--cache", "none",
+                                 "--resume")
+    assert code == 0, stderr
+    assert "3 items already in" in stderr and json.loads(stdout)["items"] == 1
+    assert server.total == before  # the empty set needs no request (and no /models check)
+    assert len(out.read_text().splitlines()) == 3

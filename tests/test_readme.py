@@ -38,6 +38,8 @@ SKIP = {
     "divmeter judge examples/pairs.jsonl --consistency": "needs a judge model behind a server "
     "(tests/test_judge*.py; the --dry-run line runs here)",
     "divmeter score sets.jsonl -m judge": "needs a judge model behind a server",
+    "divmeter judge pairs.jsonl": "needs a model behind a server (tests/test_judge_llama.py "
+    "runs the log-probability answers on llama.cpp's server)",
     "divmeter meta pairwise labelled.jsonl": "reads the judge's output",
     "divmeter build para ": "needs a generator server (NAME, URL are the user's; "
     "tests/test_build_generated.py)",

@@ -1,8 +1,11 @@
 """``divmeter build ...``: make controlled sets from response sets (parse -> library -> write).
 
 ``rndshuff`` / ``nounshuff`` / ``para`` / ``nonsensical`` (commonsense paper, section 4.2) write
-the built sets (same ``set_id`` plus a ``source`` field) and, with ``--pairs``, the pairs file
-``divmeter meta pairwise`` reads.
+the built sets (same ``set_id``, label and metadata, plus a ``source`` field) and, with
+``--pairs``, the pairs file ``divmeter meta pairwise`` reads. Sets left out (a generated text that
+failed the quality gate after its retries, or a source set with nothing to build from) go to
+OUTPUT's name + ``.rejected.jsonl`` with their reasons; the run ends with one line of counts and
+exits 1 when more than ``--max-rejected`` of the sets were rejected, or none was built.
 """
 
 from __future__ import annotations
@@ -51,38 +54,86 @@ TemplateOpt = Annotated[
                  show_default=False),
 ]
 MaxTokOpt = Annotated[int, typer.Option("--max-tokens", help="Longest generation in tokens.")]
+MaxRejectedOpt = Annotated[float, typer.Option(
+    "--max-rejected", help="Exit 1 when more than this share of the sets tried was rejected "
+    "(a generated text failed the quality gate after its retries).")]
+RetriesOpt = Annotated[int, typer.Option(
+    "--retries", help="New samples (new seed each) for a generated text that fails the "
+    "quality gate, before its set is rejected.")]
+LengthFactorOpt = Annotated[float, typer.Option(
+    "--length-factor", help="Quality gate: a generated text has between source/F and "
+    "source x F words.")]
+ChatOpt = Annotated[
+    bool | None,
+    typer.Option("--chat/--no-chat", help="Send the prompts as chat messages (instruction "
+                 "templates). Default: a local model chats when it has a chat template; a "
+                 "server model is continued with few-shot completion templates (pass --chat "
+                 "for an instruction-tuned server model).", show_default=False),
+]
 
 
 def _run(builder: str, sets_file: str, output: str, pairs: str | None, prefer: str,
-         quiet: bool, **kw: Any) -> None:
+         quiet: bool, max_rejected: float = 0.2, **kw: Any) -> None:
     from divmeter.data.readers import read_sets
     from divmeter.perturb import PREFER, build, write_jsonl
 
     if prefer not in PREFER:  # fail before any work
         raise InvalidInputError(f"--prefer must be source, perturbed or tie; got {prefer!r}.")
     guard_outputs({"-o": output, "--pairs": pairs}, [sets_file, kw.get("template")])
+    _check_share(max_rejected)
     built = build(builder, read_sets(sets_file), **kw)
     n = write_jsonl(built.rows(), output)
     if pairs:
         write_jsonl(built.pairs(prefer), pairs)
+    rejected = _write_rejected(built.rejected_rows(), output)
     if not quiet:
         typer.echo(f"divmeter: {n} sets -> {output}{f' (+ pairs {pairs})' if pairs else ''}; "
                    f"{built.signature}", err=True)
+    typer.echo(f"divmeter: build {built.summary_line()}"
+               + (f"; reasons in {rejected}" if rejected else ""), err=True)
+    problem = built.problem(max_rejected)
+    if problem is not None:
+        typer.echo(f"divmeter: error: build {problem}"
+                   + (f" Reasons in {rejected}." if rejected else ""), err=True)
+        raise typer.Exit(1)
 
 
-def _generator(model: str, base_url: str | None) -> Any:
-    """``divmeter.generation.get_generator`` when it is installed, else the chat adapter."""
+def _check_share(max_rejected: float) -> None:
+    if not 0 <= max_rejected <= 1:
+        raise InvalidInputError(f"--max-rejected must be a share from 0 to 1; got "
+                                f"{max_rejected}.")
+
+
+def _write_rejected(rows: list[dict[str, Any]], output: str) -> str | None:
+    """Write the sets left out beside OUTPUT (or remove a stale file); its path, or None."""
+    import os
+
+    from divmeter.perturb import write_jsonl
+    from divmeter.perturb.build import rejected_path
+
+    path = rejected_path(output)
+    if rows:
+        write_jsonl(rows, path)
+        return path
+    if os.path.exists(path):
+        os.remove(path)
+    return None
+
+
+def _generator(model: str, base_url: str | None, chat: bool | None = None) -> Any:
+    """``divmeter.generation.get_generator`` when it is installed, else the chat adapter.
+
+    ``--model NAME --base-url URL`` names a model on that server. A server model is continued
+    (``/completions``, the builders' few-shot completion templates) unless ``--chat``; a local
+    model chats when it has a chat template (or ``--chat``)."""
     import importlib.util
 
     if importlib.util.find_spec("divmeter.generation") is not None:
         from divmeter.generation import get_generator
 
-        # `--model NAME --base-url URL` names a model on that server; the builders' prompts are
-        # instructions, so a server model answers them as chat
         if base_url is not None and not model.startswith("openai:"):
             model = f"openai:{model}"
-        return get_generator(model, base_url=base_url,
-                             chat=True if model.startswith("openai:") else None)
+        return get_generator(model, base_url=base_url, chat=chat)
     from divmeter.perturb.generator import ChatServerGenerator
 
     gen = ChatServerGenerator(model, base_url)
@@ -139,14 +190,28 @@ def para_cmd(
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
     = 0.7,
     max_tokens: MaxTokOpt = 64,
+    chat: ChatOpt = None,
+    retries: RetriesOpt = 3,
+    length_factor: LengthFactorOpt = 3.0,
+    max_rejected: MaxRejectedOpt = 0.2,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Para-k: replace sentences by paraphrases of others (section 4.2.1), via a generator."""
+    """Para-k: replace sentences by paraphrases of others (section 4.2.1), via a generator.
+    Every paraphrase passes the quality gate (not blank, no template or special token, not an
+    echo of the request or of the sentence, a length within --length-factor of it)."""
     if k not in (1, 2, 3):
         raise InvalidInputError(f"--k must be 1, 2 or 3; got {k}.")
-    _run("para", sets, output, pairs, prefer, quiet, seed=seed, k=k, template=template,
-         temperature=temperature, max_tokens=max_tokens, generator=_generator(model, base_url))
+    _check_share(max_rejected)
+    _run("para", sets, output, pairs, prefer, quiet, max_rejected, seed=seed, k=k,
+         template=template, temperature=temperature, max_tokens=max_tokens,
+         gate=_gate(retries, length_factor), generator=_generator(model, base_url, chat))
+
+
+def _gate(retries: int, length_factor: float) -> Any:
+    from divmeter.perturb.gate import Gate
+
+    return Gate(length_factor=length_factor, retries=retries)
 
 
 @build_app.command("nonsensical")
@@ -162,12 +227,20 @@ def nonsensical_cmd(
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
     = 1.0,
     max_tokens: MaxTokOpt = 64,
+    chat: ChatOpt = None,
+    retries: RetriesOpt = 3,
+    length_factor: LengthFactorOpt = 3.0,
+    max_rejected: MaxRejectedOpt = 0.2,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Nonsensical: concept-covering sentences that defy common sense (section 4.2.2)."""
-    _run("nonsensical", sets, output, pairs, prefer, quiet, seed=seed, template=template,
-         temperature=temperature, max_tokens=max_tokens, generator=_generator(model, base_url))
+    """Nonsensical: concept-covering sentences that defy common sense (section 4.2.2). Every
+    sentence passes the quality gate (as for para; its length is compared with the median
+    source response)."""
+    _check_share(max_rejected)
+    _run("nonsensical", sets, output, pairs, prefer, quiet, max_rejected, seed=seed,
+         template=template, temperature=temperature, max_tokens=max_tokens,
+         gate=_gate(retries, length_factor), generator=_generator(model, base_url, chat))
 
 
 @build_app.command("cdm-fillers")
@@ -185,26 +258,48 @@ def cdm_fillers_cmd(
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
     = 0.7,
     max_tokens: MaxTokOpt = 96,
+    chat: ChatOpt = None,
+    max_rejected: MaxRejectedOpt = 0.2,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """CDM appendix A.2: high/low-diversity rewrites of marked frames, written as P1 (label 1)
     / P2 (label 0) CDM items with the frame's id: then `divmeter score OUT -m cdm -o S.jsonl`
-    and `divmeter meta paired S.jsonl -c cdm`."""
+    and `divmeter meta paired S.jsonl -c cdm`. A rewrite must also pass the quality gate; frames
+    without one go to OUTPUT.rejected.jsonl."""
     from divmeter.perturb.cdm_fillers import cdm_fillers
     from divmeter.perturb.generator import load_template
 
+    _check_share(max_rejected)
     items = _read_frames(frames)
-    built = cdm_fillers(items, _generator(model, base_url), seed=seed, attempts=attempts,
+    built = cdm_fillers(items, _generator(model, base_url, chat), seed=seed, attempts=attempts,
                         template=load_template("cdm", template), temperature=temperature,
                         max_tokens=max_tokens)
     from divmeter.perturb import write_jsonl
 
     write_jsonl(built.rows, output)
+    rows = [{"set_id": f["frame"], "status": "rejected", **f, "signature": built.signature}
+            for f in built.failures]
+    rejected = _write_rejected(rows, output)
     if not quiet:
-        typer.echo(f"divmeter: {len(built.rows) // 2} of {len(items)} frames -> {output} "
-                   f"({len(built.failures)} (frame, condition) failed); {built.signature}",
-                   err=True)
+        typer.echo(f"divmeter: {len(built.rows) // 2} of {len(items)} frames -> {output}; "
+                   f"{built.signature}", err=True)
+    done = len(built.rows) // 2
+    _finish(f"cdm-fillers: {done} accepted, 0 retried, {len(items) - done} rejected, 0 skipped "
+            "sources", done, len(items) - done, max_rejected, rejected)
+
+
+def _finish(line: str, accepted: int, rejected: int, max_rejected: float,
+            where: str | None) -> None:
+    """The counts line of a builder run; exit 1 when nothing was built or too much rejected."""
+    typer.echo(f"divmeter: build {line}" + (f"; reasons in {where}" if where else ""), err=True)
+    tried = accepted + rejected
+    if not accepted or (tried and rejected / tried > max_rejected):
+        share = rejected / tried if tried else 1.0
+        typer.echo(f"divmeter: error: build: {rejected} of {tried} rejected ({share:.0%}), "
+                   f"above --max-rejected {max_rejected:g}"
+                   + (f"; reasons in {where}." if where else "."), err=True)
+        raise typer.Exit(1)
 
 
 def _read_frames(path: str) -> list[Any]:
@@ -246,11 +341,15 @@ def pattr_grid_cmd(
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
     = 1.0,
     max_tokens: MaxTokOpt = 256,
+    chat: ChatOpt = None,
+    retries: RetriesOpt = 3,
+    max_rejected: MaxRejectedOpt = 0.2,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """PATTR section 3.1 prompt grid (topics x instruction levels x styles); with --model, one
-    pool of responses per topic for `divmeter meta length-bias`."""
+    pool of responses per topic for `divmeter meta length-bias`, every response through the
+    quality gate (a pool with a response that keeps failing goes to OUTPUT.rejected.jsonl)."""
     from divmeter.perturb import write_jsonl
     from divmeter.perturb.generator import load_template
     from divmeter.perturb.pattr_grid import pattr_grid, pattr_pools
@@ -268,10 +367,19 @@ def pattr_grid_cmd(
         write_jsonl(rows, output)
         what = f"{len(rows)} prompts"
     else:
-        pools = pattr_pools(grid, _generator(model, base_url), n=n, seed=seed,
-                            temperature=temperature, max_tokens=max_tokens)
-        write_jsonl([p.to_dict() for p in pools], output)
-        what = f"{len(pools)} pools of {len(grid) // len(pools) * n} responses"
+        _check_share(max_rejected)
+        res = pattr_pools(grid, _generator(model, base_url, chat), n=n, seed=seed,
+                          temperature=temperature, max_tokens=max_tokens,
+                          gate=_gate(retries, 3.0))
+        write_jsonl([p.to_dict() for p in res.sets], output)
+        where = _write_rejected(res.rejected, output)
+        if not quiet:
+            typer.echo(f"divmeter: {len(res.sets)} pools of {len(grid) // len(lines) * n} "
+                       f"responses -> {output}", err=True)
+        _finish(f"pattr-grid: {len(res.sets)} accepted, {res.retried} retried, "
+                f"{len(res.rejected)} rejected, 0 skipped sources", len(res.sets),
+                len(res.rejected), max_rejected, where)
+        return
     if not quiet:
         typer.echo(f"divmeter: {what} -> {output}", err=True)
 

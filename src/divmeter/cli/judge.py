@@ -91,8 +91,19 @@ _JudgeMaxAttempts = Annotated[int, typer.Option("--max-attempts", help="HTTP att
                                               "request.")]
 _JudgeCache = Annotated[str, typer.Option("--cache", help="default, a folder, or none.")]
 _JudgeNulls = Annotated[str | None, typer.Option(
-        "--nulls", help="Where pairs without a label go, with their reason (default: "
-        "OUTPUT's name + .nulls.jsonl).", show_default=False)]
+        "--nulls", help="Where items without a rating go (pairs without a label, sets without a "
+        "value), with their reason (default: OUTPUT's name + .nulls.jsonl; removed when "
+        "empty).", show_default=False)]
+_JudgeAnswer = Annotated[str, typer.Option(
+        "--answer", help="How the rating is read: text (the paper's JSON answer, parsed "
+        "strictly), logprobs (from the log-probabilities of the tokens 1-5 on /completions: "
+        "never unparseable; for base and small models, llama.cpp, vLLM) or schema (a JSON "
+        "schema the server enforces through response_format).")]
+_JudgeTopLogprobs = Annotated[int, typer.Option(
+        "--top-logprobs", help="--answer logprobs: most likely tokens the server lists.")]
+_JudgeMinValid = Annotated[float, typer.Option(
+        "--min-valid", help="Fail (exit 1) when fewer answers than this share give a valid "
+        "rating.")]
 _JudgeResume = Annotated[bool, typer.Option("--resume", help="Keep the labelled rows already in "
                                          "OUTPUT and judge only the others.")]
 _JudgeDryRun = Annotated[bool, typer.Option("--dry-run", help="Print the cost estimate and "
@@ -135,6 +146,9 @@ def judge_cmd(
     batch_ingest: _JudgeBatchIngest = None,
     consistency: _JudgeConsistency = False,
     chunk: _JudgeChunk = 32,
+    answer: _JudgeAnswer = "text",
+    top_logprobs: _JudgeTopLogprobs = 20,
+    min_valid: _JudgeMinValid = 0.8,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -143,24 +157,19 @@ def judge_cmd(
     Pairwise: both sets of each pair rated 1-5 side by side, in both orders, N samples each;
     writes rating1, rating2 and label (0 = set1 more diverse, 1 = set2, 2 = tie) that
     `divmeter meta pairwise` reads, plus every sample's rating and rationale. Absolute: each set
-    rated alone. Prints the cost estimate first and a JSON summary (requests, cache hits,
-    retries and failures by kind, unparseable answers by kind, tokens, position bias) last.
-    Exit code 1 when items were judged but none got a valid rating (every request failed).
+    rated alone. Items without a rating go to the nulls file, with their reason. Prints the cost
+    estimate first, the valid-answer rate, and a JSON summary (requests, cache hits, retries and
+    failures by kind, answers without a rating by kind, tokens, position bias) last; exits 1
+    when the valid-answer rate is below --min-valid.
     """
-    from divmeter.judge.protocol import (
-        JudgeConfig,
-        estimate_cost,
-        ingest_batch_results,
-        write_batch_requests,
-    )
+    from divmeter.judge.protocol import estimate_cost, ingest_batch_results, write_batch_requests
 
-    if task not in ("pairwise", "absolute"):
-        raise InvalidInputError(f"--task must be pairwise or absolute; got {task!r}.")
-    if chunk < 1:
-        raise InvalidInputError(f"--chunk must be an integer >= 1; got {chunk}.")
-    cfg = JudgeConfig(model, base_url, None, samples, temperature, max_tokens, template, fewshot,
-                      retries, seed, orders, concurrency, timeout, max_attempts,
-                      None if cache in ("none", "off") else cache).check()
+    cfg = _config(task, chunk, min_valid, model=model, base_url=base_url, samples=samples,
+                  temperature=temperature, max_tokens=max_tokens, template=template,
+                  fewshot=fewshot, retries=retries, seed=seed, orders=orders,
+                  concurrency=concurrency, timeout=timeout, max_attempts=max_attempts,
+                  cache=None if cache in ("none", "off") else cache, answer=answer,
+                  top_logprobs=top_logprobs)
     nulls_path = nulls or (output[:-6] if output.endswith(".jsonl") else output) + ".nulls.jsonl"
     guard_outputs({"-o": output, "--nulls": nulls_path, "--batch-write": batch_write},
                   [file, batch_ingest, template, fewshot])
@@ -190,17 +199,40 @@ def judge_cmd(
         client.check()
     with _progress(not quiet and sys.stderr.isatty()) as tick:
         summary = judge_file(task, rows, items, contexts, todo, cfg, client, output=output,
-                             nulls_path=nulls_path, resume=resume, chunk=chunk, on_answer=tick,
+                             nulls_path=nulls, resume=resume, chunk=chunk, on_answer=tick,
                              consistency=consistency)
     typer.echo(json.dumps(summary, indent=2, allow_nan=False))
-    written = summary.get("written", {})
-    valid = written.get("rows", 0) - (written.get("nulls", 0) if task == "absolute" else 0)
-    if todo and valid <= 0:  # every request failed or no answer parsed: not a success
-        failures = summary.get("client", {}).get("failures") or summary.get("failures") or {}
-        kinds = f" (failures: {failures})" if failures else ""
-        typer.echo(f"divmeter: error: no valid rating for any of the {len(todo)} items{kinds}; "
-                   f"see {nulls_path} for each reason. Fix the server or model and rerun.",
-                   err=True)
+    _check_valid_rate(summary, cfg.model, min_valid, quiet)
+
+
+def _config(task: str, chunk: int, min_valid: float, **kw: Any) -> Any:
+    """The run's checked :class:`~divmeter.judge.config.JudgeConfig` (and the options that are
+    not part of it checked), before any work."""
+    from divmeter.judge.config import JudgeConfig
+
+    if task not in ("pairwise", "absolute"):
+        raise InvalidInputError(f"--task must be pairwise or absolute; got {task!r}.")
+    if chunk < 1:
+        raise InvalidInputError(f"--chunk must be an integer >= 1; got {chunk}.")
+    if not 0 <= min_valid <= 1:
+        raise InvalidInputError(f"--min-valid must be a share from 0 to 1; got {min_valid}.")
+    return JudgeConfig(**kw).check()
+
+
+def _check_valid_rate(summary: dict[str, Any], model: str, min_valid: float,
+                      quiet: bool) -> None:
+    """Say the valid-answer rate; fail (exit 1) with what to try when it is below the floor."""
+    from divmeter.judge.results import valid_rate_problem
+
+    rate, w = summary.get("valid_rate"), summary["written"]
+    if rate is not None:
+        _note(f"judge: {summary['valid_samples']} of {summary['samples']} answers gave a valid "
+              f"rating ({rate:.1%}, {summary['answer']} answers); {w['rows']} items -> "
+              f"{w['output']}, {w['nulls']} without a rating"
+              + (f" -> {w['nulls_file']}" if w.get("nulls_file") else "") + ".", quiet)
+    problem = valid_rate_problem(summary, model, min_valid)
+    if problem is not None:
+        typer.echo(f"divmeter: error: {problem}", err=True)
         raise typer.Exit(1)
 
 

@@ -1,12 +1,19 @@
 """LLM-as-judge diversity ratings: the commonsense meta-evaluation paper's annotator protocol
-(section 4.1, appendices D-F) on any OpenAI-compatible chat endpoint.
+(section 4.1, appendices D-F) on any OpenAI-compatible server.
 
-* :mod:`divmeter.judge.prompts`: rubric templates (package data, replaceable) and few-shot turns.
+* :mod:`divmeter.judge.prompts`: rubric templates (package data, replaceable; chat and
+  completion styles) and few-shot examples.
 * :mod:`divmeter.judge.parse`: strict parsing of the judge's answers (never invents a value).
-* :mod:`divmeter.judge.protocol`: N samples per item at temperature 1 averaged, both presentation
-  orders for pairs with the position bias, bounded re-asking on unparseable answers, the cost
-  estimate, the OpenAI Batch API files; requests go through the shared
+* :mod:`divmeter.judge.logprobs`: ratings read from the log-probabilities of the tokens 1-5.
+* :mod:`divmeter.judge.config`, :mod:`~divmeter.judge.requests`, :mod:`~divmeter.judge.ask`,
+  :mod:`~divmeter.judge.run`, :mod:`~divmeter.judge.results`, :mod:`~divmeter.judge.bias`: the
+  rating core: settings, request bodies per answer mode, sending them (bounded re-asks), the
+  absolute and pairwise tasks (N samples averaged, both presentation orders), the run's counts
+  and valid-answer rate, the position bias; requests go through the shared
   :class:`divmeter.backends.http.HttpClient` (retries, on-disk cache, counts).
+* :mod:`divmeter.judge.cost`, :mod:`~divmeter.judge.batchfiles`, :mod:`~divmeter.judge.files`:
+  the cost estimate, the OpenAI Batch API files, judging a file (one nulls file, resume).
+* :mod:`divmeter.judge.protocol`: every public name of the above, in one place.
 * :mod:`divmeter.judge.consistency`: the judge's self-consistency and its agreement with a
   reference as a function of N and of the temperature (appendix E).
 

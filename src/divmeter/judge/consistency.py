@@ -25,7 +25,9 @@ from typing import Any
 import numpy as np
 
 from divmeter.errors import InvalidInputError
-from divmeter.judge.protocol import JudgeConfig, JudgedPair, JudgeRun, judge_pairs
+from divmeter.judge.config import JudgeConfig
+from divmeter.judge.results import JudgedPair, JudgeRun
+from divmeter.judge.run import judge_pairs
 from divmeter.meta.agreement import krippendorff_alpha, pairwise_agreement
 
 __all__ = ["self_consistency", "accuracy_by_n", "accuracy_by_temperature", "labels_from_samples"]
@@ -121,7 +123,7 @@ def accuracy_by_n(run: JudgeRun, reference: Sequence[Any]) -> dict[int, dict[str
 
     Example:
         >>> from collections import Counter
-        >>> from divmeter.judge.protocol import Sample
+        >>> from divmeter.judge.results import Sample
         >>> s = (Sample(0, "ab", (2, 4), None), Sample(1, "ab", (5, 1), None),
         ...      Sample(2, "ab", (5, 1), None))
         >>> run = JudgeRun("sig", [JudgedPair(4.0, 2.0, 0, None, s, {})], Counter(), {})

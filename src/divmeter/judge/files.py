@@ -14,7 +14,8 @@ from divmeter.data.items import pair_texts
 from divmeter.data.lines import display_name, read_json_lines, require_object
 from divmeter.errors import InvalidInputError
 
-__all__ = ["read_judge_pairs", "read_judge_input", "done_indices", "judge_file"]
+__all__ = ["read_judge_pairs", "read_judge_input", "done_indices", "judge_file",
+           "nulls_path_for"]
 
 
 def read_judge_pairs(path: str) -> list[dict[str, Any]]:
@@ -61,6 +62,8 @@ def _chunks(items: list[int], size: int) -> Iterator[list[int]]:
 
 
 def done_indices(path: str) -> set[int]:
+    """The items already judged in an output file (its rows' ``pair_index`` or ``set_index``);
+    a line cut by an interruption is judged again."""
     done: set[int] = set()
     if not os.path.exists(path):
         return done
@@ -70,19 +73,25 @@ def done_indices(path: str) -> set[int]:
                 row = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a line cut by an interruption is judged again
-            if isinstance(row, dict) and isinstance(row.get("pair_index"), int):
-                done.add(row["pair_index"])
+            if not isinstance(row, dict):
+                continue
+            for key in ("pair_index", "set_index"):
+                if isinstance(row.get(key), int):
+                    done.add(row[key])
     return done
 
 
 def _row(src: dict[str, Any], index: int, it: Any, signature: str, task: str) -> dict[str, Any]:
     if task == "absolute":
         row = dict(src)
+        row["set_index"] = index
         row["judge"] = it.value
         if it.reason is not None:
             row["reason"] = it.reason
         row["judge_detail"] = {"signature": signature, "n_valid": it.n_valid,
                                "samples": [s.to_dict() for s in it.samples]}
+        if it.dist is not None:
+            row["judge_detail"]["dist"] = it.dist
         return row
     row = {k: v for k, v in src.items() if k != "label"}
     if "label" in src:
@@ -101,12 +110,12 @@ def _summary(run: Any, items: list[Any], parse_failures: Any, client: Any, task:
              cfg: Any, rows: list[dict[str, Any]], consistency: bool) -> dict[str, Any]:
     from collections import Counter
 
-    from divmeter.judge.protocol import JudgeRun, position_bias
+    from divmeter.judge.bias import position_bias
+    from divmeter.judge.results import JudgeRun
 
-    sig = run.signature if run is not None else cfg.signature(
-        task, *_template_pair(task, cfg))
+    sig = run.signature if run is not None else cfg.signature(task, *cfg.prompts(task))
     whole = JudgeRun(sig, items, parse_failures or Counter(), client.stats.to_dict(),
-                     position_bias(items) if task == "pairwise" else None)
+                     position_bias(items) if task == "pairwise" else None, answer=cfg.answer)
     out = whole.summary()
     if consistency and items:
         from divmeter.judge.consistency import accuracy_by_n, self_consistency
@@ -118,24 +127,30 @@ def _summary(run: Any, items: list[Any], parse_failures: Any, client: Any, task:
     return out
 
 
-def _template_pair(task: str, cfg: Any) -> tuple[Any, Any]:
-    from divmeter.judge.prompts import load_fewshot, load_template
-
-    return load_template(task, cfg.template), load_fewshot(task, cfg.fewshot)
+def nulls_path_for(output: str) -> str:
+    """Where the items without a rating go by default: OUTPUT's name + ``.nulls.jsonl``."""
+    return (output[:-6] if output.endswith(".jsonl") else output) + ".nulls.jsonl"
 
 
 def judge_file(task: str, rows: list[dict[str, Any]], items: list[Any],
                contexts: list[str | None], todo: list[int], cfg: Any, client: Any, *,
-               output: str, nulls_path: str, resume: bool = False, chunk: int = 32,
-               on_answer: Callable[[], None] | None = None, consistency: bool = False
-               ) -> dict[str, Any]:
-    """Judge the items ``todo`` (indexes into ``rows``/``items``) ``chunk`` at a time, writing
-    each labelled row to ``output`` (appending with ``resume``) and each pair without a label
-    to ``nulls_path`` as soon as its chunk is done; returns the run's summary (requests, cache
-    hits, failures and unparseable answers by kind, tokens, position bias, what was written).
-    """
-    from divmeter.judge.protocol import judge_pairs, judge_sets
+               output: str, nulls_path: str | None = None, resume: bool = False,
+               chunk: int = 32, on_answer: Callable[[], None] | None = None,
+               consistency: bool = False) -> dict[str, Any]:
+    """Judge the items ``todo`` (indexes into ``rows``/``items``) ``chunk`` at a time, as soon as
+    each chunk is done writing every rated item to ``output`` (appending with ``resume``) and
+    every item without a rating, with its reason, to ``nulls_path``; returns the run's summary
+    (valid-answer rate, requests, cache hits, failures and answers without a rating by kind,
+    tokens, position bias, what was written).
 
+    One rule for both tasks: ``output`` holds only rated items (pairs with a ``label``, sets
+    with a ``judge`` value), so ``divmeter meta pairwise`` and ``meta agreement`` read it as it
+    is; the nulls file (default :func:`nulls_path_for`) holds the others and is removed when
+    empty. A resumed run judges the nulls again.
+    """
+    from divmeter.judge.run import judge_pairs, judge_sets
+
+    nulls_path = nulls_path or nulls_path_for(output)
     labelled = n_null = 0
     all_items: list[Any] = []
     run = None
@@ -151,17 +166,15 @@ def judge_file(task: str, rows: list[dict[str, Any]], items: list[Any],
             all_items.extend(run.items)
             for i, it in zip(part, run.items, strict=True):
                 row = _row(rows[i], i, it, run.signature, task)
-                ok = (row.get("label") is not None) if task == "pairwise" else True
+                ok = (it.label if task == "pairwise" else it.value) is not None
                 (out if ok else bad).write(json.dumps(row, ensure_ascii=False) + "\n")
                 labelled += ok
-                n_null += (not ok) or (task == "absolute" and it.value is None)
+                n_null += not ok
             out.flush()
             bad.flush()
-    if (not n_null or task == "absolute") and os.path.exists(nulls_path) \
-            and os.path.getsize(nulls_path) == 0:
+    if not n_null and os.path.exists(nulls_path) and os.path.getsize(nulls_path) == 0:
         os.remove(nulls_path)
     summary = _summary(run, all_items, parse_failures, client, task, cfg, rows, consistency)
     summary["written"] = {"output": output, "rows": labelled, "nulls": n_null,
-                          **({"nulls_file": nulls_path} if n_null and task == "pairwise"
-                             else {})}
+                          **({"nulls_file": nulls_path} if n_null else {})}
     return summary

@@ -39,10 +39,20 @@ from divmeter.data.lines import json_lines
 from divmeter.errors import InvalidInputError
 
 __all__ = ["Template", "FewShot", "load_template", "load_fewshot", "render_set",
-           "absolute_messages", "pairwise_messages", "TASKS"]
+           "absolute_messages", "pairwise_messages", "absolute_completion",
+           "pairwise_completion", "TASKS", "STYLES"]
 
 TASKS = ("absolute", "pairwise")
-_PLACEHOLDERS = {"absolute": ("{{set}}",), "pairwise": ("{{set1}}", "{{set2}}")}
+#: Template styles: ``chat`` (messages for /chat/completions) or ``completion`` (a text the model
+#: continues, for the log-probability answer mode).
+STYLES = ("chat", "completion")
+_PLACEHOLDERS = {
+    ("absolute", "chat"): ("{{set}}",),
+    ("pairwise", "chat"): ("{{set1}}", "{{set2}}"),
+    ("absolute", "completion"): ("{{examples}}", "{{set}}", "{{score}}"),
+    ("pairwise", "completion"): ("{{examples}}", "{{set1}}", "{{set2}}", "{{score1}}",
+                                 "{{score2}}"),
+}
 
 
 def _hash(text: str) -> str:
@@ -68,11 +78,13 @@ def _source_text(source: str, default: str, what: str, expected: str) -> tuple[s
 
 @dataclass(frozen=True)
 class Template:
-    """A prompt template: its task, name (``default`` or the file name), text and content hash."""
+    """A prompt template: its task, name (``default`` or the file name), text, content hash and
+    style (``chat`` or ``completion``)."""
 
     task: str
     name: str
     text: str
+    style: str = "chat"
 
     @property
     def hash(self) -> str:
@@ -106,29 +118,53 @@ def _check_task(task: str) -> None:
         raise InvalidInputError(f"`task` must be absolute or pairwise; got {task!r}.")
 
 
-def load_template(task: str, template: str = "default") -> Template:
+def load_template(task: str, template: str = "default", *, style: str = "chat") -> Template:
     """The template of ``task``: ``"default"`` (package data) or a path to a text file.
 
+    Args:
+        task: ``absolute`` or ``pairwise``.
+        template: ``"default"`` or a path.
+        style: ``chat`` (the default templates ``absolute.txt`` / ``pairwise.txt``) or
+            ``completion`` (``absolute_completion.txt`` / ``pairwise_completion.txt``, for the
+            log-probability answer mode).
+
     Raises:
-        InvalidInputError: Unknown task, unreadable file, or a required placeholder missing.
+        InvalidInputError: Unknown task or style, unreadable file, a required placeholder
+            missing, or (completion) a rating placeholder before the sets.
 
     Example:
         >>> t = load_template("absolute")
         >>> t.name, "{{set}}" in t.text, len(t.hash)
         ('default', True, 8)
+        >>> load_template("pairwise", style="completion").text.count("{{score")
+        2
     """
     _check_task(task)
+    if style not in STYLES:
+        raise InvalidInputError(f"`style` of a judge template must be chat or completion; got "
+                                f"{style!r}.")
     if not isinstance(template, str):
         raise InvalidInputError(f"`template` of judge must be 'default' or a path; got "
                                 f"{template!r}.")
-    text, name = _source_text(template, f"{task}.txt", "judge template",
+    default = f"{task}.txt" if style == "chat" else f"{task}_completion.txt"
+    text, name = _source_text(template, default, "judge template",
                               "'default' or a path to a text file")
-    missing = [p for p in _PLACEHOLDERS[task] if p not in text]
+    need = _PLACEHOLDERS[(task, style)]
+    missing = [p for p in need if p not in text]
     if missing:
         raise InvalidInputError(
-            f"judge template {name!r} for the {task} task must contain "
-            f"{' and '.join(_PLACEHOLDERS[task])}; missing {', '.join(missing)}.")
-    return Template(task, name, text)
+            f"judge template {name!r} for the {task} task ({style} style) must contain "
+            f"{' and '.join(need)}; missing {', '.join(missing)}.")
+    if style == "completion":
+        sets = [text.index(p) for p in need if p.startswith("{{set")]
+        scores = [text.index(p) for p in need if p.startswith("{{score")]
+        if min(scores) < max(sets) or scores != sorted(scores) or \
+                text.index("{{examples}}") > min(sets):
+            raise InvalidInputError(
+                f"judge template {name!r} ({style} style) must put {{{{examples}}}} first, then "
+                "the sets, then the rating placeholders in order; the prompt is cut at the "
+                "rating.")
+    return Template(task, name, text, style)
 
 
 def _example_ok(ex: Any, task: str, where: str) -> dict[str, Any]:
@@ -239,3 +275,77 @@ def pairwise_messages(template: Template, fewshot: FewShot, first: Sequence[str]
             Diversity_Score_Set2=ex["score2"])})
     msgs.append({"role": "user", "content": _fill(template, context, set1=first, set2=second)})
     return msgs
+
+
+# ------------------------------------------------------------------------------------------------
+# completion style (log-probability answers)
+
+
+def _completion_parts(template: Template) -> tuple[str, str]:
+    """``(head, block)``: the text before ``{{examples}}`` and the per-item block after it."""
+    head, _, block = template.text.partition("{{examples}}")
+    return head, block
+
+
+def _fill_block(block: str, context: str | None, scores: dict[str, str], cut: str | None,
+                **sets: Sequence[str]) -> str:
+    """The block with context, sets and the given ratings filled, cut just before the
+    placeholder ``cut`` (the rating the model writes next), or whole when ``cut`` is None."""
+    if cut is not None:
+        block = block[:block.index(cut)]
+    text = block.replace("{{context}}", f"Input: {' '.join(context.split())}\n" if context
+                         else "")
+    for key, texts in sets.items():
+        text = text.replace("{{" + key + "}}", render_set(texts))
+    for key, value in scores.items():
+        text = text.replace("{{" + key + "}}", value)
+    return text
+
+
+def _examples(block: str, fewshot: FewShot, task: str) -> str:
+    out = []
+    for ex in fewshot.examples:
+        if task == "absolute":
+            done = _fill_block(block, ex.get("context"), {"score": str(ex["score"])}, None,
+                               set=ex["set"])
+        else:
+            done = _fill_block(block, ex.get("context"), {"score1": str(ex["score1"]),
+                                                          "score2": str(ex["score2"])}, None,
+                               set1=ex["set1"], set2=ex["set2"])
+        out.append(done.rstrip("\n") + "\n\n")
+    return "".join(out)
+
+
+def absolute_completion(template: Template, fewshot: FewShot, texts: Sequence[str],
+                        context: str | None = None) -> str:
+    """The completion prompt for the absolute rating of one set: rubric, few-shot examples with
+    their ratings, then the set's block cut where its rating goes.
+
+    Example:
+        >>> p = absolute_completion(load_template("absolute", style="completion"),
+        ...                         load_fewshot("absolute", "none"), ["A cat.", "A dog."])
+        >>> p.endswith("1. A cat.\\n2. A dog.\\nDiversity (1 to 5): ")
+        True
+    """
+    head, block = _completion_parts(template)
+    return head + _examples(block, fewshot, "absolute") + _fill_block(
+        block, context, {}, "{{score}}", set=texts)
+
+
+def pairwise_completion(template: Template, fewshot: FewShot, first: Sequence[str],
+                        second: Sequence[str], context: str | None = None,
+                        score1: int | None = None) -> str:
+    """The completion prompt for a pair: cut where Set 1's rating goes, or, given ``score1``,
+    with that rating written and cut where Set 2's rating goes.
+
+    Example:
+        >>> t, f = load_template("pairwise", style="completion"), load_fewshot("pairwise", "none")
+        >>> pairwise_completion(t, f, ["a"], ["b"], score1=4).endswith(
+        ...     "Set 1 (1 to 5): 4\\nDiversity of Set 2 (1 to 5): ")
+        True
+    """
+    head, block = _completion_parts(template)
+    scores = {} if score1 is None else {"score1": str(score1)}
+    cut = "{{score1}}" if score1 is None else "{{score2}}"
+    return head + _examples(block, fewshot, "pairwise") + _fill_block(
+        block, context, scores, cut, set1=first, set2=second)

@@ -1,14 +1,19 @@
 """The ``judge`` family: an LLM rates each set's diversity 1-5 (mean of N samples).
 
 The commonsense meta-evaluation paper's annotator protocol (Zhang, Peng & Bollegala; section 4.1,
-appendices D-F) on any OpenAI-compatible chat endpoint; the protocol lives in
-:mod:`divmeter.judge` (this module only registers it, so ``divmeter list`` imports nothing of the
-HTTP stack). Use it as ``divmeter score -m judge:model=openai:NAME,base_url=URL``; the key comes
-from ``$DIVMETER_API_KEY`` / ``$OPENAI_API_KEY`` and never appears in the output.
+appendices D-F) on any OpenAI-compatible server; the protocol lives in the judge's rating core
+(:mod:`divmeter.judge.config`, :mod:`divmeter.judge.run` and the modules they use, which need
+only the HTTP client below the metrics), imported when a set is rated, so ``divmeter list``
+imports nothing of the HTTP stack. Use it as ``divmeter score -m
+judge:model=openai:NAME,base_url=URL`` (``answer=logprobs`` for base and small models); the key
+comes from ``$DIVMETER_API_KEY`` / ``$OPENAI_API_KEY`` and never appears in the output. A call
+whose valid-answer rate is below 80% warns (``RuntimeWarning``) with the rate, the model and
+what to try.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +24,7 @@ from divmeter.result import MetricResult
 
 __all__ = ["judge", "judge_many"]
 
-#: Declared parameters of the ``judge`` metric (see :class:`divmeter.judge.protocol.JudgeConfig`).
+#: Declared parameters of the ``judge`` metric (see :class:`divmeter.judge.config.JudgeConfig`).
 JUDGE_PARAMS: dict[str, Param] = {
     "model": Param(str, allow_none=True, default=None,
                    doc="judge model: openai:NAME (required; base_url or $DIVMETER_BASE_URL)"),
@@ -35,6 +40,12 @@ JUDGE_PARAMS: dict[str, Param] = {
     "timeout": Param(float, gt=0, default=60.0, doc="seconds per request"),
     "max_attempts": Param(int, ge=1, cap=100, default=5, doc="HTTP attempts per request"),
     "cache": Param(str, default="default", doc="request cache: default, none or a folder"),
+    "answer": Param(str, choices=("text", "logprobs", "schema"), default="text",
+                    doc="how the rating is read: text (parsed JSON answer), logprobs (from the "
+                    "log-probabilities of the tokens 1-5 on /completions) or schema (a JSON "
+                    "schema the server enforces)"),
+    "top_logprobs": Param(int, ge=1, default=20, doc="logprobs answers: most likely tokens "
+                          "listed"),
 }
 
 
@@ -54,14 +65,16 @@ def judge(
     samples: int = 5, temperature: float = 1.0, max_tokens: int = 256,
     template: str = "default", fewshot: str = "default", retries: int = 2, seed: int | None = None,
     concurrency: int = 4, timeout: float = 60.0, max_attempts: int = 5, cache: str = "default",
+    answer: str = "text", top_logprobs: int = 20,
 ) -> MetricResult:
     """The judge's diversity rating of one set: the mean of ``samples`` ratings 1-5.
 
     Args:
         responses: The set.
         model, base_url, samples, temperature, max_tokens, template, fewshot, retries, seed,
-            concurrency, timeout, max_attempts, cache: See :data:`JUDGE_PARAMS` and
-            :class:`divmeter.judge.protocol.JudgeConfig` (``model`` is required).
+            concurrency, timeout, max_attempts, cache, answer, top_logprobs: See
+            :data:`JUDGE_PARAMS` and :class:`divmeter.judge.config.JudgeConfig` (``model`` is
+            required).
 
     Returns:
         :class:`~divmeter.result.MetricResult` with the mean rating, or ``None`` with the reason
@@ -75,14 +88,16 @@ def judge(
         [as_texts(responses)], model=model, base_url=base_url, samples=samples,
         temperature=temperature, max_tokens=max_tokens, template=template, fewshot=fewshot,
         retries=retries, seed=seed, concurrency=concurrency, timeout=timeout,
-        max_attempts=max_attempts, cache=cache,
+        max_attempts=max_attempts, cache=cache, answer=answer, top_logprobs=top_logprobs,
     )[0]
 
 
 @register_batch("judge")
 def judge_many(sets: Sequence[Sequence[str]], **params: Any) -> list[MetricResult]:
     """:func:`judge` on many sets with one client, all requests ``concurrency`` at a time."""
-    from divmeter.judge.protocol import JudgeConfig, judge_sets
+    from divmeter.judge.config import JudgeConfig
+    from divmeter.judge.results import VALID_RATE_DEFAULT, valid_rate_problem
+    from divmeter.judge.run import judge_sets
 
     unknown = [k for k in params if k not in JUDGE_PARAMS]
     if unknown:
@@ -95,9 +110,13 @@ def judge_many(sets: Sequence[Sequence[str]], **params: Any) -> list[MetricResul
         merged["cache"] = None
     cfg = JudgeConfig(**{k: v for k, v in merged.items()})
     run = judge_sets([as_texts(s) for s in sets], cfg)
+    problem = valid_rate_problem(run.summary(), cfg.model, VALID_RATE_DEFAULT, cli=False)
+    if problem is not None:
+        warnings.warn(problem, RuntimeWarning, stacklevel=2)
     return [
         MetricResult("judge", it.value, run.signature, reason=it.reason,
                      details={"samples": [s.to_dict() for s in it.samples],
-                              "n_valid": it.n_valid})
+                              "n_valid": it.n_valid,
+                              **({"dist": it.dist} if it.dist is not None else {})})
         for it in run.items
     ]

@@ -4,20 +4,26 @@ The commonsense paper's section 4.2 builders: RndShuff and NounShuff
 (:mod:`divmeter.perturb.shuffle`), Para-k and Nonsensical through a text generator
 (:mod:`divmeter.perturb.generated`, :mod:`divmeter.perturb.generator`), all behind
 :func:`build`, which records each run's signature and writes the pairs file
-``divmeter meta pairwise`` reads. Nothing heavy is imported here (spaCy loads on first use).
+``divmeter meta pairwise`` reads. Every text a model writes passes the quality gate
+(:mod:`divmeter.perturb.gate`) first. Nothing heavy is imported here (spaCy loads on first use).
 """
 
-from divmeter.perturb.build import BUILDERS, PREFER, Built, build, write_jsonl
-from divmeter.perturb.generated import nonsensical, para_k, para_layout
+from divmeter.perturb.build import BUILDERS, MAX_REJECTED, PREFER, Built, build, write_jsonl
+from divmeter.perturb.gate import CHECKS, Gate
+from divmeter.perturb.generated import Outcome, nonsensical, para_k, para_layout
 from divmeter.perturb.generator import ChatServerGenerator, Generator, Template, load_template
 from divmeter.perturb.shuffle import noun_shuff, rnd_shuff
 
 __all__ = [
     "BUILDERS",
+    "CHECKS",
+    "MAX_REJECTED",
     "PREFER",
     "Built",
     "ChatServerGenerator",
+    "Gate",
     "Generator",
+    "Outcome",
     "Template",
     "build",
     "load_template",

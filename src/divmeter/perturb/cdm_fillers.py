@@ -19,9 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from divmeter._version import __version__
 from divmeter.data.items import fillers_from_marked
 from divmeter.errors import InvalidInputError
-from divmeter.perturb.generated import _check_decoding, _check_generator, _checked
+from divmeter.perturb.gate import Gate, checked_samples
+from divmeter.perturb.generated import _check_decoding, _check_generator
 from divmeter.perturb.generator import Generator, Template, load_template
 
 __all__ = ["DOMAINS", "CdmBuilt", "cdm_fillers", "cdm_p1_p2", "parse_realisation"]
@@ -98,7 +100,7 @@ def _frames(frames: Sequence[Any]) -> list[tuple[str, str, int]]:
 def cdm_fillers(
     frames: Sequence[str | dict[str, Any]], generator: Generator, *,
     seed: int = 0, temperature: float = 0.7, max_tokens: int = 96, attempts: int = 3,
-    template: Template | None = None,
+    template: Template | None = None, gate: Gate | None = None,
 ) -> CdmBuilt:
     """High- and low-diversity realisations of marked frames (CDM paper, appendix A.2).
 
@@ -109,8 +111,12 @@ def cdm_fillers(
         temperature: Sampling temperature.
         max_tokens: Longest rewrite in tokens.
         attempts: Samples per (frame, condition); the first that
-            :func:`parse_realisation` accepts is kept.
+            :func:`parse_realisation` accepts and the quality gate passes (no template or
+            special token, not an echo of the request or of the reference, a length within
+            the gate's factor of the reference) is kept.
         template: Prompt template with ``{reference}`` and ``{domain}`` (default ``cdm.txt``).
+        gate: The quality gate (default :class:`~divmeter.perturb.gate.Gate()`; its retries are
+            the ``attempts`` here).
 
     Returns:
         A :class:`CdmBuilt`.
@@ -126,28 +132,34 @@ def cdm_fillers(
     items = _frames(frames)
     jobs = [(f, cond) for f in items for cond in DOMAINS]
     prompts = [tpl.fill(reference=f[1], domain=DOMAINS[cond]) for f, cond in jobs]
-    got = _checked(generator.generate(prompts, attempts, temperature=temperature,
-                                      max_tokens=max_tokens, seed=seed),
-                   len(prompts), attempts, generator.signature)
+    got = checked_samples(generator.generate(prompts, attempts, temperature=temperature,
+                                             max_tokens=max_tokens, seed=seed),
+                          len(prompts), attempts, generator.signature)
+    gate = gate or Gate()
     found: dict[tuple[str, str], str] = {}
     failures = []
-    for ((fid, ref, n), cond), samples in zip(jobs, got, strict=True):
-        real = next((r for r in (parse_realisation(s, n, ref) for s in samples) if r), None)
-        if real is None:
+    for k, (((fid, ref, n), cond), samples) in enumerate(zip(jobs, got, strict=True)):
+        parsed = [r for r in (parse_realisation(s, n, ref) for s in samples) if r]
+        why = [gate.check(r, source=ref, instruction=prompts[k].replace(ref, " "))
+               for r in parsed]
+        real = next((r for r, w in zip(parsed, why, strict=True) if w is None), None)
+        if real is not None:
+            found[(fid, cond)] = real
+        elif parsed:
+            failures.append({"frame": fid, "condition": cond,
+                             "reason": f"no sample of {attempts} passed the gate; e.g. {why[0]}"})
+        else:
             failures.append({"frame": fid, "condition": cond,
                              "reason": f"no sample of {attempts} marked {n} new fillers"})
-        else:
-            found[(fid, cond)] = real
     rows = []
     for fid, ref, _ in items:
         if (fid, "high") in found and (fid, "low") in found:
             for cond, label, p in (("high", 1, "P1"), ("low", 0, "P2")):
                 rows.append({"id": fid, "texts": [ref, found[(fid, cond)]], "label": label,
                              "frame": fid, "condition": cond, "pair": p})
-    from divmeter import __version__
-
     sig = (f"cdm-fillers|gen:{generator.signature}|template:{tpl.sha}|temp:{temperature}|"
-           f"max_tokens:{max_tokens}|attempts:{attempts}|seed:{seed}|v:{__version__}")
+           f"max_tokens:{max_tokens}|attempts:{attempts}|{gate.signature()}|seed:{seed}|"
+           f"v:{__version__}")
     return CdmBuilt(sig, rows, failures)
 
 

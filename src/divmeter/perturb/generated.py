@@ -1,18 +1,100 @@
 """Generator-based builders of the commonsense paper: Para-k (section 4.2.1) and Nonsensical
 (section 4.2.2); prompts in ``templates/`` (written for divmeter after the paper's Figures 6-7).
+
+Every generated text passes the quality gate (:mod:`divmeter.perturb.gate`) before it enters a
+set: a text that fails is generated again with a new seed, and a set whose text still fails is
+left out, with the reason, in :attr:`Outcome.rejected`. A source set with no non-blank response
+(or, for Para-k, too few) is skipped the same way. A generator that does not chat (a base model:
+its ``chat`` attribute is false) gets the few-shot completion templates
+(``paraphrase_completion.txt``, ``nonsensical_completion.txt``) and stops at the end of the line.
 """
 
 from __future__ import annotations
 
+import inspect
+import statistics
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from divmeter.data.model import ResponseSet
 from divmeter.errors import InvalidInputError
-from divmeter.perturb.generator import Generator, Template, clean_output, load_template
+from divmeter.perturb.gate import Gate
+from divmeter.perturb.gate import generate as gated_generate
+from divmeter.perturb.generator import (
+    Generator,
+    Template,
+    clean_output,
+    is_chat,
+    load_template,
+)
 from divmeter.perturb.shuffle import _as_set, _check_seed, set_rng
 
-__all__ = ["PARA_K", "nonsensical", "para_k", "para_layout"]
+__all__ = ["PARA_K", "Outcome", "nonsensical", "para_k", "para_layout", "prompt_style"]
+
+
+@dataclass
+class Outcome:
+    """What a generator builder made.
+
+    Attributes:
+        sets: The accepted sets, in input order.
+        sources: Their source sets, in the same order.
+        rejected: One row per source set left out: ``{"set_id", "status", "reason"}`` with
+            ``status`` ``rejected`` (a generated text failed the gate after every retry; its
+            ``texts`` hold each failing text with its reason) or ``skipped`` (the source set
+            cannot be built from: no non-blank response, too few for Para-k).
+        retried: Texts generated again after failing the gate.
+    """
+
+    sets: list[ResponseSet] = field(default_factory=list)
+    sources: list[ResponseSet] = field(default_factory=list)
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    retried: int = 0
+
+
+def prompt_style(generator: Any) -> str:
+    """``chat`` or ``completion``: the template style a generator gets
+    (:func:`~divmeter.perturb.generator.is_chat`)."""
+    return "chat" if is_chat(generator) else "completion"
+
+
+def _decoding(generator: Any, style: str, temperature: float, max_tokens: int
+              ) -> dict[str, Any]:
+    """Decoding keywords of a builder's ``generate`` calls: a completion prompt ends where the
+    answer's line starts, so the answer stops at the line's end (when the generator takes
+    ``stop``)."""
+    kw: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
+    if style == "completion" and "stop" in inspect.signature(generator.generate).parameters:
+        kw["stop"] = ["\n"]
+    return kw
+
+
+def _skip(s: ResponseSet, reason: str) -> dict[str, Any]:
+    return {"set_id": s.set_id, "status": "skipped", "reason": reason}
+
+
+def _instructions(builder: str) -> str:
+    """The fixed text of a builder's packaged templates (chat and completion, fields taken
+    out): what a model must not echo whichever of them it was sent."""
+    texts = []
+    for style in ("chat", "completion"):
+        tpl = load_template(builder, style=style)
+        texts.append(tpl.fill(**dict.fromkeys(tpl.fields, " ")))
+    return "\n".join(texts)
+
+
+def _in_order(rows: list[dict[str, Any]], ids: list[str]) -> list[dict[str, Any]]:
+    """The rejected rows in the order of their sets in the input."""
+    pos = {sid: i for i, sid in reversed(list(enumerate(ids)))}
+    return sorted(rows, key=lambda r: pos.get(r["set_id"], len(ids)))
+
+
+def _reject(s: ResponseSet, failed: list[tuple[str, str]]) -> dict[str, Any]:
+    """The row of a set left out: the first failure's check as its reason, every failing text."""
+    return {"set_id": s.set_id, "status": "rejected",
+            "reason": f"{failed[0][1]} (after every retry)",
+            "texts": [{"text": t, "reason": r} for t, r in failed]}
 
 #: Minimum set size of each Para-k variant.
 PARA_K = {1: 2, 2: 4, 3: 4}
@@ -54,18 +136,6 @@ def _check_decoding(temperature: Any, max_tokens: Any) -> None:
         raise InvalidInputError(f"`max_tokens` must be an integer >= 1; got {max_tokens!r}.")
 
 
-def _checked(got: Any, n_prompts: int, n: int, signature: str) -> list[list[str]]:
-    """The generator's answer, checked: one list of ``n`` strings per prompt."""
-    ok = isinstance(got, list) and len(got) == n_prompts and all(
-        isinstance(g, list) and len(g) == n and all(isinstance(t, str) for t in g) for g in got)
-    if not ok:
-        raise InvalidInputError(
-            f"generator {signature} must return {n_prompts} lists of {n} strings; got "
-            f"{type(got).__name__} of {len(got) if isinstance(got, list) else '?'} items."
-        )
-    return got
-
-
 def _check_generator(generator: Any) -> None:
     if not isinstance(generator, Generator):
         raise InvalidInputError(
@@ -78,32 +148,37 @@ def _check_generator(generator: Any) -> None:
 def para_k(
     sets: Iterable[ResponseSet | Sequence[str]], generator: Generator, *, k: int = 1,
     seed: int = 0, temperature: float = 0.7, max_tokens: int = 64,
-    template: Template | None = None,
-) -> list[ResponseSet]:
+    template: Template | None = None, gate: Gate | None = None,
+) -> Outcome:
     """Para-k (commonsense paper, section 4.2.1): replace sentences by paraphrases of others,
     so the set's diversity falls with k while its quality stays high.
 
-    The sentences A, B are drawn at random per set (:func:`~divmeter.perturb.shuffle.set_rng`
-    ``("para-k", seed, set_id)``); the layout is :func:`para_layout`. Paraphrases come from
-    ``generator`` with the ``paraphrase`` template (``{sentence}``), cleaned by
-    :func:`~divmeter.perturb.generator.clean_output`; the paraphrase requests of all sets go in
-    one ``generate`` call.
+    The sentences A, B are drawn at random per set among its non-blank responses
+    (:func:`~divmeter.perturb.shuffle.set_rng` ``("para-k", seed, set_id)``); the layout is
+    :func:`para_layout`. Paraphrases come from ``generator`` with the ``paraphrase`` template
+    (``{sentence}``; the completion template for a generator that does not chat), cleaned by
+    :func:`~divmeter.perturb.generator.clean_output` and checked by the gate (the sentence is
+    the source: no copy of it, a length within the gate's factor of it); the paraphrase requests
+    of all sets go in one ``generate`` call (and one per retry).
 
     Args:
-        sets: Response sets (or lists of texts); Para-1 needs >= 2 responses, Para-2/3 >= 4.
+        sets: Response sets (or lists of texts); Para-1 needs >= 2 non-blank responses,
+            Para-2/3 >= 4; sets with fewer are skipped.
         generator: A :class:`~divmeter.perturb.generator.Generator`.
         k: 1, 2 or 3.
         seed: Seed of the random choice of A/B and of the generator.
         temperature: Sampling temperature of the paraphrases.
         max_tokens: Longest paraphrase in tokens.
-        template: Prompt template (default: the packaged ``paraphrase.txt``).
+        template: Prompt template (default: the packaged one of the generator's style).
+        gate: The quality gate (default :class:`~divmeter.perturb.gate.Gate()`).
 
     Returns:
-        One set per input, same ``set_id``/``prompt``/``label``; ``metadata`` holds ``builder``
-        (``para-k``) and ``layout`` (the ``(index, copy)`` pairs of :func:`para_layout`).
+        An :class:`Outcome`; each accepted set has its source's ``set_id``/``prompt``/``label``,
+        and ``metadata`` holding ``builder`` (``para-k``) and ``layout`` (the ``(index, copy)``
+        pairs of :func:`para_layout`).
 
     Raises:
-        InvalidInputError: Bad k/seed/decoding, a set too small for Para-k, or no generator.
+        InvalidInputError: Bad k/seed/decoding or no generator.
         ServerError: The generator's server fails for good.
     """
     if k not in PARA_K:
@@ -111,29 +186,48 @@ def para_k(
     seed = _check_seed(seed)
     _check_decoding(temperature, max_tokens)
     _check_generator(generator)
-    tpl = template or load_template("paraphrase")
-    items = [_as_set(raw, i) for i, raw in enumerate(sets)]
-    layouts = []
-    for s in items:
-        m = len(s.responses)
-        if m < PARA_K[k]:
-            raise InvalidInputError(
-                f"set {s.set_id!r}: para-{k} needs at least {PARA_K[k]} responses; got {m}."
-            )
-        order = set_rng(f"para-{k}", seed, s.set_id).sample(range(m), m)
-        layouts.append(para_layout(k, m, order))
+    gate = gate or Gate()
+    style = prompt_style(generator)
+    tpl = template or load_template("paraphrase", style=style)
+    out = Outcome()
+    kept: list[tuple[ResponseSet, list[tuple[int, int]]]] = []
+    given = [_as_set(raw, i) for i, raw in enumerate(sets)]
+    for s in given:
+        good = [i for i, t in enumerate(s.responses) if t.strip()]
+        if len(good) < PARA_K[k]:
+            out.rejected.append(_skip(s, "no non-blank response" if not good else
+                                      f"para-{k} needs at least {PARA_K[k]} non-blank "
+                                      f"responses; got {len(good)}"))
+            continue
+        blank = [i for i in range(len(s.responses)) if i not in good]
+        order = set_rng(f"para-{k}", seed, s.set_id).sample(good, len(good)) + blank
+        kept.append((s, para_layout(k, len(s.responses), order)))
     n = 2 if k == 3 else 1
-    wanted = [(si, i) for si, lay in enumerate(layouts) for i, c in lay if c == 1]
-    prompts = [tpl.fill(sentence=items[si].responses[i]) for si, i in wanted]
-    samples = _checked(generator.generate(prompts, n, temperature=temperature,
-                                          max_tokens=max_tokens, seed=seed),
-                       len(prompts), n, generator.signature) if prompts else []
-    para = {key: [clean_output(t) for t in got] for key, got in zip(wanted, samples, strict=True)}
-    out = []
-    for si, (s, lay) in enumerate(zip(items, layouts, strict=True)):
-        texts = [s.responses[i] if c == 0 else para[(si, i)][c - 1] for i, c in lay]
-        out.append(ResponseSet(s.set_id, texts, s.prompt, s.label,
-                               {"builder": f"para-{k}", "layout": [list(p) for p in lay]}))
+    wanted = [(si, i) for si, (_, lay) in enumerate(kept) for i, c in lay if c == 1]
+    sources = [kept[si][0].responses[i] for si, i in wanted]
+    prompts = [tpl.fill(sentence=src) for src in sources]
+    fixed = _instructions("paraphrase")
+    got = gated_generate(
+        generator, prompts, n, gate=gate, seed=seed, clean=clean_output,
+        keys=[f"para-{k}|{kept[si][0].set_id}|{i}" for si, i in wanted],
+        check=lambda q, text: gate.check(
+            text, source=sources[q],
+            instruction=prompts[q].replace(sources[q], " ") + "\n" + fixed),
+        **_decoding(generator, style, temperature, max_tokens))
+    out.retried = got.retried
+    para = {key: q for q, key in enumerate(wanted)}
+    for si, (s, lay) in enumerate(kept):
+        mine = [para[(si, i)] for i, c in lay if c == 1]
+        failed = [(t, r) for q in mine for _, r, t in got.failed(q)]
+        if failed:
+            out.rejected.append(_reject(s, failed))
+            continue
+        texts = [s.responses[i] if c == 0 else str(got.texts[para[(si, i)]][c - 1])
+                 for i, c in lay]
+        out.sets.append(ResponseSet(s.set_id, texts, s.prompt, s.label,
+                                    {"builder": f"para-{k}", "layout": [list(p) for p in lay]}))
+        out.sources.append(s)
+    out.rejected = _in_order(out.rejected, [s.set_id for s in given])
     return out
 
 
@@ -165,47 +259,81 @@ def nonsensical(
     sets: Iterable[ResponseSet | Sequence[str]], generator: Generator, *,
     seed: int = 0, temperature: float = 1.0, max_tokens: int = 64,
     template: Template | None = None, concepts_field: str = "concepts",
-) -> list[ResponseSet]:
+    gate: Gate | None = None,
+) -> Outcome:
     """Nonsensical (commonsense paper, section 4.2.2 and Figure 7): as many sentences as the
     source set has, each covering the set's concepts while contradicting common sense.
 
-    One prompt per set (the ``nonsensical`` template, ``{concepts}`` from :func:`concepts_of`),
-    ``m`` samples of it, each cleaned by :func:`~divmeter.perturb.generator.clean_output`.
+    One prompt per set (the ``nonsensical`` template, ``{concepts}`` from :func:`concepts_of`;
+    the completion template for a generator that does not chat), ``m`` samples of it (seeded by
+the set's id where the generator takes per-prompt seeds, so two sets with the same concepts get
+their own sentences), each
+    cleaned by :func:`~divmeter.perturb.generator.clean_output` and checked by the gate (no copy
+    of a source response or of the concept list, a length within the gate's factor of the
+    median source response).
 
     Args:
-        sets: Response sets with concepts or a prompt (see :func:`concepts_of`).
+        sets: Response sets with concepts or a prompt (see :func:`concepts_of`); sets without a
+            non-blank response are skipped.
         generator: A :class:`~divmeter.perturb.generator.Generator`.
         seed: Generator seed.
         temperature: Sampling temperature.
         max_tokens: Longest sentence in tokens.
-        template: Prompt template (default: the packaged ``nonsensical.txt``).
+        template: Prompt template (default: the packaged one of the generator's style).
         concepts_field: Metadata field holding the concepts.
+        gate: The quality gate (default :class:`~divmeter.perturb.gate.Gate()`).
 
     Returns:
-        One set per input with the same number of responses; ``metadata["builder"]``.
+        An :class:`Outcome`; each accepted set has as many responses as its source and
+        ``metadata["builder"]``.
 
     Raises:
-        InvalidInputError: Bad seed/decoding, an empty set, a set without concepts or prompt.
+        InvalidInputError: Bad seed/decoding, a set without concepts or prompt.
         ServerError: The generator's server fails for good.
     """
     seed = _check_seed(seed)
     _check_decoding(temperature, max_tokens)
     _check_generator(generator)
-    tpl = template or load_template("nonsensical")
-    items = [_as_set(raw, i) for i, raw in enumerate(sets)]
-    prompts = [tpl.fill(concepts=concepts_of(s, concepts_field)) for s in items]
-    sizes = {len(s.responses) for s in items}
-    if 0 in sizes:
-        bad = next(s for s in items if not s.responses)
-        raise InvalidInputError(f"set {bad.set_id!r}: nonsensical needs >= 1 response; got 0.")
-    out: list[ResponseSet | None] = [None] * len(items)
-    for m in sorted(sizes):  # one generate call per set size
+    gate = gate or Gate()
+    style = prompt_style(generator)
+    tpl = template or load_template("nonsensical", style=style)
+    out = Outcome()
+    items: list[ResponseSet] = []
+    given = [_as_set(raw, i) for i, raw in enumerate(sets)]
+    for s in given:
+        if not any(t.strip() for t in s.responses):
+            out.rejected.append(_skip(s, "no non-blank response"))
+        else:
+            items.append(s)
+    concepts = [concepts_of(s, concepts_field) for s in items]
+    prompts = [tpl.fill(concepts=c) for c in concepts]
+    lengths = [statistics.median(len(t.split()) for t in s.responses if t.strip())
+               for s in items]
+    fixed = _instructions("nonsensical")
+    accepted: dict[int, ResponseSet] = {}
+    def check(i: int, text: str) -> str | None:
+        return gate.check(text, source=[*items[i].responses, concepts[i]],
+                          instruction=prompts[i].replace(concepts[i], " ") + "\n" + fixed,
+                          source_words=lengths[i])
+
+    for m in sorted({len(s.responses) for s in items}):  # one generate call per set size
         idx = [i for i, s in enumerate(items) if len(s.responses) == m]
-        got = _checked(generator.generate([prompts[i] for i in idx], m,
-                                          temperature=temperature, max_tokens=max_tokens,
-                                          seed=seed), len(idx), m, generator.signature)
-        for i, texts in zip(idx, got, strict=True):
+        got = gated_generate(
+            generator, [prompts[i] for i in idx], m, gate=gate, seed=seed, clean=clean_output,
+            keys=[f"nonsensical|{items[i].set_id}" for i in idx],
+            check=lambda q, text, idx=idx: check(idx[q], text),  # type: ignore[misc]
+            **_decoding(generator, style, temperature, max_tokens))
+        out.retried += got.retried
+        for q, i in enumerate(idx):
+            failed = [(t, r) for _, r, t in got.failed(q)]
+            if failed:
+                out.rejected.append(_reject(items[i], failed))
+                continue
             s = items[i]
-            out[i] = ResponseSet(s.set_id, [clean_output(t) for t in texts], s.prompt, s.label,
-                                 {"builder": "nonsensical"})
-    return [o for o in out if o is not None]
+            accepted[i] = ResponseSet(s.set_id, [str(t) for t in got.texts[q]], s.prompt,
+                                      s.label, {"builder": "nonsensical"})
+    for i in sorted(accepted):
+        out.sets.append(accepted[i])
+        out.sources.append(items[i])
+    out.rejected = _in_order(out.rejected, [s.set_id for s in given])
+    return out

@@ -21,10 +21,12 @@ from typing import Any, Protocol, runtime_checkable
 from divmeter.errors import InvalidInputError
 
 __all__ = [
+    "COMPLETION_TEMPLATES",
     "ChatServerGenerator",
     "Generator",
     "Template",
     "clean_output",
+    "is_chat",
     "load_template",
 ]
 
@@ -85,15 +87,36 @@ class Template:
         return self.text.format(**values)
 
 
-def load_template(builder: str, path: str | os.PathLike[str] | None = None) -> Template:
+#: Builders with a completion-style (few-shot) packaged template for base models.
+COMPLETION_TEMPLATES = ("paraphrase", "nonsensical")
+
+
+def is_chat(generator: Any) -> bool:
+    """Whether a generator wraps prompts as chat messages: its ``chat`` attribute (divmeter's
+    generators set it: a local model with a chat template, or ``--chat``), else ``True`` (an
+    object that does not say is taken to answer instructions)."""
+    chat = getattr(generator, "chat", True)
+    return True if chat is None else bool(chat)
+
+
+def load_template(builder: str, path: str | os.PathLike[str] | None = None, *,
+                  style: str = "chat") -> Template:
     """The packaged template of a builder, or the user's template file at ``path`` with the
     same fields: ``paraphrase`` ``{sentence}``, ``nonsensical`` ``{concepts}``, ``cdm``
     ``{reference}`` and ``{domain}``, ``pattr`` ``{topic}``, ``{style}`` and ``{instructions}``.
 
+    ``style="completion"`` picks the few-shot completion template of ``paraphrase`` and
+    ``nonsensical`` (``*_completion.txt``: worked examples the model continues, ending with the
+    label its answer follows), written for base models that continue text rather than follow
+    an instruction; the other builders have one template. A user's file is used as it is.
+
     Raises:
-        InvalidInputError: Unknown builder, or a template without its field.
+        InvalidInputError: Unknown builder or style, or a template without its field.
         FileNotFoundError: ``path`` does not exist.
     """
+    if style not in ("chat", "completion"):
+        raise InvalidInputError(f"`style` of a template must be chat or completion; got "
+                                f"{style!r}.")
     fields = {"paraphrase": ("sentence",), "nonsensical": ("concepts",),
               "cdm": ("domain", "reference"), "pattr": ("instructions", "style", "topic")}
     if builder not in fields:
@@ -101,9 +124,13 @@ def load_template(builder: str, path: str | os.PathLike[str] | None = None) -> T
             f"no template for {builder!r}; expected one of {', '.join(fields)}."
         )
     if path is None:
+        name = f"{builder}_completion.txt" if (
+            style == "completion" and builder in COMPLETION_TEMPLATES) else f"{builder}.txt"
         text = resources.files("divmeter.perturb").joinpath(
-            "templates", f"{builder}.txt").read_text(encoding="utf-8")
-        return Template(text, f"{builder}.txt", fields[builder])
+            "templates", name).read_text(encoding="utf-8")
+        if name.endswith("_completion.txt"):
+            text = text.rstrip()  # the model continues right after the answer's label
+        return Template(text, name, fields[builder])
     return Template(Path(path).read_text(encoding="utf-8"), str(path), fields[builder])
 
 
@@ -157,6 +184,7 @@ class ChatServerGenerator:
         self.client = client if client is not None else HttpClient(
             base_url, api_key, cache=cache, concurrency=concurrency, timeout=timeout)
         self.signature = f"chat:{model}"
+        self.chat = True
 
     def generate(self, prompts: list[str], n: int, *, temperature: float = 1.0,
                  max_tokens: int = 64, seed: int = 0) -> list[list[str]]:

@@ -20,7 +20,9 @@ from typing import Any
 
 from divmeter.data.model import ResponseSet
 from divmeter.errors import InvalidInputError
-from divmeter.perturb.generated import _check_decoding, _check_generator, _checked
+from divmeter.perturb.gate import Gate
+from divmeter.perturb.gate import generate as gated_generate
+from divmeter.perturb.generated import Outcome, _check_decoding, _check_generator
 from divmeter.perturb.generator import Generator, Template, load_template
 
 __all__ = ["INSTRUCTIONS", "STYLES", "GridPrompt", "pattr_grid", "pattr_pools"]
@@ -141,9 +143,15 @@ def pattr_pools(
     seed: int = 0,
     temperature: float = 1.0,
     max_tokens: int = 256,
-) -> list[ResponseSet]:
+    gate: Gate | None = None,
+) -> Outcome:
     """Generate the grid's responses and pool them per topic (section 3.1: temperature 1.0,
     seed 0).
+
+    Every response passes the quality gate (:mod:`divmeter.perturb.gate`: not blank, no template
+    or special token, not an echo of its prompt; no length check, since the grid asks for
+    responses of every length); one that still fails after the gate's retries leaves its topic's
+    pool out (in :attr:`~divmeter.perturb.generated.Outcome.rejected`).
 
     Args:
         grid: :func:`pattr_grid` output.
@@ -152,10 +160,12 @@ def pattr_pools(
         seed: Generator seed.
         temperature: Sampling temperature.
         max_tokens: Longest response in tokens.
+        gate: The quality gate (default :class:`~divmeter.perturb.gate.Gate()`).
 
     Returns:
-        One set per topic (``set_id`` = topic id), the responses in grid order; ``metadata``
-        holds per response its ``levels`` and ``styles`` and the generator ``signature``.
+        An :class:`~divmeter.perturb.generated.Outcome` whose ``sets`` are the pools, one per
+        topic (``set_id`` = topic id), the responses in grid order; ``metadata`` holds per
+        response its ``levels`` and ``styles`` and the generator ``signature``.
 
     Raises:
         InvalidInputError: Bad settings or no generator.
@@ -164,18 +174,29 @@ def pattr_pools(
     _check_generator(generator)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise InvalidInputError(f"`n` must be an integer >= 1; got {n!r}.")
-    got = _checked(generator.generate([g.prompt for g in grid], n, temperature=temperature,
-                                      max_tokens=max_tokens, seed=seed),
-                   len(grid), n, generator.signature)
+    gate = gate or Gate()
+    prompts = [g.prompt for g in grid]
+    got = gated_generate(generator, prompts, n, gate=gate, seed=seed, clean=lambda t: t,
+                         check=lambda q, text: gate.check(text, instruction=prompts[q]),
+                         temperature=temperature, max_tokens=max_tokens)
     pools: dict[str, dict[str, list[Any]]] = {}
-    for g, texts in zip(grid, got, strict=True):
+    failed: dict[str, list[dict[str, str]]] = {}
+    for q, g in enumerate(grid):
         p = pools.setdefault(g.topic_id, {"responses": [], "levels": [], "styles": []})
-        p["responses"] += texts
+        p["responses"] += got.texts[q]
         p["levels"] += [g.level] * n
         p["styles"] += [_style_text(g.style)] * n
+        failed.setdefault(g.topic_id, []).extend(
+            {"text": t, "reason": r} for _, r, t in got.failed(q))
     sig = (f"pattr-grid|gen:{generator.signature}|n:{n}|temp:{temperature}|"
-           f"max_tokens:{max_tokens}|seed:{seed}")
-    return [ResponseSet(tid, p["responses"], metadata={"levels": p["levels"],
-                                                        "styles": p["styles"],
-                                                        "signature": sig})
-            for tid, p in pools.items()]
+           f"max_tokens:{max_tokens}|{gate.signature()}|seed:{seed}")
+    out = Outcome(retried=got.retried)
+    for tid, p in pools.items():
+        if failed[tid]:
+            out.rejected.append({"set_id": tid, "status": "rejected",
+                                 "reason": f"{failed[tid][0]['reason']} (after every retry)",
+                                 "texts": failed[tid]})
+            continue
+        out.sets.append(ResponseSet(tid, p["responses"], metadata={
+            "levels": p["levels"], "styles": p["styles"], "signature": sig}))
+    return out
