@@ -74,7 +74,7 @@ FRIEDMAN = "Friedman & Dieng 2023, The Vendi Score (TMLR); order q: Pasarkar & D
 DU_BLACK = "Du & Black 2019, Boosting Dialog Response Generation (ACL), k-means inertia"
 BERTSCORE = "Zhang et al. 2020, BERTScore: Evaluating Text Generation with BERT (ICLR)"
 REMOTE_CLIQUE = "Chandra & Halldorsson 2001 (remote-clique dispersion), mean pairwise distance"
-BASE_URL = Param(str, allow_none=True, default=None,
+BASE_URL = Param(str, allow_none=True, default=None, runtime=True,
                  doc="server API root for model='openai:NAME' (/v1/embeddings)")
 BACKEND = Param(str, choices=("torch", "onnx"), default="torch",
                 doc="how a sentence model runs: torch (sentence-transformers) or onnx "
