@@ -79,6 +79,11 @@ BASE_URL = Param(str, allow_none=True, default=None, runtime=True,
 BACKEND = Param(str, choices=("torch", "onnx"), default="torch",
                 doc="how a sentence model runs: torch (sentence-transformers) or onnx "
                 "(ONNX Runtime; minilm-int8/mpnet-int8 need it)")
+#: The parameters of a metric over sentence embeddings: which encoder, where and how it runs.
+ENCODER: dict[str, Param] = {
+    "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
+    "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE,
+}
 MODEL_DOC = "minilm (default), mpnet, glove, a folder/file path or a cached model name"
 
 
@@ -647,8 +652,7 @@ class VendiEmbedding(_Embedded):
     "embedding-cosine",
     bounds=(-1.0, 2.0),
     citation=f"{TEVET} (sent-BERT, neg-mean); {COMMONSENSE} (one-minus-mean); {SBERT}",
-    params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE,
+    params={**ENCODER,
             "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
                                doc="how similarities become a diversity")},
     description="Mean pairwise cosine of sentence embeddings, flipped to a diversity "
@@ -700,8 +704,7 @@ def embedding_cosine(
     "chamfer",
     bounds=(0.0, 2.0),
     citation=COMMONSENSE,
-    params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE},
+    params=dict(ENCODER),
     description="Mean cosine distance of each response to its nearest other response (cosine "
     "variant; the paper's eq. 3 form is chamfer-sqeuclidean)",
 )
@@ -749,8 +752,7 @@ def chamfer(
     "chamfer-sqeuclidean",
     bounds=(0.0, None),
     citation=f"{COMMONSENSE}: eq. 3 with B = A, self-matches left out",
-    params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE},
+    params=dict(ENCODER),
     description="Chamfer distance of eq. 3 of a set with itself: twice the mean squared "
     "Euclidean distance of each response's embedding to its nearest other (4 x chamfer on unit "
     "vectors)",
@@ -805,8 +807,7 @@ def chamfer_sqeuclidean(
     bounds=(1.0, None),
     citation=f"{FRIEDMAN}; VS-embed as in {COMMONSENSE}",
     params={"q": Param(float, gt=0, default=1.0, doc="order of the Vendi score (inf allowed)"),
-            "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE,
+            **ENCODER,
             "kernel": Param(str, default="cosine", predicate=kernel_ok, expect=KERNEL_EXPECT,
                             doc="cosine, rbf:gamma=G, laplacian:gamma=G, linear (unit vectors) "
                             "or precomputed (one n x n similarity matrix per set)")},
@@ -866,8 +867,7 @@ def vendi_embedding(
     params={"k": Param(int, ge=1, cap=10**5, default=2, doc="clusters"),
             "seed": Param(int, ge=0, default=0, doc="seed of the k-means initialisations"),
             "n_init": Param(int, ge=1, cap=1000, default=10, doc="k-means restarts"),
-            "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE},
+            **ENCODER},
     description="Inertia of seeded k-means (k clusters) on L2-normalised sentence embeddings",
 )
 def kmeans_inertia_metric(
@@ -917,8 +917,7 @@ def kmeans_inertia_metric(
     citation=REMOTE_CLIQUE,
     params={"distance": Param(str, choices=("euclidean", "cosine"), default="euclidean",
                               doc="pairwise distance"),
-            "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE},
+            **ENCODER},
     description="Mean pairwise distance of L2-normalised sentence embeddings",
 )
 def remote_clique(
