@@ -208,6 +208,16 @@ def _spectrum(texts: list[str], tok: Tokenizer) -> tuple[np.ndarray, np.ndarray,
     return enc.lengths.astype(np.int64), v, m2
 
 
+@cache
+def _jit(loop: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """``loop`` (a plain-Python kernel) compiled by numba, once per process (and cached on
+    disk across runs)."""
+    from numba import njit
+
+    fn: Callable[..., np.ndarray] = njit(cache=True, nogil=True)(loop)
+    return fn
+
+
 def _values(n: np.ndarray, ok: np.ndarray, formula: Callable[[], np.ndarray]) -> np.ndarray:
     """``formula()`` where ``ok``, NaN elsewhere (warnings of the undefined rows silenced)."""
     with np.errstate(all="ignore"):
@@ -769,12 +779,8 @@ def _msttr_loop(ids: np.ndarray, lengths: np.ndarray, n_types: int, width: int,
     return out
 
 
-@cache
 def _msttr_compiled() -> Callable[..., np.ndarray]:
-    from numba import njit
-
-    fn: Callable[..., np.ndarray] = njit(cache=True, nogil=True)(_msttr_loop)
-    return fn
+    return _jit(_msttr_loop)
 
 
 @_register(
@@ -1006,12 +1012,8 @@ def _mtld_ma_loop(ids: np.ndarray, lengths: np.ndarray, n_types: int, threshold:
     return out
 
 
-@cache
 def _mtld_ma_compiled() -> Callable[..., np.ndarray]:
-    from numba import njit
-
-    fn: Callable[..., np.ndarray] = njit(cache=True, nogil=True)(_mtld_ma_loop)
-    return fn
+    return _jit(_mtld_ma_loop)
 
 
 def _mtld_ma(values: Callable[..., np.ndarray], *, wrap: bool) -> _Batch:
@@ -1216,12 +1218,7 @@ _VOCD_JIT_DRAWS = 10_000_000
 def _vocd_compiled() -> Callable[..., np.ndarray] | None:
     """:func:`_vocd_counts_loop` compiled by numba (cached on disk), or ``None`` without
     numba (or with ``DIVMETER_NO_JIT=1``)."""
-    if compiled() is None:
-        return None
-    from numba import njit
-
-    fn: Callable[..., np.ndarray] = njit(cache=True, nogil=True)(_vocd_counts_loop)
-    return fn
+    return None if compiled() is None else _jit(_vocd_counts_loop)
 
 
 #: Row blocks of the numpy sampling path hold at most this many scratch entries.
