@@ -39,11 +39,8 @@ SPECS = list_metrics()
 #: ``runtime=True``) or need a declared ``alternative=`` (another installed model). Integrator:
 #: declare them there, then empty this table.
 UNDECLARED: dict[str, dict[str, str]] = {
-    "content": {"model": "declare Param(alternative='glove') in metrics/embedding.py",
-                "base_url": "declare BASE_URL runtime=True in metrics/embedding.py"},
+    "content": {"model": "declare Param(alternative='glove') in metrics/embedding.py"},
     "lm": {"model": "declare Param(alternative=...) in metrics/decan.py",
-           "base_url": "declare runtime=True in metrics/decan.py",
-           "threads": "declare runtime=True in metrics/decan.py",
            "prompt": "declare Param(alternative=...) in metrics/decan.py"},
     "judge": {k: "declare runtime=True or alternative= in metrics/judge.py" for k in (
         "model", "base_url", "template", "fewshot", "cache", "concurrency", "timeout",

@@ -36,6 +36,7 @@ __all__ = [
     "cached_encode",
     "length_batches",
     "looks_like_path",
+    "model_of_kind",
     "mpnet_path",
     "pkg_version",
     "quiet_loading",
@@ -214,6 +215,16 @@ def _model_subfolder(folder: Path) -> Path:
         if hits:
             return hits[0].parent
     return folder
+
+
+def model_of_kind(model: str, kind: str, wrong_kind: str) -> ResolvedModel:
+    """:func:`resolve_model` for a backend that needs one ``kind`` of model (``sentence``: a
+    transformer, ``word``: a word-vector table); a model of the other kind raises
+    ``InvalidInputError(wrong_kind)``."""
+    resolved = resolve_model(model)
+    if resolved.kind != kind:
+        raise InvalidInputError(wrong_kind)
+    return resolved
 
 
 def resolve_model(model: str) -> ResolvedModel:

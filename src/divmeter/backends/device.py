@@ -25,7 +25,8 @@ from divmeter._optional import require
 from divmeter.errors import DivmeterError, InvalidInputError
 from divmeter.params import Param
 
-__all__ = ["DEVICE", "DTYPE", "DTYPES", "resolve_device", "torch_dtype", "halving_retry",
+__all__ = ["DEVICE", "DTYPE", "DTYPES", "check_dtype", "resolve_device", "torch_dtype",
+           "halving_retry",
            "is_oom", "valid_device"]
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -108,11 +109,16 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def torch_dtype(dtype: str) -> Any:
-    """The torch dtype of a ``dtype`` name (checked)."""
+def check_dtype(dtype: str) -> str:
+    """``dtype`` if it names one of :data:`DTYPES`, else the one-line error."""
     if dtype not in DTYPES:
         raise InvalidInputError(f"`dtype` must be one of {', '.join(DTYPES)}; got {dtype!r}.")
-    return getattr(require("torch", extra="embed"), dtype)
+    return dtype
+
+
+def torch_dtype(dtype: str) -> Any:
+    """The torch dtype of a ``dtype`` name (checked)."""
+    return getattr(require("torch", extra="embed"), check_dtype(dtype))
 
 
 def is_oom(exc: BaseException) -> bool:

@@ -35,6 +35,7 @@ from divmeter.backends._common import (
     ResolvedModel,
     cached_encode,
     length_batches,
+    model_of_kind,
     mpnet_path,
     pkg_version,
     quiet_loading,
@@ -173,17 +174,12 @@ class SentenceEncoder:
         token_budget: int | None = None,
         pipelined: bool | None = None,
     ) -> None:
-        from divmeter.backends.device import DTYPES, resolve_device
+        from divmeter.backends.device import check_dtype, resolve_device
 
-        if dtype not in DTYPES:
-            raise InvalidInputError(f"`dtype` must be one of {', '.join(DTYPES)}; got {dtype!r}.")
+        self.dtype = check_dtype(dtype)
         self.device = resolve_device(device)
-        self.dtype = dtype
-        self.resolved = resolve_model(model)
-        if self.resolved.kind != "sentence":
-            raise InvalidInputError(
-                f"model {model!r} is a word-vector model; use divmeter.backends.wordvec for it."
-            )
+        self.resolved = model_of_kind(model, "sentence", f"model {model!r} is a word-vector "
+                                      "model; use divmeter.backends.wordvec for it.")
         self.batch_size = batch_size
         self.token_budget = None if token_budget is None else int(token_budget)
         self.threads = resolve_threads(threads)

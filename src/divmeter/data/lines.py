@@ -37,6 +37,7 @@ __all__ = [
     "detect_format",
     "display_name",
     "type_name",
+    "json_field",
     "string_list",
     "open_source",
     "decode_lines",
@@ -312,6 +313,22 @@ def invalid_json(name: str, lineno: int, exc: json.JSONDecodeError) -> InvalidIn
     """The error for a JSON syntax error in file ``name`` at line ``lineno``."""
     msg = exc.msg.removesuffix(" at")  # "Invalid control character at" (json's own wording)
     return InvalidInputError(f"{name} line {lineno}: invalid JSON ({msg} at column {exc.colno}).")
+
+
+def json_field(value: str, where: str, expect: str) -> Any:
+    """A table cell or field that holds JSON text, parsed; text that is not JSON gives the
+    one-line error ``{where} must hold {expect}; got '...'`` (its first 40 characters).
+
+    Example:
+        >>> json_field("[1, 2", "t.csv line 2: field 'x'", "a list")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        divmeter.errors.InvalidInputError: t.csv line 2: field 'x' must hold a list; got '[1, 2'.
+    """
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        raise InvalidInputError(f"{where} must hold {expect}; got {value[:40]!r}.") from None
 
 
 def require_object(value: Any, where: str, what: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from divmeter.data.lines import require_object, string_list, type_name
+from divmeter.data.lines import json_field, require_object, string_list, type_name
 from divmeter.data.model import ResponseSet
 from divmeter.errors import InvalidInputError
 
@@ -165,12 +165,7 @@ class TableLayout:
             if value is None or value == "":
                 return {}
             if isinstance(value, str):
-                try:
-                    value = json.loads(value)
-                except json.JSONDecodeError:
-                    raise InvalidInputError(
-                        f"{where}: field 'metadata' must hold a JSON object; got {value[:40]!r}."
-                    ) from None
+                value = json_field(value, f"{where}: field 'metadata'", "a JSON object")
             if not isinstance(value, dict):
                 raise InvalidInputError(
                     f"{where}: field 'metadata' must hold a JSON object; got {type_name(value)}."

@@ -22,7 +22,6 @@ lazily, for Parquet).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Callable, Iterator
@@ -31,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from divmeter.data.lines import display_name
+from divmeter.data.lines import display_name, json_field
 from divmeter.data.model import ResponseSet
 from divmeter.errors import InvalidInputError
 
@@ -201,13 +200,8 @@ def _attach_field(sets: Iterator[ResponseSet], field: str, input_name: str
             )
         value = s.metadata.pop(field)
         if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError:
-                raise InvalidInputError(
-                    f"{input_name}: set {s.set_id!r}: field {field!r} must hold a list of "
-                    f"vectors; got {value[:40]!r}."
-                ) from None
+            value = json_field(value, f"{input_name}: set {s.set_id!r}: field {field!r}",
+                               "a list of vectors")
         if hasattr(value, "tolist"):
             value = value.tolist()
         where = f"{input_name} set {s.set_id!r} field {field!r}"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -74,11 +74,16 @@ FRIEDMAN = "Friedman & Dieng 2023, The Vendi Score (TMLR); order q: Pasarkar & D
 DU_BLACK = "Du & Black 2019, Boosting Dialog Response Generation (ACL), k-means inertia"
 BERTSCORE = "Zhang et al. 2020, BERTScore: Evaluating Text Generation with BERT (ICLR)"
 REMOTE_CLIQUE = "Chandra & Halldorsson 2001 (remote-clique dispersion), mean pairwise distance"
-BASE_URL = Param(str, allow_none=True, default=None,
+BASE_URL = Param(str, allow_none=True, default=None, runtime=True,
                  doc="server API root for model='openai:NAME' (/v1/embeddings)")
 BACKEND = Param(str, choices=("torch", "onnx"), default="torch",
                 doc="how a sentence model runs: torch (sentence-transformers) or onnx "
                 "(ONNX Runtime; minilm-int8/mpnet-int8 need it)")
+#: The parameters of a metric over sentence embeddings: which encoder, where and how it runs.
+ENCODER: dict[str, Param] = {
+    "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
+    "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE,
+}
 MODEL_DOC = "minilm (default), mpnet, glove, a folder/file path or a cached model name"
 
 
@@ -600,6 +605,13 @@ class EmbeddingCosine(_Embedded):
         return MetricResult(self.name, value, self.sig, details={"n_responses": n})
 
 
+def _register(name: str, **info: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """:func:`divmeter.registry.register` for this module's metrics: each one is a set-level
+    content metric over embeddings, higher is more diverse, and it needs the ``embed`` extra."""
+    return register(name, family="content", granularity="set", higher_is_more_diverse=True,
+                    extra="embed", **info)
+
+
 class VendiEmbedding(_Embedded):
     """vendi-embedding's corpus statistics: the ``d x d`` sum ``sum_i u_i u_i^T`` of the unit
     embeddings; the eigenvalues of its ``1/n`` multiple are the non-zero eigenvalues of
@@ -636,20 +648,15 @@ class VendiEmbedding(_Embedded):
         return MetricResult(self.name, value, self.sig, details={"n_responses": self.n_responses})
 
 
-@register(
+@_register(
     "embedding-cosine",
-    family="content",
-    granularity="set",
-    higher_is_more_diverse=True,
     bounds=(-1.0, 2.0),
     citation=f"{TEVET} (sent-BERT, neg-mean); {COMMONSENSE} (one-minus-mean); {SBERT}",
-    params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE,
+    params={**ENCODER,
             "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
                                doc="how similarities become a diversity")},
     description="Mean pairwise cosine of sentence embeddings, flipped to a diversity "
     "(neg-mean: Tevet's sent-BERT; one-minus-mean: self-cosSim)",
-    extra="embed",
     corpus=EmbeddingCosine,
 )
 def embedding_cosine(
@@ -693,18 +700,13 @@ def embedding_cosine(
         "similarity": S, **truncation(texts, model, base_url, backend, device, dtype)})
 
 
-@register(
+@_register(
     "chamfer",
-    family="content",
-    granularity="set",
-    higher_is_more_diverse=True,
     bounds=(0.0, 2.0),
     citation=COMMONSENSE,
-    params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE},
+    params=dict(ENCODER),
     description="Mean cosine distance of each response to its nearest other response (cosine "
     "variant; the paper's eq. 3 form is chamfer-sqeuclidean)",
-    extra="embed",
 )
 def chamfer(
     responses: Sequence[str], *, model: str = "minilm",
@@ -746,19 +748,14 @@ def chamfer(
         "nearest": nearest, **truncation(texts, model, base_url, backend, device, dtype)})
 
 
-@register(
+@_register(
     "chamfer-sqeuclidean",
-    family="content",
-    granularity="set",
-    higher_is_more_diverse=True,
     bounds=(0.0, None),
     citation=f"{COMMONSENSE}: eq. 3 with B = A, self-matches left out",
-    params={"model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE},
+    params=dict(ENCODER),
     description="Chamfer distance of eq. 3 of a set with itself: twice the mean squared "
     "Euclidean distance of each response's embedding to its nearest other (4 x chamfer on unit "
     "vectors)",
-    extra="embed",
 )
 def chamfer_sqeuclidean(
     responses: Sequence[str], *, model: str = "minilm",
@@ -805,22 +802,17 @@ def chamfer_sqeuclidean(
         "nearest": nearest, **truncation(texts, model, base_url, backend, device, dtype)})
 
 
-@register(
+@_register(
     "vendi-embedding",
-    family="content",
-    granularity="set",
-    higher_is_more_diverse=True,
     bounds=(1.0, None),
     citation=f"{FRIEDMAN}; VS-embed as in {COMMONSENSE}",
     params={"q": Param(float, gt=0, default=1.0, doc="order of the Vendi score (inf allowed)"),
-            "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE,
+            **ENCODER,
             "kernel": Param(str, default="cosine", predicate=kernel_ok, expect=KERNEL_EXPECT,
                             doc="cosine, rbf:gamma=G, laplacian:gamma=G, linear (unit vectors) "
                             "or precomputed (one n x n similarity matrix per set)")},
     description="Vendi score of order q with the cosine (or a given) kernel of sentence "
     "embeddings",
-    extra="embed",
     corpus=VendiEmbedding,
 )
 def vendi_embedding(
@@ -868,20 +860,15 @@ def vendi_embedding(
                         details=truncation(texts, model, base_url, backend, device, dtype))
 
 
-@register(
+@_register(
     "kmeans-inertia",
-    family="content",
-    granularity="set",
-    higher_is_more_diverse=True,
     bounds=(0.0, None),
     citation=DU_BLACK,
     params={"k": Param(int, ge=1, cap=10**5, default=2, doc="clusters"),
             "seed": Param(int, ge=0, default=0, doc="seed of the k-means initialisations"),
             "n_init": Param(int, ge=1, cap=1000, default=10, doc="k-means restarts"),
-            "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE},
+            **ENCODER},
     description="Inertia of seeded k-means (k clusters) on L2-normalised sentence embeddings",
-    extra="embed",
 )
 def kmeans_inertia_metric(
     responses: Sequence[str], *, k: int = 2, seed: int = 0, n_init: int = 10,
@@ -924,19 +911,14 @@ def kmeans_inertia_metric(
         "labels": labels, **truncation(texts, model, base_url, backend, device, dtype)})
 
 
-@register(
+@_register(
     "remote-clique",
-    family="content",
-    granularity="set",
-    higher_is_more_diverse=True,
     bounds=(0.0, 2.0),
     citation=REMOTE_CLIQUE,
     params={"distance": Param(str, choices=("euclidean", "cosine"), default="euclidean",
                               doc="pairwise distance"),
-            "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-            "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE},
+            **ENCODER},
     description="Mean pairwise distance of L2-normalised sentence embeddings",
-    extra="embed",
 )
 def remote_clique(
     responses: Sequence[str], *, distance: str = "euclidean", model: str = "minilm",
@@ -1001,11 +983,8 @@ def set_idf(ids: Sequence[np.ndarray]) -> list[np.ndarray]:
     return out
 
 
-@register(
+@_register(
     "bertscore",
-    family="content",
-    granularity="set",
-    higher_is_more_diverse=True,
     bounds=(-1.0, 1.0),
     citation=f"{BERTSCORE}; reduced to a set diversity as in {TEVET}",
     params={"model": Param(str, default="minilm", doc="token encoder: alias, path or name"),
@@ -1017,7 +996,6 @@ def set_idf(ids: Sequence[np.ndarray]) -> list[np.ndarray]:
             "device": DEVICE, "dtype": DTYPE},
     description="BERTScore F1 between responses (greedy matching of contextual token "
     "embeddings), flipped to a diversity",
-    extra="embed",
 )
 def bertscore(
     responses: Sequence[str], *, model: str = "minilm", layer: int | None = None,

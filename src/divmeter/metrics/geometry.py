@@ -71,13 +71,11 @@ from typing import Any
 
 import numpy as np
 
-from divmeter.backends.device import DEVICE, DTYPE
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import undefined
 from divmeter.metrics.embedding import (
-    BACKEND,
-    BASE_URL,
+    ENCODER,
     _embed_checked,
     _sig,
     chamfer_within,
@@ -166,10 +164,6 @@ KERNEL = Param(str, default="cosine", predicate=kernel_ok, expect=KERNEL_EXPECT,
 REDUCE = Param(str, choices=("sum", "mean"), default="sum",
                doc="sum over points (the definition) or mean (sum / n)")
 PROJECTIONS: tuple[str, ...] = ("pca", "umap", "none")
-ENCODER: dict[str, Param] = {
-    "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
-    "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE,
-}
 _ENCODER_DEFAULTS = {k: p.default for k, p in ENCODER.items()}
 
 

@@ -208,6 +208,16 @@ def _spectrum(texts: list[str], tok: Tokenizer) -> tuple[np.ndarray, np.ndarray,
     return enc.lengths.astype(np.int64), v, m2
 
 
+@cache
+def _jit(loop: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """``loop`` (a plain-Python kernel) compiled by numba, once per process (and cached on
+    disk across runs)."""
+    from numba import njit
+
+    fn: Callable[..., np.ndarray] = njit(cache=True, nogil=True)(loop)
+    return fn
+
+
 def _values(n: np.ndarray, ok: np.ndarray, formula: Callable[[], np.ndarray]) -> np.ndarray:
     """``formula()`` where ``ok``, NaN elsewhere (warnings of the undefined rows silenced)."""
     with np.errstate(all="ignore"):
@@ -215,9 +225,47 @@ def _values(n: np.ndarray, ok: np.ndarray, formula: Callable[[], np.ndarray]) ->
     return np.where(ok, out, np.nan)
 
 
-def _results(name: str, sig: str, vals: np.ndarray, sizes: list[int],
-             reason: str) -> list[MetricResult]:
-    return _per_set_results(name, sig, _nan_to_none(vals), sizes, reason)
+#: What a kernel computes from the responses of every set at once: each response's value (NaN
+#: where undefined), the signature's fields ahead of the tokenizer's, and the reason of a set
+#: where no response is defined.
+_Out = tuple[np.ndarray, dict[str, Any], str]
+#: A kernel's body: ``(texts, tokenizer, params) -> _Out``, ``params`` every declared parameter
+#: (checked, defaults filled in).
+_Batch = Callable[[list[str], Tokenizer, Mapping[str, Any]], _Out]
+
+
+def _kernel(name: str, single: Callable[..., MetricResult], batch: _Batch
+            ) -> Callable[..., list[MetricResult]]:
+    """The batched kernel ``<single>_many`` of the single-set function ``single``, registered
+    for ``name`` (:func:`divmeter.registry.register_batch`): it takes ``text_sets`` and the
+    keyword parameters of ``single`` (the same defaults), checks them, tokenizes every response
+    of every set once, computes the values with ``batch`` and returns one result per set."""
+    sig = inspect.signature(single)
+    sets = inspect.Parameter("text_sets", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                             annotation="Sequence[Sequence[str]]")
+    sig = sig.replace(parameters=[sets, *list(sig.parameters.values())[1:]],
+                      return_annotation="list[MetricResult]")
+
+    def kernel(*args: Any, **kwargs: Any) -> list[MetricResult]:
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as exc:  # the wording of a call to a plain function
+            raise TypeError(f"{kernel.__name__}() {exc}") from None
+        bound.apply_defaults()
+        params = dict(bound.arguments)
+        text_sets = params.pop("text_sets")
+        _check(name, **params)
+        texts, sizes = _flatten(text_sets)
+        tok = _get_tokenizer(params["tokenizer"], params["lowercase"])
+        vals, fields, reason = batch(texts, tok, params)
+        signature = make_signature(name, **fields, **_tok_sig(tok))
+        return _per_set_results(name, signature, _nan_to_none(vals), sizes, reason)
+
+    kernel.__name__ = kernel.__qualname__ = f"{single.__name__}_many"
+    kernel.__doc__ = (f"The kernel of :func:`{single.__name__}` (same parameters): one result "
+                      "per set.")
+    kernel.__signature__ = sig  # type: ignore[attr-defined]
+    return register_batch(name)(kernel)
 
 
 # --------------------------------------------------------------------------------------------
@@ -252,17 +300,12 @@ def root_ttr(responses: Sequence[str], *, tokenizer: str = "whitespace",
     return root_ttr_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
 
 
-@register_batch("root-ttr")
-def root_ttr_many(text_sets: Sequence[Sequence[str]], *, tokenizer: str = "whitespace",
-                  lowercase: bool = False) -> list[MetricResult]:
-    """The kernel of :func:`root_ttr` (same parameters): one result per set."""
-    _check("root-ttr", tokenizer=tokenizer, lowercase=lowercase)
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
+def _root_ttr_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
     n, v = _tokens_types(texts, tok)
-    vals = _values(n, n > 0, lambda: v / np.sqrt(n))
-    return _results("root-ttr", make_signature("root-ttr", **_tok_sig(tok)), vals, sizes,
-                    _NO_TOKEN)
+    return _values(n, n > 0, lambda: v / np.sqrt(n)), {}, _NO_TOKEN
+
+
+root_ttr_many = _kernel("root-ttr", root_ttr, _root_ttr_batch)
 
 
 @_register(
@@ -292,17 +335,12 @@ def corrected_ttr(responses: Sequence[str], *, tokenizer: str = "whitespace",
                               lowercase=lowercase)[0]
 
 
-@register_batch("corrected-ttr")
-def corrected_ttr_many(text_sets: Sequence[Sequence[str]], *, tokenizer: str = "whitespace",
-                       lowercase: bool = False) -> list[MetricResult]:
-    """The kernel of :func:`corrected_ttr` (same parameters): one result per set."""
-    _check("corrected-ttr", tokenizer=tokenizer, lowercase=lowercase)
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
+def _corrected_ttr_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
     n, v = _tokens_types(texts, tok)
-    vals = _values(n, n > 0, lambda: v / np.sqrt(2 * n))
-    return _results("corrected-ttr", make_signature("corrected-ttr", **_tok_sig(tok)), vals,
-                    sizes, _NO_TOKEN)
+    return _values(n, n > 0, lambda: v / np.sqrt(2 * n)), {}, _NO_TOKEN
+
+
+corrected_ttr_many = _kernel("corrected-ttr", corrected_ttr, _corrected_ttr_batch)
 
 
 @_register(
@@ -333,17 +371,13 @@ def log_ttr(responses: Sequence[str], *, tokenizer: str = "whitespace",
     return log_ttr_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
 
 
-@register_batch("log-ttr")
-def log_ttr_many(text_sets: Sequence[Sequence[str]], *, tokenizer: str = "whitespace",
-                 lowercase: bool = False) -> list[MetricResult]:
-    """The kernel of :func:`log_ttr` (same parameters): one result per set."""
-    _check("log-ttr", tokenizer=tokenizer, lowercase=lowercase)
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
+def _log_ttr_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
     n, v = _tokens_types(texts, tok)
     vals = _values(n, n > 1, lambda: np.log(v) / np.log(n))
-    return _results("log-ttr", make_signature("log-ttr", **_tok_sig(tok)), vals, sizes,
-                    "no response has two or more tokens")
+    return vals, {}, "no response has two or more tokens"
+
+
+log_ttr_many = _kernel("log-ttr", log_ttr, _log_ttr_batch)
 
 
 @_register(
@@ -377,21 +411,18 @@ def summer_s(responses: Sequence[str], *, base: float | str = "e", tokenizer: st
                          lowercase=lowercase)[0]
 
 
-@register_batch("summer-s")
-def summer_s_many(text_sets: Sequence[Sequence[str]], *, base: float | str = "e",
-                  tokenizer: str = "whitespace", lowercase: bool = False) -> list[MetricResult]:
-    """The kernel of :func:`summer_s` (same parameters): one result per set."""
-    _check("summer-s", base=base, tokenizer=tokenizer, lowercase=lowercase)
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
+def _summer_s_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
+    base = p["base"]
     n, v = _tokens_types(texts, tok)
     with np.errstate(all="ignore"):
         lln = np.log(_log(n, base))
     vals = _values(n, (v > 1) & (lln != 0), lambda: np.log(_log(v, base)) / lln)
-    sig = make_signature("summer-s", log=_base_label(base), **_tok_sig(tok))
     reason = "no response has two or more types" + (
         "" if base == "e" else f" (and a token count other than the base, {_base_label(base)})")
-    return _results("summer-s", sig, vals, sizes, reason)
+    return vals, {"log": _base_label(base)}, reason
+
+
+summer_s_many = _kernel("summer-s", summer_s, _summer_s_batch)
 
 
 @_register(
@@ -424,19 +455,15 @@ def dugast_u(responses: Sequence[str], *, base: float | str = "e", tokenizer: st
                          lowercase=lowercase)[0]
 
 
-@register_batch("dugast-u")
-def dugast_u_many(text_sets: Sequence[Sequence[str]], *, base: float | str = "e",
-                  tokenizer: str = "whitespace", lowercase: bool = False) -> list[MetricResult]:
-    """The kernel of :func:`dugast_u` (same parameters): one result per set."""
-    _check("dugast-u", base=base, tokenizer=tokenizer, lowercase=lowercase)
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
+def _dugast_u_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
     n, v = _tokens_types(texts, tok)
     with np.errstate(all="ignore"):
-        ln, lv = _log(n, base), _log(v, base)
+        ln, lv = _log(n, p["base"]), _log(v, p["base"])
     vals = _values(n, (n > 0) & (v < n), lambda: ln ** 2 / (ln - lv))
-    sig = make_signature("dugast-u", log=_base_label(base), **_tok_sig(tok))
-    return _results("dugast-u", sig, vals, sizes, _NO_REPEAT)
+    return vals, {"log": _base_label(p["base"])}, _NO_REPEAT
+
+
+dugast_u_many = _kernel("dugast-u", dugast_u, _dugast_u_batch)
 
 
 @_register(
@@ -473,19 +500,15 @@ def maas_a2(responses: Sequence[str], *, base: float | str = 10, tokenizer: str 
                         lowercase=lowercase)[0]
 
 
-@register_batch("maas-a2")
-def maas_a2_many(text_sets: Sequence[Sequence[str]], *, base: float | str = 10,
-                 tokenizer: str = "whitespace", lowercase: bool = False) -> list[MetricResult]:
-    """The kernel of :func:`maas_a2` (same parameters): one result per set."""
-    _check("maas-a2", base=base, tokenizer=tokenizer, lowercase=lowercase)
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
+def _maas_a2_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
     n, v = _tokens_types(texts, tok)
     with np.errstate(all="ignore"):
-        ln, lv = _log(n, base), _log(v, base)
+        ln, lv = _log(n, p["base"]), _log(v, p["base"])
     vals = _values(n, n > 1, lambda: (ln - lv) / ln ** 2)
-    sig = make_signature("maas-a2", log=_base_label(base), **_tok_sig(tok))
-    return _results("maas-a2", sig, vals, sizes, "no response has two or more tokens")
+    return vals, {"log": _base_label(p["base"])}, "no response has two or more tokens"
+
+
+maas_a2_many = _kernel("maas-a2", maas_a2, _maas_a2_batch)
 
 
 @_register(
@@ -521,19 +544,14 @@ def maas_log_v0(responses: Sequence[str], *, base: float | str = 10,
                             lowercase=lowercase)[0]
 
 
-@register_batch("maas-log-v0")
-def maas_log_v0_many(text_sets: Sequence[Sequence[str]], *, base: float | str = 10,
-                     tokenizer: str = "whitespace", lowercase: bool = False
-                     ) -> list[MetricResult]:
-    """The kernel of :func:`maas_log_v0` (same parameters): one result per set."""
-    _check("maas-log-v0", base=base, tokenizer=tokenizer, lowercase=lowercase)
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
+def _maas_log_v0_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
     n, v = _tokens_types(texts, tok)
     vals = _values(n, (n > 0) & (v < n),
-                   lambda: _log(v, base) / np.sqrt(1.0 - (np.log(v) / np.log(n)) ** 2))
-    sig = make_signature("maas-log-v0", log=_base_label(base), **_tok_sig(tok))
-    return _results("maas-log-v0", sig, vals, sizes, _NO_REPEAT)
+                   lambda: _log(v, p["base"]) / np.sqrt(1.0 - (np.log(v) / np.log(n)) ** 2))
+    return vals, {"log": _base_label(p["base"])}, _NO_REPEAT
+
+
+maas_log_v0_many = _kernel("maas-log-v0", maas_log_v0, _maas_log_v0_batch)
 
 
 # --------------------------------------------------------------------------------------------
@@ -568,16 +586,12 @@ def yule_k(responses: Sequence[str], *, tokenizer: str = "whitespace",
     return yule_k_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
 
 
-@register_batch("yule-k")
-def yule_k_many(text_sets: Sequence[Sequence[str]], *, tokenizer: str = "whitespace",
-                lowercase: bool = False) -> list[MetricResult]:
-    """The kernel of :func:`yule_k` (same parameters): one result per set."""
-    _check("yule-k", tokenizer=tokenizer, lowercase=lowercase)
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
+def _yule_k_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
     n, _, m2 = _spectrum(texts, tok)
-    vals = _values(n, n > 0, lambda: 1e4 * (m2 - n) / (n.astype(np.float64) ** 2))
-    return _results("yule-k", make_signature("yule-k", **_tok_sig(tok)), vals, sizes, _NO_TOKEN)
+    return _values(n, n > 0, lambda: 1e4 * (m2 - n) / (n.astype(np.float64) ** 2)), {}, _NO_TOKEN
+
+
+yule_k_many = _kernel("yule-k", yule_k, _yule_k_batch)
 
 
 @_register(
@@ -607,17 +621,12 @@ def yule_i(responses: Sequence[str], *, tokenizer: str = "whitespace",
     return yule_i_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
 
 
-@register_batch("yule-i")
-def yule_i_many(text_sets: Sequence[Sequence[str]], *, tokenizer: str = "whitespace",
-                lowercase: bool = False) -> list[MetricResult]:
-    """The kernel of :func:`yule_i` (same parameters): one result per set."""
-    _check("yule-i", tokenizer=tokenizer, lowercase=lowercase)
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
+def _yule_i_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
     n, v, m2 = _spectrum(texts, tok)
-    vals = _values(n, m2 > v, lambda: v.astype(np.float64) ** 2 / (m2 - v))
-    return _results("yule-i", make_signature("yule-i", **_tok_sig(tok)), vals, sizes,
-                    _NO_REPEAT)
+    return _values(n, m2 > v, lambda: v.astype(np.float64) ** 2 / (m2 - v)), {}, _NO_REPEAT
+
+
+yule_i_many = _kernel("yule-i", yule_i, _yule_i_batch)
 
 
 @_register(
@@ -649,21 +658,17 @@ def herdan_vm(responses: Sequence[str], *, tokenizer: str = "whitespace",
     return herdan_vm_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
 
 
-@register_batch("herdan-vm")
-def herdan_vm_many(text_sets: Sequence[Sequence[str]], *, tokenizer: str = "whitespace",
-                   lowercase: bool = False) -> list[MetricResult]:
-    """The kernel of :func:`herdan_vm` (same parameters): one result per set."""
-    _check("herdan-vm", tokenizer=tokenizer, lowercase=lowercase)
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
+def _herdan_vm_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
     n, v, m2 = _spectrum(texts, tok)
     nf, vf = n.astype(np.float64), v.astype(np.float64)
     # V M2 - N^2 >= 0 (Cauchy-Schwarz), exact in int64 while N^3 < 2**63
     small = n < 2_000_000
     num = np.where(small, (v * m2 - n * n).astype(np.float64), vf * m2 - nf * nf)
-    vals = _values(n, n > 0, lambda: np.sqrt(np.maximum(num, 0.0) / (vf * nf * nf)))
-    return _results("herdan-vm", make_signature("herdan-vm", **_tok_sig(tok)), vals, sizes,
-                    _NO_TOKEN)
+    return _values(n, n > 0, lambda: np.sqrt(np.maximum(num, 0.0) / (vf * nf * nf))), {}, \
+        _NO_TOKEN
+
+
+herdan_vm_many = _kernel("herdan-vm", herdan_vm, _herdan_vm_batch)
 
 
 @_register(
@@ -692,17 +697,13 @@ def simpson_d(responses: Sequence[str], *, tokenizer: str = "whitespace",
     return simpson_d_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
 
 
-@register_batch("simpson-d")
-def simpson_d_many(text_sets: Sequence[Sequence[str]], *, tokenizer: str = "whitespace",
-                   lowercase: bool = False) -> list[MetricResult]:
-    """The kernel of :func:`simpson_d` (same parameters): one result per set."""
-    _check("simpson-d", tokenizer=tokenizer, lowercase=lowercase)
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
+def _simpson_d_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
     n, _, m2 = _spectrum(texts, tok)
     vals = _values(n, n > 1, lambda: (m2 - n) / (n * (n - 1)).astype(np.float64))
-    return _results("simpson-d", make_signature("simpson-d", **_tok_sig(tok)), vals, sizes,
-                    "no response has two or more tokens")
+    return vals, {}, "no response has two or more tokens"
+
+
+simpson_d_many = _kernel("simpson-d", simpson_d, _simpson_d_batch)
 
 
 # --------------------------------------------------------------------------------------------
@@ -778,12 +779,8 @@ def _msttr_loop(ids: np.ndarray, lengths: np.ndarray, n_types: int, width: int,
     return out
 
 
-@cache
 def _msttr_compiled() -> Callable[..., np.ndarray]:
-    from numba import njit
-
-    fn: Callable[..., np.ndarray] = njit(cache=True, nogil=True)(_msttr_loop)
-    return fn
+    return _jit(_msttr_loop)
 
 
 @_register(
@@ -834,24 +831,19 @@ def msttr(responses: Sequence[str], *, segment: int = 50, convention: str = "dro
                       tokenizer=tokenizer, lowercase=lowercase)[0]
 
 
-@register_batch("msttr")
-def msttr_many(text_sets: Sequence[Sequence[str]], *, segment: int = 50,
-               convention: str = "drop-remainder", tokenizer: str = "whitespace",
-               lowercase: bool = False) -> list[MetricResult]:
-    """The kernel of :func:`msttr` (same parameters): one result per set."""
-    _check("msttr", segment=segment, convention=convention, tokenizer=tokenizer,
-           lowercase=lowercase)
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
+def _msttr_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
+    segment, convention = p["segment"], p["convention"]
     code = CONVENTIONS.index(convention)
     vals = per_text(texts, tok, lambda c: _msttr_compiled()(  # compiled: the same floats
         c.ids, c.lengths, c.n_types, segment, code))
     if vals is None:
         vals = _msttr_values(TokenKeys.from_texts(texts, tok), segment, convention)
-    sig = make_signature("msttr", segment=segment, convention=convention, **_tok_sig(tok))
     reason = _NO_TOKEN if convention != "drop-last" else \
         f"no response has more than segment={segment} tokens"
-    return _results("msttr", sig, vals, sizes, reason)
+    return vals, {"segment": segment, "convention": convention}, reason
+
+
+msttr_many = _kernel("msttr", msttr, _msttr_batch)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1020,33 +1012,25 @@ def _mtld_ma_loop(ids: np.ndarray, lengths: np.ndarray, n_types: int, threshold:
     return out
 
 
-@cache
 def _mtld_ma_compiled() -> Callable[..., np.ndarray]:
-    from numba import njit
-
-    fn: Callable[..., np.ndarray] = njit(cache=True, nogil=True)(_mtld_ma_loop)
-    return fn
+    return _jit(_mtld_ma_loop)
 
 
-def _mtld_ma_many(name: str, values: Callable[..., np.ndarray],
-                  text_sets: Sequence[Sequence[str]], threshold: float, factor: str,
-                  min_length: int, tokenizer: str, lowercase: bool) -> list[MetricResult]:
-    _check(name, threshold=threshold, factor=factor, min_length=min_length, tokenizer=tokenizer,
-           lowercase=lowercase)
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
-    wrap = name == "mtld-ma-wrap"
-    vals = per_text(texts, tok, lambda c: _mtld_ma_compiled()(  # compiled: the same floats
-        c.ids, c.lengths, c.n_types, float(threshold), min_length, factor == "lt", wrap))
-    if vals is None:
-        vals = values(TokenKeys.from_texts(texts, tok), float(threshold), min_length,
-                      factor == "lt")
-    sig = make_signature(name, threshold=float(threshold), factor=factor, min=min_length,
-                         **_tok_sig(tok))
-    return _results(name, sig, vals, sizes,
-                    f"no response has a factor (a stretch of at least {min_length} tokens whose "
-                    f"TTR falls to the threshold)")
+def _mtld_ma(values: Callable[..., np.ndarray], *, wrap: bool) -> _Batch:
+    """The kernel body of an MTLD-MA variant (``values``: its numpy path; ``wrap``: the
+    compiled path's variant)."""
 
+    def batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
+        threshold, factor, min_length = float(p["threshold"]), p["factor"], p["min_length"]
+        vals = per_text(texts, tok, lambda c: _mtld_ma_compiled()(  # compiled: the same floats
+            c.ids, c.lengths, c.n_types, threshold, min_length, factor == "lt", wrap))
+        if vals is None:
+            vals = values(TokenKeys.from_texts(texts, tok), threshold, min_length, factor == "lt")
+        fields = {"threshold": threshold, "factor": factor, "min": min_length}
+        return vals, fields, (f"no response has a factor (a stretch of at least {min_length} "
+                              "tokens whose TTR falls to the threshold)")
+
+    return batch
 
 @_register(
     "mtld-ma-bi", higher=True, bounds=(0.0, None),
@@ -1091,13 +1075,7 @@ def mtld_ma_bi(responses: Sequence[str], *, threshold: float = 0.72, factor: str
                            min_length=min_length, tokenizer=tokenizer, lowercase=lowercase)[0]
 
 
-@register_batch("mtld-ma-bi")
-def mtld_ma_bi_many(text_sets: Sequence[Sequence[str]], *, threshold: float = 0.72,
-                    factor: str = "lt", min_length: int = 10, tokenizer: str = "whitespace",
-                    lowercase: bool = False) -> list[MetricResult]:
-    """The kernel of :func:`mtld_ma_bi` (same parameters): one result per set."""
-    return _mtld_ma_many("mtld-ma-bi", _mtld_ma_bi_values, text_sets, threshold, factor,
-                         min_length, tokenizer, lowercase)
+mtld_ma_bi_many = _kernel("mtld-ma-bi", mtld_ma_bi, _mtld_ma(_mtld_ma_bi_values, wrap=False))
 
 
 @_register(
@@ -1138,13 +1116,7 @@ def mtld_ma_wrap(responses: Sequence[str], *, threshold: float = 0.72, factor: s
                              lowercase=lowercase)[0]
 
 
-@register_batch("mtld-ma-wrap")
-def mtld_ma_wrap_many(text_sets: Sequence[Sequence[str]], *, threshold: float = 0.72,
-                      factor: str = "lt", min_length: int = 10, tokenizer: str = "whitespace",
-                      lowercase: bool = False) -> list[MetricResult]:
-    """The kernel of :func:`mtld_ma_wrap` (same parameters): one result per set."""
-    return _mtld_ma_many("mtld-ma-wrap", _mtld_ma_wrap_values, text_sets, threshold, factor,
-                         min_length, tokenizer, lowercase)
+mtld_ma_wrap_many = _kernel("mtld-ma-wrap", mtld_ma_wrap, _mtld_ma(_mtld_ma_wrap_values, wrap=True))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1246,12 +1218,7 @@ _VOCD_JIT_DRAWS = 10_000_000
 def _vocd_compiled() -> Callable[..., np.ndarray] | None:
     """:func:`_vocd_counts_loop` compiled by numba (cached on disk), or ``None`` without
     numba (or with ``DIVMETER_NO_JIT=1``)."""
-    if compiled() is None:
-        return None
-    from numba import njit
-
-    fn: Callable[..., np.ndarray] = njit(cache=True, nogil=True)(_vocd_counts_loop)
-    return fn
+    return None if compiled() is None else _jit(_vocd_counts_loop)
 
 
 #: Row blocks of the numpy sampling path hold at most this many scratch entries.
@@ -1487,21 +1454,15 @@ def vocd_d(responses: Sequence[str], *, min_size: int = 35, max_size: int = 50,
                        tokenizer=tokenizer, lowercase=lowercase)[0]
 
 
-@register_batch("vocd-d")
-def vocd_d_many(text_sets: Sequence[Sequence[str]], *, min_size: int = 35, max_size: int = 50,
-                samples: int = 100, trials: int = 3, seed: int = 0, sampling: str = "random",
-                tokenizer: str = "whitespace", lowercase: bool = False) -> list[MetricResult]:
-    """The kernel of :func:`vocd_d` (same parameters): one result per set."""
-    _check("vocd-d", min_size=min_size, max_size=max_size, samples=samples, trials=trials,
-           seed=seed, sampling=sampling, tokenizer=tokenizer, lowercase=lowercase)
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
-    vals = _vocd_values(TokenKeys.from_texts(texts, tok), min_size, max_size, samples, trials,
-                        seed, sampling)
+def _vocd_d_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
+    min_size, max_size, sampling = p["min_size"], p["max_size"], p["sampling"]
+    vals = _vocd_values(TokenKeys.from_texts(texts, tok), min_size, max_size, p["samples"],
+                        p["trials"], p["seed"], sampling)
     rnd = sampling == "random"
-    sig = make_signature("vocd-d", sizes=f"{min_size}..{max_size}",
-                         samples=samples if rnd else None, trials=trials if rnd else None,
-                         sampling=sampling, seed=seed if rnd else None,
-                         rng="splitmix64" if rnd else None, **_tok_sig(tok))
-    return _results("vocd-d", sig, vals, sizes,
-                    f"no response has {max_size} tokens or more with a repeated word")
+    fields = {"sizes": f"{min_size}..{max_size}", "samples": p["samples"] if rnd else None,
+              "trials": p["trials"] if rnd else None, "sampling": sampling,
+              "seed": p["seed"] if rnd else None, "rng": "splitmix64" if rnd else None}
+    return vals, fields, f"no response has {max_size} tokens or more with a repeated word"
+
+
+vocd_d_many = _kernel("vocd-d", vocd_d, _vocd_d_batch)

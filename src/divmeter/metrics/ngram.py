@@ -252,6 +252,12 @@ class PooledCounts(Accumulator):
 # distinct-n
 
 
+def _register(name: str, **info: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """:func:`divmeter.registry.register` for this module's metrics: each one is a form metric
+    (over the n-grams or the bytes of the responses)."""
+    return register(name, family="form", **info)
+
+
 def _distinct_setup(n: int | None, n_max: int, tokenizer: str, lowercase: bool
                     ) -> tuple[Tokenizer, list[int], str]:
     tok = get_tokenizer(tokenizer, lowercase)
@@ -260,9 +266,8 @@ def _distinct_setup(n: int | None, n_max: int, tokenizer: str, lowercase: bool
     return tok, orders, sig
 
 
-@register(
+@_register(
     "distinct-n",
-    family="form",
     granularity="set",
     higher_is_more_diverse=True,
     bounds=(0.0, 1.0),
@@ -361,9 +366,8 @@ def _entropy_value(total: int, xlogx: float, base: float) -> float:
     return max(h, 0.0) / math.log(base)
 
 
-@register(
+@_register(
     "entropy-n",
-    family="form",
     granularity="set",
     higher_is_more_diverse=True,
     bounds=(0.0, None),
@@ -446,9 +450,8 @@ def _ead_one(unique: int, total: int, v: int) -> float:
     return unique / (v * frac)
 
 
-@register(
+@_register(
     "ead",
-    family="form",
     granularity="set",
     higher_is_more_diverse=True,
     bounds=(0.0, None),
@@ -630,9 +633,8 @@ class NgramCosine(Accumulator):
         return MetricResult(self.name, value, self.sig, details={"per_n": per_n})
 
 
-@register(
+@_register(
     "ngram-cosine",
-    family="form",
     granularity="set",
     higher_is_more_diverse=True,
     bounds=(-1.0, 0.0),
@@ -730,9 +732,8 @@ def _ngram_diversity_setup(n_max: int, tokenizer: str, lowercase: bool
     return tok, list(range(1, n_max + 1)), sig
 
 
-@register(
+@_register(
     "ngram-diversity",
-    family="form",
     granularity="corpus",
     higher_is_more_diverse=True,
     bounds=(0.0, None),
@@ -800,9 +801,8 @@ def _compressed_size(data: bytes, algo: str) -> int:
     return len(lzma.compress(data, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64, preset=6))
 
 
-@register(
+@_register(
     "compression-ratio",
-    family="form",
     granularity="corpus",
     higher_is_more_diverse=False,
     bounds=(0.0, None),
@@ -949,9 +949,8 @@ class SelfRepetition(TwoPass):
                             details={"n_responses": self.n_docs})
 
 
-@register(
+@_register(
     "self-repetition",
-    family="form",
     granularity="set",
     higher_is_more_diverse=False,
     bounds=(0.0, None),

@@ -760,6 +760,14 @@ def _field(fields: Mapping[str, Any] | None, name: str, k: int, metric: str) -> 
     return out
 
 
+def _register(name: str, **info: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """:func:`divmeter.registry.register` for this module's metrics: each one is a set-level
+    content metric, higher is more diverse, and it needs the ``embed`` extra (the default
+    equivalence is the embedding one)."""
+    return register(name, family="content", granularity="set", higher_is_more_diverse=True,
+                    extra="embed", **info)
+
+
 FIELDS = Param(dict, allow_none=True, default=None,
                predicate=lambda v: v is None or isinstance(v, Mapping),
                expect="a mapping of the set's field names to values",
@@ -771,17 +779,13 @@ FIELDS = Param(dict, allow_none=True, default=None,
 # distinct-k
 
 
-@register(
+@_register(
     "distinct-k",
-    family="content",
-    granularity="set",
-    higher_is_more_diverse=True,
     bounds=(0.0, 1.0),
     citation=f"{NOVELTYBENCH}, section 3 (distinct_k), greedy partition of section 3",
     params=dict(EQUIVALENCE_PARAMS),
     description="Share of meaningfully different responses: equivalence classes / k "
     "(NoveltyBench's distinct_k is the count, in details)",
-    extra="embed",
 )
 def distinct_k(
     responses: Sequence[str], *, equivalence: str = "embedding", threshold: float | None = None,
@@ -846,11 +850,8 @@ def _quality_relation(value: Any, params: Mapping[str, Any]) -> str | None:
     return None
 
 
-@register(
+@_register(
     "novelty-utility",
-    family="content",
-    granularity="set",
-    higher_is_more_diverse=True,
     bounds=(0.0, None),
     citation=f"{NOVELTYBENCH}, section 3, eq. 2 (utility_k, patience p = 0.8)",
     params={
@@ -875,7 +876,6 @@ def _quality_relation(value: Any, params: Mapping[str, Any]) -> str | None:
     },
     description="NoveltyBench's utility_k: patience-discounted quality of the generations "
     "that are new (equivalent repeats count 0)",
-    extra="embed",
 )
 def novelty_utility(
     responses: Sequence[str], *, patience: float = 0.8, quality: str = "uniform",
@@ -1011,11 +1011,8 @@ def _base(base: Any) -> tuple[float, str]:
     return b, (str(int(b)) if b.is_integer() else repr(b))
 
 
-@register(
+@_register(
     "semantic-entropy",
-    family="content",
-    granularity="set",
-    higher_is_more_diverse=True,
     bounds=(0.0, None),
     citation=KUHN,
     params={
@@ -1035,7 +1032,6 @@ def _base(base: Any) -> tuple[float, str]:
     },
     description="Entropy over classes of equivalent responses (semantic entropy): class sizes, "
     "or sequence probabilities",
-    extra="embed",
 )
 def semantic_entropy(
     responses: Sequence[str], *, estimator: str = "discrete", logprob_field: str = "logprobs",

@@ -40,7 +40,7 @@ same order), and MATTR / HD-D get their keys from it: the same values, bit for b
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from itertools import chain
 from typing import Any
@@ -160,14 +160,18 @@ def _tok_sig(tok: Tokenizer) -> dict[str, str]:
     return {"tok": tok.name, "case": tok.case}
 
 
+def _register(name: str, **info: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """:func:`divmeter.registry.register` for this module's metrics: each one is a response-level
+    form metric (scored per response, mean over the set)."""
+    return register(name, family="form", granularity="response", **info)
+
+
 # --------------------------------------------------------------------------------------------
 # TTR
 
 
-@register(
+@_register(
     "ttr",
-    family="form",
-    granularity="response",
     higher_is_more_diverse=True,
     bounds=(0.0, 1.0),
     citation=f"Johnson 1944; as defined (eq. 4) in {PATTR_PAPER}",
@@ -261,10 +265,8 @@ def _mattr_values(enc: TokenKeys, window: int) -> tuple[np.ndarray, np.ndarray]:
     return out, (lengths < window) & (lengths > 0)
 
 
-@register(
+@_register(
     "mattr",
-    family="form",
-    granularity="response",
     higher_is_more_diverse=True,
     bounds=(0.0, 1.0),
     citation=f"{COVINGTON2010}; used per response in {PATTR_PAPER}",
@@ -346,10 +348,8 @@ def mattr_many(
 # PATTR
 
 
-@register(
+@_register(
     "pattr",
-    family="form",
-    granularity="response",
     higher_is_more_diverse=True,
     bounds=(0.0, 1.0),
     citation=f"{PATTR_PAPER} (eq. 6)",
@@ -426,10 +426,8 @@ def pattr_many(
 # --------------------------------------------------------------------------------------------
 # per-response compression ratio
 
-@register(
+@_register(
     "response-compression",
-    family="form",
-    granularity="response",
     higher_is_more_diverse=False,
     bounds=(0.0, None),
     citation=f"{SHAIB2024} (CR); per response, truncated to the first L words, as in "
@@ -632,10 +630,8 @@ def _check_threshold(value: Any) -> float:
     return float(value)
 
 
-@register(
+@_register(
     "mtld",
-    family="form",
-    granularity="response",
     higher_is_more_diverse=True,
     bounds=(0.0, None),
     citation=MCCARTHY2010,
@@ -764,10 +760,8 @@ def _hdd_values(enc: TokenKeys, sample_size: int) -> np.ndarray:
     return out
 
 
-@register(
+@_register(
     "hdd",
-    family="form",
-    granularity="response",
     higher_is_more_diverse=True,
     bounds=(0.0, 1.0),
     citation=f"{MCCARTHY2007}; {MCCARTHY2010}",
@@ -848,10 +842,8 @@ def hdd_many(
 UNITS = ("words", "bytes")
 
 
-@register(
+@_register(
     "length",
-    family="form",
-    granularity="response",
     higher_is_more_diverse=True,
     bounds=(0.0, None),
     citation=f"{PATTR_PAPER} (response length in whitespace-separated words, Appendix B)",
