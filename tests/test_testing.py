@@ -39,12 +39,23 @@ SPECS = list_metrics()
 #: ``runtime=True``) or need a declared ``alternative=`` (another installed model). Integrator:
 #: declare them there, then empty this table.
 UNDECLARED: dict[str, dict[str, str]] = {
-    "content": {"model": "declare Param(alternative='glove') in metrics/embedding.py"},
+    "content": {"model": "declare Param(alternative='glove') in metrics/embedding.py",
+                # the partition metrics' other equivalences need a judge server or a local
+                # pair-model folder: tests/test_partition_judge.py and _models.py check them
+                "equivalence": "needs a server or a model folder the contract does not have",
+                "label": "the entailment label of a local NLI folder (equivalence=classifier)",
+                "prompt": "the judge equivalence's prompt (needs a judge server)",
+                # per-response data of a set (qualities, log-probabilities), not settings:
+                # tests/test_partition.py checks each of these with sets that carry fields
+                **dict.fromkeys(("fields", "quality", "quality_field", "quality_model",
+                                 "rm_scale", "estimator", "logprob_field"),
+                                "needs the set's per-response fields or a reward model")},
     "lm": {"model": "declare Param(alternative=...) in metrics/decan.py",
            "prompt": "declare Param(alternative=...) in metrics/decan.py"},
     "judge": {k: "declare runtime=True or alternative= in metrics/judge.py" for k in (
         "model", "base_url", "template", "fewshot", "cache", "concurrency", "timeout",
-        "max_attempts", "retries", "seed", "samples", "temperature", "max_tokens")},
+        "max_attempts", "retries", "seed", "samples", "temperature", "max_tokens")}
+    | {"top_logprobs": "applies with answer=logprobs only (tests/test_judge_logprobs.py)"},
 }
 DECAN_SETS = [["Rain fell.", "Sun shone.", "Wind blew."], ["Snow.", "Hail."]]
 #: vocd-D draws 35..50 tokens per sample: responses of 60 words with repeats (a value exists).

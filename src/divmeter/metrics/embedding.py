@@ -810,7 +810,8 @@ def chamfer_sqeuclidean(
             **ENCODER,
             "kernel": Param(str, default="cosine", predicate=kernel_ok, expect=KERNEL_EXPECT,
                             doc="cosine, rbf:gamma=G, laplacian:gamma=G, linear (unit vectors) "
-                            "or precomputed (one n x n similarity matrix per set)")},
+                            "or precomputed (one n x n similarity matrix per set)",
+                            alternative="rbf:gamma=0.5")},
     description="Vendi score of order q with the cosine (or a given) kernel of sentence "
     "embeddings",
     corpus=VendiEmbedding,

@@ -696,15 +696,15 @@ EQUIVALENCE_PARAMS: dict[str, Param] = {
     "model": Param(str, default="minilm",
                    doc="embedding: sentence encoder (minilm, mpnet, a folder...); judge: "
                    "openai:NAME; classifier/entailment: a local model folder"),
-    "base_url": Param(str, allow_none=True, default=None,
+    "base_url": Param(str, allow_none=True, default=None, runtime=True,
                       doc="server API root for equivalence=judge (or openai:NAME embeddings)"),
     "label": Param(int, ge=0, allow_none=True, default=None, relation=_label_relation,
                    doc="classifier: the 'equivalent' label (none: 1, NoveltyBench's); "
                    "entailment: the entailment label (none: found by name)"),
     "prompt": Param(str, allow_none=True, default=None,
                     doc="the set's prompt, shown to the judge (divmeter score passes each set's)"),
-    "cache": Param(str, default="default", doc="the judge's request cache: default, none or a "
-                   "folder"),
+    "cache": Param(str, default="default", runtime=True,
+                   doc="the judge's request cache: default, none or a folder"),
     "device": DEVICE,
     "dtype": DTYPE,
 }
@@ -852,6 +852,7 @@ def _quality_relation(value: Any, params: Mapping[str, Any]) -> str | None:
 
 @_register(
     "novelty-utility",
+    order_invariant=False,  # the utility discounts classes in the order generations came
     bounds=(0.0, None),
     citation=f"{NOVELTYBENCH}, section 3, eq. 2 (utility_k, patience p = 0.8)",
     params={
@@ -1023,7 +1024,8 @@ def _base(base: Any) -> tuple[float, str]:
         "logprob_field": Param(str, default="logprobs",
                                doc="the set's field holding each response's sequence "
                                "log-probability (estimator=weighted)"),
-        "base": Param(float, default="e", doc="logarithm base: e (nats), bits, or a number",
+        "base": Param(float, default="e", alternative="bits",
+                      doc="logarithm base: e (nats), bits, or a number",
                       predicate=lambda b: b in ("e", "nats", "bits") or (
                           isinstance(b, (int, float)) and not isinstance(b, bool)
                           and 0 < b < float("inf") and b != 1),
