@@ -75,6 +75,9 @@ _GenerateTimeout = Annotated[float, typer.Option("--timeout", help="Server: seco
                        ]
 _GenerateOverwrite = Annotated[bool, typer.Option("--overwrite", help="Start OUT afresh instead of "
                                             "resuming.")]
+_GenerateResume = Annotated[bool, typer.Option("--resume", help="Keep the rows already in OUT and "
+                                         "generate the rest (what a rerun does unless "
+                                         "--overwrite is given).")]
 
 
 def generate_cmd(
@@ -97,6 +100,7 @@ def generate_cmd(
     concurrency: _GenerateConcurrency = 4,
     timeout: _GenerateTimeout = 60.0,
     overwrite: _GenerateOverwrite = False,
+    resume: _GenerateResume = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -115,6 +119,8 @@ def generate_cmd(
                     stop=tuple(stop or ()))
     if n < 1:
         raise InvalidInputError(f"-n must be an integer >= 1; got {n}.")
+    if resume and overwrite:
+        raise InvalidInputError("--resume keeps OUT and --overwrite starts it afresh; give one.")
     if not os.path.exists(prompts):
         raise FileNotFoundError(2, "No such file or directory", prompts)
     items = read_prompts(prompts)
@@ -149,6 +155,9 @@ def generate_cmd(
         typer.echo(f"divmeter: {report.written} sets written, {report.kept} kept from an earlier "
                    f"run, {report.failed} failed, of {report.planned} -> {output} "
                    f"({wall:.1f} s{extra}).", err=True)
+    if report.stopped:
+        typer.echo(f"divmeter: error: {report.stopped}.", err=True)
+        raise typer.Exit(1)
     if report.failed:
         kinds = ", ".join(f"{k}: {v}" for k, v in sorted(report.failures.items()))
         typer.echo(f"divmeter: error: {report.failed} sets failed ({kinds}); rerun the same "
