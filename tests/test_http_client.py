@@ -213,3 +213,6 @@ def test_breaker_on_a_port_closed_from_the_start(tmp_path):
     assert all(isinstance(o, Failure) and o.kind == "connection" for o in out)
     assert c.breaker.reason == "connection refused"
     assert c.stats.requests <= 2 * 3  # the first two in flight; the other 8 never sent
+    assert out[0].message == (f"the server at {c.base_url} cannot be reached (connection "
+                              "refused); is it running, and is the URL right (it usually ends "
+                              "in /v1)?")

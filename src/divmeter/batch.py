@@ -158,7 +158,12 @@ def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
 def _check_model(family: str, model: Any) -> None:
     """Resolve a metric's ``model`` without loading it, so an alias, path or cached name that
     does not exist fails before the first set (not as a null on every set). Remembered per
-    process (resolving an alias may hash its weights)."""
+    process (resolving an alias may hash its weights). A server model (``openai:NAME``) is left
+    to its scorer, which asks the server (``base_url`` or ``$DIVMETER_BASE_URL``)."""
+    from divmeter.backends.server import server_model_name
+
+    if server_model_name(model) is not None:
+        return
     if family == "lm":
         from divmeter.backends.lm import resolve_model as resolve_lm
 

@@ -112,6 +112,9 @@ class CircuitBreaker:
 
     def line(self, base_url: str) -> str:
         total = self.planned if self.planned is not None else self.submitted
+        if not self.answered:
+            return (f"the server at {base_url} cannot be reached ({self.reason}); is it "
+                    "running, and is the URL right (it usually ends in /v1)?")
         return (f"the server at {base_url} stopped answering ({self.reason}) after "
                 f"{self.answered} of {total} requests; rerun with --resume")
 

@@ -156,7 +156,8 @@ def generate_cmd(
                    f"run, {report.failed} failed, of {report.planned} -> {output} "
                    f"({wall:.1f} s{extra}).", err=True)
     if report.stopped:
-        typer.echo(f"divmeter: error: {report.stopped}.", err=True)
+        end = "" if report.stopped.endswith("?") else "."
+        typer.echo(f"divmeter: error: {report.stopped}{end}", err=True)
         raise typer.Exit(1)
     if report.failed:
         kinds = ", ".join(f"{k}: {v}" for k, v in sorted(report.failures.items()))
