@@ -67,8 +67,16 @@ _GenerateChat = Annotated[
 _GenerateDevice = Annotated[str, typer.Option("--device", help="auto, cpu, cuda or cuda:i.")]
 _GenerateDtype = Annotated[str, typer.Option("--dtype", help="float32, bfloat16 or float16.")
                      ]
-_GenerateBatchSize = Annotated[int, typer.Option("--batch-size", help="Local: sequences per "
-                                            "forward pass.")]
+_GenerateBatchSize = Annotated[
+        int | None,
+        typer.Option("--batch-size", help="Local: real sequences per decoding pass, at most "
+                     "--lanes (default: --lanes); does not change a sample.", show_default=False),
+    ]
+_GenerateLanes = Annotated[
+        int | None,
+        typer.Option("--lanes", help="Local: rows of every decoding pass (default 16 on the CPU, "
+                     "128 on CUDA); in the signature.", show_default=False),
+    ]
 _GenerateConcurrency = Annotated[int, typer.Option("--concurrency", help="Server: requests in "
                                              "flight.")]
 _GenerateTimeout = Annotated[float, typer.Option("--timeout", help="Server: seconds per request.")
@@ -96,7 +104,8 @@ def generate_cmd(
     chat: _GenerateChat = None,
     device: _GenerateDevice = "auto",
     dtype: _GenerateDtype = "float32",
-    batch_size: _GenerateBatchSize = 32,
+    batch_size: _GenerateBatchSize = None,
+    lanes: _GenerateLanes = None,
     concurrency: _GenerateConcurrency = 4,
     timeout: _GenerateTimeout = 60.0,
     overwrite: _GenerateOverwrite = False,
@@ -130,7 +139,7 @@ def generate_cmd(
         if base_url is not None:
             raise InvalidInputError(
                 f"--base-url is for server models, named openai:NAME; got --model {model!r}.")
-        kw = {"device": device, "dtype": dtype, "batch_size": batch_size}
+        kw = {"device": device, "dtype": dtype, "batch_size": batch_size, "lanes": lanes}
     gen = get_generator(model, base_url=base_url, chat=chat, **kw)  # type: ignore[arg-type]
     # the device note (cuda asked, none found) is logged once by the generator itself
     total = len(items) * len(spec.values)

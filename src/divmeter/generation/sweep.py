@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from divmeter.errors import InvalidInputError
-from divmeter.generation import (
+from divmeter.generation.base import (
     Decoding,
-    Generator,
+    SampleGenerator,
     check_n,
     derive_seed,
     run_signature,
@@ -266,7 +266,7 @@ def _existing(path: Path) -> list[dict[str, Any]]:
 
 
 def run_sweep(
-    generator: Generator,
+    generator: SampleGenerator,
     prompts: Sequence[Prompt],
     n: int,
     sweep: Sweep,
