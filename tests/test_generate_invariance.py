@@ -90,12 +90,3 @@ def test_text_leaves_out_special_and_added_tokens_and_ends_at_end_of_turn(gemma)
            nn, *piece("Bye."), eot, *piece(" Never shown")]
     assert gemma.text_of(ids, new) == " was selling flowers.The old\n\nBye."
 
-
-def test_a_turn_marker_ends_a_real_sample(gemma):
-    """Greedy continuation of a dialogue in Gemma's turn format: the sample stops where the
-    model closes its turn, with no markup in the text."""
-    prompt = ("<start_of_turn>user\nSay hello.<end_of_turn>\n<start_of_turn>model\nHello!"
-              "<end_of_turn>\n<start_of_turn>user\nSay bye.<end_of_turn>\n<start_of_turn>model\n")
-    [[text]] = gemma.generate([prompt], 1, temperature=0, max_tokens=24)
-    assert text.strip() and "<" not in text
-    assert gemma.last_stats["tokens"] < 24  # it ended at a turn or sequence end
