@@ -1,9 +1,10 @@
 """Speed of generation on this CPU.
 
 1. Local (transformers, packaged Gemma-3-270m base, float32): new tokens per second for the same
-   sequences generated in batches (``batch_size`` sequences per ``generate`` call) and one at a
-   time (``batch_size=1``). Reported per wall-clock second and per CPU second of this process
-   (the machine is shared; CPU time is the stabler number).
+   sequences decoded with every pass full (``batch_size`` = ``lanes``) and with one real
+   sequence per pass (``batch_size=1``; the pass still runs ``lanes`` rows, so the samples are
+   the same, which the script checks). Reported per wall-clock second and per CPU second of this
+   process (the machine is shared; CPU time is the stabler number).
 2. HTTP (llama-cpp-python's server on loopback serving the same GGUF, Q4_K_M): requests per
    second of ``/v1/completions`` at client concurrency 1, 4 and 16 (no cache, every request a
    distinct seed). llama.cpp's server handles one completion at a time, so concurrency mainly
@@ -34,22 +35,26 @@ PROMPTS = ["Not the hacking", "How is our", "So that's the", "Do you listen",
            "I'm kidding. You", "What are you", "The first thing", "Why would anyone"]
 
 
-def local(n_prompts: int, n: int, max_tokens: int, batch: int) -> list[str]:
+def local(n_prompts: int, n: int, max_tokens: int) -> list[str]:
     from divmeter.generation import get_generator
 
-    gen = get_generator("gemma-3-270m", device="cpu", batch_size=batch)
+    gen = get_generator("gemma-3-270m", device="cpu")
     prompts = PROMPTS[:n_prompts]
     gen.generate(prompts[:1], 1, max_tokens=2)  # warm-up
-    lines = ["| mode | sequences | new tokens | wall s | CPU s | tokens / wall s | "
-             "tokens / CPU s |", "|---|---|---|---|---|---|---|"]
-    for label, bs in ((f"batched ({batch} per call)", batch), ("one at a time", 1)):
+    lines = ["| mode | sequences | passes | new tokens | wall s | CPU s | tokens / wall s | "
+             "tokens / CPU s |", "|---|---|---|---|---|---|---|---|"]
+    outs = []
+    for label, bs in ((f"full passes ({gen.lanes} lanes)", gen.lanes),
+                      (f"one sequence per pass ({gen.lanes} lanes)", 1)):
         gen.batch_size = bs
         w0, c0 = time.perf_counter(), time.process_time()
-        gen.generate(prompts, n, temperature=1.0, max_tokens=max_tokens, seed=0)
+        outs.append(gen.generate(prompts, n, temperature=1.0, max_tokens=max_tokens, seed=0))
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-        tok = gen.last_stats["tokens"]
-        lines.append(f"| {label} | {gen.last_stats['sequences']} | {tok} | {wall:.1f} | "
-                     f"{cpu:.1f} | {tok / wall:.1f} | {tok / cpu:.1f} |")
+        st = gen.last_stats
+        lines.append(f"| {label} | {st['sequences']} | {st['passes']} | {st['tokens']} | "
+                     f"{wall:.1f} | {cpu:.1f} | {st['tokens'] / wall:.1f} | "
+                     f"{st['tokens'] / cpu:.1f} |")
+    lines += ["", f"Same samples both ways: {outs[0] == outs[1]}."]
     return lines
 
 
@@ -94,7 +99,7 @@ def main() -> None:
     if "local" in parts:
         out += [f"## Local: Gemma-3-270m base (float32), {n_prompts} prompts x {n} samples, "
                 f"{max_tokens} new tokens, temperature 1", ""]
-        out += local(n_prompts, n, max_tokens, n_prompts * n)
+        out += local(n_prompts, n, max_tokens)
         out.append("")
     if "http" in parts:
         out += [f"## HTTP: llama-cpp-python server (Gemma-3-270m Q4_K_M GGUF), {reqs} "

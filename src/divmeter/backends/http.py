@@ -20,6 +20,13 @@ the OpenAI REST dialect (vLLM, llama.cpp's server, TGI, hosted APIs). They share
   shown in ``base_url``) are redacted from every message (:mod:`divmeter.redact`).
 * **Counts**: :class:`ClientStats` counts requests sent, cache hits, retries and failures by kind,
   and the prompt/completion tokens the server reported.
+* **Circuit breaker**: once the server cannot be reached (a request's last attempt could not even
+  connect: connection refused, connect time-out), :class:`CircuitBreaker` opens: the requests
+  still waiting fail at once without being sent, those in back-off stop waiting, and the next
+  :meth:`HttpClient.post_many` raises :class:`ServerUnreachable` ("the server at URL stopped
+  answering (connection refused) after N of M requests; rerun with --resume"). Answers already
+  received are returned (and cached), so callers write what they have. :meth:`HttpClient.check`
+  closes it again.
 
 The key comes from ``api_key=`` or the ``DIVMETER_API_KEY`` / ``OPENAI_API_KEY`` environment
 variables; it is sent as a bearer token and redacted from every message and ``repr``.
@@ -54,6 +61,8 @@ __all__ = [
     "Failure",
     "RequestCache",
     "ServerError",
+    "ServerUnreachable",
+    "CircuitBreaker",
     "request_key",
     "is_request_key",
     "resolve_base_url",
@@ -66,6 +75,56 @@ KINDS = ("429", "5xx", "timeout", "connection", "malformed", "4xx")
 
 class ServerError(DivmeterError):
     """A server could not be used at all (unreachable, or it refused the request outright)."""
+
+
+class ServerUnreachable(ServerError):
+    """The server stopped answering during a run (the :class:`CircuitBreaker` opened)."""
+
+
+class CircuitBreaker:
+    """Stops a client's run once its server cannot be reached.
+
+    ``answered`` counts requests that got an answer (cache hits included), ``submitted`` the
+    requests given to the client; a caller that knows the size of its whole run sets ``planned``
+    (the M of the message).
+
+    Example:
+        >>> b = CircuitBreaker()
+        >>> b.submitted, b.answered = 10, 4
+        >>> b.trip("connection refused")
+        >>> b.line("http://h").split("; ")
+        ['the server at http://h stopped answering (connection refused) after 4 of 10 requests', \
+'rerun with --resume']
+    """
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self.answered = 0
+        self.submitted = 0
+        self.planned: int | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.reason is not None
+
+    def trip(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+
+    def reset(self) -> None:
+        self.reason = None
+
+    def plan(self, total: int) -> None:
+        """Start counting a run of ``total`` requests (the N and M of the message)."""
+        self.planned, self.answered = int(total), 0
+
+    def line(self, base_url: str) -> str:
+        total = self.planned if self.planned is not None else self.submitted
+        if not self.answered:
+            return (f"the server at {base_url} cannot be reached ({self.reason}); is it "
+                    "running, and is the URL right (it usually ends in /v1)?")
+        return (f"the server at {base_url} stopped answering ({self.reason}) after "
+                f"{self.answered} of {total} requests; rerun with --resume")
 
 
 @dataclass
@@ -105,11 +164,13 @@ class ClientStats:
 
 
 class _Retryable(Exception):
-    def __init__(self, kind: str, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, kind: str, message: str, retry_after: float | None = None,
+                 unreachable: str | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.retry_after = retry_after
+        self.unreachable = unreachable  # why no connection could be made, if none was
 
 
 class _Final(Exception):
@@ -310,6 +371,18 @@ def shape_problem(url: str, payload: Any, data: dict[str, Any]) -> str | None:
     return None
 
 
+def _why_unreachable(exc: BaseException, text: str) -> str:
+    """``"connection refused"`` when a refused connection is behind ``exc``, else ``text``."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            break
+        if isinstance(seen, ConnectionRefusedError):
+            return "connection refused"
+        seen = seen.__cause__ or seen.__context__
+    return text
+
+
 def _short(text: str, limit: int = 200) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -373,6 +446,7 @@ class HttpClient:
         else:
             self.cache = RequestCache(Path(cache))
         self.stats = ClientStats()
+        self.breaker = CircuitBreaker()
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -402,6 +476,8 @@ class HttpClient:
 
     async def _attempt(self, client: Any, method: str, url: str, payload: Any) -> dict[str, Any]:
         httpx = require("httpx", extra="http")
+        if self.breaker.is_open:
+            raise _Final("connection", self.breaker.line(self.base_url))
         with self._lock:
             self.stats.requests += 1
         try:
@@ -409,6 +485,12 @@ class HttpClient:
             # server dripping its answer a byte at a time would never time out without it
             async with asyncio.timeout(self.timeout):
                 resp = await client.request(method, url, json=payload)
+        except httpx.ConnectTimeout as exc:
+            raise _Retryable("timeout", f"no connection within {self.timeout:g} s",
+                             unreachable="connect time-out") from exc
+        except httpx.ConnectError as exc:
+            text = _short(self._redact(str(exc)) or type(exc).__name__)
+            raise _Retryable("connection", text, unreachable=_why_unreachable(exc, text)) from exc
         except (httpx.TimeoutException, TimeoutError) as exc:
             raise _Retryable("timeout", f"no answer within {self.timeout:g} s") from exc
         except httpx.TransportError as exc:
@@ -444,6 +526,7 @@ class HttpClient:
             if hit is not None and shape_problem(url, payload, hit) is None:
                 with self._lock:
                     self.stats.cache_hits += 1
+                    self.breaker.answered += 1
                 return hit
 
         def note_retry(state: Any) -> None:
@@ -451,9 +534,16 @@ class HttpClient:
             with self._lock:
                 self.stats.retries[getattr(exc, "kind", "connection")] += 1
 
+        async def sleep(seconds: float) -> None:  # back-off, cut short when the breaker opens
+            end = time.monotonic() + seconds
+            while not self.breaker.is_open and (left := end - time.monotonic()) > 0:
+                await asyncio.sleep(min(left, 0.1))
+
         retrying = tenacity.AsyncRetrying(
-            stop=tenacity.stop_after_attempt(self.max_attempts),
+            stop=tenacity.stop_any(tenacity.stop_after_attempt(self.max_attempts),
+                                   lambda state: self.breaker.is_open),
             wait=self._wait,
+            sleep=sleep,
             retry=tenacity.retry_if_exception_type(_Retryable),
             before_sleep=note_retry,
             reraise=True,
@@ -468,8 +558,13 @@ class HttpClient:
         except (_Retryable, _Final) as exc:
             with self._lock:
                 self.stats.failures[exc.kind] += 1
+                why = exc.unreachable if isinstance(exc, _Retryable) else None
+                if why:
+                    self.breaker.trip(why)
             return Failure(exc.kind, exc.message, attempts)
         usage = data.get("usage")
+        with self._lock:
+            self.breaker.answered += 1
         if isinstance(usage, dict):
             with self._lock:
                 self.stats.prompt_tokens += _token_count(usage.get("prompt_tokens"))
@@ -485,6 +580,9 @@ class HttpClient:
                     on_result: Callable[[int, dict[str, Any] | Failure], None] | None
                     ) -> list[dict[str, Any] | Failure]:
         httpx = require("httpx", extra="http")
+        if self.breaker.is_open:
+            raise ServerUnreachable(self.breaker.line(self.base_url))
+        self.breaker.submitted += len(payloads)
         sem = asyncio.Semaphore(self.concurrency)
         limits = httpx.Limits(max_connections=self.concurrency,
                               max_keepalive_connections=self.concurrency)
@@ -499,6 +597,10 @@ class HttpClient:
                     on_result(i, out[i])
 
             await asyncio.gather(*(run(i) for i in range(len(payloads))))
+        if self.breaker.is_open:  # every request the dead server left unanswered says so
+            line = self.breaker.line(self.base_url)
+            out = [Failure(r.kind, line, r.attempts) if isinstance(r, Failure) and r.kind in
+                   ("connection", "timeout") else r for r in out]
         return out
 
     # ------------------------------------------------------------------------------------------
@@ -548,6 +650,7 @@ class HttpClient:
         :class:`ServerError` that says how to fix the URL when the server cannot be reached."""
         saved = self.max_attempts
         self.max_attempts = min(saved, 2)
+        self.breaker.reset()
         try:
             data = self.get("models")
         except ServerError as exc:

@@ -67,14 +67,25 @@ _GenerateChat = Annotated[
 _GenerateDevice = Annotated[str, typer.Option("--device", help="auto, cpu, cuda or cuda:i.")]
 _GenerateDtype = Annotated[str, typer.Option("--dtype", help="float32, bfloat16 or float16.")
                      ]
-_GenerateBatchSize = Annotated[int, typer.Option("--batch-size", help="Local: sequences per "
-                                            "forward pass.")]
+_GenerateBatchSize = Annotated[
+        int | None,
+        typer.Option("--batch-size", help="Local: real sequences per decoding pass, at most "
+                     "--lanes (default: --lanes); does not change a sample.", show_default=False),
+    ]
+_GenerateLanes = Annotated[
+        int | None,
+        typer.Option("--lanes", help="Local: rows of every decoding pass (default 16 on the CPU, "
+                     "128 on CUDA); in the signature.", show_default=False),
+    ]
 _GenerateConcurrency = Annotated[int, typer.Option("--concurrency", help="Server: requests in "
                                              "flight.")]
 _GenerateTimeout = Annotated[float, typer.Option("--timeout", help="Server: seconds per request.")
                        ]
 _GenerateOverwrite = Annotated[bool, typer.Option("--overwrite", help="Start OUT afresh instead of "
                                             "resuming.")]
+_GenerateResume = Annotated[bool, typer.Option("--resume", help="Keep the rows already in OUT and "
+                                         "generate the rest (what a rerun does unless "
+                                         "--overwrite is given).")]
 
 
 def generate_cmd(
@@ -93,10 +104,12 @@ def generate_cmd(
     chat: _GenerateChat = None,
     device: _GenerateDevice = "auto",
     dtype: _GenerateDtype = "float32",
-    batch_size: _GenerateBatchSize = 32,
+    batch_size: _GenerateBatchSize = None,
+    lanes: _GenerateLanes = None,
     concurrency: _GenerateConcurrency = 4,
     timeout: _GenerateTimeout = 60.0,
     overwrite: _GenerateOverwrite = False,
+    resume: _GenerateResume = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -115,6 +128,8 @@ def generate_cmd(
                     stop=tuple(stop or ()))
     if n < 1:
         raise InvalidInputError(f"-n must be an integer >= 1; got {n}.")
+    if resume and overwrite:
+        raise InvalidInputError("--resume keeps OUT and --overwrite starts it afresh; give one.")
     if not os.path.exists(prompts):
         raise FileNotFoundError(2, "No such file or directory", prompts)
     from divmeter.data.paths import guard_outputs
@@ -127,7 +142,7 @@ def generate_cmd(
         if base_url is not None:
             raise InvalidInputError(
                 f"--base-url is for server models, named openai:NAME; got --model {model!r}.")
-        kw = {"device": device, "dtype": dtype, "batch_size": batch_size}
+        kw = {"device": device, "dtype": dtype, "batch_size": batch_size, "lanes": lanes}
     gen = get_generator(model, base_url=base_url, chat=chat, **kw)  # type: ignore[arg-type]
     # the device note (cuda asked, none found) is logged once by the generator itself
     total = len(items) * len(spec.values)
@@ -152,6 +167,10 @@ def generate_cmd(
         typer.echo(f"divmeter: {report.written} sets written, {report.kept} kept from an earlier "
                    f"run, {report.failed} failed, of {report.planned} -> {output} "
                    f"({wall:.1f} s{extra}).", err=True)
+    if report.stopped:
+        end = "" if report.stopped.endswith("?") else "."
+        typer.echo(f"divmeter: error: {report.stopped}{end}", err=True)
+        raise typer.Exit(1)
     if report.failed:
         kinds = ", ".join(f"{k}: {v}" for k, v in sorted(report.failures.items()))
         typer.echo(f"divmeter: error: {report.failed} sets failed ({kinds}); rerun the same "

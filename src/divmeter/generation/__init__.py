@@ -11,11 +11,17 @@ One interface, two real backends (``divmeter[generate]``):
   bounded concurrency).
 
 Seeds. Every sample has its own seed, derived from the call's ``seed``, the prompt (or a
-per-prompt seed given by the caller) and the sample index (:func:`sample_seeds`), so a sample does
-not depend on what else is in the batch, the order of prompts, or how a run was resumed. The
-local backend draws each sample's tokens from its own ``torch.Generator``; the HTTP backend sends
-the seed in the request (servers that honour ``seed`` then repeat themselves; its answers are also
-cached on disk).
+per-prompt seed given by the caller) and the sample index (:func:`sample_seeds`). Locally a
+sample's text depends only on its prompt, its seed and the settings in the signature: the same
+whether the prompt is generated alone or with others, in any order, with any ``batch_size``, or
+after a resume (how: :mod:`divmeter.generation.local`; tested with the packaged Gemma-3-270m at
+temperature 1 on the CPU). The HTTP backend sends the seed with each request; llama.cpp's server
+started by :mod:`divmeter.backends.llamacpp_server` then gives the same text whatever else was
+asked and in which order (tested the same way), and every answer is also cached on disk.
+
+Text. Generated text never holds the tokenizer's special or added tokens (a sample ends at an
+end-of-sequence or end-of-turn token; locally they are dropped by id, from a server's text by
+name, see :func:`divmeter.generation.base.clean_server_text`).
 
 Decoding (Tevet & Berant 2021, section 6 and appendix B: softmax temperature, nucleus/top-p and
 top-k sampling): ``temperature`` divides the logits (0 means greedy), ``top_k`` keeps the k most
@@ -33,162 +39,44 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
-import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from divmeter.data.model import ResponseSet
 from divmeter.errors import InvalidInputError
+from divmeter.generation.base import (
+    DEFAULT_GENERATION_MODEL,
+    Decoding,
+    SampleGenerator,
+    check_n,
+    check_prompts,
+    check_request,
+    derive_seed,
+    run_signature,
+    sample_seeds,
+)
 
 __all__ = [
     "Decoding",
-    "Generator",
+    "SampleGenerator",
     "get_generator",
     "generate",
     "sample_seeds",
     "derive_seed",
+    "run_signature",
+    "check_prompts",
+    "check_n",
+    "check_request",
     "DEFAULT_GENERATION_MODEL",
 ]
 
-#: The model used when none is named: the packaged Gemma-3-270m base (as for Decan).
-DEFAULT_GENERATION_MODEL = "gemma-3-270m"
 
-#: Seeds are kept below 2**31 so every server accepts them.
-_SEED_BITS = 31
-
-
-def derive_seed(*parts: Any) -> int:
-    """A seed in [0, 2**31) from any values (SHA-256 of their ``|``-joined ``repr``).
-
-    Example:
-        >>> derive_seed(0, "a prompt", 3)
-        848582083
-    """
-    blob = "|".join(repr(p) for p in parts).encode("utf-8")
-    return int.from_bytes(hashlib.sha256(blob).digest()[:8], "big") >> (64 - _SEED_BITS)
-
-
-def sample_seeds(seed: int, prompt: str, n: int, *, prompt_seed: int | None = None) -> list[int]:
-    """The seeds of the ``n`` samples of one prompt.
-
-    Args:
-        seed: The call's seed.
-        prompt: The prompt text (used unless ``prompt_seed`` is given).
-        n: Number of samples.
-        prompt_seed: A per-prompt seed chosen by the caller (e.g. from a prompt id, so that two
-            identical prompts still get different samples).
-
-    Returns:
-        ``n`` seeds in [0, 2**31).
-    """
-    base = prompt_seed if prompt_seed is not None else derive_seed("prompt", seed, prompt)
-    return [derive_seed("sample", base, j) for j in range(n)]
-
-
-def _num(x: float) -> str:
-    """Shortest stable text of a number for signatures: 1.0 -> '1', 0.25 -> '0.25'."""
-    return f"{x:g}" if isinstance(x, float) else str(x)
-
-
-@dataclass(frozen=True)
-class Decoding:
-    """Decoding parameters of one generation call.
-
-    Attributes:
-        temperature: Softmax temperature (> 0); 0 means greedy decoding.
-        top_p: Nucleus sampling mass in (0, 1]; 1 keeps every token.
-        top_k: Keep the k most probable tokens; 0 keeps every token.
-        max_tokens: Most new tokens per sample (>= 1).
-        stop: Strings that end a sample (the text is cut before the first one).
-
-    Raises:
-        InvalidInputError: A value out of its range.
-    """
-
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-    max_tokens: int = 64
-    stop: tuple[str, ...] = field(default=())
-
-    def __post_init__(self) -> None:
-        t, p, k, m = self.temperature, self.top_p, self.top_k, self.max_tokens
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
-            raise InvalidInputError(f"`temperature` must be a number >= 0; got {t!r}.")
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1:
-            raise InvalidInputError(f"`top_p` must be a number in (0, 1]; got {p!r}.")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-            raise InvalidInputError(f"`top_k` must be an integer >= 0 (0 = off); got {k!r}.")
-        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-            raise InvalidInputError(f"`max_tokens` must be an integer >= 1; got {m!r}.")
-        if isinstance(self.stop, str):
-            raise InvalidInputError(
-                f"`stop` must be a list of strings; got a single str. Wrap it: [{self.stop!r}]."
-            )
-        stop = tuple(self.stop)
-        if not all(isinstance(s, str) and s for s in stop):
-            raise InvalidInputError(f"`stop` must hold non-empty strings; got {list(stop)!r}.")
-        object.__setattr__(self, "stop", stop)
-        object.__setattr__(self, "temperature", float(t))
-        object.__setattr__(self, "top_p", float(p))
-
-    def signature(self) -> str:
-        """The settings that change the samples, in a stable order."""
-        stop = ",".join(repr(s) for s in self.stop) if self.stop else "none"
-        return (f"temp:{_num(self.temperature)}|top_p:{_num(self.top_p)}|top_k:{self.top_k}"
-                f"|max_tokens:{self.max_tokens}|stop:{stop}")
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["stop"] = list(self.stop)
-        return d
-
-
-@runtime_checkable
-class Generator(Protocol):
-    """What every backend provides.
-
-    Attributes:
-        signature: Model, revision and backend, e.g.
-            ``"gen|model:gemma-3-270m@a5fd3b62230a|backend:transformers|chat:no|dtype:float32|v:0.1.0"``.
-        provenance: Model, revision or package version, backend, device, library versions.
-    """
-
-    signature: str
-    provenance: dict[str, Any]
-
-    def generate(self, prompts: Sequence[str], n: int, *, temperature: float = 1.0,
-                 top_p: float = 1.0, top_k: int = 0, max_tokens: int = 64,
-                 stop: Sequence[str] = (), seed: int = 0,
-                 prompt_seeds: Sequence[int] | None = None) -> list[list[str]]:
-        """``n`` samples for each prompt (outer list: prompts, inner: samples)."""
-        ...
-
-
-def check_prompts(prompts: Any) -> list[str]:
-    """Validate a list of prompt strings (a bare string is an error)."""
-    from divmeter.data.model import as_texts
-
-    return as_texts(prompts, what="prompts")
-
-
-def check_n(n: Any) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise InvalidInputError(f"`n` (samples per prompt) must be an integer >= 1; got {n!r}.")
-    return n
-
-
-def check_request(prompts: Any, n: Any, prompt_seeds: Sequence[int] | None) -> list[str]:
-    """Validate the arguments of a backend's ``generate``: the prompts (returned as a list),
-    ``n`` and the optional per-prompt seeds (one per prompt)."""
-    texts = check_prompts(prompts)
-    check_n(n)
-    if prompt_seeds is not None and len(prompt_seeds) != len(texts):
-        raise InvalidInputError(f"`prompt_seeds` must have one seed per prompt "
-                                f"({len(texts)}); got {len(prompt_seeds)}.")
-    return texts
+def __getattr__(name: str) -> Any:
+    """``Generator``, the protocol's former name, still imports (it is :class:`SampleGenerator`;
+    renamed apart from :class:`divmeter.perturb.generator.Generator`)."""
+    if name == "Generator":
+        return SampleGenerator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_generator(
@@ -200,7 +88,7 @@ def get_generator(
     dtype: str = "float32",
     chat: bool | None = None,
     **client_kw: Any,
-) -> Generator:
+) -> SampleGenerator:
     """A generator for ``model``.
 
     Args:
@@ -215,12 +103,13 @@ def get_generator(
         chat: Wrap each prompt as one user message: locally through the model's chat template,
             on a server through ``/chat/completions``. ``None``: locally, yes when the model has
             a chat template (SmolLM2), no for Gemma base; on a server, no (``/completions``).
-        **client_kw: Local backend: ``batch_size`` (sequences per forward pass, default 32).
+        **client_kw: Local backend: ``lanes`` (rows of every decoding pass, in the signature)
+            and ``batch_size`` (real sequences per pass; no effect on samples).
             HTTP backend: ``concurrency``, ``timeout``, ``max_attempts``, ``cache``,
             ``send_seed`` (default ``True``) for :class:`~divmeter.backends.http.HttpClient`.
 
     Returns:
-        A :class:`Generator`.
+        A :class:`SampleGenerator`.
 
     Raises:
         InvalidInputError: Unknown model, bad device or dtype.
@@ -248,7 +137,7 @@ def generate(
     decoding: Decoding | None = None,
     seed: int = 0,
     *,
-    model: str | Generator = DEFAULT_GENERATION_MODEL,
+    model: str | SampleGenerator = DEFAULT_GENERATION_MODEL,
     prompt_ids: Sequence[str] | None = None,
     **generator_kw: Any,
 ) -> list[ResponseSet]:
@@ -289,17 +178,3 @@ def generate(
             "label_name": "temperature", "seeds": sample_seeds(seed, text, n, prompt_seed=ps),
             "provenance": prov}))
     return sets
-
-
-def run_signature(gen: Generator, decoding: Decoding, n: int, seed: int) -> str:
-    """The full recipe of a generated set: generator signature with decoding, n and seed
-    inserted before the version.
-
-    Example:
-        >>> class G:
-        ...     signature = "gen|model:m@abc|backend:openai|v:0.1.0"
-        >>> run_signature(G(), Decoding(max_tokens=8), 5, 0)
-        'gen|model:m@abc|backend:openai|temp:1|top_p:1|top_k:0|max_tokens:8|stop:none|n:5|seed:0|v:0.1.0'
-    """
-    head, _, version = gen.signature.rpartition("|")
-    return f"{head}|{decoding.signature()}|n:{n}|seed:{seed}|{version}"

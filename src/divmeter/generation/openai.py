@@ -8,6 +8,10 @@ answers a rerun without sending anything. Requests run ``concurrency`` at a time
 429/5xx/time-outs/dropped connections/malformed bodies (see the client). A sample that still
 fails is reported per prompt by :meth:`OpenAIGenerator.generate_partial`, so a sweep can skip
 that set and a rerun can retry it.
+
+The server's text is cleaned of special-token text it may leave in (llama.cpp writes Gemma's
+``<start_of_image>`` into completions): cut at the first end-of-turn marker, other special-token
+strings removed (:func:`divmeter.generation.base.clean_server_text`).
 """
 
 from __future__ import annotations
@@ -16,10 +20,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from divmeter import __version__
+from divmeter._version import __version__
 from divmeter.backends.http import Failure, HttpClient, ServerError
 from divmeter.errors import InvalidInputError
-from divmeter.generation import Decoding, check_request, sample_seeds
+from divmeter.generation.base import Decoding, check_request, clean_server_text, sample_seeds
 
 __all__ = ["OpenAIGenerator"]
 
@@ -137,6 +141,7 @@ class OpenAIGenerator:
             if text is None:
                 kinds[i].append("malformed")
                 continue
+            text = clean_server_text(text)
             ends = [k for k in (text.find(s) for s in d.stop) if k >= 0]
             got[i][j] = text[: min(ends)] if ends else text
         self.last_stats = {"sequences": len(payloads),
@@ -149,7 +154,7 @@ class OpenAIGenerator:
                  top_p: float = 1.0, top_k: int = 0, max_tokens: int = 64,
                  stop: Sequence[str] = (), seed: int = 0,
                  prompt_seeds: Sequence[int] | None = None) -> list[list[str]]:
-        """``n`` samples for each prompt (see :class:`Generator`).
+        """``n`` samples for each prompt (see :class:`~divmeter.generation.base.SampleGenerator`).
 
         Raises:
             ServerError: Some sample failed for good (one line: how many, of which kinds).

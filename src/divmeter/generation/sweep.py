@@ -11,6 +11,10 @@ settings, the seed and the full signature. Rows are appended and flushed as soon
 done, in a fixed order (value by value, prompts in file order). A rerun with the same settings
 keeps the rows already written (a cut-off last line is dropped) and generates only the missing
 ones, in the same batches as an uninterrupted run, so the result is the same.
+
+A server that stops answering during the run (the HTTP client's circuit breaker opens: see
+:mod:`divmeter.backends.http`) ends the run after the rows already complete are written;
+:attr:`SweepReport.stopped` then says so, and a rerun resumes.
 """
 
 from __future__ import annotations
@@ -24,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from divmeter.errors import InvalidInputError
-from divmeter.generation import (
+from divmeter.generation.base import (
     Decoding,
-    Generator,
+    SampleGenerator,
     check_n,
     derive_seed,
     run_signature,
@@ -218,6 +222,7 @@ class SweepReport:
         failed: Sets not written because a sample failed for good (rerun to retry them).
         failures: Failed samples by kind (HTTP backend).
         stats: Backend counters (tokens, seconds; requests, cache hits, retries for HTTP).
+        stopped: Why the run stopped early (the server stopped answering), else ``None``.
     """
 
     path: str
@@ -227,6 +232,7 @@ class SweepReport:
     failed: int = 0
     failures: dict[str, int] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
+    stopped: str | None = None
 
 
 def _existing(path: Path) -> list[dict[str, Any]]:
@@ -260,7 +266,7 @@ def _existing(path: Path) -> list[dict[str, Any]]:
 
 
 def run_sweep(
-    generator: Generator,
+    generator: SampleGenerator,
     prompts: Sequence[Prompt],
     n: int,
     sweep: Sweep,
@@ -332,6 +338,10 @@ def run_sweep(
         conc = getattr(generator, "concurrency", None)
         chunk = max(1, batch // n) if batch else max(1, 4 * int(conc or 4))
     partial = getattr(generator, "generate_partial", None)
+    client = getattr(generator, "client", None)
+    breaker = getattr(client, "breaker", None)
+    if breaker is not None:
+        breaker.plan((len(plan) - len(done)) * n)
     tokens = 0.0
     seconds = 0.0
     with path.open("a", encoding="utf-8") as fh:
@@ -377,8 +387,12 @@ def run_sweep(
                     report.written += 1
                     if on_row is not None:
                         on_row(row)
+                if breaker is not None and breaker.is_open:
+                    report.stopped = breaker.line(client.base_url)  # type: ignore[union-attr]
+                    break
+            if report.stopped:
+                break
     report.stats = {"tokens": int(tokens), "seconds": round(seconds, 3)}
-    client = getattr(generator, "client", None)
     if client is not None:
         report.stats.update(client.stats.to_dict())
     return report
