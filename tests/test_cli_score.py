@@ -135,7 +135,8 @@ def test_workers_two_equals_one(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["-m", "distinct"], "Unknown metric 'distinct'. Did you mean 'distinct-n'?"),
+        (["-m", "distinct"],
+         "Unknown metric 'distinct'. Did you mean 'distinct-n' or 'distinct-k'?"),
         (["-m", "distinct-n:n=0"], "metric 'distinct-n:n=0': `n` of distinct-n must be"),
         (["-m", "distinct-n", "-f", "xml"], "--format must be one of table, json, jsonl"),
         (["-m", "distinct-n", "--resume"], "--resume needs an output file"),

@@ -54,7 +54,7 @@ def test_parse_metric_arg_error() -> None:
 
 def test_unknown_metric_suggests() -> None:
     with pytest.raises(UnknownMetricError, match=r"Unknown metric 'distinct'\. Did you mean "
-                       r"'distinct-n'\? See `divmeter list`"):
+                       r"'distinct-n' or 'distinct-k'\? See `divmeter list`"):
         get_metric("distinct")
 
 

@@ -117,7 +117,9 @@ def test_judge_fails_when_no_rating_is_valid(how: str, make_server, tmp_path: Pa
                               str(tmp_path / "j.jsonl"), "-n", "1", "--retries", "0",
                               "--max-attempts", "1", "--orders", "ab", "-q")
     assert code == 1, err
-    assert err.splitlines()[-1].startswith("divmeter: error: no valid rating for any of the ")
+    # the valid-answer floor of the judge (issue 21) names the rate, the model and what to try
+    assert err.splitlines()[-1].startswith("divmeter: error: judge: only 0% of the answers gave "
+                                           "a valid rating (0 of ")
     assert json.loads(out)["written"]["rows"] == 0
 
 

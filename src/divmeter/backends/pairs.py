@@ -52,8 +52,8 @@ def _folder(path: str | None, what: str) -> Path:
 
 def _load(folder: Path, device: str, dtype: str, num_labels: int | None = None
           ) -> tuple[Any, Any, str]:
+    from divmeter.backends._common import _folder_fingerprint, quiet_loading, set_offline
     from divmeter.backends.device import resolve_device, torch_dtype
-    from divmeter.backends.embed import _folder_fingerprint, quiet_loading, set_offline
     from divmeter.backends.loading import timed_load
 
     set_offline()

@@ -89,8 +89,8 @@ def _run(builder: str, sets_file: str, output: str, pairs: str | None, prefer: s
     if not quiet:
         typer.echo(f"divmeter: {n} sets -> {output}{f' (+ pairs {pairs})' if pairs else ''}; "
                    f"{built.signature}", err=True)
-    typer.echo(f"divmeter: build {built.summary_line()}"
-               + (f"; reasons in {rejected}" if rejected else ""), err=True)
+        typer.echo(f"divmeter: build {built.summary_line()}"
+                   + (f"; reasons in {rejected}" if rejected else ""), err=True)
     problem = built.problem(max_rejected)
     if problem is not None:
         typer.echo(f"divmeter: error: build {problem}"

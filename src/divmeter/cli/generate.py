@@ -6,8 +6,9 @@ Parsing and printing only; the work is :func:`divmeter.generation.sweep.run_swee
 from __future__ import annotations
 
 import os
+import sys
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -149,16 +150,22 @@ def generate_cmd(
     t0 = time.perf_counter()
     count = [0]
 
+    tty = sys.stderr.isatty()  # a log file gets the closing line only, never \r frames
+
     def progress(row: dict[str, object]) -> None:
         count[0] += 1
-        if not quiet:
+        if not quiet and tty:
             typer.echo(f"\r{count[0]} new sets written ({total} in the run)", err=True, nl=False)
 
     report = run_sweep(gen, items, n, spec, output, decoding=base, seed=seed,
                        overwrite=overwrite, on_row=progress)
-    wall = time.perf_counter() - t0
+    _close(report, output, time.perf_counter() - t0, bool(count[0]) and tty, quiet)
+
+
+def _close(report: Any, output: str, wall: float, after_progress: bool, quiet: bool) -> None:
+    """The closing line of a sweep; exit 1 when the server stopped or sets failed."""
     if not quiet:
-        if count[0]:
+        if after_progress:
             typer.echo("", err=True)
         extra = ""
         if report.stats.get("requests") is not None:

@@ -170,9 +170,7 @@ def judge_cmd(
                   concurrency=concurrency, timeout=timeout, max_attempts=max_attempts,
                   cache=None if cache in ("none", "off") else cache, answer=answer,
                   top_logprobs=top_logprobs)
-    nulls_path = nulls or (output[:-6] if output.endswith(".jsonl") else output) + ".nulls.jsonl"
-    guard_outputs({"-o": output, "--nulls": nulls_path, "--batch-write": batch_write},
-                  [file, batch_ingest, template, fewshot])
+    _guard(output, nulls, batch_write, [file, batch_ingest, template, fewshot])
     rows, items, contexts = read_judge_input(file, task)
     what = (f"{len(rows)} pairs x {2 if orders == 'both' else 1} orders x {samples} samples"
             if task == "pairwise" else f"{len(rows)} sets x {samples} samples")
@@ -203,6 +201,14 @@ def judge_cmd(
                              consistency=consistency)
     typer.echo(json.dumps(summary, indent=2, allow_nan=False))
     _check_valid_rate(summary, cfg.model, min_valid, quiet)
+
+
+def _guard(output: str, nulls: str | None, batch_write: str | None,
+           inputs: list[str | None]) -> None:
+    """Every path the run writes (the output, the nulls file, a batch file) refused when it is
+    one of the run's inputs or a file divmeter does not own, before any work."""
+    nulls_path = nulls or (output[:-6] if output.endswith(".jsonl") else output) + ".nulls.jsonl"
+    guard_outputs({"-o": output, "--nulls": nulls_path, "--batch-write": batch_write}, inputs)
 
 
 def _config(task: str, chunk: int, min_valid: float, **kw: Any) -> Any:
