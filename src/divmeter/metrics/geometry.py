@@ -159,6 +159,7 @@ DISTANCES: tuple[str, ...] = ("cosine", "euclidean", "sqeuclidean")
 DISTANCE = Param(str, choices=DISTANCES, default="cosine",
                  doc="pairwise distance: cosine (1 - cos), euclidean or sqeuclidean")
 KERNEL = Param(str, default="cosine", predicate=kernel_ok, expect=KERNEL_EXPECT,
+               alternative="rbf:gamma=0.5",
                doc="similarity kernel: cosine, linear, rbf:gamma=G, laplacian:gamma=G, "
                "polynomial:degree=K or precomputed (the input is one n x n matrix per set)")
 REDUCE = Param(str, choices=("sum", "mean"), default="sum",
@@ -1007,7 +1008,9 @@ def _register(name: str, fn: Callable[..., MetricResult], *, bounds: tuple[float
     m = MEASURES[name]
     register(name, family="content", granularity="set", higher_is_more_diverse=True,
              bounds=bounds, citation=citation, params={**m.params, **ENCODER},
-             description=description, extra="embed")(fn)
+             description=description, extra="embed",
+             # HAMDiv's greedy circuit starts at the first response: the order matters there
+             order_invariant=name != "hamdiv")(fn)
 
     def many(sets: Sequence[Sequence[str]], **params: Any) -> list[MetricResult]:
         return _score_texts(name, sets, params)
