@@ -44,31 +44,29 @@ from typing import Any
 
 from divmeter.data.model import ResponseSet
 from divmeter.errors import InvalidInputError
+from divmeter.generation import base
 from divmeter.generation.base import (
     DEFAULT_GENERATION_MODEL,
     Decoding,
     SampleGenerator,
     check_n,
     check_prompts,
-    check_request,
     derive_seed,
     run_signature,
     sample_seeds,
 )
+from divmeter.generation.base import (
+    END_OF_TURN as END_OF_TURN,  # re-exported (see __all__)
+)
+from divmeter.generation.base import (
+    check_request as check_request,  # re-exported (see __all__)
+)
+from divmeter.generation.base import (
+    clean_server_text as clean_server_text,  # re-exported (see __all__)
+)
 
-__all__ = [
-    "Decoding",
-    "SampleGenerator",
-    "get_generator",
-    "generate",
-    "sample_seeds",
-    "derive_seed",
-    "run_signature",
-    "check_prompts",
-    "check_n",
-    "check_request",
-    "DEFAULT_GENERATION_MODEL",
-]
+#: What every backend shares (:mod:`divmeter.generation.base`), and the two entry points.
+__all__ = [*base.__all__, "get_generator", "generate"]
 
 
 def __getattr__(name: str) -> Any:

@@ -145,6 +145,17 @@ def _check_generator(generator: Any) -> None:
         )
 
 
+def _setup(builder: str, seed: Any, temperature: Any, max_tokens: Any, generator: Any,
+           gate: Gate | None, template: Template | None) -> tuple[int, Gate, str, Template]:
+    """What Para-k and Nonsensical check and choose before any text is asked for: the seed, the
+    decoding, the generator, the gate, the prompt style (chat or completion) and the template."""
+    seed = _check_seed(seed)
+    _check_decoding(temperature, max_tokens)
+    _check_generator(generator)
+    style = prompt_style(generator)
+    return seed, gate or Gate(), style, template or load_template(builder, style=style)
+
+
 def para_k(
     sets: Iterable[ResponseSet | Sequence[str]], generator: Generator, *, k: int = 1,
     seed: int = 0, temperature: float = 0.7, max_tokens: int = 64,
@@ -183,12 +194,8 @@ def para_k(
     """
     if k not in PARA_K:
         raise InvalidInputError(f"`k` of para-k must be 1, 2 or 3; got {k!r}.")
-    seed = _check_seed(seed)
-    _check_decoding(temperature, max_tokens)
-    _check_generator(generator)
-    gate = gate or Gate()
-    style = prompt_style(generator)
-    tpl = template or load_template("paraphrase", style=style)
+    seed, gate, style, tpl = _setup("paraphrase", seed, temperature, max_tokens, generator, gate,
+                                    template)
     out = Outcome()
     kept: list[tuple[ResponseSet, list[tuple[int, int]]]] = []
     given = [_as_set(raw, i) for i, raw in enumerate(sets)]
@@ -291,12 +298,8 @@ their own sentences), each
         InvalidInputError: Bad seed/decoding, a set without concepts or prompt.
         ServerError: The generator's server fails for good.
     """
-    seed = _check_seed(seed)
-    _check_decoding(temperature, max_tokens)
-    _check_generator(generator)
-    gate = gate or Gate()
-    style = prompt_style(generator)
-    tpl = template or load_template("nonsensical", style=style)
+    seed, gate, style, tpl = _setup("nonsensical", seed, temperature, max_tokens, generator,
+                                    gate, template)
     out = Outcome()
     items: list[ResponseSet] = []
     given = [_as_set(raw, i) for i, raw in enumerate(sets)]
