@@ -88,3 +88,22 @@ def test_cli_engine_ray_same_records(cluster, sets_file: Path) -> None:
     assert local.exit_code == 0 and dist.exit_code == 0, dist.output
     assert dist.stdout == local.stdout
     assert len(dist.stdout.splitlines()) == 150
+
+
+@pytest.mark.parametrize(("address", "message"), [
+    ("garbage:::", "--address must be auto, local, HOST:PORT or ray://HOST:PORT"),
+    ("127.0.0.1:1", "no Ray cluster answers at 127.0.0.1:1 (connection refused)"),
+])
+def test_bad_address_is_one_line_before_ray_starts(address: str, message: str,
+                                                   sets_file: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A malformed --address, or one where nothing listens (a closed loopback port), is refused
+    in one line with exit 2 (issue 27), instead of Ray's minutes of retries or a traceback."""
+    from cli_util import run_main
+
+    code, _, err = run_main(monkeypatch, capsys, "score", str(sets_file), "-m", "distinct-n",
+                            "--engine", "ray", "--address", address, "-o",
+                            str(tmp_path / "out.jsonl"))
+    assert code == 2
+    assert err.startswith("divmeter: error: ") and message in err and len(err.splitlines()) == 1

@@ -33,7 +33,7 @@ from divmeter.batch import (
     score_chunk,
     unscored,
 )
-from divmeter.errors import DivmeterError
+from divmeter.errors import DivmeterError, InvalidInputError
 
 __all__ = ["init", "corpus_pass", "score_corpus_ray", "score_file_ray", "ray_score_sets",
            "score_sets_ray", "WINDOW_CHUNKS", "CHUNK_SETS"]
@@ -43,11 +43,42 @@ CHUNK_SETS = 64
 WINDOW_CHUNKS = 256
 
 
+def check_address(address: str, timeout: float = 3.0) -> None:
+    """Refuse an ``--address`` that is not ``auto``, ``local``, ``HOST:PORT`` or
+    ``ray://HOST:PORT``, or whose port does not accept a connection within ``timeout`` seconds
+    (Ray itself retries such an address for minutes).
+
+    Example:
+        >>> try:
+        ...     check_address("no port here")
+        ... except InvalidInputError as exc:
+        ...     print(str(exc).split(";")[0])
+        --address must be auto, local, HOST:PORT or ray://HOST:PORT
+    """
+    import socket
+
+    if address in ("auto", "local"):
+        return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536 or " " in host:
+        raise InvalidInputError(
+            f"--address must be auto, local, HOST:PORT or ray://HOST:PORT; got {address!r}.")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise InvalidInputError(
+            f"no Ray cluster answers at {address} ({why.lower()}); start one there "
+            "(`ray start --head`) or leave --address out for a local cluster.") from None
+
+
 def init(address: str | None = None) -> Any:
     """Connect to Ray (once per process) and return the module."""
     from divmeter._optional import require
 
     ray = require("ray", extra="dist", package="ray[data]")
+    if address is not None:
+        check_address(address)
     if not ray.is_initialized():
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
         if address is not None:
