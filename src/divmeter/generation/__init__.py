@@ -47,22 +47,16 @@ from divmeter.errors import InvalidInputError
 from divmeter.generation import base
 from divmeter.generation.base import (
     DEFAULT_GENERATION_MODEL,
+    END_OF_TURN,  # noqa: F401 - re-exported through base.__all__
     Decoding,
     SampleGenerator,
     check_n,
     check_prompts,
+    check_request,  # noqa: F401 - re-exported through base.__all__
+    clean_server_text,  # noqa: F401 - re-exported through base.__all__
     derive_seed,
     run_signature,
     sample_seeds,
-)
-from divmeter.generation.base import (
-    END_OF_TURN as END_OF_TURN,  # re-exported (see __all__)
-)
-from divmeter.generation.base import (
-    check_request as check_request,  # re-exported (see __all__)
-)
-from divmeter.generation.base import (
-    clean_server_text as clean_server_text,  # re-exported (see __all__)
 )
 
 #: What every backend shares (:mod:`divmeter.generation.base`), and the two entry points.
