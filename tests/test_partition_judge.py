@@ -34,7 +34,8 @@ SEEN: list[dict[str, Any]] = []
 
 def _pair(body: dict[str, Any]) -> tuple[str, str]:
     user = body["messages"][-1]["content"]
-    m = re.search(r"Response 1:\n(.*)\n\nResponse 2:\n(.*)\n\nSame or Different\?", user, re.S)
+    m = re.search(r"Response 1:\n(.*)\n\nResponse 2:\n(.*)\n\nAnswer \(same or different\):",
+                  user, re.S)
     assert m is not None, user
     return m.group(1), m.group(2)
 

@@ -149,3 +149,16 @@ def test_dectest_ranking_refuses_sets_without_context(tmp_path: Path,
     assert code == 2 and out == ""
     assert err.startswith("divmeter: error: --ranking pairs sets of the same context, but set "
                           "'s0' (row 1) has no 'prompt'")
+
+
+def test_agreement_reads_rater_columns_beside_nested_fields(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Only the rater columns must hold labels: a judge output's response lists beside them are
+    carried, not refused (the study's `meta agreement` on `divmeter judge` output)."""
+    p = tmp_path / "r.jsonl"
+    p.write_text('{"set1": ["a", "b"], "r1": 1, "r2": 1}\n{"set1": ["c"], "r1": 0, "r2": 1}\n'
+                 '{"set1": [], "r1": 1, "r2": 1}\n')
+    code, out, err = _agree(monkeypatch, capsys, p)
+    assert code == 0, err
+    assert json.loads(out)["n_items"] == 3

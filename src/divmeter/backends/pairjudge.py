@@ -36,12 +36,12 @@ __all__ = ["SameJudge", "QualityJudge", "answer_mass", "SAME_SYSTEM", "QUALITY_S
            "quality_judge_items"]
 
 SAME_SYSTEM = (
-    "You compare two responses to the same request. They are the SAME if a reader who has "
+    "You compare two responses to the same request. They are the same if a reader who has "
     "seen one would gain nothing meaningful from seeing the other: they give the same answer, "
-    "idea or story, however differently they are worded. They are DIFFERENT if the second "
-    "offers something meaningfully new. Answer with one word: Same or Different."
+    "idea or story, however differently they are worded. They are different if the second "
+    "offers something meaningfully new. Answer with one word in lower case: same or different."
 )
-SAME_USER = "{request}Response 1:\n{a}\n\nResponse 2:\n{b}\n\nSame or Different?"
+SAME_USER = "{request}Response 1:\n{a}\n\nResponse 2:\n{b}\n\nAnswer (same or different):"
 QUALITY_SYSTEM = (
     "You rate how good a response is as an answer to a request: helpful, correct, fluent and "
     "on topic. Answer with one number from 1 (very poor) to 10 (excellent)."

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
@@ -47,7 +48,7 @@ def read_rating_table(path: str, columns: list[str], sheet: str | None = None
     if kind in ("csv", "tsv"):
         header, rows = _text_table(path, name, "\t" if kind == "tsv" else ",")
     elif kind in ("jsonl", "json"):
-        header, rows = _json_table(path, name, kind)
+        header, rows = _json_table(path, name, kind, columns)
     else:
         header, rows = _binary_table(path, name, kind, sheet)
     missing = [c for c in columns if c not in header]
@@ -95,7 +96,10 @@ def _label(value: Any, where: str, key: str) -> Any:
     return value
 
 
-def _json_table(path: str, name: str, kind: str) -> tuple[list[str], list[dict[str, Any]]]:
+def _json_table(path: str, name: str, kind: str, columns: Sequence[str]
+                ) -> tuple[list[str], list[dict[str, Any]]]:
+    """The rows of a JSON / JSONL table; the fields named in ``columns`` must hold labels (other
+    fields, e.g. the judge output's response lists, are carried, not read)."""
     from divmeter.data.lines import decode_all, loads, open_source, read_json_lines, type_name
 
     if kind == "jsonl":
@@ -123,7 +127,7 @@ def _json_table(path: str, name: str, kind: str) -> tuple[list[str], list[dict[s
         for k in rec:
             if k not in header:
                 header.append(k)
-        rows.append({k: _label(v, where, k) for k, v in rec.items()})
+        rows.append({k: _label(v, where, k) if k in columns else v for k, v in rec.items()})
     if not rows:
         raise InvalidInputError(f"{name}: empty table; expected rows.")
     return header, rows
