@@ -92,11 +92,14 @@ def test_same_judge_request_and_probability(server, tmp_path: Path) -> None:
     assert got[1] == pytest.approx(0.2)
     assert isinstance(got[2], str) and "neither 'same' nor 'different'" in got[2]
     assert "'I', 'Sorry'" in got[2]
-    body = SEEN[0]
+    # the three requests go out concurrently: find the one that carried the request text
+    asked = [b for b in SEEN if b["messages"][-1]["content"].startswith(
+        "Request:\nName a colour.\n\nResponse 1:")]
+    assert len(asked) == 1 and len(SEEN) == 3
+    body = asked[0]
     assert body["max_tokens"] == 1 and body["temperature"] == 0.0
     assert body["logprobs"] is True and body["top_logprobs"] == 20
     assert body["model"] == "tiny"
-    assert body["messages"][-1]["content"].startswith("Request:\nName a colour.\n\nResponse 1:")
 
 
 def test_both_orders_are_averaged(server, tmp_path: Path) -> None:
