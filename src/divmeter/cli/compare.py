@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import numpy as np
 import typer
@@ -32,6 +32,8 @@ from divmeter.cli.meta import (
 )
 from divmeter.cli.options import QuietOpt, VerboseOpt
 from divmeter.errors import InvalidInputError
+
+__all__ = ["compare_cmd"]
 
 
 def _named(arg: str) -> tuple[str, str]:
@@ -128,5 +130,3 @@ def compare_cmd(
                      ci_method=ci, seed=seed, key=key)
     _emit(result, fmt, source=source, report=report, plots=not no_plots, quiet=quiet, html=html)
 
-
-__all__: list[Any] = ["compare_cmd"]
