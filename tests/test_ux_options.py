@@ -58,7 +58,7 @@ def test_every_command_has_quiet_verbose_and_exit_codes(path: tuple[str, ...]) -
                                       "how long), time taken.")
     assert opts["--quiet"].is_flag and opts["--verbose"].is_flag
     assert cmd.epilog is not None and cmd.epilog.startswith(
-        "Exit codes: 0 ok; 1 a bug in divmeter (please report it); 2 bad input")
+        "Exit codes: 0 ok; 1 the run produced nothing usable")
 
 
 def test_group_help_shows_exit_codes() -> None:

@@ -15,9 +15,10 @@ from divmeter._version import __version__
 from divmeter.errors import DivmeterError
 
 #: Shown under every ``--help``: what the exit code of any command means.
-EXIT_CODES = ("Exit codes: 0 ok; 1 a bug in divmeter (please report it); 2 bad input (file, "
-              "option or metric); 130 interrupted. Errors, warnings and progress go to stderr, "
-              "results to stdout or -o.")
+EXIT_CODES = ("Exit codes: 0 ok; 1 the run produced nothing usable (e.g. no valid judge "
+              "rating); 2 refused: bad input (file, option or metric) or an internal error (a "
+              "divmeter bug: please report it); 130 interrupted. Errors, warnings and progress "
+              "go to stderr, results to stdout or -o.")
 
 app = typer.Typer(
     name="divmeter",
@@ -193,11 +194,12 @@ def main() -> None:
             sys.exit(int(exc.exit_code) or 2)
         if debug:
             raise
-        # a bug of divmeter: one line (no traceback unless --debug), exit code 1
+        # a bug of divmeter: one line (no traceback unless --debug), exit code 2 like every
+        # other refusal at the boundary (1 is kept for runs that produced nothing usable)
         text = " ".join(str(exc).split())[:300]
         typer.echo(_redacted(f"divmeter: internal error: {name}: {text} (rerun with --debug "
                              "for the traceback, and please report it)"), err=True)
-        sys.exit(1)
+        sys.exit(2)
 
 
 def _redacted(line: str) -> str:
