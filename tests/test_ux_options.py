@@ -64,7 +64,7 @@ def test_every_command_has_quiet_verbose_and_exit_codes(path: tuple[str, ...]) -
 def test_group_help_shows_exit_codes() -> None:
     for group in ("meta", "build", "annotate"):
         out = CliRunner().invoke(app, [group, "--help"], env={"COLUMNS": "100"}).output
-        assert "Exit codes: 0 ok; 1 a bug" in " ".join(out.split()), group
+        assert "Exit codes: 0 ok; 1 the run produced nothing usable" in " ".join(out.split()), group
     out = CliRunner().invoke(app, ["meta", "paired", "--help"], env={"COLUMNS": "100"}).output
     assert "2 bad input" in " ".join(out.split())
 
