@@ -66,7 +66,7 @@ def test_group_help_shows_exit_codes() -> None:
         out = CliRunner().invoke(app, [group, "--help"], env={"COLUMNS": "100"}).output
         assert "Exit codes: 0 ok; 1 the run produced nothing usable" in " ".join(out.split()), group
     out = CliRunner().invoke(app, ["meta", "paired", "--help"], env={"COLUMNS": "100"}).output
-    assert "2 bad input" in " ".join(out.split())
+    assert "2 refused: bad input" in " ".join(out.split())
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -134,7 +134,7 @@ def test_resume_finds_column_written_in_other_order(tmp_path: Path) -> None:
 
 def test_help_shows_exit_codes_and_metavars() -> None:
     top = run("--help").stdout
-    assert "Exit codes: 0 ok; 1 a bug" in " ".join(top.split())
+    assert "Exit codes: 0 ok; 1 the run produced nothing usable" in " ".join(top.split())
     score = " ".join(run("score", "--help").stdout.split())
     assert "NAME[:k=v,...]" in score
     assert "<bool>" not in score and "<list[str]>" not in score
