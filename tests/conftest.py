@@ -7,6 +7,7 @@ named by ``DIVMETER_SHARED``) skip cleanly when it is absent, so a user's clone 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,31 @@ def tevet_dir() -> Path:
 def tevet_files() -> list[Path]:
     """Every Tevet CSV (empty when the shared data is absent), for parametrisation."""
     return sorted(TEVET_DIR.glob("*/*.csv")) if TEVET_DIR.is_dir() else []
+
+
+@pytest.fixture(scope="module")
+def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """``DIVMETER_CACHE`` set to a fresh folder for the module (embeddings and models cached
+    by its tests stay out of the user's cache and out of other modules' tests); restored after.
+    A module uses it with ``pytestmark = pytest.mark.usefixtures("private_cache")``."""
+    cache = tmp_path_factory.mktemp("dmcache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DIVMETER_CACHE", str(cache))
+        yield cache
+
+
+#: ``DIVMETER_CACHE`` as the session found it: the user's cache.
+_USER_CACHE = os.environ.get("DIVMETER_CACHE")
+
+
+@pytest.fixture()
+def user_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``DIVMETER_CACHE`` back to the user's for one test of a module with a private one: the
+    LMs converted from their GGUF files live there (converting one again takes a minute)."""
+    if _USER_CACHE is None:
+        monkeypatch.delenv("DIVMETER_CACHE", raising=False)
+    else:
+        monkeypatch.setenv("DIVMETER_CACHE", _USER_CACHE)
 
 
 # ------------------------------------------------------------------------------------------------

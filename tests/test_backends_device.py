@@ -9,7 +9,6 @@ not float32. CUDA out-of-memory is simulated by an injected exception at the bac
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Iterator
 
@@ -25,18 +24,13 @@ TEXTS = ["A man eats food.", "A man is eating a meal.", "Stocks fell sharply tod
          "The cat sat on the mat.", "It rained all week in the hills."]
 
 
-_ORIGINAL_CACHE = os.environ.get("DIVMETER_CACHE")
-
-
 @pytest.fixture(autouse=True, scope="module")
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    old = os.environ.get("DIVMETER_CACHE")
-    os.environ["DIVMETER_CACHE"] = "off"
-    yield
-    if old is None:
-        os.environ.pop("DIVMETER_CACHE", None)
-    else:
-        os.environ["DIVMETER_CACHE"] = old
+def _no_cache() -> Iterator[None]:
+    """No embedding cache: every device and dtype runs the encoder (a cached vector from
+    another device would hide a difference)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DIVMETER_CACHE", "off")
+        yield
 
 
 @pytest.mark.parametrize("value", ["gpu", "cuda:", "cuda:x", "CPU", "", "tpu:0"])
@@ -169,19 +163,12 @@ def test_other_errors_are_not_retried() -> None:
 
 
 @pytest.mark.lm
-def test_decan_device_checked_and_cpu_reference_unchanged(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_decan_device_checked_and_cpu_reference_unchanged(user_cache: None) -> None:
     """Decan (Decan paper, eq. 5: D = C x a_n) on device='auto' (CPU here) equals the default
     path exactly, with the same signature; a missing CUDA device or a server model with a
     device is refused in one line."""
     import torch
 
-    # the converted GGUF model lives in the user's cache (converting it again takes a minute)
-    if _ORIGINAL_CACHE is None:
-        monkeypatch.delenv("DIVMETER_CACHE", raising=False)
-    else:
-        monkeypatch.setenv("DIVMETER_CACHE", _ORIGINAL_CACHE)
     texts = ["Rain fell.", "Snow fell on the hills.", "The sun came out."]
     ref = divmeter.score(texts, "decan", permutations=3)
     with warnings.catch_warnings():

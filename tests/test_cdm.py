@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -25,15 +23,7 @@ from divmeter.metrics.cdm import (
 S10 = math.sqrt(10.0)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    old = os.environ.get("DIVMETER_CACHE")
-    os.environ["DIVMETER_CACHE"] = str(tmp_path_factory.mktemp("dmcache"))
-    yield
-    if old is None:
-        os.environ.pop("DIVMETER_CACHE", None)
-    else:
-        os.environ["DIVMETER_CACHE"] = old
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def G(tau: float, nu: float, lam: float, zeta: float, gamma: float) -> float:

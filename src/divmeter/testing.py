@@ -143,10 +143,11 @@ class Alternative:
 def parameter_alternatives(spec: MetricSpec, params: Mapping[str, Any] | None = None
                            ) -> list[Alternative]:
     """The alternative of every declared parameter but the ``runtime`` ones, from its
-    :class:`~divmeter.params.Param` (another choice, the other boolean, a neighbouring number,
-    or the declared ``alternative``), relative to the value in use (``params`` over the
-    defaults). An alternative that a relation refuses alone gets the first setting of another
-    parameter with choices that makes it valid.
+    :class:`~divmeter.params.Param`, relative to the value in use (``params`` over the
+    defaults): the declared ``alternative`` unless it is the value in use (then the default);
+    without one, another choice, the other boolean or a neighbouring number of the value in
+    use, else the default. An alternative that a relation refuses alone gets the first setting
+    of another parameter with choices that makes it valid.
 
     Example:
         >>> [(a.name, a.value, dict(a.companions))
@@ -159,10 +160,7 @@ def parameter_alternatives(spec: MetricSpec, params: Mapping[str, Any] | None = 
     for key, p in spec.schema.items():
         if p.runtime:
             continue
-        current = resolved[key]
-        alt = p.alternative_value() if current == p.default else UNSET
-        if alt is UNSET or alt == current:
-            alt = replace(p, default=current, alternative=UNSET).alternative_value()
+        alt = _alternative(p, resolved[key])
         if alt is UNSET:
             out.append(Alternative(key, UNSET, problem=f"no alternative value can be derived "
                                    f"for {key!r}: declare Param(..., alternative=...)"))
@@ -179,6 +177,14 @@ def parameter_alternatives(spec: MetricSpec, params: Mapping[str, Any] | None = 
         else:
             out.append(Alternative(key, alt, companion))
     return out
+
+
+def _alternative(p: Param, current: Any) -> Any:
+    """The value the parameter check sets ``p`` to when ``current`` is in use."""
+    near = replace(p, default=current, alternative=UNSET).alternative_value()
+    candidates = [p.alternative, p.default, near] if p.alternative is not UNSET else [
+        near, p.default]
+    return next((c for c in candidates if c is not UNSET and c != current), UNSET)
 
 
 def _companion(spec: MetricSpec, given: Mapping[str, Any], key: str, alt: Any

@@ -81,7 +81,8 @@ BACKEND = Param(str, choices=("torch", "onnx"), default="torch",
                 "(ONNX Runtime; minilm-int8/mpnet-int8 need it)")
 #: The parameters of a metric over sentence embeddings: which encoder, where and how it runs.
 ENCODER: dict[str, Param] = {
-    "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name"),
+    "model": Param(str, default="minilm", doc="sentence encoder: alias, path or name",
+                   alternative="glove"),
     "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE,
 }
 MODEL_DOC = "minilm (default), mpnet, glove, a folder/file path or a cached model name"

@@ -695,7 +695,8 @@ EQUIVALENCE_PARAMS: dict[str, Param] = {
                        f"{NOVELTYBENCH_CLASSIFIER_THRESHOLD} (NoveltyBench)"),
     "model": Param(str, default="minilm",
                    doc="embedding: sentence encoder (minilm, mpnet, a folder...); judge: "
-                   "openai:NAME; classifier/entailment: a local model folder"),
+                   "openai:NAME; classifier/entailment: a local model folder",
+                   alternative="glove"),
     "base_url": Param(str, allow_none=True, default=None, runtime=True,
                       doc="server API root for equivalence=judge (or openai:NAME embeddings)"),
     "label": Param(int, ge=0, allow_none=True, default=None, relation=_label_relation,
