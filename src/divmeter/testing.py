@@ -27,9 +27,9 @@ The checks:
    the whole set: same signature and reason, the value within ``rel_tol`` (``exact`` merges) or
    bit for bit (``none``), degenerate sets included;
 5. **parameters**: every declared parameter but the ``runtime`` ones, set to the alternative
-   its :class:`~divmeter.params.Param` gives (:meth:`~divmeter.params.Param.alternative_value`,
-   with the setting of another parameter it needs, e.g. ``k`` needs ``approx=nystroem``),
-   changes the value or the signature;
+   its :class:`~divmeter.params.Param` gives relative to the value in use
+   (:func:`parameter_alternatives`, with the setting of another parameter it needs, e.g. ``k``
+   needs ``approx=nystroem``), changes the value or the signature;
 6. **bad values**: every value that breaks a parameter's declaration (:func:`bad_values`) is
    refused with :class:`~divmeter.errors.InvalidInputError` by ``score`` and ``score_many``
    before any set is scored; a bare string instead of a list is refused too;
