@@ -200,7 +200,8 @@ def evaluate(
                     row.append(refuse(i))
                     continue
                 try:
-                    row.append(fn(s, **kwargs_of(i)))
+                    with memory.working_on(set_name(i)):  # names the set in cost notes
+                        row.append(fn(s, **kwargs_of(i)))
                 except InvalidInputError as exc:
                     row.append(exc)
                 except memory.MemoryLimitError as exc:

@@ -185,7 +185,7 @@ def score_cmd(
                                    input_format=input_format, resume=resume, vectors=vectors,
                                    signatures=signatures, summary_in_output=summary)
     try:
-        with progress_bar(not quiet) as callback:
+        with progress_bar(not quiet, within_sets=True) as callback:
             run = _score(path, metric, None if text_out else dest, engine=engine,
                          address=address, workers=workers, progress=callback, **options)
     except BrokenPipeError:  # e.g. `divmeter score ... | head`
