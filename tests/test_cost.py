@@ -51,7 +51,7 @@ def test_cost_note_names_responses_pairs_memory_and_time() -> None:
     assert heard.notes == [
         "sets[0]: homogenization (rougeL) on 40 responses: 780 pairs, about 75.0 KB (6 x a 40 "
         "x 40 pair matrix), roughly < 1 s; cheaper: use homogenization:measure=rouge1 or rouge2 "
-        "(several times faster), or score a random sample of the responses"
+        "(tens of times faster), or score a random sample of the responses"
     ]
 
 
@@ -99,7 +99,7 @@ def test_cli_prints_the_note_before_the_work(tmp_path: Path, monkeypatch: pytest
     assert notes == [
         "divmeter: set 'big' (row 1): homogenization (rougeL) on 50 responses: 1,225 pairs, "
         "about 117.2 KB (6 x a 50 x 50 pair matrix), roughly < 1 s; cheaper: use "
-        "homogenization:measure=rouge1 or rouge2 (several times faster), or score a random "
+        "homogenization:measure=rouge1 or rouge2 (tens of times faster), or score a random "
         "sample of the responses"
     ]
     assert len(out.splitlines()) == 2

@@ -1,4 +1,5 @@
-"""Memory limits of pairwise and kernel metrics: estimate before the work, refuse in one line.
+"""Memory limits and cost of pairwise and kernel metrics: estimate before the work, refuse in
+one line, say what a large set will cost and report progress inside it.
 
 A set of 50,000 responses needs a 50,000 x 50,000 similarity matrix (20 GB of float64) under a
 metric that compares every pair. Such metrics estimate what they need before they start and
@@ -29,8 +30,24 @@ Estimates per metric (``n`` responses; ``d`` = 1,024 as a bound on an embedding'
 * ``bertscore``: ``4 * 8 n^2``.
 * ``ngram-cosine``: ``3 * 8 n^2`` (one Gram matrix per order, its dense copy and the sum).
 * ``kmeans-inertia``: ``8 n (d + k)``: linear, listed for completeness.
-* ``homogenization``: bounded (blocks of at most :data:`BLOCK_BYTES` per temporary), so no
-  refusal.
+* the geometry measures that build ``n x n`` distance or kernel matrices
+  (``sum-pairwise-distance``, ``diameter``, ``energy``, ``dcscore``, ...): ``4 * 8 n^2``.
+* ``homogenization`` (checked inside, after tokenizing, before any pair): up to 1,000
+  responses ``6 * 8 n^2``; above, row blocks: ``6 *`` :data:`BLOCK_BYTES` plus its n-gram
+  level matrices (``rougeL``: one row of ``n`` pairs at a time).
+
+self-BLEU is not among them: it needs each n-gram's top two counts, not the pairs.
+
+**Cost and progress** (issue 27). Each of these metrics also builds a :class:`Cost` of the set
+before the work (responses, pairs or matrix entries, the memory above and a rough time from the
+per-unit times below, measured on the project's machine) and tells the reporter in force
+(:func:`reporting`, installed by ``divmeter score``) when the rough time reaches
+:data:`ANNOUNCE_SECONDS`: one line such as ``set 'big' (row 0): homogenization (rougeL) on
+20,000 responses: 199,990,000 pairs, about 1.2 MB (one row of pairs at a time), roughly 18.7
+min; cheaper: use homogenization:measure=rouge1 or rouge2 ...``. Inside such a set the metric
+reports its progress through :class:`Steps` (homogenization: pairs after each row or block;
+vendi-ngram: Gram rows after each block, then the eigenvalue stage). Reporting reads counters
+only: the arithmetic, the blocks and every value are the same with or without a reporter.
 """
 
 from __future__ import annotations
@@ -195,6 +212,12 @@ ESTIMATORS: dict[str, Callable[[int, Mapping[str, Any]], tuple[int, str]]] = {
     "ngram-cosine": _square(3, "Gram"),
     "vendi-embedding": _vendi_embedding,
     "kmeans-inertia": _kmeans,
+    # the measures of metrics/geometry.py that build n x n distance or kernel matrices (its
+    # own check, after the encoder, asks the same 4 x 8 n^2; here it comes before the encoder)
+    **{name: _square(4, "distance or kernel") for name in (
+        "sum-pairwise-distance", "hamdiv", "diameter", "bottleneck", "sum-bottleneck",
+        "sum-diameter", "energy", "kth-neighbor-distance", "span-medoid", "renyi-entropy",
+        "dcscore", "log-determinant", "graph-entropy", "mst-dispersion")},
 }
 
 
@@ -276,19 +299,22 @@ def for_set(exc: MemoryLimitError, label: str) -> MemoryLimitError:
 ANNOUNCE_SECONDS = 10.0
 
 #: Rough single-core costs measured on the project's 2-core machine (``benchmarks/bench_cost.py``
-#: checks the estimates against measured times; ``benchmarks/results_bench_cost.md``):
+#: checks the estimates against measured times; ``benchmarks/results_speed.md``):
 #: seconds per pair of homogenization (``rougeL``: per pair and token of the shorter side).
-HOMOGENIZATION_PAIR_SECONDS = {"rouge1": 4.5e-7, "rouge2": 2.5e-7, "bleu": 6e-7,
-                               "bleu-hf": 3e-7, "rougeL": 1.3e-7}
-#: vendi-ngram: seconds per entry of the Gram matrix built (lower triangle) and per ``m^3`` of
-#: the eigenvalue solver.
+HOMOGENIZATION_PAIR_SECONDS = {"rouge1": 1.2e-7, "rouge2": 8e-8, "bleu": 4e-7,
+                               "bleu-hf": 3.3e-7, "rougeL": 1.6e-7}
+#: vendi-ngram: seconds per entry of the Gram matrix built (lower triangle), per ``m^3`` of
+#: the eigenvalue solver and per row of it (its fixed cost per row, which dominates below
+#: about 5,000 rows on the shared machine), per multiply-add of the Nystroem and SLQ products.
 GRAM_ENTRY_SECONDS = 1e-7
-EIGEN_CUBE_SECONDS = 6e-11
+EIGEN_CUBE_SECONDS = 1e-10
+EIGEN_ROW_SECONDS = 1e-3
+SPARSE_SECONDS = 3e-9
 #: Dense pair matrices of vectors (cosine, distances): seconds per entry.
 MATRIX_ENTRY_SECONDS = 2e-8
 #: BERTScore on the CPU: seconds per ordered pair, plus per multiply-add of its token matrices.
 BERTSCORE_PAIR_SECONDS = 5e-6
-FLOP_SECONDS = 1e-9
+FLOP_SECONDS = 4e-10
 
 _LABEL: ContextVar[str] = ContextVar("divmeter_set_label", default="")
 
@@ -470,7 +496,7 @@ def homogenization_cost(n: int, tokens: int, measure: str, *, blocked: bool = Tr
     Example:
         >>> c = homogenization_cost(20_000, 700_000, "rougeL")
         >>> c.pairs, format_seconds(c.seconds), c.what
-        (199990000, '15.2 min', 'row blocks')
+        (199990000, '18.7 min', 'one row of pairs at a time')
     """
     pairs = n * (n - 1) // 2
     per_pair = HOMOGENIZATION_PAIR_SECONDS[measure]
@@ -484,7 +510,7 @@ def homogenization_cost(n: int, tokens: int, measure: str, *, blocked: bool = Tr
         block = min(BLOCK_BYTES, 8 * n * n)
         needed = 6 * block + 24 * tokens * (1 if measure in ("rouge1", "rouge2") else orders)
         what = "row blocks"
-    cheaper = ("use homogenization:measure=rouge1 or rouge2 (several times faster), or score "
+    cheaper = ("use homogenization:measure=rouge1 or rouge2 (tens of times faster), or score "
                "a random sample of the responses" if measure == "rougeL" else
                "score a random sample of the responses")
     return Cost(f"homogenization ({measure})", n, needed, what, pairs, pairs * per_pair, cheaper)
@@ -500,19 +526,21 @@ def vendi_ngram_cost(n: int, m: int, what: str, needed: int, *, kernel_rows: int
     Example:
         >>> c = vendi_ngram_cost(20_000, 20_000, "a 20,000 x 20,000 kernel matrix", 8 * 20_000**2)
         >>> c.pairs, format_seconds(c.seconds)
-        (200010000, '28.3 min')
+        (200010000, '14.0 min')
     """
-    if approx == "slq":
+    if approx == "slq":  # Lanczos for the top pairs (about 30 products) and the probes' steps
         pairs = 0
-        seconds = 2 * probes * (steps + 30) * max(nnz, n) * 1e-8
+        seconds = 2 * probes * (steps + 30) * max(nnz, n) * SPARSE_SECONDS
         cheaper = "fewer probes or steps"
-    elif approx == "nystroem":
+    elif approx == "nystroem":  # C = Z Z_L^T in blocks, C^T C, and two k x k solvers
         pairs = n * m
-        seconds = pairs * GRAM_ENTRY_SECONDS + m**3 * EIGEN_CUBE_SECONDS
+        seconds = (2 * pairs * GRAM_ENTRY_SECONDS + n * m * m * FLOP_SECONDS
+                   + 2 * (m**3 * EIGEN_CUBE_SECONDS + m * EIGEN_ROW_SECONDS))
         cheaper = "fewer landmarks (k)"
     else:
         pairs = m * (m + 1) // 2
-        seconds = pairs * GRAM_ENTRY_SECONDS + m**3 * EIGEN_CUBE_SECONDS
+        seconds = (pairs * GRAM_ENTRY_SECONDS + m**3 * EIGEN_CUBE_SECONDS
+                   + m * EIGEN_ROW_SECONDS)
         cheaper = "use vendi-ngram:approx=slq (or approx=nystroem)"
     name = "vendi-ngram" + (f" (approx={approx})" if approx != "none" else "")
     return Cost(name, n, needed, what, pairs, seconds, cheaper)

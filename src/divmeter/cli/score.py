@@ -342,7 +342,7 @@ def _corpus(inputs: list[str], metric: list[str], output: str | None, fmt: str |
         "jsonl" if output else ("table" if sys.stdout.isatty() else "json"))
     if chosen not in ("table", "json", "jsonl"):
         raise InvalidInputError(f"--corpus prints table, json or jsonl; got {chosen!r}.")
-    with progress_bar(not quiet, label="corpus") as callback:
+    with progress_bar(not quiet, label="corpus", within_sets=True) as callback:
         def prog(responses: int, done: int, total: int) -> None:
             if callback is not None:
                 callback(done, total)
