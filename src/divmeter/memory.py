@@ -534,7 +534,7 @@ def vendi_ngram_cost(n: int, m: int, what: str, needed: int, *, kernel_rows: int
         cheaper = "fewer probes or steps"
     elif approx == "nystroem":  # C = Z Z_L^T in blocks, C^T C, and two k x k solvers
         pairs = n * m
-        seconds = (2 * pairs * GRAM_ENTRY_SECONDS + n * m * m * FLOP_SECONDS
+        seconds = (2 * pairs * GRAM_ENTRY_SECONDS + n * m * m * FLOP_SECONDS / 4
                    + 2 * (m**3 * EIGEN_CUBE_SECONDS + m * EIGEN_ROW_SECONDS))
         cheaper = "fewer landmarks (k)"
     else:
