@@ -74,8 +74,10 @@ def main() -> None:
         data = texts(n)
         notes: list[str] = []
         reports: list[int] = []
-        with memory.reporting(notes.append, lambda w, d, t: reports.append(d), above=0,
-                              every=0.0):
+        def heard(what: str, done: int, total: int | None, reports: list[int] = reports) -> None:
+            reports.append(done)
+
+        with memory.reporting(notes.append, heard, above=0, every=0.0):
             start = time.perf_counter()
             divmeter.score(data, name, **params)
             took = time.perf_counter() - start

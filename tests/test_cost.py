@@ -225,3 +225,18 @@ def test_rich_bar_shows_the_set_and_prints_the_note(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(memory, "ANNOUNCE_SECONDS", 10.0)
     assert value == divmeter.score(_texts(30), "homogenization").value
     assert "divmeter: homogenization (rougeL) on 30 responses: 435 pairs" in capsys.readouterr().err
+
+
+def test_pair_matrix_metrics_are_announced_before_the_work() -> None:
+    """The embedding metrics' pair matrices (here on precomputed vectors: no model), and
+    nothing for a metric that is linear in the set."""
+    X = np.random.default_rng(0).standard_normal((50, 8))
+    heard = Heard()
+    with memory.reporting(heard.notes.append, above=0):
+        chamfer = divmeter.score(X, "chamfer").value
+        divmeter.score(X, "vendi-embedding")
+    assert heard.notes == [
+        "chamfer on 50 responses: 1,225 pairs, about 58.6 KB (3 x a 50 x 50 distance matrix), "
+        "roughly < 1 s; cheaper: score a random sample of the responses"
+    ]
+    assert chamfer == divmeter.score(X, "chamfer").value

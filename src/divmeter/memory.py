@@ -547,18 +547,19 @@ def vendi_ngram_cost(n: int, m: int, what: str, needed: int, *, kernel_rows: int
 
 
 def _matrix_cost(metric: str, n: int, params: Mapping[str, Any], texts: Any) -> Cost | None:
-    """The cost of the pre-checked metrics (:data:`ESTIMATORS`): the pair matrix (the
-    encoder's time comes on top), and BERTScore's pairs of token matrices."""
+    """The cost of the pre-checked metrics that are quadratic in ``n`` (:data:`ESTIMATORS`):
+    the pair matrix (an encoder's time comes on top), and BERTScore's pairs of token
+    matrices."""
     est = ESTIMATORS.get(metric)
-    if est is None:
+    if est is None or metric in ("vendi-embedding", "kmeans-inertia"):  # linear in n
         return None
     needed, what = est(n, params)
     pairs = n * (n - 1) // 2
     seconds = 3 * n * n * MATRIX_ENTRY_SECONDS
-    cheaper = "use precomputed vectors (--vectors) to skip the encoder"
+    cheaper = "score a random sample of the responses"
     if metric == "bertscore":
         words = sum(len(t.split()) if isinstance(t, str) else 30 for t in texts
                     ) / max(n, 1) * 1.3  # subword tokens
         seconds = 2 * pairs * (BERTSCORE_PAIR_SECONDS + 2 * words * words * 384 * FLOP_SECONDS)
         cheaper = "use a GPU (bertscore:device=cuda) or score a random sample of the responses"
-    return Cost(f"{metric} (plus the encoder)", n, needed, what, pairs, seconds, cheaper)
+    return Cost(metric, n, needed, what, pairs, seconds, cheaper)
