@@ -56,6 +56,7 @@ import contextlib
 import math
 import os
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -451,8 +452,6 @@ class Steps:
         """``done`` steps of the current stage are done."""
         if self.report is None:
             return
-        import time
-
         now = time.monotonic()
         if now - self.last < self.every and done != self.total:
             return
