@@ -81,7 +81,8 @@ def evaluate(
         vectors: Each set's precomputed embeddings (``(n, d)`` arrays, or ``None``), used by
             metrics that take vectors instead of embedding the texts; sets given as arrays in
             ``inputs`` are read as vectors too (:mod:`divmeter.precomputed`).
-        names: How each set is named in a :class:`~divmeter.memory.MemoryLimitError` (default
+        names: How each set is named in a :class:`~divmeter.memory.MemoryLimitError` and in
+            the cost notes of :func:`divmeter.memory.reporting` (default
             ``sets[i]``): pairwise and kernel metrics check their memory estimate against
             :func:`divmeter.memory.current_limit` before the work, and a set above it stops the
             run (it is not a null: the limit is the user's to raise).
@@ -200,7 +201,8 @@ def evaluate(
                     row.append(refuse(i))
                     continue
                 try:
-                    row.append(fn(s, **kwargs_of(i)))
+                    with memory.working_on(set_name(i)):  # names the set in cost notes
+                        row.append(fn(s, **kwargs_of(i)))
                 except InvalidInputError as exc:
                     row.append(exc)
                 except memory.MemoryLimitError as exc:

@@ -185,7 +185,7 @@ def score_cmd(
                                    input_format=input_format, resume=resume, vectors=vectors,
                                    signatures=signatures, summary_in_output=summary)
     try:
-        with progress_bar(not quiet) as callback:
+        with progress_bar(not quiet, within_sets=True) as callback:
             run = _score(path, metric, None if text_out else dest, engine=engine,
                          address=address, workers=workers, progress=callback, **options)
     except BrokenPipeError:  # e.g. `divmeter score ... | head`
@@ -342,7 +342,7 @@ def _corpus(inputs: list[str], metric: list[str], output: str | None, fmt: str |
         "jsonl" if output else ("table" if sys.stdout.isatty() else "json"))
     if chosen not in ("table", "json", "jsonl"):
         raise InvalidInputError(f"--corpus prints table, json or jsonl; got {chosen!r}.")
-    with progress_bar(not quiet, label="corpus") as callback:
+    with progress_bar(not quiet, label="corpus", within_sets=True) as callback:
         def prog(responses: int, done: int, total: int) -> None:
             if callback is not None:
                 callback(done, total)

@@ -51,9 +51,11 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from divmeter import memory
 from divmeter.corpus.stats import ExactSum, TwoPass
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
+from divmeter.memory import NO_STEPS, Steps
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.reduce import diversity_from_similarity, mean_pairwise
 from divmeter.params import LOWERCASE, MAX_ORDER, TEXT_TOKENIZERS, Param, tokenizer_param
@@ -782,22 +784,27 @@ def _encoded(idx: NgramIndex) -> list[list[int]]:
     return enc
 
 
-def _blocked_mean(idx: NgramIndex, measure: str, n: int, block: int | None = None) -> float:
+def _blocked_mean(idx: NgramIndex, measure: str, n: int, block: int | None = None,
+                  steps: Steps = NO_STEPS) -> float:
     """The homogenization value without the ``m x m`` matrix: pairs scored in row blocks.
 
     Equal to the mean of the dense path up to summation order (tested to 1e-12 relative). The
     sum runs over ``i < j`` for symmetric measures and ``bleu-hf`` (one direction), and over
-    ``i != j`` for ``bleu`` (the mean of both directions).
+    ``i != j`` for ``bleu`` (the mean of both directions). ``steps`` is told the pairs done
+    after each row (``rougeL``) or block (progress only: the arithmetic does not change).
     """
     from divmeter.memory import BLOCK_BYTES
 
     m = idx.n_docs
     step = block or max(1, BLOCK_BYTES // (8 * m))
     total = 0.0
+    pairs = m * (m - 1) // 2
+    steps.stage("pairs", pairs)
     if measure == "rougeL":
         enc = _encoded(idx)
         lengths = idx.lengths.astype(float)
         for i in range(m - 1):
+            steps(i * m - i * (i + 1) // 2)  # pairs of the rows before i
             seq = enc[i]
             row = np.zeros(m - i - 1)
             if seq:
@@ -808,6 +815,7 @@ def _blocked_mean(idx: NgramIndex, measure: str, n: int, block: int | None = Non
                                 for b in enc[i + 1 :]], dtype=float)
             total += float(_f_from_overlap(row[None, :], lengths[i + 1 :],
                                            lengths[i : i + 1]).sum())
+        steps(pairs)
         return total / (m * (m - 1) / 2)
     orders = [int(measure[-1])] if measure in ("rouge1", "rouge2") else list(range(1, n + 1))
     xs = [_level_matrix(idx, k) for k in range(1, max(orders) + 1)]
@@ -829,8 +837,8 @@ def _blocked_mean(idx: NgramIndex, measure: str, n: int, block: int | None = Non
         else:
             keep = cols[None, :] > idx_rows[:, None]
         total += float(blk[keep].sum())
-    pairs = m * (m - 1) if measure == "bleu" else m * (m - 1) / 2
-    return total / pairs
+        steps(pairs - (m - hi) * (m - hi - 1) // 2)  # pairs of the rows before hi
+    return total / (m * (m - 1) if measure == "bleu" else m * (m - 1) / 2)
 
 
 @register(
@@ -949,8 +957,11 @@ def homogenization(
     if reason:
         return undefined("homogenization", sig, reason)
     idx = NgramIndex.from_tokens(tokens)
+    # the cost before any pair: refused above the memory limit, announced when large
+    steps = memory.plan(memory.homogenization_cost(idx.n_docs, int(idx.lengths.sum()), measure,
+                                                   blocked=idx.n_docs > _DENSE_MAX))
     if idx.n_docs > _DENSE_MAX:
-        value = _blocked_mean(idx, measure, n)
+        value = _blocked_mean(idx, measure, n, steps=steps)
         return MetricResult("homogenization", value, sig,
                             details={"diversity": 1.0 - value, "similarity": None})
     if measure == "rougeL":

@@ -52,6 +52,7 @@ import scipy.sparse as sp
 from divmeter.backends.device import valid_device
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
+from divmeter.memory import NO_STEPS, Steps
 from divmeter.metrics._common import check_choice, check_int, check_positive, undefined
 from divmeter.params import LOWERCASE, MAX_ORDER, Param, tokenizer_param
 from divmeter.registry import register
@@ -551,12 +552,14 @@ def _split_columns(A: sp.csr_matrix) -> tuple[np.ndarray, sp.csr_matrix]:
 
 
 def _gram_blocks(A: sp.csr_matrix, dtype: Any = np.float64,
-                 deflate: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+                 deflate: tuple[np.ndarray, np.ndarray] | None = None,
+                 steps: Steps = NO_STEPS) -> np.ndarray:
     """The lower triangle of ``A A^T`` (minus ``V diag(vals) V^T`` when ``deflate = (vals,
     V)``), built in float64 row blocks of at most ``BLOCK_BYTES`` (no sparse n x n copy) and
     stored as ``dtype``: the most shared columns by a dense product, the rest by a sparse one.
     Rows ``a:b`` are computed against rows ``:b`` only (half the products); the entries above
-    the diagonal are left unset, for :func:`~divmeter.linalg.eigvalsh_inplace`."""
+    the diagonal are left unset, for :func:`~divmeter.linalg.eigvalsh_inplace`. ``steps`` is
+    told the rows done after each block (progress only)."""
     from divmeter.memory import BLOCK_BYTES
 
     m = A.shape[0]
@@ -564,6 +567,7 @@ def _gram_blocks(A: sp.csr_matrix, dtype: Any = np.float64,
     D, R = _split_columns(A)
     RT = sp.csc_matrix(R.T)
     step = max(1, BLOCK_BYTES // (8 * max(m, 1)))
+    steps.stage("Gram rows", m)
     for a in range(0, m, step):
         b = min(a + step, m)
         block = (R[a:b] @ RT[:, :b]).toarray()
@@ -573,6 +577,8 @@ def _gram_blocks(A: sp.csr_matrix, dtype: Any = np.float64,
             vals, vecs = deflate
             block -= (vecs[a:b] * vals) @ vecs[:b].T
         G[a:b, :b] = block
+        steps(b)
+    steps.stage(f"eigenvalues of a {m:,} x {m:,} matrix")
     return G
 
 
@@ -624,7 +630,8 @@ def _top_pairs(A: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
     return vals, vecs
 
 
-def _group_eigenvalues(A: sp.csr_matrix, dtype: str, device: str | None = None) -> np.ndarray:
+def _group_eigenvalues(A: sp.csr_matrix, dtype: str, device: str | None = None,
+                       steps: Steps = NO_STEPS) -> np.ndarray:
     """Eigenvalues of ``A A^T`` (dense, decomposed in place).
 
     ``float32`` (for groups of at least ``_FLOAT32_MIN`` rows): the ``_DEFLATE`` largest
@@ -646,15 +653,15 @@ def _group_eigenvalues(A: sp.csr_matrix, dtype: str, device: str | None = None) 
 
         return torch_linalg.gram_eigenvalues(A, device, dtype)
     if dtype == "float64" or m < _FLOAT32_MIN:
-        return eigvalsh_inplace(_gram_blocks(A))
+        return eigvalsh_inplace(_gram_blocks(A, steps=steps))
     from scipy.sparse.linalg import ArpackNoConvergence
 
     try:
         vals, vecs = _top_pairs(A, _DEFLATE)
     except ArpackNoConvergence:  # (not seen on n-gram kernels) float64 is exact anyway
-        return eigvalsh_inplace(_gram_blocks(A))
+        return eigvalsh_inplace(_gram_blocks(A, steps=steps))
     trace = float(A.multiply(A).sum()) - float(vals.sum())
-    w = eigvalsh_inplace(_gram_blocks(A, np.float32, (vals, vecs))).astype(np.float64)
+    w = eigvalsh_inplace(_gram_blocks(A, np.float32, (vals, vecs), steps)).astype(np.float64)
     w = w[np.sort(np.argsort(np.abs(w), kind="stable")[_DEFLATE:])]
     w += (trace - w.sum()) / w.size
     return np.concatenate((w, vals))
@@ -672,6 +679,8 @@ def _exact_large(holder: list[sp.csr_matrix], n: int, dtype: str = "float64",
     hint = ("use vendi-ngram:dtype=float32 (half the memory) or vendi-ngram:approx=slq"
             if dtype == "float64" else "use vendi-ngram:approx=slq")
     memory.check("vendi-ngram", needed, what, hint=hint)
+    m = Zr.shape[0] if path == "kernel" else Zr.shape[1]
+    steps = memory.announce(memory.vendi_ngram_cost(n, m, what, needed))
     A = Zr if path == "kernel" else sp.csr_matrix(Zr.T)
     del Zr
     parts: list[np.ndarray] = []
@@ -681,7 +690,7 @@ def _exact_large(holder: list[sp.csr_matrix], n: int, dtype: str = "float64",
         parts.append(np.asarray(A[single].multiply(A[single]).sum(axis=1)).ravel())
     for block in (b for b in blocks if b.size > 1):
         on = device if device is not None and block.size >= _device_min() else None
-        parts.append(_group_eigenvalues(A[block], dtype, on))
+        parts.append(_group_eigenvalues(A[block], dtype, on, steps))
     return np.concatenate(parts) / n, path
 
 
@@ -1050,6 +1059,9 @@ def vendi_ngram(
 
         memory.check("vendi-ngram", 8 * n * probes * 4, f"{probes} Lanczos vectors of {n:,}")
         Zr = _merge_single_columns(_merge_duplicate_rows(Z))
+        memory.announce(memory.vendi_ngram_cost(
+            n, Zr.shape[0], f"{probes} Lanczos vectors of {n:,}", 8 * n * probes * 4,
+            approx="slq", probes=probes, steps=steps, nnz=Zr.nnz))
         top, theta, tau = _slq(Zr, n, probes, steps, seed)
         details = {"eigenvalues": np.sort(top[top > 0])[::-1], "ritz": theta, "weights": tau,
                    "path": "slq", "n_short": info["short"], "n_empty": info["empty"]}
@@ -1059,6 +1071,8 @@ def vendi_ngram(
         from divmeter import memory
 
         memory.check("vendi-ngram", *_nystroem_bytes(n, k))
+        needed, what = _nystroem_bytes(n, k)
+        memory.announce(memory.vendi_ngram_cost(n, min(k, n), what, needed, approx="nystroem"))
         w, path = _nystroem(Z, k, seed), "nystroem"
     elif n > _LARGE or dtype != "float64" or on is not None:
         holder = [Z]
@@ -1071,6 +1085,8 @@ def vendi_ngram(
         m = min(n, width)  # the kernel, its copy divided by n, and the solver's copy
         memory.check("vendi-ngram", 3 * 8 * m * m, f"3 x a {m:,} x {m:,} matrix",
                      hint="use vendi-ngram:approx=slq")
+        memory.announce(memory.vendi_ngram_cost(n, m, f"3 x a {m:,} x {m:,} matrix",
+                                                3 * 8 * m * m))
         K = _gram_from_triples(rows, cols, vals, n) if n <= width else None
         if K is not None:
             w, path = _eigvalsh(K / n), "kernel"
