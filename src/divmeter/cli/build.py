@@ -305,10 +305,11 @@ def _finish(line: str, accepted: int, rejected: int, max_rejected: float,
 def _read_frames(path: str) -> list[Any]:
     import json
 
-    with open(path, encoding="utf-8") as fh:
-        lines = [ln.strip() for ln in fh]
+    from divmeter.data.lines import text_lines
+
     out: list[Any] = []
-    for i, ln in enumerate(lines, 1):
+    for i, ln in text_lines(path):
+        ln = ln.strip()
         if not ln:
             continue
         if ln.startswith("{"):
@@ -355,8 +356,9 @@ def pattr_grid_cmd(
     from divmeter.perturb.pattr_grid import pattr_grid, pattr_pools
 
     guard_outputs({"-o": output}, [topics, template])
-    with open(topics, encoding="utf-8") as fh:
-        lines = [ln.strip() for ln in fh if ln.strip()]
+    from divmeter.data.lines import text_lines
+
+    lines = [ln.strip() for _, ln in text_lines(topics) if ln.strip()]
     grid = pattr_grid(lines, levels=_levels(levels), n_styles=styles, seed=seed,
                       template=load_template("pattr", template))
     if model is None:
