@@ -247,10 +247,27 @@ def loads(text: str | bytes, name: str, lineno: int = 1) -> Any:
     return value
 
 
+#: The first bytes of binary files people give by mistake, and what to say about them.
+_MAGIC = ((b"\x1f\x8b", "it looks gzip-compressed: name it .gz"),
+          (b"\x89PNG", "it looks like a PNG image, not text"),
+          (b"PK\x03\x04", "it looks like a zip archive (an Excel file?), not text"),
+          (b"PAR1", "it looks like a Parquet file: name it .parquet"),
+          (b"\xff\xfe", "it looks like UTF-16 text: save it as UTF-8"),
+          (b"\xfe\xff", "it looks like UTF-16 text: save it as UTF-8"))
+
+
+def _utf8_hint(lineno: int, data: bytes) -> str:
+    if lineno == 1:
+        for magic, hint in _MAGIC:
+            if data.startswith(magic):
+                return f"; {hint}"
+    return ""
+
+
 def _bad_utf8(name: str, lineno: int, line: bytes, exc: UnicodeDecodeError) -> InvalidInputError:
     return InvalidInputError(
         f"{name} line {lineno}: not valid UTF-8 (byte 0x{line[exc.start]:02x} at "
-        f"column {exc.start + 1}); divmeter reads UTF-8 only."
+        f"column {exc.start + 1}); divmeter reads UTF-8 only{_utf8_hint(lineno, line)}."
     )
 
 
@@ -456,7 +473,7 @@ def decode_all(data: bytes, name: str) -> str:
         line = data[: exc.start].count(b"\n") + 1
         raise InvalidInputError(
             f"{name} line {line}: not valid UTF-8 (byte 0x{data[exc.start]:02x}); "
-            "divmeter reads UTF-8 only."
+            f"divmeter reads UTF-8 only{_utf8_hint(line, data)}."
         ) from None
 
 
