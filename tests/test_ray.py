@@ -124,3 +124,10 @@ def test_binary_shard_is_one_line_on_ray(cluster, sets_file: Path, tmp_path: Pat
     assert code == 2 and out == ""
     assert err == ("divmeter: error: picture.txt line 1: not valid UTF-8 (byte 0x89 at column "
                    "1); divmeter reads UTF-8 only; it looks like a PNG image, not text.\n")
+    # per-set scoring on Ray reads the input in the driver: the same line
+    sets = tmp_path / "picture.jsonl"
+    sets.write_bytes(png.read_bytes())
+    code, out, err = run_main(monkeypatch, capsys, "score", str(sets), "-m", "distinct-n",
+                              "--engine", "ray", "-q")
+    assert (code, out) == (2, "")
+    assert err.startswith("divmeter: error: picture.jsonl line 1: not valid UTF-8 (byte 0x89")

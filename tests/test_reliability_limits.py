@@ -266,3 +266,14 @@ def test_sweep_findings_are_one_line_refusals(argv: list[str], message: str, tmp
     code, out, err = run_main(monkeypatch, capsys, *[subst.get(a, a) for a in argv])
     assert code == 2 and out == "", err
     assert err.startswith("divmeter: error: ") and message in err and len(err.splitlines()) == 1
+
+
+def test_generate_never_reads_a_device_output_back(tmp_path: Path) -> None:
+    """``generate -o /dev/zero`` (a device is written in place): the rows to resume are read
+    from regular files only; reading /dev/zero back grew without end."""
+    from divmeter.generation.sweep import _existing
+
+    assert _existing(Path("/dev/zero")) == []
+    out = tmp_path / "out.jsonl"
+    out.write_text('{"set_id": "p0", "responses": ["a"]}\n')
+    assert _existing(out) == [{"set_id": "p0", "responses": ["a"]}]

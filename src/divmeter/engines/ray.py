@@ -141,9 +141,10 @@ def _stop(ray: Any, pending: list[Any]) -> None:
     logs an error it thinks nobody saw, with a traceback, when its reference is dropped)."""
     for ref in pending:
         ray.cancel(ref)
-    for ref in pending:
+    ready, _ = ray.wait(pending, num_returns=len(pending), timeout=10)
+    for ref in ready:
         try:
-            ray.get(ref, timeout=30)
+            ray.get(ref)
         except Exception:  # noqa: S110 - cancelled, or failed the same way: the first error wins
             pass
 

@@ -229,7 +229,7 @@ class SweepReport:
 def _existing(path: Path) -> list[dict[str, Any]]:
     """Rows already in ``path``; a cut-off or unreadable last line (an interrupted write) is
     removed from the file; a bad line elsewhere is an error."""
-    if not path.exists():
+    if not path.is_file():  # nothing yet, or a device / FIFO (/dev/stdout): nothing to resume
         return []
     data = path.read_bytes()
     rows: list[dict[str, Any]] = []
