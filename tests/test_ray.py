@@ -107,3 +107,27 @@ def test_bad_address_is_one_line_before_ray_starts(address: str, message: str,
                             str(tmp_path / "out.jsonl"))
     assert code == 2
     assert err.startswith("divmeter: error: ") and message in err and len(err.splitlines()) == 1
+
+
+def test_binary_shard_is_one_line_on_ray(cluster, sets_file: Path, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A binary shard (a PNG named .txt) next to a good one under ``--engine ray``: the shard
+    task's own one-line error naming the file, exit 2 (issue 27), not Ray's wrapper holding
+    the worker's traceback; the other shard's task is cancelled."""
+    from cli_util import run_main
+
+    png = tmp_path / "picture.txt"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)
+    code, out, err = run_main(monkeypatch, capsys, "score", "--corpus", str(sets_file), str(png),
+                              "-m", "distinct-n", "--engine", "ray", "-q")
+    assert code == 2 and out == ""
+    assert err == ("divmeter: error: picture.txt line 1: not valid UTF-8 (byte 0x89 at column "
+                   "1); divmeter reads UTF-8 only; it looks like a PNG image, not text.\n")
+    # per-set scoring on Ray reads the input in the driver: the same line
+    sets = tmp_path / "picture.jsonl"
+    sets.write_bytes(png.read_bytes())
+    code, out, err = run_main(monkeypatch, capsys, "score", str(sets), "-m", "distinct-n",
+                              "--engine", "ray", "-q")
+    assert (code, out) == (2, "")
+    assert err.startswith("divmeter: error: picture.jsonl line 1: not valid UTF-8 (byte 0x89")

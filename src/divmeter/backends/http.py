@@ -434,6 +434,8 @@ class HttpClient:
             raise InvalidInputError(f"`concurrency` must be an integer >= 1; got {concurrency}.")
         if max_attempts < 1:
             raise InvalidInputError(f"`max_attempts` must be an integer >= 1; got {max_attempts}.")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise InvalidInputError(f"`timeout` must be a number of seconds > 0; got {timeout!r}.")
         self.concurrency = concurrency
         self.timeout = timeout
         self.max_attempts = max_attempts

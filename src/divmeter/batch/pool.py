@@ -17,11 +17,13 @@ from divmeter.batch.summary import ProgressFn, Summary, Tally
 from divmeter.data.model import ResponseSet
 from divmeter.errors import InvalidInputError
 
-__all__ = ["BATCH_SIZE", "score_sets", "unscored"]
+__all__ = ["BATCH_SIZE", "MAX_WORKERS", "score_sets", "unscored"]
 
 #: Sets scored together, in this process, by metrics with a batched implementation
 #: (:func:`divmeter.registry.register_batch`); records still come out one per set, in order.
 BATCH_SIZE = 256
+#: The most worker processes a run may ask for.
+MAX_WORKERS = 1024
 
 
 def _chunks(
@@ -106,6 +108,9 @@ def score_sets(
     plans = resolve_metrics(metrics)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InvalidInputError(f"`workers` must be an integer >= 1; got {workers!r}.")
+    if workers > MAX_WORKERS:
+        got = f"{workers:,}" if workers < 10**15 else "more"
+        raise InvalidInputError(f"`workers` must be at most {MAX_WORKERS:,} processes; got {got}.")
     if total is None and hasattr(sets, "__len__"):
         total = len(sets)  # type: ignore[arg-type]
     skip = skip or {}

@@ -61,12 +61,12 @@ def read_rating_table(path: str, columns: list[str], sheet: str | None = None
 def _text_table(path: str, name: str, sep: str) -> tuple[list[str], list[dict[str, Any]]]:
     import csv
 
-    from divmeter.data.lines import decode_lines, open_source
+    from divmeter.data.lines import csv_error, csv_reader, decode_lines, open_source
 
     counter = [0]
     rows: list[dict[str, Any]] = []
     with open_source(path) as fh:
-        reader = csv.reader(decode_lines(fh, name, counter), delimiter=sep, strict=True)
+        reader = csv_reader(decode_lines(fh, name, counter), delimiter=sep)
         try:
             header = next(reader, None)
             if not header:
@@ -81,7 +81,7 @@ def _text_table(path: str, name: str, sep: str) -> tuple[list[str], list[dict[st
                 rows.append({h: (c if c.strip() else None) for h, c in zip(header, cells,
                                                                           strict=True)})
         except csv.Error as exc:
-            raise InvalidInputError(f"{name} line {counter[0]}: invalid CSV ({exc}).") from None
+            raise csv_error(name, counter[0], exc) from None
     return header, rows
 
 
@@ -100,13 +100,20 @@ def _json_table(path: str, name: str, kind: str, columns: Sequence[str]
                 ) -> tuple[list[str], list[dict[str, Any]]]:
     """The rows of a JSON / JSONL table; the fields named in ``columns`` must hold labels (other
     fields, e.g. the judge output's response lists, are carried, not read)."""
-    from divmeter.data.lines import decode_all, loads, open_source, read_json_lines, type_name
+    from divmeter.data.lines import (
+        decode_all,
+        loads,
+        open_source,
+        read_json_lines,
+        read_whole,
+        type_name,
+    )
 
     if kind == "jsonl":
         items = list(read_json_lines(path))
     else:
         with open_source(path) as fh:
-            doc = loads(decode_all(fh.read(), name), name)
+            doc = loads(decode_all(read_whole(fh, name, "a JSON table"), name), name)
         if isinstance(doc, dict) and all(isinstance(v, list) for v in doc.values()):
             n = {len(v) for v in doc.values()}
             if len(n) > 1:

@@ -81,7 +81,10 @@ def _run(builder: str, sets_file: str, output: str, pairs: str | None, prefer: s
         raise InvalidInputError(f"--prefer must be source, perturbed or tie; got {prefer!r}.")
     guard_outputs({"-o": output, "--pairs": pairs}, [sets_file, kw.get("template")])
     _check_share(max_rejected)
-    built = build(builder, read_sets(sets_file), **kw)
+    sets = list(read_sets(sets_file))  # a bad input is refused before a model or server starts
+    if callable(kw.get("generator")):
+        kw["generator"] = kw["generator"]()
+    built = build(builder, sets, **kw)
     n = write_jsonl(built.rows(), output)
     if pairs:
         write_jsonl(built.pairs(prefer), pairs)
@@ -120,16 +123,20 @@ def _write_rejected(rows: list[dict[str, Any]], output: str) -> str | None:
     return None
 
 
-def _generator(model: str, base_url: str | None, chat: bool | None = None) -> Any:
+def _generator(model: str, base_url: str | None, chat: bool | None = None, *,
+               temperature: float = 1.0, max_tokens: int = 64) -> Any:
     """``divmeter.generation.get_generator`` when it is installed, else the chat adapter.
 
     ``--model NAME --base-url URL`` names a model on that server. A server model is continued
     (``/completions``, the builders' few-shot completion templates) unless ``--chat``; a local
-    model chats when it has a chat template (or ``--chat``)."""
+    model chats when it has a chat template (or ``--chat``). ``--temperature`` and
+    ``--max-tokens`` are checked first, before a model loads or a server is asked."""
     import importlib.util
 
     if importlib.util.find_spec("divmeter.generation") is not None:
-        from divmeter.generation import get_generator
+        from divmeter.generation import Decoding, get_generator
+
+        Decoding(temperature=temperature, max_tokens=max_tokens)  # refuses bad values
 
         if base_url is not None and not model.startswith("openai:"):
             model = f"openai:{model}"
@@ -205,7 +212,9 @@ def para_cmd(
     _check_share(max_rejected)
     _run("para", sets, output, pairs, prefer, quiet, max_rejected, seed=seed, k=k,
          template=template, temperature=temperature, max_tokens=max_tokens,
-         gate=_gate(retries, length_factor), generator=_generator(model, base_url, chat))
+         gate=_gate(retries, length_factor),
+         generator=lambda: _generator(model, base_url, chat, temperature=temperature,
+                                      max_tokens=max_tokens))
 
 
 def _gate(retries: int, length_factor: float) -> Any:
@@ -240,7 +249,9 @@ def nonsensical_cmd(
     _check_share(max_rejected)
     _run("nonsensical", sets, output, pairs, prefer, quiet, max_rejected, seed=seed,
          template=template, temperature=temperature, max_tokens=max_tokens,
-         gate=_gate(retries, length_factor), generator=_generator(model, base_url, chat))
+         gate=_gate(retries, length_factor),
+         generator=lambda: _generator(model, base_url, chat, temperature=temperature,
+                                      max_tokens=max_tokens))
 
 
 @build_app.command("cdm-fillers")
@@ -272,9 +283,10 @@ def cdm_fillers_cmd(
 
     _check_share(max_rejected)
     items = _read_frames(frames)
-    built = cdm_fillers(items, _generator(model, base_url, chat), seed=seed, attempts=attempts,
-                        template=load_template("cdm", template), temperature=temperature,
-                        max_tokens=max_tokens)
+    tpl = load_template("cdm", template)
+    gen = _generator(model, base_url, chat, temperature=temperature, max_tokens=max_tokens)
+    built = cdm_fillers(items, gen, seed=seed, attempts=attempts, template=tpl,
+                        temperature=temperature, max_tokens=max_tokens)
     from divmeter.perturb import write_jsonl
 
     write_jsonl(built.rows, output)
@@ -303,19 +315,15 @@ def _finish(line: str, accepted: int, rejected: int, max_rejected: float,
 
 
 def _read_frames(path: str) -> list[Any]:
-    import json
+    from divmeter.data.lines import display_name, loads, text_lines
 
-    with open(path, encoding="utf-8") as fh:
-        lines = [ln.strip() for ln in fh]
     out: list[Any] = []
-    for i, ln in enumerate(lines, 1):
+    for i, ln in text_lines(path):
+        ln = ln.strip()
         if not ln:
             continue
         if ln.startswith("{"):
-            try:
-                out.append(json.loads(ln))
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(f"{path} line {i}: not valid JSON ({exc.msg}).") from None
+            out.append(loads(ln, display_name(path), i))
         else:
             out.append(ln)
     if not out:
@@ -355,8 +363,9 @@ def pattr_grid_cmd(
     from divmeter.perturb.pattr_grid import pattr_grid, pattr_pools
 
     guard_outputs({"-o": output}, [topics, template])
-    with open(topics, encoding="utf-8") as fh:
-        lines = [ln.strip() for ln in fh if ln.strip()]
+    from divmeter.data.lines import text_lines
+
+    lines = [ln.strip() for _, ln in text_lines(topics) if ln.strip()]
     grid = pattr_grid(lines, levels=_levels(levels), n_styles=styles, seed=seed,
                       template=load_template("pattr", template))
     if model is None:
@@ -368,7 +377,8 @@ def pattr_grid_cmd(
         what = f"{len(rows)} prompts"
     else:
         _check_share(max_rejected)
-        res = pattr_pools(grid, _generator(model, base_url, chat), n=n, seed=seed,
+        gen = _generator(model, base_url, chat, temperature=temperature, max_tokens=max_tokens)
+        res = pattr_pools(grid, gen, n=n, seed=seed,
                           temperature=temperature, max_tokens=max_tokens,
                           gate=_gate(retries, 3.0))
         write_jsonl([p.to_dict() for p in res.sets], output)

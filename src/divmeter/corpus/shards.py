@@ -10,12 +10,11 @@ Hugging Face ``datasets`` dataset: a folder written by ``Dataset.save_to_disk`` 
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 from divmeter.corpus.stats import Accumulator
+from divmeter.data.lines import text_lines
 from divmeter.data.model import as_texts
 from divmeter.errors import InvalidInputError
 
@@ -70,10 +69,9 @@ def iter_texts(src: str, input_format: str | None = None) -> Iterator[str]:
         return
     low = src.lower()
     if input_format == "txt" or low.endswith((".txt", ".txt.gz")):
-        opener: Any = gzip.open if low.endswith(".gz") else open
-        with opener(src, "rt", encoding="utf-8") as fh:
-            for line in fh:
-                yield line.rstrip("\n").rstrip("\r")
+        for _, line in text_lines(src):  # UTF-8, bounded lines (one-line errors: file, line)
+            # a lone carriage return ends a line too, as Python's text mode read it
+            yield from line.split("\r") if "\r" in line else (line,)
         return
     from divmeter.data import read_sets
 

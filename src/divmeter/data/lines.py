@@ -18,6 +18,7 @@ It also decides the format of a path from its extension (:func:`detect_format`).
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import re
@@ -47,6 +48,16 @@ __all__ = [
     "json_lines",
     "read_json_lines",
     "require_object",
+    "MAX_LINE_BYTES",
+    "max_line",
+    "bounded_lines",
+    "read_whole",
+    "read_head",
+    "prepend",
+    "read_text",
+    "text_lines",
+    "csv_reader",
+    "csv_error",
 ]
 
 #: Formats understood by the readers and writers.
@@ -236,28 +247,57 @@ def loads(text: str | bytes, name: str, lineno: int = 1) -> Any:
     return value
 
 
+#: The first bytes of binary files people give by mistake, and what to say about them.
+_MAGIC = ((b"\x1f\x8b", "it looks gzip-compressed: name it .gz"),
+          (b"\x89PNG", "it looks like a PNG image, not text"),
+          (b"PK\x03\x04", "it looks like a zip archive (an Excel file?), not text"),
+          (b"PAR1", "it looks like a Parquet file: name it .parquet"),
+          (b"\xff\xfe", "it looks like UTF-16 text: save it as UTF-8"),
+          (b"\xfe\xff", "it looks like UTF-16 text: save it as UTF-8"))
+
+
+def _utf8_hint(lineno: int, data: bytes) -> str:
+    if lineno == 1:
+        for magic, hint in _MAGIC:
+            if data.startswith(magic):
+                return f"; {hint}"
+    return ""
+
+
 def _bad_utf8(name: str, lineno: int, line: bytes, exc: UnicodeDecodeError) -> InvalidInputError:
     return InvalidInputError(
         f"{name} line {lineno}: not valid UTF-8 (byte 0x{line[exc.start]:02x} at "
-        f"column {exc.start + 1}); divmeter reads UTF-8 only."
+        f"column {exc.start + 1}); divmeter reads UTF-8 only{_utf8_hint(lineno, line)}."
     )
 
 
 #: The longest line any reader accepts, in bytes (``$DIVMETER_MAX_LINE`` overrides): a file with
-#: no newline (``/dev/zero``, a binary) is refused at this length instead of filling memory.
+#: no newline (``/dev/zero``, a binary) is refused at this length instead of filling memory. The
+#: same bound holds for a CSV field (quoted newlines included) and for the files read whole
+#: (a ``.json`` document, a Parquet stream from a pipe, a template): see :func:`read_whole`.
 MAX_LINE_BYTES = 256 << 20
 
+_RAISE = "set DIVMETER_MAX_LINE to allow longer ones"
 
-def _max_line() -> int:
+
+def max_line() -> int:
+    """The line-length bound in force: ``$DIVMETER_MAX_LINE`` (at least 1024) or
+    :data:`MAX_LINE_BYTES`."""
     try:
         return max(1024, int(os.environ.get("DIVMETER_MAX_LINE", MAX_LINE_BYTES)))
     except ValueError:
         return MAX_LINE_BYTES
 
 
+def _too_long(name: str, lineno: int, limit: int) -> InvalidInputError:
+    return InvalidInputError(
+        f"{name} line {lineno}: longer than {limit:,} bytes with no newline; expected "
+        f"a text file of lines ({_RAISE}).")
+
+
 def bounded_lines(raw: Iterable[bytes], name: str) -> Iterator[bytes]:
     """The lines of ``raw``; a binary file object is read with a bound on each line's length
-    (:data:`MAX_LINE_BYTES`) and a longer line is a one-line error naming the file and line.
+    (:func:`max_line`) and a longer line is a one-line error naming the file and line.
 
     Example:
         >>> import io
@@ -268,7 +308,7 @@ def bounded_lines(raw: Iterable[bytes], name: str) -> Iterator[bytes]:
     if readline is None:
         yield from raw
         return
-    limit = _max_line()
+    limit = max_line()
     lineno = 0
     while True:
         line = readline(limit + 1)
@@ -276,10 +316,138 @@ def bounded_lines(raw: Iterable[bytes], name: str) -> Iterator[bytes]:
             return
         lineno += 1
         if len(line) > limit and not line.endswith(b"\n"):
-            raise InvalidInputError(
-                f"{name} line {lineno}: longer than {limit:,} bytes with no newline; expected "
-                "a text file of lines (set DIVMETER_MAX_LINE to allow longer ones).")
+            raise _too_long(name, lineno, limit)
         yield line
+
+
+def read_whole(fh: IO[bytes], name: str, what: str, hint: str = "") -> bytes:
+    """All of ``fh``, for a reader that needs the whole file at once; a file longer than
+    :func:`max_line` is a one-line error (instead of filling memory from ``/dev/zero``).
+
+    Args:
+        fh: The open source.
+        name: Its name in messages.
+        what: What is read whole, for the message (``"a JSON file"``, ``"a template"``).
+        hint: What else the user may do, for the message (``", or JSONL"``).
+
+    Example:
+        >>> import io, os
+        >>> os.environ["DIVMETER_MAX_LINE"] = "1024"
+        >>> read_whole(io.BytesIO(b"[]"), "x.json", "a JSON file")
+        b'[]'
+        >>> read_whole(io.BytesIO(b"\\n" * 2000), "x.json", "a JSON file")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        divmeter.errors.InvalidInputError: x.json line 1025: longer than 1,024 bytes in all, and ...
+        >>> del os.environ["DIVMETER_MAX_LINE"]
+    """
+    limit = max_line()
+    data = fh.read(limit + 1)
+    if len(data) > limit:
+        lineno = data.count(b"\n", 0, limit) + 1
+        raise InvalidInputError(
+            f"{name} line {lineno}: longer than {limit:,} bytes in all, and {what} is read "
+            f"whole; expected a smaller file{hint} (or {_RAISE}).")
+    return data
+
+
+def read_head(fh: IO[bytes], name: str) -> bytes:
+    """The first bytes of a stream up to its first non-blank line (blank lines before it
+    included), consumed from ``fh``; a first line longer than :func:`max_line` is the
+    one-line error of :func:`bounded_lines`. Used to sniff a format, then :func:`prepend`."""
+    limit = max_line()
+    head = b""
+    lineno = 0
+    while len(head) <= limit:
+        line = fh.readline(limit + 1 - len(head))
+        lineno += 1
+        head += line
+        if len(head) > limit and not line.endswith(b"\n"):
+            raise _too_long(name, lineno, limit)
+        if not line.endswith(b"\n") or line.strip(b"\xef\xbb\xbf \t\r\n"):
+            break
+    return head
+
+
+class _Prefixed(io.RawIOBase):
+    """``prefix`` then the rest of ``rest``, as one raw stream."""
+
+    def __init__(self, prefix: bytes, rest: IO[bytes]) -> None:
+        self._prefix = prefix
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        if self._prefix:
+            n = min(len(view), len(self._prefix))
+            view[:n] = self._prefix[:n]
+            self._prefix = self._prefix[n:]
+            return n
+        read1 = getattr(self._rest, "read1", self._rest.read)
+        data = read1(len(view))
+        view[:len(data)] = data
+        return len(data)
+
+
+def prepend(prefix: bytes, rest: IO[bytes]) -> IO[bytes]:
+    """A binary stream of ``prefix`` followed by what is left of ``rest`` (a pipe whose first
+    bytes were read to sniff its format is read on, not read whole).
+
+    Example:
+        >>> import io
+        >>> src = io.BytesIO(b"a\\nb\\n")
+        >>> head = read_head(src, "x")
+        >>> prepend(head, src).read()
+        b'a\\nb\\n'
+    """
+    return io.BufferedReader(_Prefixed(prefix, rest))
+
+
+def read_text(path: str | os.PathLike[str], what: str) -> str:
+    """A whole UTF-8 text file (a template, a prompt list), bounded as :func:`read_whole`,
+    a bad byte named with its line (:func:`decode_all`)."""
+    name = display_name(path)
+    with open_source(path) as fh:
+        return decode_all(read_whole(fh, name, what), name)
+
+
+def text_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of every line of a UTF-8 text source (path, ``.gz`` or ``"-"``),
+    streamed and bounded (:func:`bounded_lines`), the line end (``\\n``, ``\\r\\n``) removed.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.txt"
+        >>> _ = p.write_bytes(b"\\xef\\xbb\\xbfone\\r\\ntwo")
+        >>> list(text_lines(p))
+        [(1, 'one'), (2, 'two')]
+    """
+    name = display_name(path)
+    counter = [0]
+    with open_source(path) as fh:
+        for text in decode_lines(fh, name, counter):
+            yield counter[0], text.removesuffix("\n").removesuffix("\r")
+
+
+def csv_reader(lines: Iterable[str], **options: Any) -> Any:
+    """``csv.reader`` over ``lines`` whose field bound is :func:`max_line` (the :mod:`csv`
+    default, 131,072 characters, refused long responses); see :func:`csv_error`."""
+    import csv
+
+    csv.field_size_limit(max_line())
+    return csv.reader(lines, strict=True, **options)
+
+
+def csv_error(name: str, lineno: int, exc: Exception) -> InvalidInputError:
+    """The one-line error for a :class:`csv.Error` met at line ``lineno`` of ``name``."""
+    if "field larger than field limit" in str(exc):
+        return InvalidInputError(
+            f"{name} line {lineno}: a field longer than {max_line():,} characters; expected "
+            f"shorter fields (a quote left open runs to the end of the file; {_RAISE}).")
+    return InvalidInputError(f"{name} line {lineno}: invalid CSV ({exc}).")
 
 
 def decode_lines(raw: Iterable[bytes], name: str, counter: list[int]) -> Iterator[str]:
@@ -305,7 +473,7 @@ def decode_all(data: bytes, name: str) -> str:
         line = data[: exc.start].count(b"\n") + 1
         raise InvalidInputError(
             f"{name} line {line}: not valid UTF-8 (byte 0x{data[exc.start]:02x}); "
-            "divmeter reads UTF-8 only."
+            f"divmeter reads UTF-8 only{_utf8_hint(line, data)}."
         ) from None
 
 

@@ -46,6 +46,8 @@ from typing import IO, Any
 from divmeter._optional import require
 from divmeter.data.items import CDMItem, cdm_item
 from divmeter.data.lines import (
+    csv_error,
+    csv_reader,
     decode_all,
     decode_lines,
     detect_format,
@@ -53,14 +55,21 @@ from divmeter.data.lines import (
     invalid_json,
     json_lines,
     loads,
+    max_line,
     open_source,
+    prepend,
+    read_head,
     read_json_lines,
+    read_whole,
     require_object,
     type_name,
 )
 from divmeter.data.model import ResponseSet
 from divmeter.data.records import TableLayout, record_cell, set_from_object
 from divmeter.errors import InvalidInputError
+
+#: What a user may do instead of one big JSON document (said when one is too long).
+JSONL_HINT = ", or JSONL: one record per line, streamed"
 
 __all__ = [
     "read_sets",
@@ -133,19 +142,19 @@ def _read_json_text(text: str, name: str) -> Iterator[ResponseSet]:
 
 
 def _read_json(fh: IO[bytes], name: str) -> Iterator[ResponseSet]:
-    data = fh.read()
+    data = read_whole(fh, name, "a JSON file", JSONL_HINT)
     yield from _read_json_text(decode_all(data, name), name)
 
 
 def _read_csv(fh: IO[bytes], name: str) -> Iterator[ResponseSet]:
     counter = [0]
-    reader = csv.reader(decode_lines(fh, name, counter), strict=True)
+    reader = csv_reader(decode_lines(fh, name, counter))
     try:
         header = next(reader)
     except StopIteration:
         raise InvalidInputError(f"{name}: the file is empty; expected a CSV header.") from None
     except csv.Error as exc:
-        raise InvalidInputError(f"{name} line {counter[0]}: invalid CSV ({exc}).") from None
+        raise csv_error(name, counter[0], exc) from None
     header = [h.strip() for h in header]
     dupes = sorted({h for h in header if header.count(h) > 1})
     if dupes:
@@ -160,7 +169,7 @@ def _read_csv(fh: IO[bytes], name: str) -> Iterator[ResponseSet]:
             except StopIteration:
                 return
             except csv.Error as exc:
-                raise InvalidInputError(f"{name} line {counter[0]}: invalid CSV ({exc}).") from None
+                raise csv_error(name, counter[0], exc) from None
             if not cells or cells == [""] and len(header) > 1:
                 continue
             rowno += 1
@@ -176,7 +185,8 @@ def _read_csv(fh: IO[bytes], name: str) -> Iterator[ResponseSet]:
 
 def _read_parquet(fh: IO[bytes], name: str) -> Iterator[ResponseSet]:
     pq = require("pyarrow.parquet", extra="io", package="pyarrow")
-    source: Any = fh if fh.seekable() else io.BytesIO(fh.read())
+    source: Any = fh if fh.seekable() else io.BytesIO(
+        read_whole(fh, name, "Parquet from a pipe", ", or the Parquet file's path in its place"))
     try:
         pf = pq.ParquetFile(source)
     except Exception as exc:  # pyarrow raises its own error types
@@ -194,7 +204,7 @@ def _read_parquet(fh: IO[bytes], name: str) -> Iterator[ResponseSet]:
 
 
 def _sniff(data: bytes) -> str:
-    """Guess the format of stdin from its first bytes."""
+    """Guess the format of stdin from its first bytes (up to its first non-blank line)."""
     stripped = data.lstrip(b"\xef\xbb\xbf \t\r\n")
     if stripped.startswith(b"PAR1"):
         return "parquet"
@@ -236,10 +246,15 @@ def read_sets(path: str | os.PathLike[str], fmt: str | None = None) -> Iterator[
         [('a', ['x y', 'x z'], {'temp': 0.7})]
     """
     name = display_name(path)
-    if str(path) == "-":
-        data = sys.stdin.buffer.read()
-        chosen = _sniff(data) if fmt is None else detect_format(path, fmt)
-        yield from _READERS[chosen](io.BytesIO(data), name)
+    if str(path) == "-":  # streamed: only the first line is read ahead to sniff the format
+        fh: IO[bytes] = sys.stdin.buffer
+        if fmt is None:
+            head = read_head(fh, name)
+            chosen = _sniff(head)
+            fh = prepend(head, fh)
+        else:
+            chosen = detect_format(path, fmt)
+        yield from _READERS[chosen](fh, name)
         return
     chosen = detect_format(path, fmt)
     with open_source(path) as fh:
@@ -333,7 +348,7 @@ def read_records(path: str | os.PathLike[str], fmt: str | None = None) -> Iterat
         return
     if chosen == "json":
         with open_source(path) as fh:
-            doc = loads(decode_all(fh.read(), name), name)
+            doc = loads(decode_all(read_whole(fh, name, "a JSON file", JSONL_HINT), name), name)
         if isinstance(doc, dict) and isinstance(doc.get("results"), list):
             doc = doc["results"]
         if not isinstance(doc, list):
@@ -348,6 +363,7 @@ def read_records(path: str | os.PathLike[str], fmt: str | None = None) -> Iterat
         counter = [0]
         with open_source(path) as fh:
             reader = csv.DictReader(decode_lines(fh, name, counter), strict=True)
+            csv.field_size_limit(max_line())
             try:
                 for row in reader:
                     if None in row or None in row.values():
@@ -358,7 +374,7 @@ def read_records(path: str | os.PathLike[str], fmt: str | None = None) -> Iterat
                     yield {k: _record_cell(k, v, f"{name} line {counter[0]}")
                            for k, v in row.items()}
             except csv.Error as exc:
-                raise InvalidInputError(f"{name} line {counter[0]}: invalid CSV ({exc}).") from None
+                raise csv_error(name, counter[0], exc) from None
         return
     pq = require("pyarrow.parquet", extra="io", package="pyarrow")
     try:

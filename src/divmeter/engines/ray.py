@@ -121,8 +121,32 @@ def corpus_pass(
                      shards, strict=True))
     while pending:
         done, pending = ray.wait(pending, num_returns=1)
-        src, part, n = ray.get(done[0])
+        try:
+            src, part, n = ray.get(done[0])
+        except ray.exceptions.RayTaskError as exc:
+            _stop(ray, pending)
+            raise _task_cause(exc) from None
         yield names[src], part, n
+
+
+def _task_cause(exc: Exception) -> Exception:
+    """What a shard task raised (a bad shard's one-line :class:`InvalidInputError`, a missing
+    file), not Ray's wrapper, whose message holds the worker's traceback."""
+    cause = getattr(exc, "cause", None)
+    return cause if isinstance(cause, Exception) else exc
+
+
+def _stop(ray: Any, pending: list[Any]) -> None:
+    """Cancel the shard tasks still running after one failed, and collect their outcome (Ray
+    logs an error it thinks nobody saw, with a traceback, when its reference is dropped)."""
+    for ref in pending:
+        ray.cancel(ref)
+    ready, _ = ray.wait(pending, num_returns=len(pending), timeout=10)
+    for ref in ready:
+        try:
+            ray.get(ref)
+        except Exception:  # noqa: S110 - cancelled, or failed the same way: the first error wins
+            pass
 
 
 def score_corpus_ray(inputs: Sequence[str | os.PathLike[str]], metrics: Sequence[MetricArg], *,

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from divmeter.data.lines import display_name, loads, text_lines
 from divmeter.errors import InvalidInputError
 from divmeter.generation.base import (
     Decoding,
@@ -156,16 +157,10 @@ def read_prompts(path: str | os.PathLike[str]) -> list[Prompt]:
         InvalidInputError: A bad line (file and line named), duplicate ids, no prompts.
         FileNotFoundError: Missing file.
     """
-    name = os.path.basename(str(path))
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InvalidInputError(f"{name}: not UTF-8 text ({exc.reason}).") from None
+    name = display_name(path)
     plain = str(path).endswith(".txt")
     out: list[Prompt] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in text_lines(path):  # UTF-8, bounded lines (one-line errors)
         if not line.strip():
             continue
         where = f"{name} line {lineno}"
@@ -173,11 +168,7 @@ def read_prompts(path: str | os.PathLike[str]) -> list[Prompt]:
         if plain:
             prompt: Any = line
         else:
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(
-                    f"{where}: invalid JSON ({exc.msg} at column {exc.colno}).") from None
+            obj = loads(line, name, lineno)
             if isinstance(obj, str):
                 prompt = obj
             elif isinstance(obj, dict):
@@ -238,7 +229,7 @@ class SweepReport:
 def _existing(path: Path) -> list[dict[str, Any]]:
     """Rows already in ``path``; a cut-off or unreadable last line (an interrupted write) is
     removed from the file; a bad line elsewhere is an error."""
-    if not path.exists():
+    if not path.is_file():  # nothing yet, or a device / FIFO (/dev/stdout): nothing to resume
         return []
     data = path.read_bytes()
     rows: list[dict[str, Any]] = []

@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from divmeter.data.lines import bounded_lines, display_name, open_source
 from divmeter.errors import InvalidInputError
 from divmeter.judge.config import JudgeConfig
 from divmeter.judge.cost import run_jobs
@@ -76,15 +77,15 @@ def ingest_batch_results(path: str, config: JudgeConfig, *, client: Any = None
     if client.cache is None:
         raise InvalidInputError("ingesting batch results needs the request cache; got cache=None.")
     stored = failed = 0
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    with open_source(path) as fh:
+        for lineno, line in enumerate(bounded_lines(fh, display_name(path)), 1):
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
                 key = row["custom_id"]
                 resp = row.get("response") or {}
-            except (ValueError, KeyError, TypeError, AttributeError):
+            except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
                 raise InvalidInputError(
                     f"{path} line {lineno}: expected an OpenAI batch result with 'custom_id' and "
                     "'response'.") from None

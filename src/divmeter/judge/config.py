@@ -16,7 +16,7 @@ from divmeter.errors import InvalidInputError
 from divmeter.judge.prompts import FewShot, Template, load_fewshot, load_template
 from divmeter.result import make_signature
 
-__all__ = ["ANSWERS", "COMMONSENSE", "JudgeConfig", "ORDERS"]
+__all__ = ["ANSWERS", "CAPS", "COMMONSENSE", "JudgeConfig", "ORDERS"]
 
 COMMONSENSE = (
     "Zhang, Peng & Bollegala 2025, Evaluating the Evaluation of Diversity in Commonsense "
@@ -26,6 +26,10 @@ COMMONSENSE = (
 ORDERS = ("both", "ab")
 #: How the judge's answer becomes a rating (see :class:`JudgeConfig`).
 ANSWERS = ("text", "logprobs", "schema")
+#: Upper bounds of the counts that multiply requests, time or memory (the judge metric's
+#: declared caps: ``divmeter list judge``).
+CAPS = {"samples": 100, "max_tokens": 10**6, "retries": 100, "concurrency": 1024,
+        "max_attempts": 100}
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,10 @@ class JudgeConfig:
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise InvalidInputError(f"`{name}` of judge must be an integer >= {low}; got "
                                         f"{v!r}.")
+            if name in CAPS and v > CAPS[name]:  # the count multiplies requests or memory
+                got = f"{v:,}" if v < 10**15 else "more"
+                raise InvalidInputError(f"`{name}` of judge must be at most {CAPS[name]:,}; "
+                                        f"got {got}.")
         t = self.temperature
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 2:
             raise InvalidInputError(f"`temperature` of judge must be a number from 0 to 2; got "

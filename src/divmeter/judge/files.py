@@ -11,7 +11,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from divmeter.data.items import pair_texts
-from divmeter.data.lines import display_name, read_json_lines, require_object
+from divmeter.data.lines import (
+    bounded_lines,
+    display_name,
+    open_source,
+    read_json_lines,
+    require_object,
+)
 from divmeter.errors import InvalidInputError
 
 __all__ = ["read_judge_pairs", "read_judge_input", "done_indices", "judge_file",
@@ -67,12 +73,12 @@ def done_indices(path: str) -> set[int]:
     done: set[int] = set()
     if not os.path.exists(path):
         return done
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
+    with open_source(path) as fh:
+        for line in bounded_lines(fh, display_name(path)):
             try:
                 row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut by an interruption is judged again
+            except (ValueError, RecursionError):  # not UTF-8 or not JSON: a line cut by an
+                continue  # interruption is judged again
             if not isinstance(row, dict):
                 continue
             for key in ("pair_index", "set_index"):

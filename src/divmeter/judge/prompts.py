@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from divmeter.data.lines import json_lines
+from divmeter.data.lines import json_lines, read_text
 from divmeter.errors import InvalidInputError
 
 __all__ = ["Template", "FewShot", "load_template", "load_fewshot", "render_set",
@@ -69,8 +69,7 @@ def _source_text(source: str, default: str, what: str, expected: str) -> tuple[s
     if source == "default":
         return _package_text(default), "default"
     try:
-        with open(source, encoding="utf-8") as fh:
-            return fh.read(), os.path.basename(source)
+        return read_text(source, f"a {what}"), os.path.basename(source)
     except OSError as exc:
         raise InvalidInputError(
             f"{what} {source!r} cannot be read ({exc.strerror}); expected {expected}.") from None

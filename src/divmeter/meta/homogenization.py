@@ -41,6 +41,9 @@ def _measures(bleu: str) -> tuple[str, ...]:
 
 
 def _pairs(n: int, n_pairs: int, seed: int) -> list[tuple[int, int]]:
+    if n_pairs < 1:
+        raise InvalidInputError(f"the pair budget (--pairs) must be an integer >= 1; got "
+                                f"{n_pairs!r}.")
     total = n * (n - 1) // 2
     if total <= n_pairs:
         return [(i, j) for i in range(n) for j in range(i + 1, n)]

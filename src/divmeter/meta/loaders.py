@@ -297,6 +297,9 @@ def prepare_scores(table: MetaTable, *, metrics: Sequence[str] = (), columns: Se
     if round_ is not None:
         if round_ < 0:
             raise InvalidInputError(f"--round must be >= 0; got {round_}.")
+        if round_ > 15:  # a float64 holds about 16 significant digits
+            raise InvalidInputError(f"--round must be at most 15 decimals; got "
+                                    f"{round_ if round_ < 10**15 else 'more'}.")
         scores = {k: np.round(v, round_) for k, v in scores.items()}
         settings["round"] = round_
     dropped = res.n_empty if empty == "drop" else 0

@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from divmeter.data.lines import read_text
 from divmeter.errors import InvalidInputError
 
 __all__ = [
@@ -131,7 +132,7 @@ def load_template(builder: str, path: str | os.PathLike[str] | None = None, *,
         if name.endswith("_completion.txt"):
             text = text.rstrip()  # the model continues right after the answer's label
         return Template(text, name, fields[builder])
-    return Template(Path(path).read_text(encoding="utf-8"), str(path), fields[builder])
+    return Template(read_text(path, "a template"), str(path), fields[builder])
 
 
 _LABELS = ("paraphrase:", "paraphrased:", "sentence:", "answer:", "output:")

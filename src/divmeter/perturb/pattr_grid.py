@@ -25,7 +25,7 @@ from divmeter.perturb.gate import generate as gated_generate
 from divmeter.perturb.generated import Outcome, _check_decoding, _check_generator
 from divmeter.perturb.generator import Generator, Template, load_template
 
-__all__ = ["INSTRUCTIONS", "STYLES", "GridPrompt", "pattr_grid", "pattr_pools"]
+__all__ = ["INSTRUCTIONS", "MAX_STYLES", "STYLES", "GridPrompt", "pattr_grid", "pattr_pools"]
 
 #: Ten formatting instructions, introduced incrementally (level k uses the first k).
 INSTRUCTIONS = (
@@ -46,6 +46,8 @@ STYLES = {
     "mood": ("cheerful", "serious", "mysterious", "calm", "energetic"),
     "video type": ("tutorial", "documentary", "advertisement", "vlog", "short film"),
 }
+#: The most styles sampled per topic (the paper: 10; styles are drawn with replacement).
+MAX_STYLES = 10_000
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,9 @@ def pattr_grid(
         )
     if isinstance(n_styles, bool) or not isinstance(n_styles, int) or n_styles < 1:
         raise InvalidInputError(f"`n_styles` must be an integer >= 1; got {n_styles!r}.")
+    if n_styles > MAX_STYLES:  # every style is one more prompt per topic and level
+        got = f"{n_styles:,}" if n_styles < 10**15 else "more"
+        raise InvalidInputError(f"`n_styles` must be at most {MAX_STYLES:,}; got {got}.")
     ids = [str(i) for i in range(len(topics))] if topic_ids is None else [str(i) for i in
                                                                             topic_ids]
     if len(ids) != len(topics):

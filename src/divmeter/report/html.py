@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from divmeter.data.lines import display_name, loads, read_text
 from divmeter.errors import InvalidInputError
 from divmeter.report.panels import (
     TEXTS_JS,
@@ -438,12 +439,11 @@ def score_report(results: Sequence[str | os.PathLike[str]], out: str | os.PathLi
 
 
 def _json_summary_signatures(path: str | os.PathLike[str]) -> dict[str, str]:
-    import json
 
     if not os.fspath(path).endswith(".json"):
         return {}
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        doc = loads(read_text(path, "a JSON file"), display_name(path))
     except (OSError, ValueError):
         return {}
     if not isinstance(doc, dict):
@@ -512,7 +512,6 @@ def report_from_files(results: Sequence[str | os.PathLike[str]], out: str | os.P
     A ``report.json`` (written by ``meta ... --report``) adds its table and signatures; every
     other file is read as score records.
     """
-    import json
 
     check_destination(out)
     score_files: list[str] = []
@@ -523,7 +522,7 @@ def report_from_files(results: Sequence[str | os.PathLike[str]], out: str | os.P
             raise FileNotFoundError(2, "No such file or directory", path)
         if path.endswith(".json"):
             try:
-                doc = json.loads(Path(path).read_text(encoding="utf-8"))
+                doc = loads(read_text(path, "a JSON file"), display_name(path))
             except ValueError:
                 doc = None
             if isinstance(doc, dict) and "protocol" in doc and "results" in doc:

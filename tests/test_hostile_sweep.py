@@ -1,0 +1,400 @@
+"""Issue 27: every command of the CLI against hostile inputs, in process.
+
+Two bounded matrices over the commands that ``divmeter --help`` lists (every subcommand of
+``meta``, ``annotate`` and ``build`` included; ``list`` has its own small test; servers are an
+unreachable ``127.0.0.1`` port, judges run ``--dry-run``, ``annotate serve`` is given an address
+it cannot bind so it never serves):
+
+* **hostile files** in the input's place: empty, binary garbage, UTF-16, a lone surrogate
+  (escaped in JSON, and as raw bytes), an unterminated last line, a directory, a missing path,
+  ``/dev/null``, binary garbage on stdin as ``-``, 5,000-digit integers;
+* **hostile numbers** in every numeric option of the command (found from its signature), with a
+  good input: a negative count and a 41-digit integer (integer options), NaN and -1 (number
+  options).
+
+Each case must end the way every divmeter run ends: exit code 0, 1 or 2, and no traceback and no
+``divmeter: internal error`` line (an exception that reached the CLI boundary: a bug) on stderr,
+within CASE_SECONDS; an input with nothing usable in it (binary, UTF-16, a directory, a missing
+path) is refused with exit 2 in one line. About 40 s on two shared cores (most of it the
+client's back-off before an unreachable server is given up).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import json
+import os
+import random
+import signal
+import sys
+import time
+import typing
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from divmeter.cli import app, main
+
+#: Seconds one case may take (a hang is a failure, not a stuck suite).
+CASE_SECONDS = 20
+DEAD = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there
+
+SET_ROWS = [
+    {"set_id": f"s{i}", "prompt": f"p{i % 2}", "label": i % 2,
+     "metadata": {"temperature": 0.5 + i / 4, "stage": "base" if i % 2 else "sft"},
+     "responses": [f"the cat {w} on a mat" for w in ("sat", "ran", "lay")[: 2 + i % 2]]}
+    for i in range(6)
+]
+
+#: Each command: (id, argv with {IN} for the input and {OUT} for a fresh output stem, the
+#: suffix its input file gets, the good input's name).
+COMMANDS: list[tuple[str, list[str], str, str]] = [
+    ("score", ["score", "{IN}", "-m", "distinct-n", "-o", "{OUT}.jsonl", "-q"], ".jsonl", "sets"),
+    ("score-csv", ["score", "{IN}", "-m", "ttr", "-o", "{OUT}.jsonl", "-q"], ".csv", "sets_csv"),
+    ("score-json", ["score", "{IN}", "-m", "ttr", "-o", "{OUT}.csv", "-q"], ".json", "sets_json"),
+    ("score-corpus", ["score", "--corpus", "{IN}", "-m", "distinct-n", "-o", "{OUT}.json", "-q"],
+     ".jsonl", "sets"),
+    ("score-corpus-txt", ["score", "--corpus", "{IN}", "-m", "entropy-n", "-q"], ".txt",
+     "lines"),
+    ("compare", ["compare", "{GOOD}", "{IN}", "-m", "distinct-n", "-f", "json", "-q"], ".jsonl",
+     "sets"),
+    ("report", ["report", "{IN}", "-o", "{OUT}.html"], ".jsonl", "scores"),
+    ("judge", ["judge", "{IN}", "-o", "{OUT}.jsonl", "--model", "openai:x", "--base-url", DEAD,
+               "--dry-run"], ".jsonl", "pairs"),
+    ("judge-absolute", ["judge", "{IN}", "-o", "{OUT}.jsonl", "--model", "openai:x",
+                        "--base-url", DEAD, "--task", "absolute", "--dry-run"], ".jsonl", "sets"),
+    ("generate", ["generate", "{IN}", "-o", "{OUT}.jsonl", "--model", "openai:x", "--base-url",
+                  DEAD, "-n", "1", "--timeout", "2", "-q"], ".jsonl", "prompts"),
+    ("embed-parity", ["embed-parity", "{IN}", "--model", "openai:x", "--base-url", DEAD, "-q"],
+     ".jsonl", "sets"),
+    ("meta-contest", ["meta", "contest", "{IN}", "-m", "distinct-n", "-f", "json", "-q"],
+     ".jsonl", "sets"),
+    ("meta-dectest", ["meta", "dectest", "{IN}", "-m", "distinct-n", "-f", "json", "-q"],
+     ".jsonl", "sets"),
+    ("meta-nuggets", ["meta", "nuggets", "{IN}", "-m", "distinct-n", "-f", "json", "-q"],
+     ".jsonl", "sets"),
+    ("meta-paired", ["meta", "paired", "{IN}", "-m", "distinct-n", "--key", "prompt", "-f",
+                     "json", "-q"], ".jsonl", "sets"),
+    ("meta-pairwise", ["meta", "pairwise", "{IN}", "-m", "distinct-n", "-f", "json", "-q",
+                       "--resamples", "50"], ".jsonl", "pairs"),
+    ("meta-length-bias", ["meta", "length-bias", "{IN}", "-m", "ttr", "-f", "json", "-q",
+                          "--pairs", "20"], ".jsonl", "sets"),
+    ("meta-decan-confound", ["meta", "decan-confound", "{IN}", "-f", "json", "-q"], ".jsonl",
+     "scores"),
+    ("meta-pattr-sensitivity", ["meta", "pattr-sensitivity", "{IN}", "-f", "json", "-q"],
+     ".jsonl", "sets"),
+    ("meta-agreement", ["meta", "agreement", "{IN}", "-r", "a", "-r", "b", "-f", "json"],
+     ".csv", "ratings"),
+    ("meta-agreement-jsonl", ["meta", "agreement", "{IN}", "-r", "a", "-r", "b", "-f", "json"],
+     ".jsonl", "ratings_jsonl"),
+    ("annotate-init", ["annotate", "init", "{IN}", "--db", "{OUT}.sqlite", "--kind", "abs", "-q"],
+     ".jsonl", "sets"),
+    ("annotate-serve", ["annotate", "serve", "{IN}", "--host", "203.0.113.1", "-q"], ".sqlite",
+     "db"),
+    ("annotate-invite", ["annotate", "invite", "{IN}"], ".sqlite", "db"),
+    ("annotate-status", ["annotate", "status", "{IN}"], ".sqlite", "db"),
+    ("annotate-export", ["annotate", "export", "{IN}", "-o", "{OUT}.csv"], ".sqlite", "db"),
+    ("annotate-report", ["annotate", "report", "{IN}", "-o", "{OUT}", "--no-plots",
+                         "--reps", "5"], ".sqlite", "db"),
+    ("build-rndshuff", ["build", "rndshuff", "{IN}", "-o", "{OUT}.jsonl", "-q"], ".jsonl",
+     "sets"),
+    ("build-nounshuff", ["build", "nounshuff", "{IN}", "-o", "{OUT}.jsonl", "-q"], ".jsonl",
+     "sets"),
+    ("build-para", ["build", "para", "{IN}", "-o", "{OUT}.jsonl", "--model", "x", "--base-url",
+                    DEAD, "-q"], ".jsonl", "sets"),
+    ("build-nonsensical", ["build", "nonsensical", "{IN}", "-o", "{OUT}.jsonl", "--model", "x",
+                           "--base-url", DEAD, "-q"], ".jsonl", "sets"),
+    ("build-cdm-fillers", ["build", "cdm-fillers", "{IN}", "-o", "{OUT}.jsonl", "--model", "x",
+                           "--base-url", DEAD, "-q"], ".txt", "frames"),
+    ("build-pattr-grid", ["build", "pattr-grid", "{IN}", "-o", "{OUT}.jsonl", "--levels", "0:1",
+                          "--styles", "1"], ".txt", "topics"),
+]
+
+_rng = random.Random(27)
+HUGE = "1" + "0" * 5000
+#: Hostile contents: bytes, or what the path is instead of a file.
+HOSTILE: dict[str, bytes | str] = {
+    "empty": b"",
+    "binary": bytes(_rng.randrange(256) for _ in range(3000)),
+    "utf16": '{"set_id": "a", "responses": ["x y", "y z"]}\n'.encode("utf-16"),
+    "surrogate-escaped": b'{"set_id": "\\ud800", "prompt": "\\udfff", "label": 1, '
+                         b'"responses": ["a \\ud800 b", "c d"], "a": 1, "b": 2}\n',
+    "surrogate-raw": b'{"set_id": "\xed\xa0\x80", "responses": ["a b", "c d"]}\n',
+    "unterminated": b'{"set_id": "a", "responses": ["a b", "c d"]}\n{"set_id": "b", "respo',
+    "directory": "dir",
+    "missing": "missing",
+    "devnull": "devnull",
+    "stdin-binary": "stdin",
+    "huge-int": (f'{{"set_id": {HUGE}, "label": {HUGE}, "a": {HUGE}, "b": 1, "responses": '
+                 f'["a b", "c d"], "metadata": {{"temperature": {HUGE}}}}}\n').encode(),
+}
+
+#: Hostile values of numeric options: a negative count, a 41-digit integer, NaN.
+HOSTILE_INT = ["-1", "1" + "0" * 40]
+HOSTILE_FLOAT = ["nan", "-1"]
+
+#: Cases that fail today in another helper's area (the annotation CLI), reported to be fixed
+#: there: listed, not hidden (xfail; the hang is not run).
+KNOWN = {
+    "annotate init --ratings 100000": "annotation CLI: a 41-digit --ratings reaches SQLite "
+                                      "(OverflowError, internal error)",
+    "annotate serve --max-body 100000": "annotation CLI: serve exits 3 with uvicorn's line "
+                                        "when the address cannot be bound",
+    "annotate invite --annotators 100000": "annotation CLI: a 41-digit -n makes links until "
+                                           "memory runs out (hang)",
+}
+
+
+class CaseTimeout(BaseException):
+    """A case ran past CASE_SECONDS (a BaseException: the CLI boundary must not catch it)."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds: int) -> Iterator[None]:
+    if not hasattr(signal, "SIGALRM"):  # not on this platform: no deadline
+        yield
+        return
+
+    def fire(*_: Any) -> None:
+        raise CaseTimeout
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+_COMMAND: list[Any] = []
+
+
+def invoke(argv: list[str], cwd: Path, stdin: bytes = b"") -> tuple[int, str, str, float]:
+    """``divmeter ARGV`` through :func:`divmeter.cli.main` in this process (its exception
+    handling is what is tested), with typer's CliRunner isolating stdin (``stdin``), stdout
+    and stderr: (exit code, stdout, stderr, seconds). The click command typer builds from the
+    app is built once (building it takes ~0.1 s, more than most cases)."""
+    import divmeter.cli
+
+    if not _COMMAND:
+        _COMMAND.append(typer.main.get_command(app))
+    runner = CliRunner()
+    old_argv, old_cwd = sys.argv, os.getcwd()
+    code = 0
+    t0 = time.perf_counter()
+    with runner.isolation(input=stdin) as streams, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(divmeter.cli, "app", _COMMAND[0])
+        sys.argv = ["divmeter", *argv]
+        os.chdir(cwd)
+        try:
+            with _deadline(CASE_SECONDS):
+                main()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        except CaseTimeout:
+            code = -1
+        finally:
+            sys.argv = old_argv
+            os.chdir(old_cwd)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        out = streams[0].getvalue()
+        err_stream = streams[1] if len(streams) > 1 and streams[1] is not None else streams[0]
+        err = err_stream.getvalue()
+    return (code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
+            time.perf_counter() - t0)
+
+
+def _write_inputs(root: Path) -> dict[str, Path]:
+    good = root / "good"
+    good.mkdir()
+    paths: dict[str, Path] = {}
+
+    def put(name: str, file: str, text: str) -> None:
+        paths[name] = good / file
+        paths[name].write_text(text, encoding="utf-8")
+
+    put("sets", "sets.jsonl", "".join(json.dumps(r) + "\n" for r in SET_ROWS))
+    put("sets_json", "sets.json", json.dumps(SET_ROWS))
+    put("sets_csv", "sets.csv", "set_id,response,label\n" + "".join(
+        f"{r['set_id']},{t},{r['label']}\n" for r in SET_ROWS for t in r["responses"]))
+    put("lines", "lines.txt", "the cat sat\nthe dog ran\n\na red tree\n")
+    put("pairs", "pairs.jsonl", "".join(json.dumps(
+        {"set1": a["responses"], "set2": b["responses"], "label": i % 3}) + "\n"
+        for i, (a, b) in enumerate(zip(SET_ROWS, SET_ROWS[1:], strict=False))))
+    put("prompts", "prompts.jsonl", '{"id": "a", "prompt": "Say hi."}\n')
+    put("ratings", "ratings.csv", "a,b\n1,1\n2,1\n1,2\n2,2\n1,1\n")
+    put("ratings_jsonl", "ratings.jsonl", "".join(
+        json.dumps({"a": a, "b": b}) + "\n" for a, b in [(1, 1), (2, 1), (1, 2), (2, 2)]))
+    put("frames", "frames.txt", "[[Armin]] walks to [[the station]].\n")
+    put("topics", "topics.txt", "Write about cats.\nWrite about rivers.\n")
+    scores = good / "scores.jsonl"
+    code, _, err, _ = invoke(["score", str(paths["sets"]), "-m", "distinct-n", "-m", "ttr",
+                              "-o", str(scores), "-q"], root)
+    assert code == 0, err
+    paths["scores"] = scores
+    db = good / "study.sqlite"
+    code, _, err, _ = invoke(["annotate", "init", str(paths["sets"]), "--db", str(db),
+                              "--kind", "abs", "-q"], root)
+    assert code == 0, err
+    paths["db"] = db
+    return paths
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return _write_inputs(tmp_path_factory.mktemp("sweep"))
+
+
+def _hostile_path(root: Path, kind: str, suffix: str) -> str:
+    content = HOSTILE[kind]
+    path = root / f"in{suffix}"
+    if content == "dir":
+        path.mkdir()
+    elif content == "missing":
+        pass
+    elif content == "devnull":
+        return os.devnull
+    elif content == "stdin":  # "-": binary garbage on stdin (see test_hostile_file)
+        return "-"
+    else:
+        assert isinstance(content, bytes)
+        path.write_bytes(content)
+    return str(path)
+
+
+def _argv(template: list[str], inp: str, out: Path, good: str) -> list[str]:
+    return [a.replace("{IN}", inp).replace("{OUT}", str(out)).replace("{GOOD}", good)
+            for a in template]
+
+
+def _check(code: int, err: str, what: str) -> None:
+    assert code != -1, f"{what}: still running after {CASE_SECONDS} s"
+    assert code in (0, 1, 2), f"{what}: exit {code}; stderr:\n{err[-2000:]}"
+    assert "Traceback" not in err, f"{what}: a traceback on stderr:\n{err[-3000:]}"
+    assert "internal error" not in err, f"{what}: {err.strip()[-600:]}"
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE))
+@pytest.mark.parametrize(("cid", "template", "suffix", "good"), COMMANDS,
+                         ids=[c[0] for c in COMMANDS])
+def test_hostile_file(cid: str, template: list[str], suffix: str, good: str, kind: str,
+                      inputs: dict[str, Path], tmp_path: Path) -> None:
+    inp = _hostile_path(tmp_path, kind, suffix)
+    argv = _argv(template, inp, tmp_path / "out", str(inputs["sets"]))
+    code, _, err, _ = invoke(argv, tmp_path, stdin=HOSTILE["binary"] if inp == "-" else b"")
+    _check(code, err, f"divmeter {' '.join(argv)}")
+    if kind in ("binary", "directory", "missing", "utf16", "surrogate-raw", "stdin-binary"):
+        # nothing usable in the input: refused, in one line naming it
+        assert code == 2, f"{cid} on {kind}: exit {code}; stderr: {err[-600:]}"
+        assert err.strip().splitlines()[-1].startswith(("divmeter: error:", "Error:")), err
+
+
+# ------------------------------------------------------------------------------------------------
+# hostile numbers in every numeric option
+
+
+def _command_functions() -> dict[str, Any]:
+    """``"meta contest"`` -> the function behind it, for every command of the app."""
+    out: dict[str, Any] = {}
+
+    def walk(t: typer.Typer, prefix: list[str]) -> None:
+        for cmd in t.registered_commands:
+            name = cmd.name or (cmd.callback.__name__ if cmd.callback else "")
+            out[" ".join([*prefix, name])] = cmd.callback
+        for group in t.registered_groups:
+            if group.typer_instance is not None:
+                walk(group.typer_instance, [*prefix, group.name or ""])
+
+    walk(app, [])
+    return out
+
+
+def _numeric_options(func: Any) -> list[tuple[str, type]]:
+    """(option name, int or float) of every numeric option of a command function."""
+    hints = typing.get_type_hints(func, include_extras=True)
+    found = []
+    for pname in inspect.signature(func).parameters:
+        hint = hints.get(pname)
+        if typing.get_origin(hint) is not typing.Annotated:
+            continue
+        base, *meta = typing.get_args(hint)
+        kinds = {a for a in typing.get_args(base)} if typing.get_args(base) else {base}
+        kinds.discard(type(None))
+        if kinds not in ({int}, {float}):
+            continue
+        info = next((m for m in meta if isinstance(m, typer.models.OptionInfo)), None)
+        if info is None:
+            continue
+        decls = [d for d in (info.default, *(info.param_decls or ())) if isinstance(d, str)
+                 and d.startswith("-")]
+        longs = [d for d in decls if d.startswith("--")]
+        name = (longs or decls or ["--" + pname.replace("_", "-")])[0]
+        found.append((name, kinds.pop()))
+    return found
+
+
+def _command_key(template: list[str], funcs: dict[str, Any]) -> str:
+    words = [w for w in template if not w.startswith(("-", "{"))]
+    return " ".join(words[:2]) if " ".join(words[:2]) in funcs else words[0]
+
+
+def _number_cases() -> list[tuple[str, list[str], str, str, str]]:
+    """One case per (command, numeric option, hostile value), on the command's first entry."""
+    funcs = _command_functions()
+    cases = []
+    seen: set[str] = set()
+    for _, template, _, good in COMMANDS:
+        key = _command_key(template, funcs)
+        if key in seen:
+            continue
+        seen.add(key)
+        for option, kind in _numeric_options(funcs[key]):
+            for value in HOSTILE_INT if kind is int else HOSTILE_FLOAT:
+                cases.append((f"{key} {option} {value[:6]}", template, good, option, value))
+    return cases
+
+
+NUMBER_CASES = _number_cases()
+
+
+def _marked(case: tuple[str, list[str], str, str, str]) -> Any:
+    reason = KNOWN.get(case[0])
+    if reason is None:
+        return pytest.param(*case, id=case[0])
+    return pytest.param(*case, id=case[0],
+                        marks=pytest.mark.xfail(reason=reason, run="hang" not in reason))
+
+
+def test_the_sweep_covers_every_command() -> None:
+    """Every command the CLI lists is in the hostile-file matrix, and every numeric option of
+    each has its hostile values (the matrices follow the CLI as it grows)."""
+    funcs = _command_functions()
+    covered = {_command_key(template, funcs) for _, template, _, _ in COMMANDS}
+    missing = set(funcs) - covered - {"list"}
+    assert not missing, f"commands without hostile cases: {sorted(missing)}"
+    assert len(NUMBER_CASES) > 100
+
+
+@pytest.mark.parametrize(("case", "template", "good", "option", "value"),
+                         [_marked(c) for c in NUMBER_CASES])
+def test_hostile_number(case: str, template: list[str], good: str, option: str, value: str,
+                        inputs: dict[str, Path], tmp_path: Path) -> None:
+    argv = _argv(template, str(inputs[good]), tmp_path / "out", str(inputs["sets"]))
+    argv = [*argv, option, value]
+    code, _, err, _ = invoke(argv, tmp_path)
+    _check(code, err, f"divmeter {' '.join(argv)}")
+
+
+@pytest.mark.parametrize("name", ["", "\ud800", "x" * 5000, "distinct-n:n=nan",
+                                  "distinct-n:n=" + "9" * 5000, "../../etc/passwd"])
+def test_hostile_list_name(name: str, tmp_path: Path) -> None:
+    for fmt in ("table", "json"):
+        code, _, err, _ = invoke(["list", name, "--format", fmt], tmp_path)
+        _check(code, err, f"divmeter list {name[:20]!r}")
