@@ -173,6 +173,25 @@ def _isna(pd: Any, v: Any) -> bool:
         return False
 
 
+def _check_measurable(table: dict[str, list[Any]], rater: list[str], reference: str | None,
+                      name: str) -> None:
+    """Refuse a table that gives nothing to measure (no row, one row, no label at all, or one
+    rater whose reference holds no label); a statistic undefined by nature (one rater's
+    among-raters statistics, a constant label) stays a documented null."""
+    from divmeter.meta.agreement import has_label
+
+    n = len(table[rater[0]])
+    if n < 2:
+        raise InvalidInputError(f"{name}: {'no row' if n == 0 else 'one row'} of ratings; "
+                                "agreement needs at least 2 rated items.")
+    if not any(has_label(v) for c in dict.fromkeys(rater) for v in table[c]):
+        raise InvalidInputError(f"{name}: no labels: every rating of {', '.join(rater)} is "
+                                f"missing on all {n} rows.")
+    if reference and len(set(rater)) < 2 and not any(has_label(v) for v in table[reference]):
+        raise InvalidInputError(f"{name}: no labels in the reference column {reference!r} (all "
+                                f"{n} rows missing) and one rater: nothing to measure.")
+
+
 def _f(v: Any, digits: int = 4) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
@@ -205,8 +224,13 @@ def agreement_cmd(
     chosen = fmt or ("table" if sys.stdout.isatty() else "json")
     if chosen not in ("table", "json", "markdown"):
         raise InvalidInputError(f"--format must be table, json or markdown; got {fmt!r}.")
+    if len(set(rater)) < 2 and not reference:
+        raise InvalidInputError("one rater and no --reference: nothing to measure; give a second "
+                                "--rater (agreement among raters) or a --reference (accuracy "
+                                "and kappa against it).")
     cols = list(dict.fromkeys(rater + ([reference] if reference else [])))
     table = read_rating_table(file, cols, sheet)
+    _check_measurable(table, rater, reference, os.path.basename(file))
     result = agreement({c: table[c] for c in rater},
                        table[reference] if reference else None, confidence=confidence)
     d = result.to_dict(with_details=True)

@@ -30,7 +30,7 @@ import numpy as np
 from divmeter.errors import InvalidInputError
 from divmeter.result import MetaResult, make_signature
 
-__all__ = ["agreement", "fleiss_kappa", "krippendorff_alpha", "kappa_with_ci",
+__all__ = ["agreement", "fleiss_kappa", "has_label", "krippendorff_alpha", "kappa_with_ci",
            "pairwise_agreement"]
 
 KAPPA_CI = "cohen1960-normal"
@@ -43,6 +43,11 @@ def _missing(v: Any) -> bool:
     if isinstance(v, float) and math.isnan(v):
         return True
     return isinstance(v, str) and not v.strip()
+
+
+def has_label(v: Any) -> bool:
+    """Whether a cell holds a label (not ``None``, NaN or a blank string)."""
+    return not _missing(v)
 
 
 def _value(v: Any) -> Any:

@@ -291,6 +291,14 @@ def prepare_scores(table: MetaTable, *, metrics: Sequence[str] = (), columns: Se
     keep = res.keep.copy()
     settings = dict(res.info)
     undefined = exclude_undefined(table.sets, res.scores, list(metrics), keep)
+    if undefined and keep.sum() < 2:
+        # nothing left to measure: a refusal that says why, in one line
+        u = undefined[0]
+        raise InvalidInputError(
+            f"{table.source}: {u.column} is undefined on {u.count} of {len(keep)} set(s) (first: "
+            f"set {table.ids[u.first]!r}: {u.reason}); {int(keep.sum())} set(s) left, a protocol "
+            "needs at least 2."
+        )
     if undefined:
         settings["n_undefined"] = {u.column: u.count for u in undefined}
     scores = {k: v[keep] for k, v in res.scores.items()}

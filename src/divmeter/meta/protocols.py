@@ -173,6 +173,11 @@ def contest(
     sigs = metric_signatures or {}
     for name, sc in scores.items():
         (s, y_raw), n_bad = st._aligned([(sc, name), (labels, "labels")], nan, min_n=2)
+        if st.one_class(y_raw) is not None:
+            # a constant label: a documented null (exit code 0), not a refusal
+            out[name], arrays[name] = _contest_one_class(name, s, y_raw, n_bad, sigs, nan,
+                                                         tol, settings)
+            continue
         y = st._binary(y_raw)
         rho = st.spearman(s, y)
         o = st.oca(s, y, tol=tol)
@@ -195,6 +200,9 @@ def contest(
                 [s, y], bootstrap, ci_method, confidence, seed,
             ))
         details = {"metric_signature": sigs[name]} if name in sigs else {}
+        if rho.rho != rho.rho:
+            details["reason"] = ("the metric is constant: Spearman is undefined (OCA and AUC of "
+                                 "a constant score are chance level, 0.5)")
         out[name] = MetaResult(
             "contest", values,
             make_signature("contest", oca="blind", tol=float(tol), auc="mann-whitney",
@@ -205,6 +213,23 @@ def contest(
         )
         arrays[name] = {"scores": s, "labels": y, "threshold": o.threshold}
     return ProtocolResult("contest", out, {"nan": nan, **dict(settings or {})}, arrays)
+
+
+def _contest_one_class(name: str, s: np.ndarray, y_raw: np.ndarray, n_bad: int,
+                       sigs: Mapping[str, str], nan: str, tol: float,
+                       settings: Mapping[str, Any] | None) -> tuple[MetaResult, dict[str, Any]]:
+    """conTest's row when every set has the same class: every statistic null, with why."""
+    cls = int(y_raw[0])
+    values = {"spearman": None, "spearman_p": None, "oca": None, "oca_threshold": None,
+              "oca_directional": None, "auc": None, "n": len(s), "n_high": int(cls == 1) * len(s),
+              "n_low": int(cls == 0) * len(s), "n_excluded": n_bad}
+    details: dict[str, Any] = {"metric_signature": sigs[name]} if name in sigs else {}
+    details["reason"] = (f"the label is constant (only class {cls}, {len(s)} rows): conTest "
+                         "compares the two classes, so no statistic is defined")
+    sig = make_signature("contest", oca="blind", tol=float(tol), auc="mann-whitney", nan=nan,
+                         **_data_settings(settings))
+    return (MetaResult("contest", values, sig, details),
+            {"scores": s, "labels": y_raw.astype(np.int8), "threshold": math.nan})
 
 
 # --------------------------------------------------------------------------------------------
@@ -441,12 +466,20 @@ def nuggets_resample(
     idx = np.sort(np.concatenate(chosen)) if chosen else np.array([], dtype=int)
     before = st.spearman(s, y).rho
     after = st.spearman(s[idx], y[idx]).rho if len(idx) >= 2 else math.nan
+    details: dict[str, Any] = {"indices": idx}
+    if np.ptp(s) == 0:
+        details["reason"] = "the metric is constant: Spearman is undefined before and after"
+    elif after != after:
+        details["reason"] = (
+            "the selection holds fewer than 2 sets: Spearman after is undefined"
+            if len(idx) < 2 else "the selected sets' scores are constant: Spearman after is "
+            "undefined")
     return MetaResult(
         "nuggets-resample",
         {"n_selected": int(len(idx)), "n_input": int(len(s)), "n_groups": n_groups,
          "spearman_before": before, "spearman_after": after},
         make_signature("nuggets-resample", group=group_size, seed=seed),
-        {"indices": idx},
+        details,
     )
 
 

@@ -119,6 +119,14 @@ def _shown(v: float) -> str:
     return str(int(f)) if f.is_integer() else repr(f)
 
 
+def one_class(labels: np.ndarray) -> int | None:
+    """The single class of 0/1 ``labels`` that hold only one (``None`` otherwise, or when a
+    label is not 0/1: :func:`_binary` refuses those)."""
+    if len(labels) and ((labels == 0) | (labels == 1)).all() and labels.min() == labels.max():
+        return int(labels[0])
+    return None
+
+
 def _binary(labels: np.ndarray, what: str = "labels") -> np.ndarray:
     ok = (labels == 0) | (labels == 1)
     if not ok.all():
@@ -713,11 +721,12 @@ def preference_accuracy(
         keep &= ~metric_tie
     pred, lab, metric_tie = pred[keep], lab[keep].astype(np.int8), metric_tie[keep]
     n = len(pred)
-    if n == 0:
+    if n < 2:  # one pair measures nothing (its bootstrap interval is the pair itself)
         raise InvalidInputError(
-            "no pairs left after filtering "
-            f"({n_filtered} below min_rating_diff, {n_label_ties_dropped} annotator ties, "
-            f"{n_metric_ties_dropped} metric ties dropped)."
+            f"need at least 2 pairs; {'no pair is' if n == 0 else 'one pair is'} left"
+            + (f" of {len(a)} after filtering ({n_filtered} below min_rating_diff, "
+               f"{n_label_ties_dropped} annotator ties, {n_metric_ties_dropped} metric ties "
+               "dropped)." if len(a) > n else ".")
         )
     credit = (pred == lab).astype(float)
     if metric_ties == "half":
