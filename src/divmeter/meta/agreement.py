@@ -296,6 +296,10 @@ def agreement(
     alpha_o, why_o = krippendorff_alpha(cols, "ordinal")
     if why_o:
         reasons["krippendorff_alpha_ordinal"] = why_o
+    mpa = pairwise_agreement(cols)
+    if mpa is None:
+        reasons["mean_pairwise_agreement"] = ("needs at least two raters" if len(cols) < 2
+                                              else "no item is rated by two raters")
     values = {
         "per_rater": per,
         "mean_accuracy": float(np.mean(accs)) if accs else None,
@@ -303,7 +307,7 @@ def agreement(
         "fleiss_items": fleiss_items,
         "krippendorff_alpha": alpha,
         "krippendorff_alpha_ordinal": alpha_o,
-        "mean_pairwise_agreement": pairwise_agreement(cols),
+        "mean_pairwise_agreement": mpa,
         "n_items": n,
         "n_raters": len(cols),
     }

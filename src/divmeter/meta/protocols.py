@@ -220,8 +220,9 @@ def _contest_one_class(name: str, s: np.ndarray, y_raw: np.ndarray, n_bad: int,
                        settings: Mapping[str, Any] | None) -> tuple[MetaResult, dict[str, Any]]:
     """conTest's row when every set has the same class: every statistic null, with why."""
     cls = int(y_raw[0])
-    values = {"spearman": None, "spearman_p": None, "oca": None, "oca_threshold": None,
-              "oca_directional": None, "auc": None, "n": len(s), "n_high": int(cls == 1) * len(s),
+    nan_ = math.nan  # null in JSON, "–" in the tables
+    values = {"spearman": nan_, "spearman_p": nan_, "oca": nan_, "oca_threshold": nan_,
+              "oca_directional": nan_, "auc": nan_, "n": len(s), "n_high": int(cls == 1) * len(s),
               "n_low": int(cls == 0) * len(s), "n_excluded": n_bad}
     details: dict[str, Any] = {"metric_signature": sigs[name]} if name in sigs else {}
     details["reason"] = (f"the label is constant (only class {cls}, {len(s)} rows): conTest "

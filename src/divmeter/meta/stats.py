@@ -723,10 +723,10 @@ def preference_accuracy(
     n = len(pred)
     if n < 2:  # one pair measures nothing (its bootstrap interval is the pair itself)
         raise InvalidInputError(
-            f"need at least 2 pairs; {'no pair is' if n == 0 else 'one pair is'} left"
-            + (f" of {len(a)} after filtering ({n_filtered} below min_rating_diff, "
-               f"{n_label_ties_dropped} annotator ties, {n_metric_ties_dropped} metric ties "
-               "dropped)." if len(a) > n else ".")
+            ("no pairs left" if n == 0 else "one pair left")
+            + (f" after filtering ({n_filtered} below min_rating_diff, {n_label_ties_dropped} "
+               f"annotator ties, {n_metric_ties_dropped} metric ties dropped)" if len(a) > n
+               else "") + "; preference accuracy needs at least 2 pairs."
         )
     credit = (pred == lab).astype(float)
     if metric_ties == "half":
