@@ -187,8 +187,11 @@ def decan_confound(
         )
     lab = np.asarray([math.nan if v is None else v for v in labels], dtype=np.float64)
     n = lab.size
+    if n == 0:
+        raise InvalidInputError("decan-confound needs at least one set; got none.")
     if n < 2:
-        raise InvalidInputError(f"decan-confound needs at least 2 sets; got {n}.")
+        raise InvalidInputError("decan-confound needs at least 2 sets (one class mean beside "
+                                "the other); got 1.")
     if high_label == low_label:
         raise InvalidInputError(
             f"`high_label` and `low_label` must differ; got {high_label!r} for both."

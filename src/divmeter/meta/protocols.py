@@ -735,7 +735,7 @@ def match_conditions(
         number of items skipped).
 
     Raises:
-        InvalidInputError: No item has one row in every wanted condition.
+        InvalidInputError: Fewer than two items have one row in every wanted condition.
 
     Example:
         >>> rows, skipped = match_conditions(["a", "a", "b", "c", "c"], ["1", "0", "1", "0", "1"],
@@ -754,10 +754,11 @@ def match_conditions(
         if c in want:
             pos.setdefault(k, {}).setdefault(c, []).append(j)
     full = [g for g in pos.values() if all(len(g.get(c, [])) == 1 for c in want)]
-    if not full:
+    if len(full) < 2:  # one matched item measures nothing (a Wilcoxon p of 1 item)
         raise InvalidInputError(
-            f"no item matched by {key_name!r} has exactly one row in each of {by_name}="
-            f"{', '.join(want)}; conditions found: "
+            f"{'no item' if not full else 'only one item'} matched by {key_name!r} has exactly "
+            f"one row in each of {by_name}={', '.join(want)}"
+            + ("; a paired contrast needs at least 2" if full else "") + "; conditions found: "
             f"{', '.join(sorted(set(conditions))) or 'none'}."
         )
     rows = {c: np.asarray([g[c][0] for g in full], dtype=int) for c in want}

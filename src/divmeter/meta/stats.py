@@ -92,6 +92,12 @@ def _aligned(
             raise InvalidInputError(
                 f"`{what}` must have the same length as `{arrays[0][1]}` ({n}); got {len(v)}."
             )
+    for v, (_, what) in zip(vecs, arrays, strict=True):
+        inf = np.isinf(v)
+        if inf.any():  # no statistic here is defined on an infinite score
+            raise InvalidInputError(
+                f"`{what}` holds {int(inf.sum())} infinite value(s) (first at index "
+                f"{int(np.flatnonzero(inf)[0])}: {v[inf][0]}); expected finite numbers.")
     bad = np.zeros(n, dtype=bool)
     for v in vecs:
         bad |= np.isnan(v)
