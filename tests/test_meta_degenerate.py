@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from cli_util import run_main
 
 # ---------------------------------------------------------------------------------------------
