@@ -93,6 +93,40 @@ def test_meta_agreement_cli_on_any_table(monkeypatch: pytest.MonkeyPatch,
         assert d_["n_items"] == len(rows) and d_["n_raters"] == len(set(raters))
 
 
+BINARY_PIECES = [b"PK\x03\x04", b"PAR1", b"\x00" * 8, b"\xff\xfe", b"r1,r2\n", b"1,2\n",
+                 b"[Content_Types].xml", b"xl/worksheets/sheet1.xml", b"<sheetData/>",
+                 b"\xef\xbb\xbf", b'{"r1": 1}', b"\n"]
+
+
+@BOUNDED
+@given(data=st.one_of(st.binary(max_size=300),
+                      st.lists(st.sampled_from(BINARY_PIECES), max_size=12).map(b"".join)),
+       suffix=st.sampled_from([".xlsx", ".parquet", ".csv", ".tsv", ".json", ".jsonl"]))
+def test_meta_agreement_cli_on_any_bytes(monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str], data: bytes,
+                                         suffix: str) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / f"ratings{suffix}"
+        path.write_bytes(data)
+        code, out, err = run_main(monkeypatch, capsys, "meta", "agreement", str(path), "-r",
+                                  "r1", "-r", "r2", "-f", "json")
+    _clean_end(code, out, err)
+
+
+@pytest.mark.parametrize("header", [b"\x0b", b"a\x0cb", b"r\xc2\x85x", b"\xe2\x80\xa8"])
+def test_a_line_break_inside_a_message_is_folded(header: bytes, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # found by the fuzz above: a CSV header of one vertical tab made the refusal ("no column
+    # 'r1'; columns: \x0b.") two lines; every line break of a file's text is folded now
+    path = tmp_path / "ratings.csv"
+    path.write_bytes(header + b"\n1\n")
+    code, out, err = run_main(monkeypatch, capsys, "meta", "agreement", str(path), "-r", "r1",
+                              "-r", "r2")
+    assert code == 2 and len(err.strip().splitlines()) == 1, repr(err)
+    assert err.startswith("divmeter: error: ratings.csv: no column 'r1'; columns: ")
+
+
 # ---------------------------------------------------------------------------------------------
 # annotate: init on any input file, then the other subcommands on the study it made
 
