@@ -6,7 +6,8 @@ whatever a fuzzed script says.
 Each run ends in a result (exit 0; 1 for a judge run that got no valid rating, as documented)
 or in one refusal line ``divmeter: error: ...`` with exit 2: never a traceback, and never the
 ``divmeter: internal error: ...`` line the CLI boundary prints for an unexpected exception (a
-divmeter bug), which counts as a failure here. Bounded: 25-40 examples each (a fixed draw), no deadline.
+divmeter bug), which counts as a failure here. Bounded: 25-40 examples each (a fixed draw),
+no deadline.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from typing import Any
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from cli_util import run_main  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+
+from cli_util import run_main  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 #: A deeper, random run on demand (DIVMETER_FUZZ_EXAMPLES=500); the suite's run is fixed.
