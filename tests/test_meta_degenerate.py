@@ -130,6 +130,8 @@ CASES: list[Case] = [
     ("inf_metric", ["contest", "-c", "m"], (REFUSE, "`m` holds 1 infinite value(s)")),
     ("const_label", ["contest", "-c", "m"],
      (NULL, ("m", "auc"), ("m", "details", "reason"), "the label is constant (only class 1")),
+    ("const_label", ["contest", "-c", "m", "--bootstrap", "50"],
+     (NULL, ("m", "spearman"), ("m", "details", "reason"), "the label is constant")),
     ("const_metric", ["contest", "-c", "m"],
      (NULL, ("m", "spearman"), ("m", "details", "reason"), "the metric is constant")),
     ("single_response", ["contest", "-m", "distinct-n"],
@@ -144,6 +146,10 @@ CASES: list[Case] = [
     ("const_label", ["dectest", "-c", "m"],
      (NULL, ("m", "spearman"), ("m", "details", "reason"),
       "the parameter (label) is constant: no correlation is defined")),
+    ("const_label", ["dectest", "-c", "m", "--subsample", "3", "--repeats", "5",
+                     "--pair-accuracy", "--bootstrap", "50"],
+     (NULL, ("m", "spearman_mean"), ("m", "details", "reason"),
+      "the parameter (label) is constant")),
     ("const_metric", ["dectest", "-c", "m"],
      (NULL, ("m", "pearson"), ("m", "details", "reason"), "the metric is constant")),
     ("single_response", ["dectest", "-m", "distinct-n"],
@@ -303,6 +309,32 @@ def test_meta_degenerate_input(case: str, args: list[str], expected: tuple[Any, 
     d = json.loads(out)
     assert _get(d, stat) is None
     assert reason in _get(d, reason_path)
+
+
+REPORTS = {"contest": 3, "dectest": 3, "paired": 3, "length-bias": 3, "decan-confound": 3,
+           "pattr-sensitivity": 0}
+
+
+@pytest.mark.parametrize(("case", "args", "expected"),
+                         [c for c in CASES if c[2][0] == NULL and c[1][0] in REPORTS],
+                         ids=[i for i, c in zip(_ids(), CASES, strict=True)
+                              if c[2][0] == NULL and c[1][0] in REPORTS])
+def test_documented_nulls_in_tables_and_reports(case: str, args: list[str],
+                                                expected: tuple[Any, ...], tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The table, the report folder and the HTML page show a null too (no format of None)."""
+    name, text = FILES[case]
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    report = ["--report", str(tmp_path / "rep"), "--no-plots"] if REPORTS[args[0]] else []
+    code, out, err = run_main(monkeypatch, capsys, "meta", args[0], str(path), *args[1:],
+                              "-f", "table", *report, "--html", str(tmp_path / "r.html"))
+    assert code == 0, err
+    assert "undefined" in out.lower() or "Undefined" in out
+    assert (tmp_path / "r.html").stat().st_size > 0
+    if report:
+        assert (tmp_path / "rep" / "report.json").exists()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -177,6 +177,9 @@ def contest(
             # a constant label: a documented null (exit code 0), not a refusal
             out[name], arrays[name] = _contest_one_class(name, s, y_raw, n_bad, sigs, nan,
                                                          tol, settings)
+            if bootstrap is not None:
+                out[name].values.update({f"{k}_ci": [math.nan, math.nan]
+                                         for k in ("spearman", "oca", "auc")})
             continue
         y = st._binary(y_raw)
         rho = st.spearman(s, y)
@@ -287,10 +290,14 @@ def _subsample_rows(
         info = {"subsample": subsample, "repeats": repeats}
     rs = st.spearman_stat(s[idx], v[idx])
     rp = st._pearson_stat(s[idx], v[idx])
-    return {
-        "spearman_mean": float(np.nanmean(rs)), "spearman_std": float(np.nanstd(rs)),
-        "pearson_mean": float(np.nanmean(rp)), "pearson_std": float(np.nanstd(rp)), **info,
-    }
+    import warnings
+
+    with warnings.catch_warnings():  # every sub-sample constant: NaN (null), said in details
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {
+            "spearman_mean": float(np.nanmean(rs)), "spearman_std": float(np.nanstd(rs)),
+            "pearson_mean": float(np.nanmean(rp)), "pearson_std": float(np.nanstd(rp)), **info,
+        }
 
 
 def dectest(
