@@ -176,10 +176,7 @@ def contest(
         if st.one_class(y_raw) is not None:
             # a constant label: a documented null (exit code 0), not a refusal
             out[name], arrays[name] = _contest_one_class(name, s, y_raw, n_bad, sigs, nan,
-                                                         tol, settings)
-            if bootstrap is not None:
-                out[name].values.update({f"{k}_ci": [math.nan, math.nan]
-                                         for k in ("spearman", "oca", "auc")})
+                                                         tol, settings, bootstrap is not None)
             continue
         y = st._binary(y_raw)
         rho = st.spearman(s, y)
@@ -220,13 +217,16 @@ def contest(
 
 def _contest_one_class(name: str, s: np.ndarray, y_raw: np.ndarray, n_bad: int,
                        sigs: Mapping[str, str], nan: str, tol: float,
-                       settings: Mapping[str, Any] | None) -> tuple[MetaResult, dict[str, Any]]:
+                       settings: Mapping[str, Any] | None, cis: bool
+                       ) -> tuple[MetaResult, dict[str, Any]]:
     """conTest's row when every set has the same class: every statistic null, with why."""
     cls = int(y_raw[0])
     nan_ = math.nan  # null in JSON, "–" in the tables
-    values = {"spearman": nan_, "spearman_p": nan_, "oca": nan_, "oca_threshold": nan_,
+    values: dict[str, Any] = {"spearman": nan_, "spearman_p": nan_, "oca": nan_, "oca_threshold": nan_,
               "oca_directional": nan_, "auc": nan_, "n": len(s), "n_high": int(cls == 1) * len(s),
               "n_low": int(cls == 0) * len(s), "n_excluded": n_bad}
+    if cis:
+        values.update({f"{k}_ci": [nan_, nan_] for k in ("spearman", "oca", "auc")})
     details: dict[str, Any] = {"metric_signature": sigs[name]} if name in sigs else {}
     details["reason"] = (f"the label is constant (only class {cls}, {len(s)} rows): conTest "
                          "compares the two classes, so no statistic is defined")
