@@ -222,9 +222,10 @@ def _contest_one_class(name: str, s: np.ndarray, y_raw: np.ndarray, n_bad: int,
     """conTest's row when every set has the same class: every statistic null, with why."""
     cls = int(y_raw[0])
     nan_ = math.nan  # null in JSON, "–" in the tables
-    values: dict[str, Any] = {"spearman": nan_, "spearman_p": nan_, "oca": nan_, "oca_threshold": nan_,
-              "oca_directional": nan_, "auc": nan_, "n": len(s), "n_high": int(cls == 1) * len(s),
-              "n_low": int(cls == 0) * len(s), "n_excluded": n_bad}
+    values: dict[str, Any] = {
+        "spearman": nan_, "spearman_p": nan_, "oca": nan_, "oca_threshold": nan_,
+        "oca_directional": nan_, "auc": nan_, "n": len(s), "n_high": int(cls == 1) * len(s),
+        "n_low": int(cls == 0) * len(s), "n_excluded": n_bad}
     if cis:
         values.update({f"{k}_ci": [nan_, nan_] for k in ("spearman", "oca", "auc")})
     details: dict[str, Any] = {"metric_signature": sigs[name]} if name in sigs else {}
