@@ -62,6 +62,11 @@ FILES: dict[str, tuple[str, str]] = {
     "one_match": ("onematch.jsonl", _jsonl([{"set_id": "a", "label": 1, "k": "p", "m": 0.5},
                                             {"set_id": "b", "label": 0, "k": "p", "m": 0.2},
                                             {"set_id": "c", "label": 1, "k": "q", "m": 0.1}])),
+    "stages_const": ("stages_const.jsonl", _jsonl([{"set_id": f"s{i}", "stage": st, "k": f"p{i}",
+                                                    "m": 0.5} for i in range(5)
+                                                   for st in ("base", "sft")])),
+    "stages_one": ("stages_one.jsonl", _jsonl([{"set_id": f"s{i}", "stage": "base", "k": f"p{i}",
+                                                "m": i} for i in range(5)])),
     # pairwise
     "pairs_empty": ("pairs_empty.jsonl", ""),
     "pairs_one": ("pairs_one.jsonl", _jsonl([{"set1": _resp(0), "set2": _resp(1), "label": 0,
@@ -183,6 +188,13 @@ CASES: list[Case] = [
       "every difference is zero: the Wilcoxon test is undefined")),
     ("const_metric", ["paired", "-c", "m", "--key", "k"],
      (NULL, ("m", "cohen_d"), ("m", "details", "reason_d"), "d is undefined")),
+    ("stages_one", ["paired", "-c", "m", "--by", "stage", "--key", "k", "--contrast", "base>sft"],
+     (REFUSE, "no item matched by 'k' has exactly one row in each of stage=base, sft; "
+              "conditions found: base.")),
+    ("stages_const", ["paired", "-c", "m", "--by", "stage", "--key", "k", "--contrast",
+                      "base>sft"],
+     (NULL, ("base>sft", "p"), ("base>sft", "details", "reason_p"),
+      "every difference is zero: the Wilcoxon test is undefined")),
     ("single_response", ["paired", "-m", "distinct-n", "--key", "k"],
      (REFUSE, "distinct-n is undefined on 8 of 8 set(s)")),
     # pairwise
