@@ -87,6 +87,8 @@ FILES: dict[str, tuple[str, str]] = {
     "pools_header": ("pools_header.csv", "set_id,response\n"),
     "pools_of_one": ("pools1.jsonl", _jsonl([{"set_id": f"s{i}", "responses": [f"a b c{i}"]}
                                              for i in range(4)])),
+    "pools_blank": ("poolsblank.jsonl", _jsonl([{"set_id": "a", "responses": ["", " "]},
+                                                {"set_id": "b", "responses": ["\t", "x"]}])),
     "pools_same_length": ("poolsl.jsonl", _jsonl([{"set_id": f"s{i}", "responses": [
         "a b c", "d e e", f"g h {i}"]} for i in range(4)])),
     "pools_identical": ("poolsid.jsonl", _jsonl([{"set_id": f"s{i}", "responses": [
@@ -215,6 +217,8 @@ CASES: list[Case] = [
      (REFUSE, "length bias needs at least 2 responses; got 0")),
     ("pools_header", ["length-bias", "-m", "ttr"],
      (REFUSE, "length bias needs at least 2 responses; got 0")),
+    ("pools_blank", ["length-bias", "-m", "ttr"],
+     (REFUSE, "length bias: ttr has a value on 1 of 4 responses (it is null on blank ones)")),
     ("pools_of_one", ["length-bias", "-m", "ttr"],
      (NULL, ("ttr", "short_win_rate"), ("ttr", "details", "reasons", "short_win_rate"),
       "no pool holds two scored responses (pools of one response)")),

@@ -324,8 +324,7 @@ def _length_bias_reasons(counted: int, flat_pools: int, tied_pools: int, scores:
     elif tied_pools == counted:
         reasons["short_win_rate"] = ("the metric ties within every pool: no response is "
                                      "top-scored, so the win rate is undefined")
-    why = ("fewer than two scored responses" if len(scores) < 2
-           else "the metric is constant over the responses" if np.ptp(scores) == 0
+    why = ("the metric is constant over the responses" if np.ptp(scores) == 0
            else "every response has the same length" if np.ptp(lengths) == 0 else None)
     if why:
         reasons["spearman"] = f"{why}: the Spearman correlation with length is undefined"
@@ -443,12 +442,13 @@ def length_bias(
         flat = (sign * np.concatenate([st._vector(x, name) for x in per_pool]) if per_pool
                 else np.array([]))
         okf = ~np.isnan(flat)
-        if okf.sum() >= 2:
-            raw = st.spearman(sign * flat[okf], flat_len[okf])
-            rho_raw, p_raw = raw.rho, raw.values["p"]
-            rho = st.spearman(flat[okf], flat_len[okf]).rho
-        else:
-            rho_raw = p_raw = rho = math.nan
+        if okf.sum() < 2:  # nothing to measure: a refusal, as for a metric null on every set
+            raise InvalidInputError(
+                f"length bias: {name} has a value on {int(okf.sum())} of {len(flat)} responses "
+                "(it is null on blank ones); at least 2 are needed.")
+        raw = st.spearman(sign * flat[okf], flat_len[okf])
+        rho_raw, p_raw = raw.rho, raw.values["p"]
+        rho = st.spearman(flat[okf], flat_len[okf]).rho
         reasons = _length_bias_reasons(counted, flat_pools, tied_pools, flat[okf],
                                        flat_len[okf])
         vals: dict[str, Any] = {
