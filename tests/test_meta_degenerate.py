@@ -52,6 +52,12 @@ FILES: dict[str, tuple[str, str]] = {
         f"s{i},{i % 2},{'nan' if i == 3 else i}\n" for i in range(8))),
     "inf_metric": ("infmetric.csv", "set_id,label,k,m\n" + "".join(
         f"s{i},{i % 2},p{i // 2},{'inf' if i == 2 else i}\n" for i in range(8))),
+    "text_metric": ("textmetric.jsonl", _jsonl([{"set_id": f"s{i}", "label": i % 2,
+                                                 "m": "high" if i == 5 else i}
+                                                for i in range(8)])),
+    "huge_metric": ("hugemetric.jsonl", "".join(
+        f'{{"set_id": "s{i}", "label": {i % 2}, "m": {10**400 if i == 2 else i}}}\n'
+        for i in range(8))),
     "single_response": ("single.jsonl", _jsonl([{"set_id": f"s{i}", "label": i % 2,
                                                  "responses": [f"only {i} one"], "k": f"p{i}"}
                                                 for i in range(8)])),
@@ -135,6 +141,12 @@ CASES: list[Case] = [
      (REFUSE, "need at least 2 complete row(s); got 0 after excluding 8 NaN row(s)")),
     ("nan_metric", ["contest", "-c", "m"], (REFUSE, "`m` holds 1 NaN/missing value(s)")),
     ("inf_metric", ["contest", "-c", "m"], (REFUSE, "`m` holds 1 infinite value(s)")),
+    ("text_metric", ["contest", "-c", "m"],
+     (REFUSE, "column 'm' of textmetric.jsonl must hold numbers (or null); row 6 (set 's5') "
+              "holds 'high'")),
+    # found by the fuzz: a 400-digit integer crashed the reader (OverflowError)
+    ("huge_metric", ["contest", "-c", "m"], (REFUSE, "`m` holds 1 infinite value(s)")),
+    ("huge_metric", ["dectest", "-c", "m"], (REFUSE, "`m` holds 1 infinite value(s)")),
     ("const_label", ["contest", "-c", "m"],
      (NULL, ("m", "auc"), ("m", "details", "reason"), "the label is constant (only class 1")),
     ("const_label", ["contest", "-c", "m", "--bootstrap", "50"],

@@ -130,6 +130,44 @@ def test_a_line_break_inside_a_message_is_folded(header: bytes, tmp_path: Path,
 
 
 # ---------------------------------------------------------------------------------------------
+# the score-table meta commands on any numbers (test_meta_degenerate.py holds the named cases)
+
+# mostly valid values, so that runs reach the statistics, with every kind of bad one mixed in
+LABEL_N = st.sampled_from([0, 1] * 10 + [0.0, 1.0, 2, None, 0.5, "x", 10**400])
+_GOOD = st.one_of(st.floats(min_value=-2, max_value=2), st.sampled_from([0.5, 0.5, 1.0]))
+SCORE_N = st.one_of(*[_GOOD] * 8,  # one draw in ten is a bad one
+                    st.sampled_from([None, float("nan"), float("inf"), "1", True, 10**400]))
+LENGTH_N = st.one_of(*[st.floats(min_value=0, max_value=150)] * 9,
+                     st.sampled_from([None, -1, float("inf"), "x", 10**400]))
+META_RUNS = [["contest", "-c", "m"], ["dectest", "-c", "m", "--pair-accuracy"],
+             ["dectest", "-c", "m", "--ranking", "--context-field", "k"],
+             ["nuggets", "-c", "m", "--group-size", "2"], ["paired", "-c", "m", "--key", "k"],
+             ["contest", "-c", "m", "--nan", "omit", "--bootstrap", "20"],
+             ["decan-confound", "-c", "m", "--length", "len"]]
+
+
+@BOUNDED
+@given(rows=st.lists(st.fixed_dictionaries(
+           {"set_id": st.sampled_from(["a", "b", "c"]), "label": LABEL_N, "m": SCORE_N,
+            "k": st.sampled_from(["p", "q", "r", None]), "len": LENGTH_N}), max_size=8),
+       run=st.sampled_from(META_RUNS))
+def test_meta_commands_on_any_numbers(monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str],
+                                      rows: list[dict[str, Any]], run: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "scores.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        code, out, err = run_main(monkeypatch, capsys, "meta", run[0], str(path), *run[1:],
+                                  "-f", "json")
+    _clean_end(code, out, err)
+    hypothesis.event(f"{run[0]} exit {code}")
+    if code == 0:
+        json.loads(out)  # strict JSON: no NaN / Infinity tokens
+        assert err.strip() == "" or all(ln.startswith("divmeter: note: ")
+                                        for ln in err.strip().splitlines()), err
+
+
+# ---------------------------------------------------------------------------------------------
 # annotate: init on any input file, then the other subcommands on the study it made
 
 TASK_VALUE = st.recursive(

@@ -201,7 +201,7 @@ def decan_confound(
         i = int(bad[0])
         raise InvalidInputError(
             f"row {i}: label must be {high_label:g} (high diversity) or {low_label:g} (low "
-            f"diversity); got {labels[i]!r}."
+            f"diversity); got {str(labels[i])[:40]}."
         )
     ln = np.asarray([math.nan if v is None else v for v in lengths], dtype=np.float64)
     if ln.size != n:

@@ -149,6 +149,13 @@ def resolve_scores(
     sigs: dict[str, str] = {}
     for c in columns:
         if c not in table.columns:
+            held = [(i, m[c]) for i, m in enumerate(table.metadata) if c in m]
+            if held:  # the field exists, but a value of it is not a number
+                i, v = next(((i, v) for i, v in held if v is not None and (
+                    isinstance(v, bool) or not isinstance(v, (int, float)))), held[0])
+                raise InvalidInputError(
+                    f"column {c!r} of {table.source} must hold numbers (or null); row {i + 1} "
+                    f"(set {table.ids[i]!r}) holds {str(v)[:40]!r}.")
             raise InvalidInputError(
                 f"column {c!r} not found in {table.source}; available: "
                 f"{', '.join(table.columns) or 'none'}."
