@@ -210,6 +210,7 @@ def _redacted(line: str) -> str:
 
 def _fail(message: str) -> None:
     """Bad input: one line on stderr (secrets redacted, on one line), exit code 2."""
-    text = " ".join(message.split()) if "\n" in message else message
+    # any line break (also \v, \f, \x1c-\x1e, \x85, \u2028 from a file's own text) is folded
+    text = " ".join(message.split()) if len((message + ".").splitlines()) > 1 else message
     typer.echo(_redacted(f"divmeter: error: {text}"), err=True)
     sys.exit(2)

@@ -180,6 +180,29 @@ def _isna(pd: Any, v: Any) -> bool:
         return False
 
 
+def _check_measurable(table: dict[str, list[Any]], rater: list[str], reference: str | None,
+                      name: str) -> None:
+    """Refuse a table that gives nothing to measure (no row, one row, no label at all, or one
+    rater whose reference holds no label); a statistic undefined by nature (one rater's
+    among-raters statistics, a constant label) stays a documented null."""
+    from divmeter.meta.agreement import has_label
+
+    n = len(table[rater[0]])
+    if n < 2:
+        raise InvalidInputError(f"{name}: {'no row' if n == 0 else 'one row'} of ratings; "
+                                "agreement needs at least 2 rated items.")
+    if not any(has_label(v) for c in dict.fromkeys(rater) for v in table[c]):
+        raise InvalidInputError(f"{name}: no labels: every rating of {', '.join(rater)} is "
+                                f"missing on all {n} rows.")
+    if len(set(rater)) < 2 and not reference:
+        raise InvalidInputError("one rater and no --reference: nothing to measure; give a second "
+                                "--rater (agreement among raters) or a --reference (accuracy "
+                                "and kappa against it).")
+    if reference and len(set(rater)) < 2 and not any(has_label(v) for v in table[reference]):
+        raise InvalidInputError(f"{name}: no labels in the reference column {reference!r} (all "
+                                f"{n} rows missing) and one rater: nothing to measure.")
+
+
 def _f(v: Any, digits: int = 4) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
@@ -214,6 +237,7 @@ def agreement_cmd(
         raise InvalidInputError(f"--format must be table, json or markdown; got {fmt!r}.")
     cols = list(dict.fromkeys(rater + ([reference] if reference else [])))
     table = read_rating_table(file, cols, sheet)
+    _check_measurable(table, rater, reference, os.path.basename(file))
     result = agreement({c: table[c] for c in rater},
                        table[reference] if reference else None, confidence=confidence)
     d = result.to_dict(with_details=True)
@@ -238,8 +262,10 @@ def agreement_cmd(
     rows = [[k, _f(d[k])] for k in ("mean_accuracy", "fleiss_kappa", "krippendorff_alpha",
                                     "krippendorff_alpha_ordinal", "mean_pairwise_agreement")]
     rows.append(["items / raters", f"{d['n_items']} / {d['n_raters']}"])
+    reasons = [f"  {k}: {v}" for k, v in d.get("details", {}).get("reasons", {}).items()]
     print_unbroken(con, *folded_tables(["statistic", "value"], rows, keys=1, width=con.width,
-                                       title="among raters"), d["signature"])
+                                       title="among raters"), d["signature"],
+                   *(["undefined (null):", *reasons] if reasons else []))
 
 
 def _markdown(d: dict[str, Any], source: str) -> list[str]:
@@ -257,4 +283,7 @@ def _markdown(d: dict[str, Any], source: str) -> list[str]:
         lines.append(f"| {k} | {_f(d[k])} |")
     lines += [f"| items / raters | {d['n_items']} / {d['n_raters']} |", "",
               f"`{d['signature']}`", ""]
+    reasons = d.get("details", {}).get("reasons", {})
+    if reasons:
+        lines += ["Undefined (null):", ""] + [f"- {k}: {v}" for k, v in reasons.items()] + [""]
     return lines

@@ -167,17 +167,6 @@ def _say_undefined(undefined: Any, where: Any, quiet: bool, *, in_output: bool =
               + ("; n_undefined is in the output." if in_output else "."), quiet)
 
 
-def _exclude_undefined(sets: Any, scores: dict[str, np.ndarray], metric: list[str] | None,
-                       keep: np.ndarray, where: Any, quiet: bool, *, in_output: bool = True
-                       ) -> dict[str, int]:
-    """:func:`divmeter.meta.loaders.exclude_undefined`, said on stderr."""
-    from divmeter.meta.loaders import exclude_undefined
-
-    undefined = exclude_undefined(sets, scores, list(metric or []), keep)
-    _say_undefined(undefined, where, quiet, in_output=in_output)
-    return {u.column: u.count for u in undefined}
-
-
 def _directions(metric: list[str] | None, lower: list[str] | None,
                 columns: list[str] | None = None) -> dict[str, str]:
     from divmeter.meta.loaders import metric_directions
@@ -353,7 +342,7 @@ def nuggets_cmd(
     numbers of high and low sets from each, so the metric no longer separates the classes.
     """
     from divmeter.data.tables import load_table
-    from divmeter.meta.loaders import resolve_scores
+    from divmeter.meta.loaders import prepare_scores
     from divmeter.meta.protocols import nuggets_resample
 
     _fmt(fmt)
@@ -364,12 +353,22 @@ def nuggets_cmd(
 
         refuse_input_as_output([file], output)
     table = load_table(file)
-    res = resolve_scores(table, metrics=metric or (), columns=column or (), empty=empty)
+    _INPUTS[:] = [file]
+    res = prepare_scores(table, metrics=metric or (), columns=column or (), empty=empty)
     name, sc = next(iter(res.scores.items()))
-    rows = np.flatnonzero(res.keep)
-    r = nuggets_resample(sc[rows], table.labels[rows], group_size=group_size, seed=seed)
+    rows = res.rows
+    missing = np.flatnonzero(np.isnan(sc))
+    if len(missing):  # a precomputed column with holes: nuggets sorts every set by its score
+        first = int(rows[missing[0]])
+        raise InvalidInputError(
+            f"{table.source}: column {name!r} has no value for {len(missing)} set(s) (first: "
+            f"set {table.ids[first]!r}, row {first + 1}); nuggets sorts every set by its score.")
+    _say_undefined(res.undefined, lambda r: f"row {r} (set {table.ids[r]!r})", quiet)
+    r = nuggets_resample(sc, res.labels, group_size=group_size, seed=seed)
     selected = rows[r.details["indices"]]
-    out = {name: {**r.to_dict(), **res.info, "rows": selected.tolist()}}
+    out = {name: {**r.to_dict(), **res.settings, "rows": selected.tolist()}}
+    if "reason" in r.details:
+        out[name]["details"] = {"reason": r.details["reason"]}
     if output:
         if table.sets is None:
             raise InvalidInputError("-o needs a response-set input (this file holds scores).")
@@ -532,13 +531,24 @@ def _pair_scores(pairs: Any, metric: list[str] | None, column: list[str] | None,
     if not s1:
         raise InvalidInputError("give at least one metric (-m) or column (-c).")
     if metric:  # pairs on which a computed metric is undefined are excluded, counted, noted
+        from divmeter.meta.loaders import exclude_undefined
+
         n = len(pairs.labels)
         keep = np.ones(n, dtype=bool)
+        found = []
         for side, sets_, columns in (("set1", pairs.set1, s1), ("set2", pairs.set2, s2)):
-            _exclude_undefined([ResponseSet(f"pair{i}.{side}", r) for i, r in enumerate(sets_)],
-                               columns, metric, keep,
-                               lambda r, side=side: f"pair {r + 1} {side}", quiet,
-                               in_output=False)
+            for u in exclude_undefined([ResponseSet(f"pair{i}.{side}", r)
+                                        for i, r in enumerate(sets_)], columns, metric, keep):
+                found.append((side, u))
+        if found and keep.sum() < 2:  # nothing left to measure: one line that says why
+            side, u = found[0]
+            raise InvalidInputError(
+                f"{pairs.source}: {u.column} is undefined on {u.count} of {n} pair(s) (first: "
+                f"pair {u.first + 1} {side}: {u.reason}); {int(keep.sum())} pair(s) left, "
+                "pairwise needs at least 2.")
+        for side, u in found:
+            _say_undefined([u], lambda r, side=side: f"pair {r + 1} {side}", quiet,
+                           in_output=False)
         if not keep.all():
             s1 = {c: v[keep] for c, v in s1.items()}
             s2 = {c: v[keep] for c, v in s2.items()}

@@ -72,13 +72,22 @@ class MetaTable:
         return cols
 
 
+def _number(value: int | float) -> float:
+    """``float(value)``; an integer beyond the float range is +-inf, as ``float("1e400")`` is
+    (the protocols refuse infinite values with the column named)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def as_float(value: Any) -> float:
     """A cell as a float: numbers and numeric strings converted, anything else (None, bools,
     text) NaN."""
     if value is None or isinstance(value, bool):
         return math.nan
     if isinstance(value, (int, float)):
-        return float(value)
+        return _number(value)
     try:
         return float(value)
     except (TypeError, ValueError):
@@ -96,7 +105,7 @@ def _pair_number(value: Any, where: str, field: str) -> float:
         raise InvalidInputError(
             f"{where}: field {field!r} must be a number or null; got {value!r}"[:200] + "."
         )
-    return float(value)
+    return _number(value)
 
 
 def label_array(values: Sequence[Any]) -> np.ndarray:
@@ -109,9 +118,10 @@ def label_array(values: Sequence[Any]) -> np.ndarray:
         if isinstance(v, bool) or not isinstance(v, (int, float, str)):
             raise InvalidInputError(f"row {i}: label must be a number; got {v!r}.")
         try:
-            out[i] = float(v)
+            out[i] = _number(v) if isinstance(v, (int, float)) else float(v)
         except ValueError:
-            raise InvalidInputError(f"row {i}: label must be a number; got {v!r}.") from None
+            raise InvalidInputError(f"row {i}: label must be a number; got "
+                                    f"{str(v)[:40]!r}.") from None
     return out
 
 

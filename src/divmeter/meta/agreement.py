@@ -30,7 +30,7 @@ import numpy as np
 from divmeter.errors import InvalidInputError
 from divmeter.result import MetaResult, make_signature
 
-__all__ = ["agreement", "fleiss_kappa", "krippendorff_alpha", "kappa_with_ci",
+__all__ = ["agreement", "fleiss_kappa", "has_label", "krippendorff_alpha", "kappa_with_ci",
            "pairwise_agreement"]
 
 KAPPA_CI = "cohen1960-normal"
@@ -43,6 +43,11 @@ def _missing(v: Any) -> bool:
     if isinstance(v, float) and math.isnan(v):
         return True
     return isinstance(v, str) and not v.strip()
+
+
+def has_label(v: Any) -> bool:
+    """Whether a cell holds a label (not ``None``, NaN or a blank string)."""
+    return not _missing(v)
 
 
 def _value(v: Any) -> Any:
@@ -291,6 +296,10 @@ def agreement(
     alpha_o, why_o = krippendorff_alpha(cols, "ordinal")
     if why_o:
         reasons["krippendorff_alpha_ordinal"] = why_o
+    mpa = pairwise_agreement(cols)
+    if mpa is None:
+        reasons["mean_pairwise_agreement"] = ("needs at least two raters" if len(cols) < 2
+                                              else "no item is rated by two raters")
     values = {
         "per_rater": per,
         "mean_accuracy": float(np.mean(accs)) if accs else None,
@@ -298,7 +307,7 @@ def agreement(
         "fleiss_items": fleiss_items,
         "krippendorff_alpha": alpha,
         "krippendorff_alpha_ordinal": alpha_o,
-        "mean_pairwise_agreement": pairwise_agreement(cols),
+        "mean_pairwise_agreement": mpa,
         "n_items": n,
         "n_raters": len(cols),
     }

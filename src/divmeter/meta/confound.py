@@ -61,6 +61,9 @@ class ConfoundResult:
             n_low}``; a mean is ``None`` when its class has no set in the bin (the paper's
             "---"), and so is the gap.
         n_outside: Rows whose length lies outside every bin.
+        reasons: Why a mean or gap is null beyond a bin without sets of a class: ``gap`` when
+            one class is absent (a constant label), a column name when that column is missing
+            on every set.
         settings: Bin edges, the label values of the two classes, the gap definition and the
             name of the length.
         signature: ``decan-confound|bins:...|high:...|low:...|gap:low-high|v:...``.
@@ -74,6 +77,7 @@ class ConfoundResult:
     n_outside: int
     settings: dict[str, Any]
     signature: str
+    reasons: dict[str, str] = field(default_factory=dict)
     arrays: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
 
     protocol = "decan-confound"
@@ -88,6 +92,7 @@ class ConfoundResult:
             "length": self.length,
             "by_bin": self.by_bin,
             "n_outside": self.n_outside,
+            **({"reasons": self.reasons} if self.reasons else {}),
         })
 
     def markdown(self, *, title: str | None = None) -> str:
@@ -109,8 +114,10 @@ class ConfoundResult:
                 out.append(f"| {r['bin']} | {_f(r['high_mean'])} | {_f(r['low_mean'])} | "
                            f"{_f(r['gap'], sign=True)} | {r['n_high']} | {r['n_low']} |")
             out.append("")
-        out += [f"Sets outside every bin: {self.n_outside}", "", f"Signature: `{self.signature}`",
-                ""]
+        out += [f"Sets outside every bin: {self.n_outside}", ""]
+        out += [f"Undefined ({k}): {v}" for k, v in self.reasons.items()]
+        out += [""] if self.reasons else []
+        out += [f"Signature: `{self.signature}`", ""]
         return "\n".join(out)
 
 
@@ -182,6 +189,9 @@ def decan_confound(
     n = lab.size
     if n == 0:
         raise InvalidInputError("decan-confound needs at least one set; got none.")
+    if n < 2:
+        raise InvalidInputError("decan-confound needs at least 2 sets (one class mean beside "
+                                "the other); got 1.")
     if high_label == low_label:
         raise InvalidInputError(
             f"`high_label` and `low_label` must differ; got {high_label!r} for both."
@@ -191,7 +201,7 @@ def decan_confound(
         i = int(bad[0])
         raise InvalidInputError(
             f"row {i}: label must be {high_label:g} (high diversity) or {low_label:g} (low "
-            f"diversity); got {labels[i]!r}."
+            f"diversity); got {str(labels[i])[:40]}."
         )
     ln = np.asarray([math.nan if v is None else v for v in lengths], dtype=np.float64)
     if ln.size != n:
@@ -217,7 +227,25 @@ def decan_confound(
             raise InvalidInputError(
                 f"column {name!r} has {v.size} values for {n} sets; expected one per set."
             )
+        if np.isinf(v).any():
+            i = int(np.flatnonzero(np.isinf(v))[0])
+            raise InvalidInputError(f"row {i}: column {name!r} must be finite (or NaN for a "
+                                    f"missing value); got {v[i]!r}.")
         cols[str(name)] = v
+    if all(np.isnan(v).all() for v in cols.values()):
+        raise InvalidInputError(
+            f"no value to measure: {', '.join(cols)} {'is' if len(cols) == 1 else 'are'} "
+            f"missing (null) on all {n} sets.")
+    reasons: dict[str, str] = {}
+    for cls, lbl, other in (("high", high_label, "low"), ("low", low_label, "high")):
+        if not (lab == lbl).any():
+            reasons["gap"] = (f"no set of the {cls} class (label {lbl:g}): every {cls} mean "
+                              f"and every gap is undefined (the label is constant: only the "
+                              f"{other} class)")
+    for name, v in cols.items():
+        if np.isnan(v).all():
+            reasons[name] = (f"column {name!r} is missing (null) on every set: its means and "
+                             "gaps are undefined")
     which = np.searchsorted(edges, ln, side="right") - 1  # bin i: edges[i] <= x < edges[i+1]
     inside = (which >= 0) & (which < edges.size - 1)
     by_bin: dict[str, list[dict[str, Any]]] = {}
@@ -242,6 +270,7 @@ def decan_confound(
         n_outside=int((~inside).sum()),
         settings=settings,
         signature=sig,
+        reasons=reasons,
         arrays={name: {"values": v, "high": high, "lengths": ln} for name, v in cols.items()},
     )
 
@@ -268,9 +297,14 @@ def _num(rec: Mapping[str, Any], key: str, where: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         raise InvalidInputError(f"{where}: field {key!r} must be a number; got {v!r}.")
     try:
-        return float(v)
-    except ValueError:
-        raise InvalidInputError(f"{where}: field {key!r} must be a number; got {v!r}.") from None
+        x = float(v)
+    except (ValueError, OverflowError):
+        raise InvalidInputError(f"{where}: field {key!r} must be a number; got "
+                                f"{str(v)[:40]!r}.") from None
+    if math.isinf(x):
+        raise InvalidInputError(f"{where}: field {key!r} must be a finite number (or null for "
+                                f"a missing value); got {str(v)[:40]!r}.")
+    return x
 
 
 def load_confound_inputs(
@@ -325,6 +359,8 @@ def load_confound_inputs(
             raise InvalidInputError(f"{name}: --where field {key!r} is in no record.")
     kept = [(i, r) for i, r in enumerate(records)
             if all(str(r.get(k)) == v for k, v in conds.items())]
+    if not records:
+        raise InvalidInputError(f"{name}: no record (an empty table); expected one per set.")
     if not kept:
         raise InvalidInputError(
             f"{name}: no record left after filtering ({len(records)} read; where "

@@ -149,6 +149,13 @@ def resolve_scores(
     sigs: dict[str, str] = {}
     for c in columns:
         if c not in table.columns:
+            held = [(i, m[c]) for i, m in enumerate(table.metadata) if c in m]
+            if held:  # the field exists, but a value of it is not a number
+                i, v = next(((i, v) for i, v in held if v is not None and (
+                    isinstance(v, bool) or not isinstance(v, (int, float)))), held[0])
+                raise InvalidInputError(
+                    f"column {c!r} of {table.source} must hold numbers (or null); row {i + 1} "
+                    f"(set {table.ids[i]!r}) holds {str(v)[:40]!r}.")
             raise InvalidInputError(
                 f"column {c!r} not found in {table.source}; available: "
                 f"{', '.join(table.columns) or 'none'}."
@@ -291,6 +298,14 @@ def prepare_scores(table: MetaTable, *, metrics: Sequence[str] = (), columns: Se
     keep = res.keep.copy()
     settings = dict(res.info)
     undefined = exclude_undefined(table.sets, res.scores, list(metrics), keep)
+    if undefined and keep.sum() < 2:
+        # nothing left to measure: a refusal that says why, in one line
+        u = undefined[0]
+        raise InvalidInputError(
+            f"{table.source}: {u.column} is undefined on {u.count} of {len(keep)} set(s) (first: "
+            f"set {table.ids[u.first]!r}: {u.reason}); {int(keep.sum())} set(s) left, a protocol "
+            "needs at least 2."
+        )
     if undefined:
         settings["n_undefined"] = {u.column: u.count for u in undefined}
     scores = {k: v[keep] for k, v in res.scores.items()}

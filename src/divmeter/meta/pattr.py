@@ -151,14 +151,28 @@ def _nanmean(a: np.ndarray) -> float:
     return float(np.nanmean(a)) if (~np.isnan(a)).any() else math.nan
 
 
-def _ttest(a: np.ndarray, b: np.ndarray, equal_var: bool) -> tuple[float, float]:
+def _ttest(a: np.ndarray, b: np.ndarray, equal_var: bool
+           ) -> tuple[float, float, str | None]:
+    """The independent t-test of two samples of pair similarities: ``(t, p, None)``, or NaN
+    with the reason it is undefined (fewer than two values, or no variance in either)."""
+    import warnings
+
     from scipy import stats as ss
 
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
     if a.size < 2 or b.size < 2:
-        return math.nan, math.nan
-    res = ss.ttest_ind(a, b, equal_var=equal_var)
-    return float(res.statistic), float(res.pvalue)
+        return math.nan, math.nan, ("a selection has fewer than 2 pair similarities (fewer "
+                                    "than 3 responses): the t-test is undefined")
+    if np.ptp(a) == 0 and np.ptp(b) == 0:
+        return math.nan, math.nan, ("the pair similarities of both selections are constant "
+                                    "(no variance): the t-test is undefined")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = ss.ttest_ind(a, b, equal_var=equal_var)
+    t, p = float(res.statistic), float(res.pvalue)
+    if not (math.isfinite(t) and math.isfinite(p)):  # e.g. Welch with one constant sample
+        return math.nan, math.nan, "the t statistic is not finite: the t-test is undefined"
+    return t, p, None
 
 
 def sensitivity_table(
@@ -244,14 +258,18 @@ def sensitivity_table(
                 "target_length": lt, "window": w, "pattr_mean_length": lp,
                 "mattr_mean_length": lm, "length_diff": lp - lm,
             }
+            reasons: dict[str, str] = {}
             for measure, a in sims_p.items():
                 b = sims_m[measure]
-                t, p = _ttest(a, b, equal_var)
+                t, p, why = _ttest(a, b, equal_var)
                 vals[f"t_{measure}"] = t
                 vals[f"p_{measure}"] = p
                 vals[f"pattr_{measure}"] = _nanmean(a)
                 vals[f"mattr_{measure}"] = _nanmean(b)
-            out[f"LT={lt},W={w}"] = MetaResult("pattr-sensitivity", vals, sig)
+                if why:
+                    reasons[f"t_{measure}"] = why
+            out[f"LT={lt},W={w}"] = MetaResult("pattr-sensitivity", vals, sig,
+                                               {"reasons": reasons} if reasons else {})
     settings: dict[str, Any] = {"k": k, "bleu": bleu, "seed": seed,
                                 "test": "student" if equal_var else "welch"}
     if length_range is not None:
@@ -291,6 +309,26 @@ def pattr_sensitivity(
 
 # --------------------------------------------------------------------------------------------
 # length bias (PATTR paper)
+
+
+def _length_bias_reasons(counted: int, flat_pools: int, tied_pools: int, scores: np.ndarray,
+                         lengths: np.ndarray) -> dict[str, str]:
+    """Why the win rate or the Spearman correlations of :func:`length_bias` are null."""
+    reasons: dict[str, str] = {}
+    if not counted:
+        reasons["short_win_rate"] = ("no pool holds two scored responses (pools of one "
+                                     "response): the short-response win rate is undefined")
+    elif flat_pools == counted:
+        reasons["short_win_rate"] = ("the responses of every pool have one length: none is "
+                                     "shorter than another, so the win rate is undefined")
+    elif tied_pools == counted:
+        reasons["short_win_rate"] = ("the metric ties within every pool: no response is "
+                                     "top-scored, so the win rate is undefined")
+    why = ("the metric is constant over the responses" if np.ptp(scores) == 0
+           else "every response has the same length" if np.ptp(lengths) == 0 else None)
+    if why:
+        reasons["spearman"] = f"{why}: the Spearman correlation with length is undefined"
+    return reasons
 
 
 def length_bias(
@@ -362,6 +400,10 @@ def length_bias(
         from divmeter.meta.homogenization import mean_similarities
 
         homogenization = mean_similarities
+    if sum(len(pool) for pool in pools) < 2:
+        raise InvalidInputError(
+            "length bias needs at least 2 responses; got "
+            f"{sum(len(pool) for pool in pools)}.")
     lengths = [np.array([len(t.split()) for t in pool], dtype=float) for pool in pools]
     flat_texts = [t for pool in pools for t in pool]
     flat_len = np.concatenate(lengths) if lengths else np.array([])
@@ -381,6 +423,8 @@ def length_bias(
             )
         wins = 0
         counted = 0
+        flat_pools = 0  # pools whose responses all have one length (every one is "short")
+        tied_pools = 0  # pools whose scores are all equal (none is top-scored)
         for p, (sc, ln) in enumerate(zip(per_pool, lengths, strict=True)):
             s = sign * st._vector(sc, f"{name}[{p}]")
             if len(s) != len(ln):
@@ -391,19 +435,25 @@ def length_bias(
             if ok.sum() < 2:
                 continue
             counted += 1
+            flat_pools += int(np.ptp(ln) == 0)
+            tied_pools += int(np.ptp(s[ok]) == 0)
             best = int(np.flatnonzero(ok)[np.argmax(s[ok])])
             wins += int(ln[best] <= np.percentile(ln, quantile))
         flat = (sign * np.concatenate([st._vector(x, name) for x in per_pool]) if per_pool
                 else np.array([]))
         okf = ~np.isnan(flat)
-        if okf.sum() >= 2:
-            raw = st.spearman(sign * flat[okf], flat_len[okf])
-            rho_raw, p_raw = raw.rho, raw.values["p"]
-            rho = st.spearman(flat[okf], flat_len[okf]).rho
-        else:
-            rho_raw = p_raw = rho = math.nan
+        if okf.sum() < 2:  # nothing to measure: a refusal, as for a metric null on every set
+            raise InvalidInputError(
+                f"length bias: {name} has a value on {int(okf.sum())} of {len(flat)} responses "
+                "(it is null on blank ones); at least 2 are needed.")
+        raw = st.spearman(sign * flat[okf], flat_len[okf])
+        rho_raw, p_raw = raw.rho, raw.values["p"]
+        rho = st.spearman(flat[okf], flat_len[okf]).rho
+        reasons = _length_bias_reasons(counted, flat_pools, tied_pools, flat[okf],
+                                       flat_len[okf])
         vals: dict[str, Any] = {
-            "short_win_rate": wins / counted if counted else math.nan,
+            "short_win_rate": (wins / counted if counted and "short_win_rate" not in reasons
+                               else math.nan),
             "n_pools": counted,
             "spearman_raw": rho_raw,
             "spearman_p": p_raw,
@@ -411,7 +461,7 @@ def length_bias(
             "n_responses": int(okf.sum()),
             "direction": dirs[name],
         }
-        if counted:
+        if counted and "short_win_rate" not in reasons:
             lo, hi = st._clopper_pearson(wins, counted, 0.95)
             vals.update({"win_ci_low": lo, "win_ci_high": hi})
         rng = np.random.default_rng(seed)
@@ -447,6 +497,7 @@ def length_bias(
                                   if length_range is not None and top_k else None),
                            bleu=bleu if bleu != "bleu" and top_k else None,
                            seed=seed),
+            {"reasons": reasons} if reasons else {},
         )
         arrays[name] = {"scores": flat, "lengths": flat_len}
     settings: dict[str, Any] = {"quantile": quantile, "top_k": list(top_k), "seed": seed}

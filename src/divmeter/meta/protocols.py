@@ -173,6 +173,11 @@ def contest(
     sigs = metric_signatures or {}
     for name, sc in scores.items():
         (s, y_raw), n_bad = st._aligned([(sc, name), (labels, "labels")], nan, min_n=2)
+        if st.one_class(y_raw) is not None:
+            # a constant label: a documented null (exit code 0), not a refusal
+            out[name], arrays[name] = _contest_one_class(name, s, y_raw, n_bad, sigs, nan,
+                                                         tol, settings, bootstrap is not None)
+            continue
         y = st._binary(y_raw)
         rho = st.spearman(s, y)
         o = st.oca(s, y, tol=tol)
@@ -195,6 +200,9 @@ def contest(
                 [s, y], bootstrap, ci_method, confidence, seed,
             ))
         details = {"metric_signature": sigs[name]} if name in sigs else {}
+        if rho.rho != rho.rho:
+            details["reason"] = ("the metric is constant: Spearman is undefined (OCA and AUC of "
+                                 "a constant score are chance level, 0.5)")
         out[name] = MetaResult(
             "contest", values,
             make_signature("contest", oca="blind", tol=float(tol), auc="mann-whitney",
@@ -205,6 +213,28 @@ def contest(
         )
         arrays[name] = {"scores": s, "labels": y, "threshold": o.threshold}
     return ProtocolResult("contest", out, {"nan": nan, **dict(settings or {})}, arrays)
+
+
+def _contest_one_class(name: str, s: np.ndarray, y_raw: np.ndarray, n_bad: int,
+                       sigs: Mapping[str, str], nan: str, tol: float,
+                       settings: Mapping[str, Any] | None, cis: bool
+                       ) -> tuple[MetaResult, dict[str, Any]]:
+    """conTest's row when every set has the same class: every statistic null, with why."""
+    cls = int(y_raw[0])
+    nan_ = math.nan  # null in JSON, "–" in the tables
+    values: dict[str, Any] = {
+        "spearman": nan_, "spearman_p": nan_, "oca": nan_, "oca_threshold": nan_,
+        "oca_directional": nan_, "auc": nan_, "n": len(s), "n_high": int(cls == 1) * len(s),
+        "n_low": int(cls == 0) * len(s), "n_excluded": n_bad}
+    if cis:
+        values.update({f"{k}_ci": [nan_, nan_] for k in ("spearman", "oca", "auc")})
+    details: dict[str, Any] = {"metric_signature": sigs[name]} if name in sigs else {}
+    details["reason"] = (f"the label is constant (only class {cls}, {len(s)} rows): conTest "
+                         "compares the two classes, so no statistic is defined")
+    sig = make_signature("contest", oca="blind", tol=float(tol), auc="mann-whitney", nan=nan,
+                         **_data_settings(settings))
+    return (MetaResult("contest", values, sig, details),
+            {"scores": s, "labels": y_raw.astype(np.int8), "threshold": math.nan})
 
 
 # --------------------------------------------------------------------------------------------
@@ -261,10 +291,14 @@ def _subsample_rows(
         info = {"subsample": subsample, "repeats": repeats}
     rs = st.spearman_stat(s[idx], v[idx])
     rp = st._pearson_stat(s[idx], v[idx])
-    return {
-        "spearman_mean": float(np.nanmean(rs)), "spearman_std": float(np.nanstd(rs)),
-        "pearson_mean": float(np.nanmean(rp)), "pearson_std": float(np.nanstd(rp)), **info,
-    }
+    import warnings
+
+    with warnings.catch_warnings():  # every sub-sample constant: NaN (null), said in details
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {
+            "spearman_mean": float(np.nanmean(rs)), "spearman_std": float(np.nanstd(rs)),
+            "pearson_mean": float(np.nanmean(rp)), "pearson_std": float(np.nanstd(rp)), **info,
+        }
 
 
 def dectest(
@@ -441,12 +475,20 @@ def nuggets_resample(
     idx = np.sort(np.concatenate(chosen)) if chosen else np.array([], dtype=int)
     before = st.spearman(s, y).rho
     after = st.spearman(s[idx], y[idx]).rho if len(idx) >= 2 else math.nan
+    details: dict[str, Any] = {"indices": idx}
+    if np.ptp(s) == 0:
+        details["reason"] = "the metric is constant: Spearman is undefined before and after"
+    elif after != after:
+        details["reason"] = (
+            "the selection holds fewer than 2 sets: Spearman after is undefined"
+            if len(idx) < 2 else "the selected sets' scores are constant: Spearman after is "
+            "undefined")
     return MetaResult(
         "nuggets-resample",
         {"n_selected": int(len(idx)), "n_input": int(len(s)), "n_groups": n_groups,
          "spearman_before": before, "spearman_after": after},
         make_signature("nuggets-resample", group=group_size, seed=seed),
-        {"indices": idx},
+        details,
     )
 
 
@@ -701,7 +743,7 @@ def match_conditions(
         number of items skipped).
 
     Raises:
-        InvalidInputError: No item has one row in every wanted condition.
+        InvalidInputError: Fewer than two items have one row in every wanted condition.
 
     Example:
         >>> rows, skipped = match_conditions(["a", "a", "b", "c", "c"], ["1", "0", "1", "0", "1"],
@@ -720,10 +762,11 @@ def match_conditions(
         if c in want:
             pos.setdefault(k, {}).setdefault(c, []).append(j)
     full = [g for g in pos.values() if all(len(g.get(c, [])) == 1 for c in want)]
-    if not full:
+    if len(full) < 2:  # one matched item measures nothing (a Wilcoxon p of 1 item)
         raise InvalidInputError(
-            f"no item matched by {key_name!r} has exactly one row in each of {by_name}="
-            f"{', '.join(want)}; conditions found: "
+            f"{'no item' if not full else 'only one item'} matched by {key_name!r} has exactly "
+            f"one row in each of {by_name}={', '.join(want)}"
+            + ("; a paired contrast needs at least 2" if full else "") + "; conditions found: "
             f"{', '.join(sorted(set(conditions))) or 'none'}."
         )
     rows = {c: np.asarray([g[c][0] for g in full], dtype=int) for c in want}

@@ -92,6 +92,12 @@ def _aligned(
             raise InvalidInputError(
                 f"`{what}` must have the same length as `{arrays[0][1]}` ({n}); got {len(v)}."
             )
+    for v, (_, what) in zip(vecs, arrays, strict=True):
+        inf = np.isinf(v)
+        if inf.any():  # no statistic here is defined on an infinite score
+            raise InvalidInputError(
+                f"`{what}` holds {int(inf.sum())} infinite value(s) (first at index "
+                f"{int(np.flatnonzero(inf)[0])}: {v[inf][0]}); expected finite numbers.")
     bad = np.zeros(n, dtype=bool)
     for v in vecs:
         bad |= np.isnan(v)
@@ -117,6 +123,14 @@ def _aligned(
 def _shown(v: float) -> str:
     f = float(v)
     return str(int(f)) if f.is_integer() else repr(f)
+
+
+def one_class(labels: np.ndarray) -> int | None:
+    """The single class of 0/1 ``labels`` that hold only one (``None`` otherwise, or when a
+    label is not 0/1: :func:`_binary` refuses those)."""
+    if len(labels) and ((labels == 0) | (labels == 1)).all() and labels.min() == labels.max():
+        return int(labels[0])
+    return None
 
 
 def _binary(labels: np.ndarray, what: str = "labels") -> np.ndarray:
@@ -713,11 +727,12 @@ def preference_accuracy(
         keep &= ~metric_tie
     pred, lab, metric_tie = pred[keep], lab[keep].astype(np.int8), metric_tie[keep]
     n = len(pred)
-    if n == 0:
+    if n < 2:  # one pair measures nothing (its bootstrap interval is the pair itself)
         raise InvalidInputError(
-            "no pairs left after filtering "
-            f"({n_filtered} below min_rating_diff, {n_label_ties_dropped} annotator ties, "
-            f"{n_metric_ties_dropped} metric ties dropped)."
+            ("no pairs left" if n == 0 else "one pair left")
+            + (f" after filtering ({n_filtered} below min_rating_diff, {n_label_ties_dropped} "
+               f"annotator ties, {n_metric_ties_dropped} metric ties dropped)" if len(a) > n
+               else "") + "; preference accuracy needs at least 2 pairs."
         )
     credit = (pred == lab).astype(float)
     if metric_ties == "half":

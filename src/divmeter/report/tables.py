@@ -81,6 +81,21 @@ def _rows(result: ProtocolResult) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def undefined_reasons(result: ProtocolResult) -> list[str]:
+    """``"name: reason"`` for every null statistic of the result that says why (the
+    ``details`` keys ``reason``, ``reason_*``, ``*_reason`` and the ``reasons`` mapping)."""
+    out = []
+    for name, res in result.results.items():
+        details = res.details or {}
+        for key, why in details.items():
+            if key == "reasons" and isinstance(why, dict):
+                out += [f"{name} ({k}): {v}" for k, v in why.items()]
+            elif isinstance(why, str) and (key == "reason" or key.startswith("reason_")
+                                           or key.endswith("_reason")):
+                out.append(f"{name}: {why}")
+    return out
+
+
 def markdown_table(result: ProtocolResult, *, title: str | None = None) -> str:
     """A Markdown table (one row per metric), followed by the settings and signatures.
 
@@ -100,6 +115,9 @@ def markdown_table(result: ProtocolResult, *, title: str | None = None) -> str:
     settings = ", ".join(f"{k}: {format_value(v)}" for k, v in result.settings.items())
     lines += ["", f"Settings: {settings}", ""]
     lines += [f"- `{name}`: `{res.signature}`" for name, res in result.results.items()]
+    reasons = undefined_reasons(result)
+    if reasons:
+        lines += ["", "Undefined (null):", ""] + [f"- {r}" for r in reasons]
     if result.protocol == "stages" and "stages" in result.extra:
         lines += ["", "| stage | mean | std | n |", "|---|---|---|---|"]
         for s, v in result.extra["stages"].items():
@@ -121,4 +139,7 @@ def rich_table(result: ProtocolResult, *, title: str | None = None, width: int =
                                    title=title or result.protocol)
     out += [f"settings: {settings}", "signatures:"]
     out += [f"{name}: {res.signature}" for name, res in result.results.items()]
+    reasons = undefined_reasons(result)
+    if reasons:
+        out += ["undefined (null):"] + [f"  {r}" for r in reasons]
     return out
