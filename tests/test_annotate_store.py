@@ -62,7 +62,7 @@ def test_items_per_kind(db, kind, n_items, first_key):
 @pytest.mark.parametrize(("kwargs", "sets", "match"), [
     ({"kind": "xyz", "ratings": 1}, None,
      r"--kind must be one of abs, asp, sim, rnk, cs; got 'xyz'"),
-    ({"kind": "abs", "ratings": 0}, None, r"--ratings must be an integer >= 1; got 0"),
+    ({"kind": "abs", "ratings": 0}, None, r"--ratings must be an integer from 1 to 10,000; got 0"),
     ({"kind": "abs", "ratings": 1}, [], r"no response sets found"),
     ({"kind": "sim", "ratings": 1}, [ResponseSet("a", ["only"])],
      r"set 'a' has 1 response; simHDS rates pairs"),

@@ -43,3 +43,34 @@ def test_init_sim_skips_sets_of_one_response(tmp_path, monkeypatch, capsys):
                               str(tmp_path / "s.sqlite"), "--kind", "sim")
     assert code == 0, err
     assert "1 items" in out and "'b': 1 response (simHDS rates pairs" in err
+
+
+def test_serve_on_a_port_in_use_is_one_line(tmp_path, monkeypatch, capsys):
+    """A port another process listens on: refused before uvicorn starts (it exited 3 with its
+    own log line), exit 2, one line naming the address."""
+    import socket
+
+    db = tmp_path / "study.sqlite"
+    assert run_main(monkeypatch, capsys, "annotate", "init", str(EXAMPLE), "--db", str(db),
+                    "--kind", "abs")[0] == 0
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        code, _, err = run_main(monkeypatch, capsys, "annotate", "serve", str(db), "--port",
+                                str(port), "-q")
+    assert code == 2
+    assert err.strip().count("\n") == 0
+    assert f"cannot listen on 127.0.0.1:{port}" in err and "choose another --port" in err
+
+
+def test_counts_above_their_caps_are_refused(tmp_path, monkeypatch, capsys):
+    db = tmp_path / "study.sqlite"
+    code, _, err = run_main(monkeypatch, capsys, "annotate", "init", str(EXAMPLE), "--db",
+                            str(db), "--kind", "abs", "--ratings", "1" + "0" * 40)
+    assert code == 2 and "--ratings must be an integer from 1 to 10,000" in err
+    assert run_main(monkeypatch, capsys, "annotate", "init", str(EXAMPLE), "--db", str(db),
+                    "--kind", "abs")[0] == 0
+    code, out, err = run_main(monkeypatch, capsys, "annotate", "invite", str(db), "-n",
+                              "100001")
+    assert code == 2 and "from 1 to 100,000 per call" in err and out == ""

@@ -85,6 +85,26 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _check_bindable(host: str, port: int) -> None:
+    """Refuse (one line) an address the server cannot listen on, before uvicorn tries it and
+    exits 3 with its own log line (port in use, no such interface, a privileged port)."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise InvalidInputError(f"--host {host!r} is not an address of this machine: "
+                                f"{exc}") from None
+    family, kind, proto, _, addr = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(addr)
+        except OSError as exc:
+            raise InvalidInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
+                                    "choose another --port (or --host)") from None
+
+
 @annotate_app.command("serve")
 def serve_cmd(
     db: DbArg,
@@ -110,6 +130,7 @@ def serve_cmd(
     if max_body < 1024:
         raise InvalidInputError(f"--max-body must be at least 1024 bytes; got {max_body}.")
     app = create_app(db, lease=lease_minutes * 60.0, max_body=max_body)
+    _check_bindable(host, port)
     if not _is_loopback(host):
         _note(f"binding {host}: the study is reachable from other machines.")
     admin = Store(db).admin_token()

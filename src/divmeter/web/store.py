@@ -65,6 +65,8 @@ __all__ = [
 SCHEMA_VERSION = 1
 SCALE = (1, 5)
 MAX_TEXT = 2000  # characters of an annotator's own warm-up response
+MAX_RATINGS = 10_000  # ratings wanted per item (Tevet & Berant collect 10)
+MAX_INVITES = 100_000  # annotator links made by one `annotate invite`
 
 KIND_TITLES = {
     "abs": "absHDS: rate the diversity of a set",
@@ -270,8 +272,10 @@ def create_study(
     """
     if kind not in KINDS:
         raise InvalidInputError(f"--kind must be one of {', '.join(KINDS)}; got {kind!r}.")
-    if isinstance(ratings, bool) or not isinstance(ratings, int) or ratings < 1:
-        raise InvalidInputError(f"--ratings must be an integer >= 1; got {ratings!r}.")
+    if (isinstance(ratings, bool) or not isinstance(ratings, int)
+            or not 1 <= ratings <= MAX_RATINGS):
+        raise InvalidInputError(f"--ratings must be an integer from 1 to {MAX_RATINGS:,}; "
+                                f"got {ratings!r}.")
     if not sets:
         raise InvalidInputError(f"{source}: no response sets found; a study needs at least one.")
     items = _items_for(kind, sets, source)
@@ -397,8 +401,9 @@ class Store:
         Raises:
             InvalidInputError: ``n`` < 1, unknown study.
         """
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise InvalidInputError(f"the number of annotators must be an integer >= 1; got {n!r}.")
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_INVITES:
+            raise InvalidInputError(f"the number of annotators must be an integer from 1 to "
+                                    f"{MAX_INVITES:,} per call; got {n!r}.")
         name = self.study(study)["name"]
         tokens = [secrets.token_urlsafe(32) for _ in range(n)]
         with self._con() as con, _write(con):
