@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from divmeter.data.model import as_texts
+from divmeter.judge.config import CAPS
 from divmeter.params import Param
 from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult
@@ -31,19 +32,22 @@ JUDGE_PARAMS: dict[str, Param] = {
                    alternative="openai:gpt-4o"),
     "base_url": Param(str, allow_none=True, default=None, doc="OpenAI-compatible API root",
                       runtime=True),
-    "samples": Param(int, ge=1, cap=100, default=5, doc="ratings per set, averaged (paper: 5)"),
+    "samples": Param(int, ge=1, cap=CAPS["samples"], default=5,
+                     doc="ratings per set, averaged (paper: 5)"),
     "temperature": Param(float, ge=0, default=1.0, doc="sampling temperature (paper: 1)"),
-    "max_tokens": Param(int, ge=1, cap=10**6, default=256, doc="answer length limit"),
+    "max_tokens": Param(int, ge=1, cap=CAPS["max_tokens"], default=256,
+                        doc="answer length limit"),
     "template": Param(str, default="default", doc="rubric template: default or a file path"),
     "fewshot": Param(str, default="default", doc="few-shot examples: default, none or a file",
                      alternative="none"),
-    "retries": Param(int, ge=0, cap=100, default=2, doc="re-asks after an unparseable answer"),
+    "retries": Param(int, ge=0, cap=CAPS["retries"], default=2,
+                     doc="re-asks after an unparseable answer"),
     "seed": Param(int, allow_none=True, default=None, doc="sampling seed sent to the server"),
-    "concurrency": Param(int, ge=1, cap=1024, default=4, doc="requests in flight",
+    "concurrency": Param(int, ge=1, cap=CAPS["concurrency"], default=4, doc="requests in flight",
                          runtime=True),
     "timeout": Param(float, gt=0, default=60.0, doc="seconds per request", runtime=True),
-    "max_attempts": Param(int, ge=1, cap=100, default=5, doc="HTTP attempts per request",
-                          runtime=True),
+    "max_attempts": Param(int, ge=1, cap=CAPS["max_attempts"], default=5,
+                          doc="HTTP attempts per request", runtime=True),
     "cache": Param(str, default="default", doc="request cache: default, none or a folder",
                    runtime=True),
     "answer": Param(str, choices=("text", "logprobs", "schema"), default="text",
