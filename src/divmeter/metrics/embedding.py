@@ -1088,7 +1088,8 @@ class _EmbeddedSets:
 
     def __init__(self, metric: str, sig: str, sets: Sequence[Any], min_n: int, model: str,
                  base_url: str | None, backend: str, device: str, dtype: str) -> None:
-        self.texts = [as_texts(s) for s in sets]
+        self.texts = [list(s) if (type(s) is list or type(s) is tuple)
+                      and all(type(t) is str for t in s) else as_texts(s) for s in sets]
         self.results: list[MetricResult | None] = []
         live: list[int] = []
         for i, texts in enumerate(self.texts):
@@ -1098,7 +1099,7 @@ class _EmbeddedSets:
             elif len(texts) < min_n:
                 why = f"needs at least {min_n} responses; got {len(texts)}"
             else:
-                non_blank = sum(1 for t in texts if t.strip())
+                non_blank = sum(1 for t in texts if t and not t.isspace())  # t.strip() != ""
                 if non_blank < 2:  # the one rule for degenerate sets, as in _embed_checked
                     why = f"fewer than two non-blank responses (got {non_blank})"
             self.results.append(None if why is None else undefined(metric, sig, why))
