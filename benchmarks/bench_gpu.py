@@ -19,7 +19,8 @@ Rows (divmeter vs the reference on the same card):
 * ``pairwise``: vendi-embedding, embedding-cosine, chamfer, chamfer-sqeuclidean, remote-clique
   on one set of 2,048 embeddings and BERTScore's matching on 256 texts, numpy vs the device;
 * ``decan-<model>-<dtype>``: Decan, 24 decTest sets, permutations=10: per-set ``decan`` calls
-  and ``decan_many``, sets/min; the CPU and the GPU on 2 sets for parity;
+  and ``decan_many``, sets/min; the CPU and the GPU on 2 sets for parity; ``host_profile``:
+  the host's own time per function over 4 per-set calls (cProfile), to attribute the host work;
 * ``generate``: ``divmeter.generation.generate``, 8 prompts x 16 samples x 64 tokens.
 
 Models: no weights travel to the GPU machine (it has no network), so the MiniLM and Gemma
@@ -443,12 +444,36 @@ def row_decan(folder: Path, label: str, sets: list[tuple[str, list[str]]], devic
             row["max_rel_vs_cpu"] = max((abs(a - b) / max(abs(b), 1e-12) for a, b in pairs),
                                         default=None)
             row["cpu_sets_compared"] = len(pairs)
+        row["host_profile"] = host_profile(
+            lambda kw=kw: [decan(s, prompt=p, **kw) for p, s in sets[:4]])
         emit(row)
         if torch.cuda.is_available():
             profile_decan(sets[0], kw)
         lm._SCORERS.clear()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
+
+
+def host_profile(fn: Callable[[], Any], top: int = 12) -> list[dict[str, Any]]:
+    """Where the host's time goes in ``fn()`` (cProfile, own time per function, largest
+    first; a CUDA wait shows up in the call that waits, e.g. ``.cpu()`` or ``item``)."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    sync()
+    prof.enable()
+    fn()
+    sync()
+    prof.disable()
+    stats = pstats.Stats(prof)
+    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:top]  # type: ignore[attr-defined]
+    out = [{"function": f"{Path(f).name}:{line}({name})", "calls": nc, "own_s": tt,
+            "cumulative_s": ct} for (f, line, name), (_, nc, tt, ct, _) in rows]
+    print("host profile (own time):\n" + "\n".join(
+        f"  {r['own_s']:8.3f} s {r['cumulative_s']:8.3f} s {r['calls']:7d}  {r['function']}"
+        for r in out), flush=True)
+    return out
 
 
 def profile_decan(one: tuple[str, list[str]], kw: dict[str, Any]) -> None:
