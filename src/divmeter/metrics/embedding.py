@@ -1178,6 +1178,12 @@ class _EmbeddedSets:
         return {"truncated": self._truncated[i], "max_seq_length": self._window}
 
 
+def _row_mean(row: np.ndarray) -> float:
+    """``float(row.mean())`` of a 1-D float64 row, without its wrappers: numpy's mean is
+    ``add.reduce`` then a division by the count (tests/test_embedding_many.py holds them ==)."""
+    return float(np.add.reduce(row)) / row.shape[0]
+
+
 def _cosine_stack(X3: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(U, S)`` of a ``(B, n, d)`` float64 stack: unit rows and clipped cosine matrices,
     slice ``b`` equal to :func:`normalize_rows` / :func:`cosine_matrix` of ``X3[b]``."""
@@ -1237,7 +1243,7 @@ def embedding_cosine_many(sets: Sequence[Sequence[str]], *, model: str = "minilm
         iu = np.triu_indices(n, 1)
         pairs = S[:, iu[0], iu[1]]  # row k: set idx[k]'s s[iu], contiguous, as mean_pairwise
         for k, i in enumerate(idx):
-            mean = float(pairs[k].mean())
+            mean = _row_mean(pairs[k])
             value = -mean if reduction == "neg-mean" else 1.0 - mean  # reduce._flip's
             b.results[i] = MetricResult("embedding-cosine", value, sig, details={
                 "similarity": S[k], **b.truncation(i)})
@@ -1266,7 +1272,7 @@ def chamfer_many(sets: Sequence[Sequence[str]], *, model: str = "minilm",
         D[:, np.arange(n), np.arange(n)] = np.inf
         nearest = np.maximum(D.min(axis=2), 0.0)  # a minimum: exact in any order
         for k, i in enumerate(idx):
-            b.results[i] = MetricResult("chamfer", float(nearest[k].mean()), sig, details={
+            b.results[i] = MetricResult("chamfer", _row_mean(nearest[k]), sig, details={
                 "nearest": nearest[k], **b.truncation(i)})
 
     def one(b: _EmbeddedSets, i: int) -> MetricResult:
@@ -1300,7 +1306,7 @@ def remote_clique_many(sets: Sequence[Sequence[str]], *, distance: str = "euclid
             m = iu[0].size
             d = np.linalg.norm(diff.reshape(len(idx) * m, -1), axis=1).reshape(len(idx), m)
         for k, i in enumerate(idx):
-            b.results[i] = MetricResult("remote-clique", float(d[k].mean()), sig,
+            b.results[i] = MetricResult("remote-clique", _row_mean(d[k]), sig,
                                         details=b.truncation(i))
 
     def one(b: _EmbeddedSets, i: int) -> MetricResult:
