@@ -21,7 +21,8 @@ BASE = ["A cat sleeps on the sofa.", "The train is late again.", "Prices fell sh
 # shared between sets (deduplicated in the many-set path)
 SETS: list[list[str]] = [
     BASE[:2], BASE[1:4], [], ["only one"], ["", "  \t"], ["a real one", ""], BASE[:5],
-    BASE[3:8], [BASE[0]] * 3, BASE, BASE[2:9], BASE[:2] + [BASE[0]], BASE[5:10], BASE[:4],
+    BASE[3:8], [BASE[0]] * 3, BASE, BASE[2:9], BASE[:2] + [BASE[0]], BASE[5:10],
+    BASE[:4] + ["a response longer than the window " * 60],  # details["truncated"] == 1
     [f"Response number {i} about topic {i % 7}." for i in range(40)],
 ]
 
@@ -56,6 +57,17 @@ def test_score_many_equals_single_set_calls(metric: str) -> None:
     _assert_identical(many, one, metric)
     assert sum(r.value is None for r in many) == 4  # [], one response, two blank, one blank
     assert all(r.value is not None for r in many[6:])
+    assert [r.details["truncated"] for r in many[13:]] == [1, 0]
+
+
+@pytest.mark.embed
+def test_onnx_backend_many_equals_single_set_calls() -> None:
+    pytest.importorskip("onnxruntime")
+    sets = SETS[:4] + SETS[12:14]
+    for metric in ("embedding-cosine:backend=onnx", "chamfer:backend=onnx"):
+        many = divmeter.score_many(sets, metric)
+        _assert_identical(many, [divmeter.score(s, metric) for s in sets], metric)
+        assert many[5].details["truncated"] == 1
 
 
 @pytest.mark.embed
