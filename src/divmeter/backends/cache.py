@@ -156,13 +156,16 @@ class EmbeddingCache:
         vecs = np.asarray(vectors, dtype=np.float32)
         with self._lock:
             self._load()
-            for t, v in zip(texts, vecs, strict=True):
+            new: list[int] = []
+            for i, (t, v) in enumerate(zip(texts, vecs, strict=True)):
                 k = text_key(t)
                 if k not in self._mem:
                     self._mem[k] = v
                     if self.folder is not None:
                         self._pending_keys.append(k)
-                        self._pending_vecs.append(v)
+                        new.append(i)
+            if new:  # pending rows as one block per call (stacked once at the flush)
+                self._pending_vecs.append(vecs if len(new) == len(vecs) else vecs[new])
             if len(self._pending_keys) >= FLUSH_EVERY:
                 self._flush_locked()
 
@@ -185,7 +188,8 @@ class EmbeddingCache:
             sig_file.write_text(self.signature + "\n", encoding="utf-8")
         # raw digest bytes as uint8 rows: a fixed-width bytes dtype would drop trailing NULs
         keys = np.frombuffer(b"".join(self._pending_keys), dtype=np.uint8).reshape(-1, 16)
-        vecs = np.stack(self._pending_vecs)
+        vecs = (self._pending_vecs[0] if len(self._pending_vecs) == 1
+                else np.concatenate(self._pending_vecs))
         self._pending_keys.clear()
         self._pending_vecs.clear()
         self._wait_locked()

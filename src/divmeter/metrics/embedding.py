@@ -1081,9 +1081,8 @@ class _EmbeddedSets:
     """The sets of one batched call, validated and embedded once.
 
     ``results[i]`` is set ``i``'s undefined result (the same checks, reasons and order as
-    :func:`_embed_checked`) or ``None``; the other sets' vectors are ``X[start[i]:start[i] +
-    size[i]]`` (float32, as ``embed_texts`` gives them). ``truncation(i)`` is set ``i``'s
-    truncation details.
+    :func:`_embed_checked`) or ``None``; the other sets' vectors are :meth:`vectors` (float32,
+    as ``embed_texts`` gives them). ``truncation(i)`` is set ``i``'s truncation details.
     """
 
     def __init__(self, metric: str, sig: str, sets: Sequence[Any], min_n: int, model: str,
@@ -1115,13 +1114,16 @@ class _EmbeddedSets:
                               dtype=np.intp, count=len(flat))
         self.unique = list(position)
         self.args = (model, base_url, backend, device, dtype)
-        Xu = (embed_texts(self.unique, *self.args) if self.unique
-              else np.zeros((0, 1), dtype=np.float32))
-        self.X = Xu[inverse]
-        zero = ~np.any(self.X != 0, axis=1)
+        #: The vectors of the distinct texts, and each text's row among them (no gathered
+        #: copy of every set's rows: the stacks gather what they need).
+        self.Xu = (embed_texts(self.unique, *self.args) if self.unique
+                   else np.zeros((0, 1), dtype=np.float32))
+        self.inverse = inverse
+        zero = ~np.any(self.Xu, axis=1)  # a row with no non-zero entry (X != 0, per row)
         if zero.any():
             for i in live:
-                z = np.flatnonzero(zero[self.start[i]:self.start[i] + len(self.texts[i])])
+                z = np.flatnonzero(zero[inverse[self.start[i]:self.start[i]
+                                                + len(self.texts[i])]])
                 if z.size:
                     self.results[i] = undefined(
                         metric, sig, f"response {int(z[0])} has a zero embedding (no "
@@ -1131,7 +1133,7 @@ class _EmbeddedSets:
 
     def vectors(self, i: int) -> np.ndarray:
         """Set ``i``'s ``(n, d)`` float32 vectors."""
-        return self.X[self.start[i]:self.start[i] + len(self.texts[i])]
+        return self.Xu[self.inverse[self.start[i]:self.start[i] + len(self.texts[i])]]
 
     def by_size(self) -> dict[int, list[int]]:
         """The live sets grouped by their number of responses."""
@@ -1144,7 +1146,8 @@ class _EmbeddedSets:
         """The ``(B, n, d)`` float64 vectors of sets of the same size ``n``."""
         n = len(self.texts[idx[0]])
         rows = np.fromiter((self.start[i] for i in idx), dtype=np.intp, count=len(idx))
-        return np.asarray(self.X[rows[:, None] + np.arange(n)], dtype=np.float64)
+        return np.asarray(self.Xu[self.inverse[rows[:, None] + np.arange(n)]],
+                          dtype=np.float64)
 
     def _truncated_counts(self, inverse: np.ndarray) -> dict[int, int] | None:
         """Per live set, its count of texts longer than the encoder's window, from one
@@ -1210,7 +1213,7 @@ def _batched(metric: str, sets: Sequence[Any], sig: str, min_n: int,
     device = enc[3]
     for n, idx in batch.by_size().items():
         if group is not None and _on(device, n) is None:
-            step = max(1, _STACK_FLOATS // (n * batch.X.shape[1]))  # stacks that stay in cache
+            step = max(1, _STACK_FLOATS // (n * batch.Xu.shape[1]))  # stacks that stay in cache
             for a in range(0, len(idx), step):
                 group(batch, idx[a:a + step])
         else:
