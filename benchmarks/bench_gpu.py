@@ -10,13 +10,18 @@ Rows (divmeter vs the reference on the same card):
   (divmeter's pipelined path): largest relative row difference;
 * ``score-many`` / ``cli-score``: ``score_many(..., "embedding-cosine", device="cuda")`` and
   ``divmeter score`` on the 2,000 sets (10,000 responses), end to end, fresh cache;
+  ``score-many`` also times the raw encode of the same texts (``ratio_vs_raw_encode``, target
+  0.8), the warm-cache rerun per set (the many-set path) against one ``score`` call per set,
+  and checks that both give the same values; ``score-host``: the host's own work in the same
+  call with the encode taken out (precomputed vectors), fresh and warm cache;
 * ``vendi-ngram``: exact n-gram Vendi of 10,000 documents of 200 words (Tevet responses), on
   the GPU in float64 and float32, against the CPU's float64 value; reference:
   ``torch.linalg.eigvalsh`` of a random 10,000 x 10,000 matrix;
 * ``pairwise``: vendi-embedding, embedding-cosine, chamfer, chamfer-sqeuclidean, remote-clique
   on one set of 2,048 embeddings and BERTScore's matching on 256 texts, numpy vs the device;
 * ``decan-<model>-<dtype>``: Decan, 24 decTest sets, permutations=10: per-set ``decan`` calls
-  and ``decan_many``, sets/min; the CPU and the GPU on 2 sets for parity;
+  and ``decan_many``, sets/min; the CPU and the GPU on 2 sets for parity; ``host_profile``:
+  the host's own time per function over 4 per-set calls (cProfile), to attribute the host work;
 * ``generate``: ``divmeter.generation.generate``, 8 prompts x 16 samples x 64 tokens.
 
 Models: no weights travel to the GPU machine (it has no network), so the MiniLM and Gemma
@@ -28,7 +33,9 @@ Run (GPU):  PYTHONPATH=src python benchmarks/bench_gpu.py --models .gpu/models -
                 --out $OUT
 CPU check:  PYTHONPATH=src python benchmarks/bench_gpu.py --cpu-check   (every path, tiny sizes,
             device=cpu through the torch code; checks numbers, no timings worth reading)
-Without CUDA and without --cpu-check it prints that it needs a GPU and exits 0.
+CPU rows:   PYTHONPATH=src python benchmarks/bench_gpu.py --cpu [--rows score]   (full size on
+            the CPU with the packaged minilm: the host-side work of the score row)
+Without CUDA and without --cpu-check / --cpu it prints that it needs a GPU and exits 0.
 """
 
 from __future__ import annotations
@@ -246,25 +253,99 @@ def row_parity_encode(folder: Path, texts: list[str], device: str) -> None:
     emit({"row": "parity-encode", "texts": len(texts), "max_rel_row_diff": float(rel.max())})
 
 
-def row_score_many(folder: Path, sets: list[list[str]], device: str, cpu_sets: int) -> None:
+def row_score_many(model: str, sets: list[list[str]], device: str, cpu_sets: int,
+                   repeat: int = 2) -> None:
+    """``score_many(..., "embedding-cosine")`` end to end against the raw encode of the same
+    texts (issue 23's target: >= 80% of its rate), the per-set overhead on a warm cache (the
+    many-set path against one ``score`` call per set, the path before it), and parity."""
     import divmeter
+    from divmeter.backends.embed import SentenceEncoder
+    from divmeter.metrics.embedding import embed_texts
 
     os.environ["DIVMETER_CACHE"] = tempfile.mkdtemp(prefix="divmeter-cache-")
     warm = [["warm up one", "warm up two", "warm up three"]]
-    divmeter.score_many(warm, "embedding-cosine", model=str(folder), device=device)
-    n = sum(len(s) for s in sets)
-    t, res = timed(lambda: divmeter.score_many(sets, "embedding-cosine", model=str(folder),
+    divmeter.score_many(warm, "embedding-cosine", model=model, device=device)
+    texts = [t for s in sets for t in s]
+    n = len(texts)
+    uniq = list(dict.fromkeys(texts))
+    raw = SentenceEncoder(model, cache=False, device=device)
+    raw._encode_raw(uniq[:256])
+    t_raw, _ = timed(lambda: raw._encode_raw(uniq), repeat)
+    t, res = timed(lambda: divmeter.score_many(sets, "embedding-cosine", model=model,
                                                device=device))
-    t2, _ = timed(lambda: divmeter.score_many(sets, "embedding-cosine", model=str(folder),
-                                              device=device))
-    cpu = divmeter.score_many(sets[:cpu_sets], "embedding-cosine", model=str(folder),
-                              device="cpu")
-    rel = max(abs(a.value - b.value) / max(abs(b.value), 1e-12)
-              for a, b in zip(res[:cpu_sets], cpu, strict=True))
-    emit({"row": "score-many", "sets": len(sets), "texts": n, "seconds": t,
-          "texts_s": n / t, "seconds_cached_rerun": t2,
-          "same_signature_as_cpu": res[0].signature == cpu[0].signature,
-          "max_rel_diff_vs_cpu": rel, "cpu_sets_compared": cpu_sets})
+    t2, again = timed(lambda: divmeter.score_many(sets, "embedding-cosine", model=model,
+                                                  device=device), 3)
+    t_lookup, _ = timed(lambda: embed_texts(texts, model, device=device), 3)
+    t_loop, one = timed(lambda: [divmeter.score(s, "embedding-cosine", model=model,
+                                                device=device) for s in sets])
+    same = all((a.value, a.signature, a.reason) == (b.value, b.signature, b.reason)
+               for a, b in zip(again, one, strict=True))
+    row: dict[str, Any] = {
+        "row": "score-many", "device": device, "model": model, "sets": len(sets),
+        "texts": n, "distinct_texts": len(uniq), "seconds": t, "texts_s": n / t,
+        "raw_encode_seconds": t_raw, "raw_encode_texts_s": len(uniq) / t_raw,
+        "ratio_vs_raw_encode": (n / t) / (len(uniq) / t_raw), "target_ratio": 0.8,
+        "seconds_cached_rerun": t2, "overhead_us_per_set_cached": 1e6 * t2 / len(sets),
+        "cache_lookup_seconds": t_lookup,
+        "per_set_calls_cached_seconds": t_loop,
+        "per_set_calls_us_per_set": 1e6 * t_loop / len(sets),
+        "many_equals_per_set_calls": same}
+    if device != "cpu":
+        cpu = divmeter.score_many(sets[:cpu_sets], "embedding-cosine", model=model,
+                                  device="cpu")
+        row.update({"same_signature_as_cpu": res[0].signature == cpu[0].signature,
+                    "max_rel_diff_vs_cpu": max(
+                        abs(a.value - b.value) / max(abs(b.value), 1e-12)
+                        for a, b in zip(res[:cpu_sets], cpu, strict=True)
+                        if a.value is not None and b.value is not None),
+                    "cpu_sets_compared": cpu_sets})
+    emit(row)
+
+
+def row_score_host(model: str, sets: list[list[str]], device: str, repeat: int = 5) -> None:
+    """The host's own work in ``score_many(..., "embedding-cosine")`` with the encode taken
+    out: the encoder's ``_encode_raw`` answers from vectors computed beforehand (its time is
+    measured and subtracted), on a fresh cache folder each time (hashing, cache writes, the
+    many-set path) and on a warm one; the score row's ratio is bounded by raw encode / (raw
+    encode + this)."""
+    import divmeter
+    from divmeter.backends import cache as cache_mod
+    from divmeter.backends.embed import get_encoder
+    from divmeter.metrics.embedding import embed_texts
+
+    os.environ["DIVMETER_CACHE"] = tempfile.mkdtemp(prefix="divmeter-cache-")
+    flat = [t for s in sets for t in s]
+    table = dict(zip(flat, embed_texts(flat, model, device=device), strict=True))
+    enc: Any = get_encoder(model, device=device)
+    enc.count_truncated(flat)  # the token counts, as the pipelined encode records them
+    inside = [0.0]
+
+    def lookup(texts: list[str]) -> np.ndarray:
+        t0 = time.perf_counter()
+        out = np.stack([table[t] for t in texts])
+        inside[0] += time.perf_counter() - t0
+        return out
+
+    real, enc._encode_raw = enc._encode_raw, lookup
+    fresh = []
+    try:
+        for _ in range(repeat):
+            os.environ["DIVMETER_CACHE"] = tempfile.mkdtemp(prefix="divmeter-cache-")
+            cache_mod._CACHES.clear()
+            enc.cache = cache_mod.get_cache(enc.signature)
+            inside[0] = 0.0
+            t, _ = timed(lambda: divmeter.score_many(sets, "embedding-cosine", model=model,
+                                                     device=device))
+            fresh.append(t - inside[0])
+            enc.cache.flush()
+    finally:
+        enc._encode_raw = real
+    t_warm, _ = timed(lambda: divmeter.score_many(sets, "embedding-cosine", model=model,
+                                                  device=device), repeat)
+    emit({"row": "score-host", "device": device, "sets": len(sets), "texts": len(flat),
+          "host_seconds_fresh_cache_best": min(fresh),
+          "host_seconds_fresh_cache_median": sorted(fresh)[len(fresh) // 2],
+          "host_seconds_warm_cache_best": t_warm})
 
 
 def row_cli(folder: Path, sets: list[list[str]], device: str) -> None:
@@ -410,12 +491,36 @@ def row_decan(folder: Path, label: str, sets: list[tuple[str, list[str]]], devic
             row["max_rel_vs_cpu"] = max((abs(a - b) / max(abs(b), 1e-12) for a, b in pairs),
                                         default=None)
             row["cpu_sets_compared"] = len(pairs)
+        row["host_profile"] = host_profile(
+            lambda kw=kw: [decan(s, prompt=p, **kw) for p, s in sets[:4]])
         emit(row)
         if torch.cuda.is_available():
             profile_decan(sets[0], kw)
         lm._SCORERS.clear()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
+
+
+def host_profile(fn: Callable[[], Any], top: int = 12) -> list[dict[str, Any]]:
+    """Where the host's time goes in ``fn()`` (cProfile, own time per function, largest
+    first; a CUDA wait shows up in the call that waits, e.g. ``.cpu()`` or ``item``)."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    sync()
+    prof.enable()
+    fn()
+    sync()
+    prof.disable()
+    stats = pstats.Stats(prof)
+    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:top]  # type: ignore[attr-defined]
+    out = [{"function": f"{Path(f).name}:{line}({name})", "calls": nc, "own_s": tt,
+            "cumulative_s": ct} for (f, line, name), (_, nc, tt, ct, _) in rows]
+    print("host profile (own time):\n" + "\n".join(
+        f"  {r['own_s']:8.3f} s {r['cumulative_s']:8.3f} s {r['calls']:7d}  {r['function']}"
+        for r in out), flush=True)
+    return out
 
 
 def profile_decan(one: tuple[str, list[str]], kw: dict[str, Any]) -> None:
@@ -463,28 +568,37 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cpu-check", action="store_true",
                     help="run every path on the CPU at tiny sizes (torch code, device=cpu)")
+    ap.add_argument("--cpu", action="store_true",
+                    help="run the rows (default: score) at full size on the CPU, with the "
+                    "CPU's own code paths and the packaged minilm model (real weights): the "
+                    "host-side part of a GPU row, measured without a GPU")
     ap.add_argument("--models", type=Path, default=HERE.parent / ".gpu" / "models",
                     help="folder with minilm/ (config + tokenizer) and gemma-tok/")
     ap.add_argument("--data", type=Path,
                     default=Path(os.environ.get("DIVMETER_SHARED", "/work/shared")) / "data"
                     / "tevet")
     ap.add_argument("--out", type=Path, default=None, help="folder for bench_gpu.json")
-    ap.add_argument("--rows", default="encode,score,vendi,decan,generate,parity,pairwise,cli,"
-                    "decan1b", help="comma-separated rows to run, in this order")
+    ap.add_argument("--rows", default=None, help="comma-separated rows to run, in this order "
+                    "(default: encode,score,score-host,vendi,decan,generate,parity,pairwise,cli,"
+                    "decan1b; with --cpu: score)")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "divmeter-gpu")
     args = ap.parse_args()
     import torch
 
     cuda = torch.cuda.is_available()
-    if not cuda and not args.cpu_check:
+    if not cuda and not args.cpu_check and not args.cpu:
         print("bench_gpu.py needs a CUDA GPU (torch sees none); nothing measured. "
-              "Use --cpu-check to run every path on the CPU at tiny sizes.")
+              "Use --cpu-check to run every path on the CPU at tiny sizes, or --cpu for the "
+              "full-size rows on the CPU.")
         return
+    if args.rows is None:
+        args.rows = ("score" if args.cpu else "encode,score,score-host,vendi,decan,generate,"
+                     "parity,pairwise,cli,decan1b")
     OUT = args.out
     if OUT is not None:
         OUT.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    device = "cuda" if cuda and not args.cpu_check else "cpu"
+    device = "cuda" if cuda and not args.cpu_check and not args.cpu else "cpu"
     small = args.cpu_check
     if small:  # every torch path on the CPU, down to tiny sets
         from divmeter.backends import embed, torch_linalg
@@ -497,14 +611,16 @@ def main() -> None:
 
     import divmeter
 
-    card = torch.cuda.get_device_name(0) if cuda else "none (CPU check)"
+    card = (torch.cuda.get_device_name(0) if device != "cpu"
+            else "none (CPU run)" if args.cpu else "none (CPU check)")
     emit({"row": "machine", "card": card, "device": device, "torch": torch.__version__,
           "transformers": transformers.__version__,
           "sentence_transformers": sentence_transformers.__version__,
           "divmeter": divmeter.__version__, "cpus": os.cpu_count()})
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
-    minilm = make_minilm(args.models / "minilm", work / "minilm-random")
+    minilm = (Path("minilm") if args.cpu  # the packaged model: no --models folder needed
+              else make_minilm(args.models / "minilm", work / "minilm-random"))
     sets = mcdiv_sets(args.data)
     if small:
         sets = sets[:12]
@@ -530,7 +646,9 @@ def main() -> None:
     table: dict[str, Callable[[], None]] = {
         "encode": lambda: row_encode(minilm, texts, device, small),
         "parity": lambda: row_parity_encode(minilm, texts[:500], device),
-        "score": lambda: row_score_many(minilm, sets, device, 4 if small else 100),
+        "score": lambda: row_score_many(str(minilm), sets, device, 4 if small else 100,
+                                        1 if device == "cpu" else 2),
+        "score-host": lambda: row_score_host(str(minilm), sets, device),
         "cli": lambda: row_cli(minilm, sets, device),
         "vendi": vendi,
         "pairwise": lambda: row_pairwise(device, 300 if small else 2048, 40 if small else 256),
@@ -543,6 +661,9 @@ def main() -> None:
     for name in args.rows.split(","):
         if name not in table:
             raise SystemExit(f"unknown row {name!r}; rows: {', '.join(table)}")
+        if args.cpu and name not in {"score", "score-host", "cli", "vendi", "pairwise"}:
+            raise SystemExit(f"row {name!r} needs the --models folders (a GPU run or "
+                             "--cpu-check); --cpu runs score, score-host, cli, vendi, pairwise")
         guarded(name, table[name])
     print("DONE", flush=True)
 

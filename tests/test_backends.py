@@ -70,6 +70,26 @@ def test_cache_keys_with_trailing_nul_bytes_survive_disk(tmp_path: Path) -> None
         2.0 * texts.index(nul[0]), 2.0 * texts.index(nul[0]) + 1]
 
 
+def test_cache_shards_written_in_the_background_are_all_there(tmp_path: Path) -> None:
+    from divmeter.backends import cache as cache_mod
+
+    n = cache_mod.FLUSH_EVERY * 2 + 5
+    texts = [f"text {i}" for i in range(n)]
+    vecs = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+    c = EmbeddingCache("bg", tmp_path)
+    c.put(texts[: n // 2], vecs[: n // 2])  # one shard started on the writer thread
+    c.put(texts[n // 2:], vecs[n // 2:])  # waits for it, starts the next
+    c.flush()
+    assert c._writer is None and len(list(tmp_path.rglob("*.npz"))) == 2
+    found, missing = EmbeddingCache("bg", tmp_path).get(texts)
+    assert missing == [] and np.array_equal(np.stack([found[i] for i in range(n)]), vecs)
+    blocked = tmp_path / "file-not-folder"
+    blocked.write_text("x")
+    bad = EmbeddingCache("bg", blocked)
+    with pytest.raises(OSError):  # a cache that cannot be written fails in the call, as before
+        bad.put(texts, vecs)
+
+
 def test_cache_ignores_corrupt_shard(tmp_path: Path) -> None:
     c = EmbeddingCache("toy", tmp_path)
     c.put(["a"], np.ones((1, 2), dtype=np.float32))

@@ -316,11 +316,14 @@ def cached_encode(enc: Any, texts: list[str]) -> np.ndarray:
     if not texts:
         return np.zeros((0, enc.dim), dtype=np.float32)
     found, missing = enc.cache.get(texts)
-    new: dict[str, np.ndarray] = {}
-    if missing:
-        uniq = list(dict.fromkeys(texts[i] for i in missing))
-        new = dict(zip(uniq, enc._encode_raw(uniq), strict=True))
-        enc.cache.put(uniq, np.stack(list(new.values())))
+    if not missing:
+        return np.stack([found[i] for i in range(len(texts))]).astype(np.float32, copy=False)
+    uniq = list(dict.fromkeys(texts[i] for i in missing))
+    fresh = np.asarray(enc._encode_raw(uniq), dtype=np.float32)
+    enc.cache.put(uniq, fresh)  # the cache keeps rows of `fresh`: the caller gets a copy
+    if len(uniq) == len(texts):  # every text new and distinct: the rows are in input order
+        return fresh.copy()
+    new = dict(zip(uniq, fresh, strict=True))
     rows = [found[i] if i in found else new[t] for i, t in enumerate(texts)]
     return np.stack(rows).astype(np.float32, copy=False)
 

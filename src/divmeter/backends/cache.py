@@ -4,7 +4,8 @@ Re-scoring a file must not re-embed it. Vectors are stored per model signature i
 append-only shards: ``.npz`` files holding ``keys`` (16-byte BLAKE2b digests of the texts, as
 ``(m, 16)`` uint8 rows) and ``vecs`` (float32 rows). A process reads the shards of a model once,
 keeps them in memory, and appends a new shard when it has embedded enough new texts (or on
-:meth:`EmbeddingCache.flush` and at interpreter exit). Shards are written to a temporary name
+:meth:`EmbeddingCache.flush` and at interpreter exit), written on a background thread while the
+caller goes on (one shard at a time; ``flush`` waits for it). Shards are written to a temporary name
 and renamed, so a crashed or concurrent writer never leaves a half-written shard behind; two
 writers at worst store the same vector twice.
 
@@ -83,6 +84,9 @@ class EmbeddingCache:
         self._pending_keys: list[bytes] = []
         self._pending_vecs: list[np.ndarray] = []
         self._lock = threading.Lock()
+        #: The shard being written (one at a time, in order), and the error of the last write.
+        self._writer: threading.Thread | None = None
+        self._write_error: OSError | None = None
         self._loaded = False
         self.hits = 0
         self.misses = 0
@@ -152,22 +156,30 @@ class EmbeddingCache:
         vecs = np.asarray(vectors, dtype=np.float32)
         with self._lock:
             self._load()
-            for t, v in zip(texts, vecs, strict=True):
+            new: list[int] = []
+            for i, (t, v) in enumerate(zip(texts, vecs, strict=True)):
                 k = text_key(t)
                 if k not in self._mem:
                     self._mem[k] = v
                     if self.folder is not None:
                         self._pending_keys.append(k)
-                        self._pending_vecs.append(v)
+                        new.append(i)
+            if new:  # pending rows as one block per call (stacked once at the flush)
+                self._pending_vecs.append(vecs if len(new) == len(vecs) else vecs[new])
             if len(self._pending_keys) >= FLUSH_EVERY:
                 self._flush_locked()
 
     def flush(self) -> None:
-        """Write pending vectors to disk as one shard."""
+        """Write pending vectors to disk as one shard, and wait for every shard write."""
         with self._lock:
             self._flush_locked()
+            self._wait_locked()
 
     def _flush_locked(self) -> None:
+        """Start writing the pending vectors as one shard on a writer thread (the caller goes on
+        with its work; :meth:`flush` and the next shard wait for it). The folder is made here,
+        so a cache that cannot be written fails in the call that filled it, as before; a failed
+        write is raised by the next flush or shard."""
         if self.folder is None or not self._pending_keys:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -176,13 +188,32 @@ class EmbeddingCache:
             sig_file.write_text(self.signature + "\n", encoding="utf-8")
         # raw digest bytes as uint8 rows: a fixed-width bytes dtype would drop trailing NULs
         keys = np.frombuffer(b"".join(self._pending_keys), dtype=np.uint8).reshape(-1, 16)
-        vecs = np.stack(self._pending_vecs)
-        name = uuid.uuid4().hex
-        tmp = self.folder / f".{name}.tmp.npz"
-        np.savez(tmp, keys=keys, vecs=vecs)
-        os.replace(tmp, self.folder / f"{name}.npz")
+        vecs = (self._pending_vecs[0] if len(self._pending_vecs) == 1
+                else np.concatenate(self._pending_vecs))
         self._pending_keys.clear()
         self._pending_vecs.clear()
+        self._wait_locked()
+        self._writer = threading.Thread(target=self._write, args=(self.folder, keys, vecs),
+                                        name="divmeter-cache-writer")
+        self._writer.start()
+
+    def _write(self, folder: Path, keys: np.ndarray, vecs: np.ndarray) -> None:
+        name = uuid.uuid4().hex
+        tmp = folder / f".{name}.tmp.npz"
+        try:
+            np.savez(tmp, keys=keys, vecs=vecs)
+            os.replace(tmp, folder / f"{name}.npz")
+        except OSError as exc:
+            self._write_error = exc
+
+    def _wait_locked(self) -> None:
+        """Wait for the shard being written; raise its error, if it had one."""
+        if self._writer is not None:
+            self._writer.join()
+            self._writer = None
+        if self._write_error is not None:
+            exc, self._write_error = self._write_error, None
+            raise exc
 
     def __len__(self) -> int:
         with self._lock:

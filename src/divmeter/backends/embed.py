@@ -331,16 +331,29 @@ class SentenceEncoder:
     def count_truncated(self, texts: Sequence[str]) -> int:
         """How many texts are longer than the window (and so are cut before encoding); the
         counts the pipelined encode recorded are reused (no second tokenization)."""
+        texts = list(texts)
+        window, known = self._known_lengths(texts)
+        return sum(known[t] > window for t in texts)
+
+    def truncated_mask(self, texts: Sequence[str]) -> np.ndarray:
+        """Per text, whether it is longer than the window (the counts :meth:`count_truncated`
+        uses, for many sets at once: ``mask[rows].sum()`` is a set's count)."""
+        texts = list(texts)
+        window, known = self._known_lengths(texts)
+        return np.fromiter((known[t] > window for t in texts), dtype=bool, count=len(texts))
+
+    def _known_lengths(self, texts: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(window, the memo of untruncated token counts, now holding every text of
+        ``texts``)."""
         window, lengths = self._window()
         known = self._lengths
         if self._pipe is not None and self._pipe.lengths:
             known.update(self._pipe.lengths)
             self._pipe.lengths.clear()
-        texts = list(texts)
         todo = list(dict.fromkeys(t for t in texts if t not in known))
         if todo:
             known.update(zip(todo, lengths(todo), strict=True))
-        return sum(known[t] > window for t in texts)
+        return window, known
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` (cached); returns a ``(len(texts), d)`` float32 array."""

@@ -63,6 +63,7 @@ __all__ = [
     "LoadedLM",
     "load_causal_lm",
     "model_folder",
+    "fork_cache",
 ]
 
 #: Name of the default scoring model (Gemma-3-270m base, Q4_K_M GGUF from PyPI).
@@ -456,6 +457,51 @@ class CausalLMScorer:
         ]
 
 
+def fork_cache(cache: Any, batch: int) -> Any:
+    """A KV cache for one more forward pass of ``batch`` rows over the prefix ``cache`` holds,
+    leaving ``cache`` itself as it was (the prefix tree runs several passes on one prefix).
+
+    A ``DynamicCache`` of one row whose layers are all plain dynamic ones (full attention or
+    sliding window, as Gemma, Llama and Qwen use) gets new layer objects over the same tensors,
+    widened to ``batch`` rows as stride-0 views: those layers only ever rebind their tensors
+    (``torch.cat`` of the old and new states), never write into them, so the prefix is neither
+    deep-copied nor repeated on the device (each was one copy of every layer's keys and values
+    per pass). The attention reads the same values either way, so the numbers are the same.
+    Any other cache (static, quantized, offloaded, recurrent layers, older transformers): a deep
+    copy, repeated to ``batch`` rows.
+
+    Example:
+        >>> fork_cache(None, 1) is None
+        True
+    """
+    if cache is None:
+        return None
+    from transformers import cache_utils as cu
+
+    layers = getattr(cache, "layers", None)
+    if not isinstance(layers, list):
+        layers = []
+    plain = (type(cache) is cu.DynamicCache and layers
+             and not getattr(cache, "offloading", False)
+             and all(type(ly) in (cu.DynamicLayer, cu.DynamicSlidingWindowLayer)
+                     and not getattr(ly, "record_past", False) for ly in layers)
+             and all(ly.is_initialized and ly.keys.shape[0] == 1 for ly in layers))
+    if not plain:
+        new = copy.deepcopy(cache)
+        if batch > 1:
+            new.batch_repeat_interleave(batch)
+        return new
+    new = copy.copy(cache)
+    new.layers = []
+    for ly in layers:
+        fork = copy.copy(ly)
+        if batch > 1:
+            fork.keys = ly.keys.expand(batch, -1, -1, -1)
+            fork.values = ly.values.expand(batch, -1, -1, -1)
+        new.layers.append(fork)
+    return new
+
+
 class _Run:
     """One :meth:`CausalLMScorer.token_bits` computation over a prefix tree of token sequences.
 
@@ -513,10 +559,7 @@ class _Run:
         x = torch.as_tensor(ids, device=self.sc.device)
         kwargs: dict[str, Any] = {"input_ids": x, "use_cache": True}
         if cache is not None:
-            cache = copy.deepcopy(cache)
-            if x.shape[0] > 1:
-                cache.batch_repeat_interleave(x.shape[0])
-            kwargs["past_key_values"] = cache
+            kwargs["past_key_values"] = fork_cache(cache, int(x.shape[0]))
             kwargs["position_ids"] = torch.arange(
                 start, start + x.shape[1], device=self.sc.device)[None].expand(
                 x.shape[0], -1

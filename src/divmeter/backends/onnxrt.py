@@ -273,6 +273,11 @@ class OnnxSentenceEncoder:
         window = self.max_seq_length
         return sum(len(ids) > window for ids in self.token_ids(texts))
 
+    def truncated_mask(self, texts: Sequence[str]) -> np.ndarray:
+        """Per text, whether it is longer than the window (one tokenization for many sets)."""
+        window = self.max_seq_length
+        return np.array([len(ids) > window for ids in self.token_ids(texts)], dtype=bool)
+
     def _encode_raw(self, texts: list[str]) -> np.ndarray:
         session = self.load()
         window = self.max_seq_length

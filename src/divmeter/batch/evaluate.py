@@ -12,7 +12,7 @@ from typing import Any
 from divmeter import memory
 from divmeter.batch.plan import MetricPlan
 from divmeter.data.model import as_texts
-from divmeter.degenerate import ONE_TEXT_GRANULARITIES, degenerate_reason
+from divmeter.degenerate import ONE_TEXT_GRANULARITIES, degenerate_reason, reason_from_counts
 from divmeter.errors import InvalidInputError
 from divmeter.precomputed import vector_inputs, vector_outcomes
 from divmeter.registry import get_metric, rule_applied
@@ -102,6 +102,11 @@ def evaluate(
         if texts is None:
             valid: list[tuple[str, ...]] = []
             for i, s in enumerate(inputs):
+                if (type(s) is list or type(s) is tuple) and all(type(t) is str for t in s):
+                    valid.append(tuple(s))  # what as_texts gives a list of str, without its calls
+                    errors.append(None)
+                    text_of.append(valid[-1])
+                    continue
                 try:
                     label = {} if what is None else {"what": f"{what}[{i}]"}
                     valid.append(tuple(as_texts(s, **label)))
@@ -128,7 +133,13 @@ def evaluate(
     def verdict(p: MetricPlan) -> tuple[list[str | None], tuple[tuple[str, ...], ...]]:
         key = (p.input, p.granularity in ONE_TEXT_GRANULARITIES)
         if key not in verdicts:
-            why = [degenerate_reason(item(p, i), p.granularity) for i in range(len(inputs))]
+            if p.input == "texts":  # validated tuples of str (None: a malformed set): the rule's
+                validated()  # own counts, without its checks of the item types
+                why = [None if t is None else reason_from_counts(
+                    len(t), sum(1 for x in t if x and not x.isspace()), p.granularity)
+                    for t in text_of]
+            else:
+                why = [degenerate_reason(item(p, i), p.granularity) for i in range(len(inputs))]
             live: tuple[tuple[str, ...], ...] = ()
             if p.input == "texts":
                 live = validated() if not any(why) else tuple(

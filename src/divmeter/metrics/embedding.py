@@ -40,7 +40,7 @@ from divmeter.metrics.vendi import (
     vendi_from_kernel,
 )
 from divmeter.params import Param
-from divmeter.registry import register
+from divmeter.registry import register, register_batch
 from divmeter.result import MetricResult, make_signature
 
 __all__ = [
@@ -1065,43 +1065,326 @@ def bertscore(
 
 
 # --------------------------------------------------------------------------- batched scoring
+# Many sets at once (``divmeter.score_many``, ``divmeter score``): the parameters are checked and
+# the signature made once, the texts of every set are embedded in one cache lookup (each
+# distinct text hashed once; the missing ones encoded in one pass), the truncation counts come
+# from one tokenization, and sets of the same size are computed as one ``(B, n, d)`` stack.
+# Every result is identical (``==``, not approximately) to the single-set function's on the same
+# vectors: the stacked steps are the single-set steps applied slice by slice (row norms over the
+# last axis, one ``U_b @ U_b^T`` matmul per slice, element-wise clip), and every reduction whose
+# order could change the rounding (the mean over a set's pairs or rows) runs on that set's own
+# contiguous 1-D row, as the single-set function does. tests/test_embedding_many.py checks it
+# on sets of mixed sizes. Sets a device takes (``_on``: a GPU and at least
+# ``torch_linalg.DEVICE_MIN_ITEMS`` responses) go through the single-set kernel on it.
 
 
-def _prewarmed(fn: Any) -> Any:
-    """A batched form of a sentence-level metric: embed every text of every set in one pass
-    (filling the encoder's cache), then score set by set from the cached vectors."""
+class _EmbeddedSets:
+    """The sets of one batched call, validated and embedded once.
 
-    def many(sets: Sequence[Sequence[str]], **params: Any) -> list[MetricResult]:
-        flat = [t for s in sets for t in s]
-        if flat:
-            embed_texts(flat, params.get("model", "minilm"), params.get("base_url"),
-                        params.get("backend", "torch"), params.get("device", "cpu"),
-                        params.get("dtype", "float32"))
-        return [fn(s, **params) for s in sets]
+    ``results[i]`` is set ``i``'s undefined result (the same checks, reasons and order as
+    :func:`_embed_checked`) or ``None``; the other sets' vectors are :meth:`vectors` (float32,
+    as ``embed_texts`` gives them). ``truncation(i)`` is set ``i``'s truncation details.
+    """
 
-    many.__name__ = many.__qualname__ = f"{fn.__name__}_many"
-    many.__doc__ = f"Batched :func:`{fn.__name__}` (one embedding pass over all sets)."
-    return many
+    def __init__(self, metric: str, sig: str, sets: Sequence[Any], min_n: int, model: str,
+                 base_url: str | None, backend: str, device: str, dtype: str) -> None:
+        self.texts = [list(s) if (type(s) is list or type(s) is tuple)
+                      and all(type(t) is str for t in s) else as_texts(s) for s in sets]
+        self.results: list[MetricResult | None] = []
+        live: list[int] = []
+        for i, texts in enumerate(self.texts):
+            why = None
+            if not texts:
+                why = "empty set"
+            elif len(texts) < min_n:
+                why = f"needs at least {min_n} responses; got {len(texts)}"
+            else:
+                non_blank = sum(1 for t in texts if t and not t.isspace())  # t.strip() != ""
+                if non_blank < 2:  # the one rule for degenerate sets, as in _embed_checked
+                    why = f"fewer than two non-blank responses (got {non_blank})"
+            self.results.append(None if why is None else undefined(metric, sig, why))
+            if why is None:
+                live.append(i)
+        self.start = dict.fromkeys(live, 0)
+        flat: list[str] = []
+        for i in live:
+            self.start[i] = len(flat)
+            flat.extend(self.texts[i])
+        position: dict[str, int] = {}
+        inverse = np.fromiter((position.setdefault(t, len(position)) for t in flat),
+                              dtype=np.intp, count=len(flat))
+        self.unique = list(position)
+        self.args = (model, base_url, backend, device, dtype)
+        #: The vectors of the distinct texts, and each text's row among them (no gathered
+        #: copy of every set's rows: the stacks gather what they need).
+        self.Xu = (embed_texts(self.unique, *self.args) if self.unique
+                   else np.zeros((0, 1), dtype=np.float32))
+        self.inverse = inverse
+        zero = ~np.any(self.Xu, axis=1)  # a row with no non-zero entry (X != 0, per row)
+        if zero.any():
+            for i in live:
+                z = np.flatnonzero(zero[inverse[self.start[i]:self.start[i]
+                                                + len(self.texts[i])]])
+                if z.size:
+                    self.results[i] = undefined(
+                        metric, sig, f"response {int(z[0])} has a zero embedding (no "
+                        f"in-vocabulary word for {model!r})")
+        self.live = [i for i in live if self.results[i] is None]
+        self._truncated = self._truncated_counts(inverse)
+
+    def vectors(self, i: int) -> np.ndarray:
+        """Set ``i``'s ``(n, d)`` float32 vectors."""
+        return self.Xu[self.inverse[self.start[i]:self.start[i] + len(self.texts[i])]]
+
+    def by_size(self) -> dict[int, list[int]]:
+        """The live sets grouped by their number of responses."""
+        groups: dict[int, list[int]] = {}
+        for i in self.live:
+            groups.setdefault(len(self.texts[i]), []).append(i)
+        return groups
+
+    def stack(self, idx: list[int]) -> np.ndarray:
+        """The ``(B, n, d)`` float64 vectors of sets of the same size ``n``."""
+        n = len(self.texts[idx[0]])
+        rows = np.fromiter((self.start[i] for i in idx), dtype=np.intp, count=len(idx))
+        return np.asarray(self.Xu[self.inverse[rows[:, None] + np.arange(n)]],
+                          dtype=np.float64)
+
+    def _truncated_counts(self, inverse: np.ndarray) -> dict[int, int] | None:
+        """Per live set, its count of texts longer than the encoder's window, from one
+        tokenization of the distinct texts (``{}``: no window to count against, as for word
+        vectors and server models); ``None`` when the encoder cannot tell per text (then
+        :meth:`truncation` asks it per set, as the single-set functions do)."""
+        from divmeter.backends.server import server_model_name
+
+        self._window = 0
+        self._no_window = False
+        if not self.live:
+            return None
+        enc = None if server_model_name(self.args[0]) is not None else _encoder(*self.args)
+        if enc is None or not hasattr(enc, "count_truncated"):
+            self._no_window = True
+            return None
+        mask_of = getattr(enc, "truncated_mask", None)
+        if mask_of is None:
+            return None
+        self._window = int(enc.max_seq_length)
+        flags = np.asarray(mask_of(self.unique), dtype=np.int64)[inverse]
+        return {i: int(flags[self.start[i]:self.start[i] + len(self.texts[i])].sum())
+                for i in self.live}
+
+    def truncation(self, i: int) -> dict[str, int]:
+        """Set ``i``'s ``{"truncated": k, "max_seq_length": w}`` (see :func:`truncation`)."""
+        if self._no_window:
+            return {}
+        if self._truncated is None:
+            return truncation(self.texts[i], *self.args)
+        return {"truncated": self._truncated[i], "max_seq_length": self._window}
 
 
-embedding_cosine_many = _prewarmed(embedding_cosine)
-chamfer_many = _prewarmed(chamfer)
-chamfer_sqeuclidean_many = _prewarmed(chamfer_sqeuclidean)
-vendi_embedding_many = _prewarmed(vendi_embedding)
-kmeans_inertia_many = kmeans_inertia_metric_many = _prewarmed(kmeans_inertia_metric)
-remote_clique_many = _prewarmed(remote_clique)
+def _row_mean(row: np.ndarray) -> float:
+    """``float(row.mean())`` of a 1-D float64 row, without its wrappers: numpy's mean is
+    ``add.reduce`` then a division by the count (tests/test_embedding_many.py holds them ==)."""
+    return float(np.add.reduce(row)) / row.shape[0]
 
-try:  # batched hooks, where the registry supports them
-    from divmeter.registry import register_batch
-except ImportError:  # pragma: no cover - older registry
-    pass
-else:
-    for _name, _fn in (
-        ("embedding-cosine", embedding_cosine_many),
-        ("chamfer", chamfer_many),
-        ("chamfer-sqeuclidean", chamfer_sqeuclidean_many),
-        ("vendi-embedding", vendi_embedding_many),
-        ("kmeans-inertia", kmeans_inertia_many),
-        ("remote-clique", remote_clique_many),
-    ):
-        register_batch(_name)(_fn)
+
+def _cosine_stack(X3: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(U, S)`` of a ``(B, n, d)`` float64 stack: unit rows and clipped cosine matrices,
+    slice ``b`` equal to :func:`normalize_rows` / :func:`cosine_matrix` of ``X3[b]``."""
+    B, n, d = X3.shape
+    X2 = X3.reshape(B * n, d)  # np.linalg.norm(X, axis=1)'s own steps, on every row at once
+    norms = np.sqrt(np.add.reduce(X2 * X2, axis=1, keepdims=True)).reshape(B, n, 1)
+    U = X3 / norms  # no zero row here: a set with a zero embedding is undefined before
+    return U, np.clip(U @ U.transpose(0, 2, 1), -1.0, 1.0)
+
+
+#: Floats per ``(B, n, d)`` stack (256 KiB of float64): larger stacks leave the CPU's cache and
+#: made the element-wise steps 4x slower than set-by-set work on 2,000 sets of 5 x 384.
+_STACK_FLOATS = 32_768
+
+
+def _batched(metric: str, sets: Sequence[Any], sig: str, min_n: int,
+             enc: tuple[str, str | None, str, str, str],
+             group: Callable[[_EmbeddedSets, list[int]], None] | None,
+             one: Callable[[_EmbeddedSets, int], MetricResult]) -> list[MetricResult]:
+    """The shared driver: ``group(batch, idx)`` fills ``batch.results`` for sets of one size on
+    the numpy path; ``one(batch, i)`` scores one set (sets a device takes, or every set when
+    there is no ``group``)."""
+    batch = _EmbeddedSets(metric, sig, sets, min_n, *enc)
+    device = enc[3]
+    for n, idx in batch.by_size().items():
+        if group is not None and _on(device, n) is None:
+            step = max(1, _STACK_FLOATS // (n * batch.Xu.shape[1]))  # stacks that stay in cache
+            for a in range(0, len(idx), step):
+                group(batch, idx[a:a + step])
+        else:
+            for i in idx:
+                batch.results[i] = one(batch, i)
+    out = batch.results
+    assert all(r is not None for r in out)
+    return out  # type: ignore[return-value]
+
+
+@register_batch("embedding-cosine")
+def embedding_cosine_many(sets: Sequence[Sequence[str]], *, model: str = "minilm",
+                          reduction: str = "neg-mean", base_url: str | None = None,
+                          backend: str = "torch", device: str = "cpu", dtype: str = "float32"
+                          ) -> list[MetricResult]:
+    """Batched :func:`embedding_cosine`: one result per set, identical to the single-set call's.
+
+    Example:
+        >>> sets = [["A cat sleeps.", "Prices fell."], ["x"], ["A cat sleeps.", "A cat naps."]]
+        >>> [r.value == embedding_cosine(s).value for r, s in zip(
+        ...     embedding_cosine_many(sets), sets)]
+        [True, True, True]
+    """
+    check_choice(reduction, "reduction", "embedding-cosine", REDUCTIONS)
+    sig = _sig("embedding-cosine", model, base_url, backend, dtype, reduction=reduction)
+
+    def group(b: _EmbeddedSets, idx: list[int]) -> None:
+        n = len(b.texts[idx[0]])
+        _, S = _cosine_stack(b.stack(idx))
+        iu = np.triu_indices(n, 1)
+        pairs = S[:, iu[0], iu[1]]  # row k: set idx[k]'s s[iu], contiguous, as mean_pairwise
+        for k, i in enumerate(idx):
+            mean = _row_mean(pairs[k])
+            value = -mean if reduction == "neg-mean" else 1.0 - mean  # reduce._flip's
+            b.results[i] = MetricResult("embedding-cosine", value, sig, details={
+                "similarity": S[k], **b.truncation(i)})
+
+    def one(b: _EmbeddedSets, i: int) -> MetricResult:
+        S = _cosine_on(b.vectors(i), device)
+        return MetricResult("embedding-cosine",
+                            diversity_from_similarity(S, reduction),  # type: ignore[arg-type]
+                            sig, details={"similarity": S, **b.truncation(i)})
+
+    return _batched("embedding-cosine", sets, sig, 2,
+                    (model, base_url, backend, device, dtype), group, one)
+
+
+@register_batch("chamfer")
+def chamfer_many(sets: Sequence[Sequence[str]], *, model: str = "minilm",
+                 base_url: str | None = None, backend: str = "torch", device: str = "cpu",
+                 dtype: str = "float32") -> list[MetricResult]:
+    """Batched :func:`chamfer`: one result per set, identical to the single-set call's."""
+    sig = _sig("chamfer", model, base_url, backend, dtype)
+
+    def group(b: _EmbeddedSets, idx: list[int]) -> None:
+        n = len(b.texts[idx[0]])
+        _, S = _cosine_stack(b.stack(idx))
+        D = 1.0 - S
+        D[:, np.arange(n), np.arange(n)] = np.inf
+        nearest = np.maximum(D.min(axis=2), 0.0)  # a minimum: exact in any order
+        for k, i in enumerate(idx):
+            b.results[i] = MetricResult("chamfer", _row_mean(nearest[k]), sig, details={
+                "nearest": nearest[k], **b.truncation(i)})
+
+    def one(b: _EmbeddedSets, i: int) -> MetricResult:
+        D = 1.0 - _cosine_on(b.vectors(i), device)
+        np.fill_diagonal(D, np.inf)
+        nearest = np.maximum(D.min(axis=1), 0.0)
+        return MetricResult("chamfer", float(nearest.mean()), sig, details={
+            "nearest": nearest, **b.truncation(i)})
+
+    return _batched("chamfer", sets, sig, 2, (model, base_url, backend, device, dtype),
+                    group, one)
+
+
+@register_batch("remote-clique")
+def remote_clique_many(sets: Sequence[Sequence[str]], *, distance: str = "euclidean",
+                       model: str = "minilm", base_url: str | None = None,
+                       backend: str = "torch", device: str = "cpu", dtype: str = "float32"
+                       ) -> list[MetricResult]:
+    """Batched :func:`remote_clique`: one result per set, identical to the single-set call's."""
+    check_choice(distance, "distance", "remote-clique", ("euclidean", "cosine"))
+    sig = _sig("remote-clique", model, base_url, backend, dtype, distance=distance, norm="l2")
+
+    def group(b: _EmbeddedSets, idx: list[int]) -> None:
+        n = len(b.texts[idx[0]])
+        U, S = _cosine_stack(b.stack(idx))
+        iu = np.triu_indices(n, 1)
+        if distance == "cosine":
+            d = 1.0 - S[:, iu[0], iu[1]]
+        else:
+            diff = U[:, iu[0]] - U[:, iu[1]]
+            m = iu[0].size
+            d = np.linalg.norm(diff.reshape(len(idx) * m, -1), axis=1).reshape(len(idx), m)
+        for k, i in enumerate(idx):
+            b.results[i] = MetricResult("remote-clique", _row_mean(d[k]), sig,
+                                        details=b.truncation(i))
+
+    def one(b: _EmbeddedSets, i: int) -> MetricResult:
+        return MetricResult("remote-clique", _remote_clique_on(b.vectors(i), distance, device),
+                            sig, details=b.truncation(i))
+
+    return _batched("remote-clique", sets, sig, 2, (model, base_url, backend, device, dtype),
+                    group, one)
+
+
+@register_batch("chamfer-sqeuclidean")
+def chamfer_sqeuclidean_many(sets: Sequence[Sequence[str]], *, model: str = "minilm",
+                             base_url: str | None = None, backend: str = "torch",
+                             device: str = "cpu", dtype: str = "float32"
+                             ) -> list[MetricResult]:
+    """Batched :func:`chamfer_sqeuclidean` (one embedding pass; the nearest distances set by
+    set, with the single-set kernel): one result per set, identical to the single-set call's."""
+    sig = _sig("chamfer-sqeuclidean", model, base_url, backend, dtype, norm="none")
+
+    def one(b: _EmbeddedSets, i: int) -> MetricResult:
+        nearest = _sqeuclidean_nearest_on(np.asarray(b.vectors(i), dtype=np.float64), device)
+        return MetricResult("chamfer-sqeuclidean", float(2.0 * nearest.mean()), sig, details={
+            "nearest": nearest, **b.truncation(i)})
+
+    return _batched("chamfer-sqeuclidean", sets, sig, 2,
+                    (model, base_url, backend, device, dtype), None, one)
+
+
+@register_batch("vendi-embedding")
+def vendi_embedding_many(sets: Sequence[Sequence[str]], *, q: float = 1.0,
+                         model: str = "minilm", base_url: str | None = None,
+                         backend: str = "torch", device: str = "cpu", dtype: str = "float32",
+                         kernel: str = "cosine") -> list[MetricResult]:
+    """Batched :func:`vendi_embedding` (one embedding pass; the eigenvalues set by set, with
+    the single-set kernel): one result per set, identical to the single-set call's."""
+    from divmeter.metrics.kernels import kernel_matrix, parse_kernel
+
+    q = check_positive(q, "q", "vendi-embedding")
+    k = parse_kernel(kernel)
+    if k.name == "precomputed":  # the single-set function's message, once
+        return [vendi_embedding(s, q=q, model=model, base_url=base_url, backend=backend,
+                                device=device, dtype=dtype, kernel=kernel) for s in sets]
+    sig = _sig("vendi-embedding", model, base_url, backend, dtype, q=q, kernel=str(k))
+
+    def one(b: _EmbeddedSets, i: int) -> MetricResult:
+        X = b.vectors(i)
+        value = (vendi_from_features(X, q, device=device) if k.name == "cosine"
+                 else vendi_from_kernel(kernel_matrix(X[None], k)[0], q))
+        return MetricResult("vendi-embedding", value, sig, details=b.truncation(i))
+
+    return _batched("vendi-embedding", sets, sig, 1, (model, base_url, backend, device, dtype),
+                    None, one)
+
+
+@register_batch("kmeans-inertia")
+def kmeans_inertia_metric_many(sets: Sequence[Sequence[str]], *, k: int = 2, seed: int = 0,
+                               n_init: int = 10, model: str = "minilm",
+                               base_url: str | None = None, backend: str = "torch",
+                               device: str = "cpu", dtype: str = "float32"
+                               ) -> list[MetricResult]:
+    """Batched :func:`kmeans_inertia_metric` (one embedding pass; k-means set by set)."""
+    check_int(k, "k", "kmeans-inertia")
+    check_int(seed, "seed", "kmeans-inertia", minimum=0)
+    check_int(n_init, "n_init", "kmeans-inertia")
+    sig = _sig("kmeans-inertia", model, base_url, backend, dtype, k=k, seed=seed, n_init=n_init,
+               norm="l2")
+
+    def one(b: _EmbeddedSets, i: int) -> MetricResult:
+        labels, _, inertia = kmeans(normalize_rows(b.vectors(i)), k, seed=seed, n_init=n_init)
+        return MetricResult("kmeans-inertia", inertia, sig, details={
+            "labels": labels, **b.truncation(i)})
+
+    return _batched("kmeans-inertia", sets, sig, k, (model, base_url, backend, device, dtype),
+                    None, one)
+
+
+kmeans_inertia_many = kmeans_inertia_metric_many
