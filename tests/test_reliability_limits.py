@@ -250,6 +250,9 @@ def test_binary_input_is_one_line(command: str, kind: str, tmp_path: Path,
      "`temperature` must be a number >= 0; got nan."),
     (["build", "cdm-fillers", "{HUGE}", "-o", "{OUT}", "--model", "x", "--base-url",
       "http://127.0.0.1:9/v1"], "frames.txt line 1: a number too long to read"),
+    # a template without its field, named before the (unreachable) server is probed
+    (["build", "para", "{SETS}", "-o", "{OUT}", "--model", "x", "--base-url",
+      "http://127.0.0.1:9/v1", "--template", "{PROMPTS}"], "{sentence}"),
 ])
 def test_sweep_findings_are_one_line_refusals(argv: list[str], message: str, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch,

@@ -82,6 +82,10 @@ def _run(builder: str, sets_file: str, output: str, pairs: str | None, prefer: s
     guard_outputs({"-o": output, "--pairs": pairs}, [sets_file, kw.get("template")])
     _check_share(max_rejected)
     sets = list(read_sets(sets_file))  # a bad input is refused before a model or server starts
+    if kw.get("template") and builder in ("para", "nonsensical"):  # and so is a bad template
+        from divmeter.perturb.generator import load_template
+
+        load_template("paraphrase" if builder == "para" else "nonsensical", kw["template"])
     if callable(kw.get("generator")):
         kw["generator"] = kw["generator"]()
     built = build(builder, sets, **kw)
