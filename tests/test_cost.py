@@ -108,6 +108,51 @@ def test_cli_prints_the_note_before_the_work(tmp_path: Path, monkeypatch: pytest
     assert capsys.readouterr().err == ""
 
 
+def test_cli_workers_print_the_same_notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """With ``-j 2`` each costly set is announced once, in the same line as in one process."""
+    src = tmp_path / "sets.jsonl"
+    rows = [{"id": "small", "responses": ["a b", "a c"]}, {"id": "big", "responses": _texts(50)},
+            {"id": "tiny", "responses": ["x"]}, {"id": "big2", "responses": _texts(40, 1)}]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    monkeypatch.setattr(memory, "ANNOUNCE_SECONDS", 1e-5)  # the small sets stay below it
+    runs = {}
+    for jobs in ("1", "2"):
+        code, out, err = run_main(monkeypatch, capsys, "score", str(src), "-m", "homogenization",
+                                  "-f", "jsonl", "-j", jobs)
+        assert code == 0, err
+        runs[jobs] = (sorted(ln for ln in err.splitlines() if "pairs, about" in ln), out)
+    assert runs["2"] == runs["1"]
+    assert [ln.split(":")[1] for ln in runs["2"][0]] == [" set 'big' (row 1)",
+                                                        " set 'big2' (row 3)"]
+    assert runs["2"][0][0].startswith("divmeter: set 'big' (row 1): homogenization (rougeL) on "
+                                      "50 responses: 1,225 pairs, about 117.2 KB")
+
+
+def test_pool_relays_notes_to_the_reporter() -> None:
+    """``score_sets(workers=2)`` passes the workers' notes to the reporter in force, with its
+    threshold (above it: none), and values are those of one process."""
+    from divmeter.batch import pool
+    from divmeter.data import ResponseSet
+
+    sets = [ResponseSet(f"s{i}", _texts(20 + i, i)) for i in range(3)]
+    one = list(pool.score_sets(sets, ["homogenization:measure=rouge1"]))
+    heard, high = Heard(), Heard()
+    with memory.reporting(heard.notes.append, heard.step, above=0):
+        two = list(pool.score_sets(sets, ["homogenization:measure=rouge1"], workers=2,
+                                   chunk_size=1))
+    with memory.reporting(high.notes.append, above=1e9):
+        list(pool.score_sets(sets, ["homogenization:measure=rouge1"], workers=2))
+    assert two == one
+    assert [ln.split(" pairs, about ")[0] for ln in sorted(heard.notes)] == [
+        f"set 's{i}' (row {i}): homogenization (rouge1) on {20 + i} responses: "
+        f"{(20 + i) * (19 + i) // 2:,}" for i in range(3)]
+    with memory.reporting(heard.notes.append, above=0):
+        list(pool.score_sets(sets, ["homogenization:measure=rouge1"]))
+    assert heard.notes[3:] == sorted(heard.notes[:3])  # the same lines in one process
+    assert heard.steps == [] and high.notes == []
+
+
 def test_refused_before_any_pair(monkeypatch: pytest.MonkeyPatch) -> None:
     """A tiny limit: the refusal comes before the first pair (no progress, no pair kernel)."""
     calls: list[int] = []

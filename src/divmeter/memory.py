@@ -48,6 +48,10 @@ min; cheaper: use homogenization:measure=rouge1 or rouge2 ...``. Inside such a s
 reports its progress through :class:`Steps` (homogenization: pairs after each row or block;
 vendi-ngram: Gram rows after each block, then the eigenvalue stage). Reporting reads counters
 only: the arithmetic, the blocks and every value are the same with or without a reporter.
+With worker processes (``score_sets(..., workers=N)``, ``divmeter score -j N``) each worker
+announces with the parent's reporter's threshold and sends the line to the parent, which passes
+it to its reporter as the set starts: the same line as in one process; progress inside a set is
+not shown there. The Ray engine (``--engine ray``) reports neither.
 """
 
 from __future__ import annotations
@@ -79,6 +83,7 @@ __all__ = [
     "announce",
     "plan",
     "reporting",
+    "current_reporter",
     "working_on",
     "format_seconds",
     "homogenization_cost",
@@ -417,6 +422,12 @@ def reporting(note: Callable[[str], None] | None = None,
         yield _REPORTER.get()  # type: ignore[misc]
     finally:
         _REPORTER.reset(token)
+
+
+def current_reporter() -> Reporter | None:
+    """The reporter in force (:func:`reporting`), or ``None``; the process pool (``-j``) relays
+    its workers' notes to it."""
+    return _REPORTER.get()
 
 
 @contextlib.contextmanager

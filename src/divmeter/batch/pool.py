@@ -4,6 +4,7 @@ input order; sets already in a resumed output are skipped."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -132,22 +133,75 @@ def score_sets(
     )
     import multiprocessing
 
+    from divmeter import memory
+
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_watch_parent,
-                             initargs=(os.getpid(),)) as pool:
-        window: deque[Future[list[dict[str, Any]]]] = deque()
-        try:
-            for chunk in _chunks(pending(), size):
-                window.append(pool.submit(score_chunk, chunk, plans))
-                while len(window) >= 2 * workers:
+    reporter = memory.current_reporter()
+    notes = ctx.Queue() if reporter is not None and reporter.note is not None else None
+    relay = _relay(notes, reporter.note) if notes is not None and reporter is not None else None
+    try:
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=ctx, initializer=_start_worker,
+            initargs=(os.getpid(), notes, reporter.above if reporter is not None else 0.0),
+        ) as pool:
+            window: deque[Future[list[dict[str, Any]]]] = deque()
+            try:
+                for chunk in _chunks(pending(), size):
+                    window.append(pool.submit(_score_chunk, chunk, plans))
+                    while len(window) >= 2 * workers:
+                        for rec in window.popleft().result():
+                            yield finish(rec)
+                while window:
                     for rec in window.popleft().result():
                         yield finish(rec)
-            while window:
-                for rec in window.popleft().result():
-                    yield finish(rec)
-        finally:
-            for fut in window:
-                fut.cancel()
+            finally:
+                for fut in window:
+                    fut.cancel()
+    finally:
+        if notes is not None and relay is not None:
+            notes.put(None)  # after the workers' lines: they flushed them when they exited
+            relay.join(timeout=10)
+            notes.close()
+
+
+def _relay(notes: Any, note: Callable[[str], None]) -> Any:
+    """A thread of the parent that passes the workers' cost notes to its reporter, in the order
+    they come, until ``None``."""
+    import threading
+
+    def run() -> None:
+        for line in iter(notes.get, None):
+            with contextlib.suppress(Exception):
+                note(line)
+
+    thread = threading.Thread(target=run, name="divmeter-cost-notes", daemon=True)
+    thread.start()
+    return thread
+
+
+#: In a worker process: where its cost notes go (the parent's queue) and from which rough time.
+_NOTES: Any = None
+_ABOVE = 0.0
+
+
+def _start_worker(parent: int, notes: Any, above: float) -> None:
+    """Worker initializer: watch the parent (:func:`_watch_parent`) and keep where the cost
+    notes go (``notes``: ``None`` when the parent has no reporter)."""
+    global _NOTES, _ABOVE
+    _NOTES, _ABOVE = notes, above
+    _watch_parent(parent)
+
+
+def _score_chunk(chunk: list[tuple[int, ResponseSet]], plans: Sequence[Any]
+                 ) -> list[dict[str, Any]]:
+    """:func:`score_chunk` in a worker, its sets' cost notes sent to the parent as each set
+    starts (the same lines, from the same threshold, as in one process)."""
+    if _NOTES is None:
+        return score_chunk(chunk, plans)
+    from divmeter import memory
+
+    with memory.reporting(_NOTES.put, above=_ABOVE):
+        return score_chunk(chunk, plans)
 
 
 def _watch_parent(parent: int, interval: float = 0.5) -> None:
