@@ -137,8 +137,10 @@ def score_sets(
 
     ctx = multiprocessing.get_context("spawn")
     reporter = memory.current_reporter()
-    notes = ctx.Queue() if reporter is not None and reporter.note is not None else None
-    relay = _relay(notes, reporter.note) if notes is not None and reporter is not None else None
+    notes, relay = None, None
+    if reporter is not None and reporter.note is not None:  # cost notes from the workers
+        notes = ctx.Queue()
+        relay = _relay(notes, reporter.note)
     try:
         with ProcessPoolExecutor(
             max_workers=workers, mp_context=ctx, initializer=_start_worker,
