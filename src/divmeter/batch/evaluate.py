@@ -12,7 +12,12 @@ from typing import Any
 from divmeter import memory
 from divmeter.batch.plan import MetricPlan
 from divmeter.data.model import as_texts
-from divmeter.degenerate import ONE_TEXT_GRANULARITIES, degenerate_reason, reason_from_counts
+from divmeter.degenerate import (
+    ONE_TEXT_GRANULARITIES,
+    count_non_blank,
+    degenerate_reason,
+    reason_from_counts,
+)
 from divmeter.errors import InvalidInputError
 from divmeter.precomputed import vector_inputs, vector_outcomes
 from divmeter.registry import get_metric, rule_applied
@@ -136,8 +141,7 @@ def evaluate(
             if p.input == "texts":  # validated tuples of str (None: a malformed set): the rule's
                 validated()  # own counts, without its checks of the item types
                 why = [None if t is None else reason_from_counts(
-                    len(t), sum(1 for x in t if x and not x.isspace()), p.granularity)
-                    for t in text_of]
+                    len(t), count_non_blank(t), p.granularity) for t in text_of]
             else:
                 why = [degenerate_reason(item(p, i), p.granularity) for i in range(len(inputs))]
             live: tuple[tuple[str, ...], ...] = ()

@@ -28,6 +28,7 @@ import numpy as np
 from divmeter.backends.device import DEVICE, DTYPE
 from divmeter.corpus.stats import Accumulator, ExactSum
 from divmeter.data.model import as_texts
+from divmeter.degenerate import count_non_blank, reason_from_counts
 from divmeter.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, check_positive, undefined
 from divmeter.metrics.kernels import KERNEL_EXPECT, kernel_ok
@@ -482,9 +483,9 @@ def _embed_checked(metric: str, sig: str, texts: list[str], model: str, *, min_n
         return undefined(metric, sig, "empty set")
     if len(texts) < min_n:
         return undefined(metric, sig, f"needs at least {min_n} responses; got {len(texts)}")
-    non_blank = sum(1 for t in texts if t.strip())
-    if non_blank < 2:  # the one rule for degenerate sets (issue 16): below two, no diversity
-        return undefined(metric, sig, f"fewer than two non-blank responses (got {non_blank})")
+    why = reason_from_counts(len(texts), count_non_blank(texts))
+    if why is not None:  # the one rule for degenerate sets (issue 16): below two, no diversity
+        return undefined(metric, sig, why)
     X = embed_texts(texts, model, base_url, backend, device, dtype)
     zero = np.flatnonzero(~np.any(X != 0, axis=1))
     if zero.size:
@@ -1098,10 +1099,8 @@ class _EmbeddedSets:
                 why = "empty set"
             elif len(texts) < min_n:
                 why = f"needs at least {min_n} responses; got {len(texts)}"
-            else:
-                non_blank = sum(1 for t in texts if t and not t.isspace())  # t.strip() != ""
-                if non_blank < 2:  # the one rule for degenerate sets, as in _embed_checked
-                    why = f"fewer than two non-blank responses (got {non_blank})"
+            else:  # the one rule for degenerate sets, as in _embed_checked
+                why = reason_from_counts(len(texts), count_non_blank(texts))
             self.results.append(None if why is None else undefined(metric, sig, why))
             if why is None:
                 live.append(i)
