@@ -111,7 +111,8 @@ def test_absolute_logprobs_one_request_per_set_and_cached_rerun(server: FaultSer
     cfg = _cfg(server, tmp_path / "cache", temperature=0.0)
     run = judge_sets([*SETS, []], cfg, contexts=["pets", "pets", None])
     assert server.total == 2  # one request per non-empty set serves its 5 samples
-    body = answer.bodies[0]
+    # the two requests run concurrently (concurrency 2): set 0's is found by its content
+    body = next(b for b in answer.bodies if "in the park" in b["prompt"])
     assert (body["max_tokens"], body["temperature"], body["logprobs"]) == (1, 0.0, 20)
     assert "messages" not in body and body["prompt"].endswith(
         "Input: pets\nSentences:\n1. A dog chases a ball in the park.\n2. The cat sleeps on the "

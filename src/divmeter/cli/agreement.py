@@ -53,8 +53,9 @@ def read_rating_table(path: str, columns: list[str], sheet: str | None = None
         header, rows = _binary_table(path, name, kind, sheet)
     missing = [c for c in columns if c not in header]
     if missing:
+        shown = (h if h.isprintable() else repr(h) for h in map(str, header))  # one line
         raise InvalidInputError(f"{name}: no column {missing[0]!r}; columns: "
-                                f"{', '.join(map(str, header))}.")
+                                f"{', '.join(shown)}.")
     return {c: [r.get(c) for r in rows] for c in columns}
 
 
