@@ -7,7 +7,7 @@ extra is skipped, with a reason that names the extra and its install line.
   divmeter extra; it is skipped when any module of the extra (:data:`EXTRAS`) is not installed.
 * A doctest in ``src/`` that reaches a model raises a divmeter error whose message carries the
   install line ``pip install 'divmeter[EXTRA]'`` when the extra is missing (usually
-  :class:`~divmeter.errors.MissingDependencyError`; a model alias whose package is missing raises
+  :class:`~divmeter.core.errors.MissingDependencyError`; a model alias whose package is missing raises
   InvalidInputError). It is reported as skipped only if a module of that extra is really not
   installed; a doctest that fails for any other reason fails.
 
@@ -94,6 +94,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
 
 def _is_divmeter_error(err: BaseException) -> bool:
-    from divmeter.errors import DivmeterError
+    from divmeter.core.errors import DivmeterError
 
     return isinstance(err, DivmeterError)

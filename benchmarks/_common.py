@@ -100,7 +100,7 @@ def compiled_path() -> str:
     (numba import + the first call of the cached kernels), and say which path the timed runs
     take: ``jit`` (numba, ``divmeter[fast]``) or ``numpy`` (no numba, or ``DIVMETER_NO_JIT=1``)."""
     from divmeter.metrics.richness import ttr_many
-    from divmeter.text import intern
+    from divmeter.inputs.text import intern
 
     t0 = time.perf_counter()
     jit = intern.compiled()

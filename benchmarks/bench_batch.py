@@ -19,7 +19,7 @@ phrases planted in some responses). For each metric with a batched implementatio
 checks that the batched results equal the per-set ones exactly (value, reason, signature,
 details) and the peer's values (or names the definitional difference), and prints the ratios
 peer time / divmeter time (> 1: divmeter faster). Last, ``divmeter score``'s engine
-(:func:`divmeter.batch.score_sets`) on all six metrics, batched (default) against one set at a
+(:func:`divmeter.engine.batch.score_sets`) on all six metrics, batched (default) against one set at a
 time (``chunk_size=1``).
 
 Times are CPU seconds of this process (``time.process_time``), best of several interleaved
@@ -52,8 +52,8 @@ from bench_lexical import (  # noqa: E402  (the shared data and peers)
 )
 
 import divmeter  # noqa: E402
-from divmeter.batch import score_sets  # noqa: E402
-from divmeter.data import ResponseSet  # noqa: E402
+from divmeter.engine.batch import score_sets  # noqa: E402
+from divmeter.inputs.data import ResponseSet  # noqa: E402
 from divmeter.metrics.ngram import ngram_diversity  # noqa: E402
 
 

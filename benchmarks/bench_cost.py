@@ -1,8 +1,8 @@
 """The cost note of one large set against the time it really takes (issue 27).
 
-Before the work on a set whose rough time reaches ``divmeter.memory.ANNOUNCE_SECONDS``,
+Before the work on a set whose rough time reaches ``divmeter.core.memory.ANNOUNCE_SECONDS``,
 ``divmeter score`` prints one line with the set's responses, pairs, memory and rough time
-(:class:`divmeter.memory.Cost`). This script scores one large set per case with progress
+(:class:`divmeter.core.memory.Cost`). This script scores one large set per case with progress
 reporting on (every report taken, so its overhead is in the measured time), reads the rough
 time of the note and prints it next to the measured time and their ratio (the estimate is meant
 to be within a factor of about 2).
@@ -24,7 +24,7 @@ import numpy as np
 from _common import zipf_probs
 
 import divmeter
-from divmeter import memory
+from divmeter.core import memory
 
 #: (metric, parameters, responses) of the full run; --quick divides the responses by 4.
 CASES: list[tuple[str, dict[str, Any], int]] = [

@@ -36,7 +36,7 @@ PROMPTS = ["Not the hacking", "How is our", "So that's the", "Do you listen",
 
 
 def local(n_prompts: int, n: int, max_tokens: int) -> list[str]:
-    from divmeter.generation import get_generator
+    from divmeter.studies.generation import get_generator
 
     gen = get_generator("gemma-3-270m", device="cpu")
     prompts = PROMPTS[:n_prompts]
@@ -59,7 +59,7 @@ def local(n_prompts: int, n: int, max_tokens: int) -> list[str]:
 
 
 def http(requests: int, max_tokens: int) -> list[str]:
-    from divmeter.generation import get_generator
+    from divmeter.studies.generation import get_generator
     from llama_server import start_llama_server
 
     log_dir = Path(tempfile.mkdtemp(prefix="bench-llama-"))

@@ -22,7 +22,7 @@ Rows (divmeter vs the reference on the same card):
 * ``decan-<model>-<dtype>``: Decan, 24 decTest sets, permutations=10: per-set ``decan`` calls
   and ``decan_many``, sets/min; the CPU and the GPU on 2 sets for parity; ``host_profile``:
   the host's own time per function over 4 per-set calls (cProfile), to attribute the host work;
-* ``generate``: ``divmeter.generation.generate``, 8 prompts x 16 samples x 64 tokens.
+* ``generate``: ``divmeter.studies.generation.generate``, 8 prompts x 16 samples x 64 tokens.
 
 Models: no weights travel to the GPU machine (it has no network), so the MiniLM and Gemma
 models are the real architectures (their config and tokenizer files, ``--models``) with random
@@ -360,7 +360,7 @@ def row_cli(folder: Path, sets: list[list[str]], device: str) -> None:
     env = dict(os.environ, DIVMETER_CACHE=str(tmp / "cache"))
     out = {}
     for name, f in (("two_sets", small), ("all_sets", big)):
-        cmd = [sys.executable, "-c", "from divmeter.cli import main; main()", "score", str(f),
+        cmd = [sys.executable, "-c", "from divmeter.apps.cli import main; main()", "score", str(f),
                "-m", f"embedding-cosine:model={folder},device={device}", "-o",
                str(tmp / f"{name}.out.jsonl")]
         t0 = time.perf_counter()
@@ -543,7 +543,7 @@ def profile_decan(one: tuple[str, list[str]], kw: dict[str, Any]) -> None:
 def row_generate(folder: Path, device: str, prompts: int, n: int, tokens: int) -> None:
     import torch
 
-    from divmeter.generation import Decoding, generate
+    from divmeter.studies.generation import Decoding, generate
 
     ps = [f"Write a short story about topic number {i}." for i in range(prompts)]
     for dtype in ("float32", "bfloat16"):

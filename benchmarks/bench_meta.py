@@ -1,4 +1,4 @@
-"""Benchmark: divmeter.meta statistics and protocols against scipy / scikit-learn / plain loops.
+"""Benchmark: divmeter.studies.meta statistics and protocols against scipy / scikit-learn / plain loops.
 
 Run with the benchmark venv (it holds scikit-learn):
 
@@ -35,9 +35,9 @@ import numpy as np
 from _common import best_time
 from scipy import stats
 
-from divmeter import meta
-from divmeter.meta import protocols as pr
-from divmeter.meta import stats as st
+from divmeter.studies import meta
+from divmeter.studies.meta import protocols as pr
+from divmeter.studies.meta import stats as st
 
 timed = best_time  # best CPU time of this process over ``repeat`` runs
 

@@ -62,7 +62,7 @@ def timed(fn):  # noqa: ANN001, ANN201
 def peak_rss_mb(path: Path, metrics: list[str]) -> float:
     """Peak RSS of a fresh process scoring ``path`` into a JSONL file."""
     code = (
-        "from divmeter.runner import score_file; "
+        "from divmeter.engine.runner import score_file; "
         f"score_file({str(path)!r}, {metrics!r}, {str(path) + '.out.jsonl'!r}); "
         "print([x for x in open('/proc/self/status') if x.startswith('VmHWM')][0].split()[1])"
     )  # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent across execve
@@ -72,7 +72,7 @@ def peak_rss_mb(path: Path, metrics: list[str]) -> float:
 
 
 def tokenizer_rates(texts: list[str]) -> list[tuple[str, float]]:
-    from divmeter.text import get_tokenizer
+    from divmeter.inputs.text import get_tokenizer
 
     n_tok = sum(len(t.split()) for t in texts)
     rows = []
@@ -82,7 +82,7 @@ def tokenizer_rates(texts: list[str]) -> list[tuple[str, float]]:
         tok = get_tokenizer(name)
         _, t = timed(lambda tok=tok: tok.many(texts))
         rows.append((f"divmeter tokenizer '{name}'", n_tok / t))
-    from divmeter.text import encode_sets
+    from divmeter.inputs.text import encode_sets
 
     tok = get_tokenizer("whitespace")
     _, t = timed(lambda: encode_sets([texts], tok, 1))
@@ -95,10 +95,10 @@ def main() -> None:
     ap.add_argument("--sets", type=int, default=4000)
     ap.add_argument("--no-ray", action="store_true")
     args = ap.parse_args()
-    from divmeter.corpus.run import score_corpus
-    from divmeter.data import read_sets
-    from divmeter.engines.ray import score_corpus_ray
-    from divmeter.runner import score_file
+    from divmeter.engine.corpus.run import score_corpus
+    from divmeter.inputs.data import read_sets
+    from divmeter.engine.ray import score_corpus_ray
+    from divmeter.engine.runner import score_file
 
     tmp = Path(tempfile.mkdtemp())
     shards = make_shards(tmp, args.sets, 4)
@@ -132,7 +132,7 @@ def main() -> None:
         except ImportError:
             pass
     if ray_ok:
-        from divmeter.engines.ray import score_file_ray
+        from divmeter.engine.ray import score_file_ray
 
         for w in (1, 2):
             _, t = timed(lambda w=w: score_file_ray(whole, METRICS, str(tmp / f"r{w}.jsonl"),

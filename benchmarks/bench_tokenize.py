@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import best_time, compiled_path  # noqa: E402
 from bench_lexical import make_corpus  # noqa: E402
 
-from divmeter.text import TokenKeys, get_tokenizer  # noqa: E402
-from divmeter.text import intern as intern_module  # noqa: E402
+from divmeter.inputs.text import TokenKeys, get_tokenizer  # noqa: E402
+from divmeter.inputs.text import intern as intern_module  # noqa: E402
 
 
 def dictionary_path(sets: list[list[str]], name: str) -> intern_module.InternedSets:

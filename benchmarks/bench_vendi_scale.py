@@ -82,7 +82,7 @@ def child(case: str, n: int, k: int) -> None:
         r = divmeter.score(texts, "vendi-ngram",
                            dtype="float32" if case == "exact32" else "float64")
         eig = r.details["eigenvalues"]
-        from divmeter.linalg import solver_name
+        from divmeter.core.linalg import solver_name
         from divmeter.metrics.vendi import vendi_from_eigenvalues
 
         out.update(value=r.value, path=r.details["path"], q05=vendi_from_eigenvalues(eig, 0.5),

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from divmeter.meta.stats import oca, roc_auc, spearman
+from divmeter.studies.meta.stats import oca, roc_auc, spearman
 from divmeter.metrics.embedding import embed_texts, normalize_rows
 from divmeter.metrics.partition import EMBEDDING_THRESHOLD, greedy_partition
 

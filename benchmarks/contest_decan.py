@@ -3,7 +3,7 @@
 Each conTest set (5 worker-written continuations of a short context, label 1 = high / 0 = low
 content diversity) is scored with ``decan`` in completion format (the paper's setup for Tevet's
 data: ``1. {context} {r1}\\n\\n2. {context} {r2} ...``). We report Spearman rho and OCA (Tevet's
-direction-blind optimal threshold accuracy, :func:`divmeter.meta.stats.oca`) and ROC AUC for
+direction-blind optimal threshold accuracy, :func:`divmeter.studies.meta.stats.oca`) and ROC AUC for
 D = C x a_n, a_n and C, next to Tevet's precomputed sent-BERT and distinct-n columns on the same
 sets and the paper's Table 2 (Qwen2.5-3B base, 50 permutations). Nothing is tuned.
 
@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from divmeter.meta.stats import oca, roc_auc, spearman
+from divmeter.studies.meta.stats import oca, roc_auc, spearman
 from divmeter.metrics.decan import decan
 
 REPO = Path(__file__).resolve().parents[1]
@@ -151,7 +151,7 @@ def main() -> int:
         "Paper numbers: Qwen2.5-3B base, 50 permutations, completion format, all 200 sets. "
         "Here: the model, permutation count and subset in the signature and headings (the CPU "
         "was shared with 7 other jobs, which bounds what fits). sent-BERT and distinct-n are "
-        "Tevet's precomputed columns on the same sets, recomputed through divmeter.meta.stats "
+        "Tevet's precomputed columns on the same sets, recomputed through divmeter.studies.meta.stats "
         "(rho, direction-blind OCA, AUC).", "",
     ]
     args.out.write_text("\n".join(header + sections) + "\n")

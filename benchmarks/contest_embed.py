@@ -3,7 +3,7 @@
 For every task file, each response set gets ``embedding-cosine`` (``reduction=neg-mean``, i.e.
 Tevet's sent-BERT reduction) with the chosen encoders; we report Spearman's rho between the
 metric and the 0/1 content-diversity label, and OCA (Tevet's optimal single-threshold accuracy,
-direction-blind, via :func:`divmeter.meta.stats.oca`), next to the same statistics computed from
+direction-blind, via :func:`divmeter.studies.meta.stats.oca`), next to the same statistics computed from
 the ``metric_sent_bert`` column Tevet precomputed (bert-large-nli-stsb-mean-tokens) and the
 figures printed in the paper. Nothing is tuned.
 
@@ -30,7 +30,7 @@ import pandas as pd
 
 import divmeter
 from divmeter.backends.embed import get_encoder, resolve_model
-from divmeter.meta.stats import oca, spearman
+from divmeter.studies.meta.stats import oca, spearman
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("DIVMETER_SHARED", REPO.parent / "shared"))

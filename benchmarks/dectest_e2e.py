@@ -52,7 +52,7 @@ def contexts(k: int) -> list[str]:
 
 
 def divmeter(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from divmeter.cli import main; main()", *args]
+    return [sys.executable, "-c", "from divmeter.apps.cli import main; main()", *args]
 
 
 def main() -> None:

@@ -38,7 +38,7 @@ METRICS = ["distinct-k", "distinct-k:threshold=0.9", "semantic-entropy",
 
 
 def divmeter(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from divmeter.cli import main; main()", *args]
+    return [sys.executable, "-c", "from divmeter.apps.cli import main; main()", *args]
 
 
 def main() -> None:

@@ -39,7 +39,7 @@ PUBLISHED = ["metric_averaged_distinct_ngrams", "metric_sent_bert"]
 
 
 def divmeter(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from divmeter.cli import main; main()", *args]
+    return [sys.executable, "-c", "from divmeter.apps.cli import main; main()", *args]
 
 
 def spearman(x: list[float], y: list[float]) -> tuple[float, int]:

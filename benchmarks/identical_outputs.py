@@ -69,7 +69,7 @@ def _inputs(quick: bool) -> list[Path]:
 
 def _digest(path: Path, metrics: list[str], out_dir: Path) -> str:
     out = out_dir / (path.stem + ".jsonl")
-    cmd = [sys.executable, "-c", "from divmeter.cli import main; main()", "score", str(path),
+    cmd = [sys.executable, "-c", "from divmeter.apps.cli import main; main()", "score", str(path),
            "-o", str(out), "-q", "--signatures"]
     for m in metrics:
         cmd += ["-m", m]

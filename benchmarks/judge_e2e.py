@@ -9,7 +9,7 @@ ratings 1-5, N samples averaged at temperature 1; pairs in both presentation ord
   the same sets) by Spearman and with the conTest label by OCA;
 * pairwise: 20 pairs (the high and the low set of one context, order shuffled with a fixed seed),
   labelled by the judge; agreement with the conTest label and with absHDS's preference
-  (``divmeter.meta.agreement``), position bias and self-consistency;
+  (``divmeter.studies.meta.agreement``), position bias and self-consistency;
 * a rerun with a fresh client on the same cache folder, whose request count must be 0.
 
 A 135M model is not a good judge: the agreement numbers are a plumbing check (every row has a
@@ -41,10 +41,10 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from divmeter.judge.consistency import accuracy_by_n, self_consistency  # noqa: E402
-from divmeter.judge.protocol import JudgeConfig, judge_pairs, judge_sets  # noqa: E402
-from divmeter.meta.agreement import agreement  # noqa: E402
-from divmeter.meta.stats import oca, spearman  # noqa: E402
+from divmeter.studies.judge.consistency import accuracy_by_n, self_consistency  # noqa: E402
+from divmeter.studies.judge.protocol import JudgeConfig, judge_pairs, judge_sets  # noqa: E402
+from divmeter.studies.meta.agreement import agreement  # noqa: E402
+from divmeter.studies.meta.stats import oca, spearman  # noqa: E402
 from llama_server import start_llama_server  # noqa: E402
 
 SHARED = Path(os.environ.get("DIVMETER_SHARED", REPO.parent / "shared"))

@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 
 import divmeter
-from divmeter.data.readers import read_sets
-from divmeter.perturb import build
+from divmeter.inputs.data.readers import read_sets
+from divmeter.studies.perturb import build
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("DIVMETER_SHARED", REPO.parent / "shared"))
@@ -78,7 +78,7 @@ def main() -> None:
     server = None
     if args.para:
         sys.path.insert(0, str(REPO / "tests"))
-        from divmeter.perturb import ChatServerGenerator
+        from divmeter.studies.perturb import ChatServerGenerator
         from llama_server import start_llama_server
 
         server = start_llama_server("smollm2-135m-instruct", Path(tempfile.mkdtemp()))

@@ -101,7 +101,7 @@ class Study:
     # -------------------------------------------------------------------------------------
     def divmeter(self, name: str, *args: str, timeout: float = 900) -> Stage:
         """Run ``divmeter ARGS`` as a user would; record its exit code and time."""
-        cmd = [sys.executable, "-c", "import sys; from divmeter.cli import main; "
+        cmd = [sys.executable, "-c", "import sys; from divmeter.apps.cli import main; "
                "sys.argv[0] = 'divmeter'; main()", *args]
         shown = "divmeter " + " ".join(a if len(a) < 60 else a[:57] + "..." for a in args)
         t0 = time.perf_counter()
@@ -143,7 +143,7 @@ class Study:
 
     def audit_generated(self, st: Stage, path: Path) -> None:
         """Valid / null / special-token counts of a generated file (null: a blank response)."""
-        from divmeter.perturb import Gate
+        from divmeter.studies.perturb import Gate
 
         rows = _rows(path)
         texts = [t for r in rows for t in r["responses"]]
@@ -159,7 +159,7 @@ class Study:
 
     def audit_built(self, st: Stage, kind: str, path: Path) -> None:
         """Counts from the run's counts line; every accepted model-made text checked again."""
-        from divmeter.perturb import Gate
+        from divmeter.studies.perturb import Gate
 
         line = next((ln for ln in st.stderr.splitlines() if ln.startswith("divmeter: build ")),
                     "")

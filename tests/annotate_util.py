@@ -48,7 +48,7 @@ def start_server(db: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
 
     fh = open(log, "ab")  # noqa: SIM115 (kept open for the child's lifetime)
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from divmeter.cli import main; main()", "annotate", "serve",
+        [sys.executable, "-c", "from divmeter.apps.cli import main; main()", "annotate", "serve",
          str(db), "--port", str(port)], stdout=fh, stderr=fh)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -10,8 +10,8 @@ import pytest
 
 def run_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
              ) -> tuple[int, str, str]:
-    """Run ``divmeter ARGS`` through :func:`divmeter.cli.main`: (exit code, stdout, stderr)."""
-    from divmeter.cli import main
+    """Run ``divmeter ARGS`` through :func:`divmeter.apps.cli.main`: (exit code, stdout, stderr)."""
+    from divmeter.apps.cli import main
 
     monkeypatch.setattr(sys, "argv", ["divmeter", *args])
     code = 0

@@ -108,7 +108,7 @@ def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
     excinfo = outcome.excinfo
     if excinfo is None:
         return
-    from divmeter.errors import MissingDependencyError
+    from divmeter.core.errors import MissingDependencyError
 
     if isinstance(excinfo[1], MissingDependencyError):
         outcome.force_exception(pytest.skip.Exception(f"optional package missing: {excinfo[1]}",

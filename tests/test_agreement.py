@@ -11,15 +11,15 @@ import math
 
 import pytest
 
-from divmeter.errors import InvalidInputError
-from divmeter.meta.agreement import (
+from divmeter.core.errors import InvalidInputError
+from divmeter.studies.meta.agreement import (
     agreement,
     fleiss_kappa,
     kappa_with_ci,
     krippendorff_alpha,
     pairwise_agreement,
 )
-from divmeter.meta.stats import cohen_kappa
+from divmeter.studies.meta.stats import cohen_kappa
 
 pytest.importorskip("krippendorff")
 

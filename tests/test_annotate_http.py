@@ -28,9 +28,9 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from annotate_util import ASSIGNMENT, CSRF  # noqa: E402
 from cli_util import run_main  # noqa: E402
-from divmeter.data.model import ResponseSet  # noqa: E402
-from divmeter.web.app import create_app  # noqa: E402
-from divmeter.web.store import Store, create_study  # noqa: E402
+from divmeter.inputs.data.model import ResponseSet  # noqa: E402
+from divmeter.apps.web.app import create_app  # noqa: E402
+from divmeter.apps.web.store import Store, create_study  # noqa: E402
 
 FORM = {"content-type": "application/x-www-form-urlencoded"}
 
@@ -79,7 +79,7 @@ def test_pages_and_headers(study):
     assert client.get("/static/app.js").status_code == 200
     assert client.get("/").status_code == 200
     assert "127.0.0.1" == inspect.signature(
-        __import__("divmeter.cli.annotate", fromlist=["x"]).serve_cmd).parameters["host"].default
+        __import__("divmeter.apps.cli.annotate", fromlist=["x"]).serve_cmd).parameters["host"].default
 
 
 def test_bad_requests_are_refused_and_change_nothing(study):

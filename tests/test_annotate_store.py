@@ -1,4 +1,4 @@
-"""The study database of ``divmeter annotate`` (divmeter.web.store) and its analyses.
+"""The study database of ``divmeter annotate`` (divmeter.apps.web.store) and its analyses.
 
 Tevet & Berant (2021): section 4 and appendix A (warm-up, four HDS questionnaires), section 5 (the
 similarity-to-diversity reduction), section 6.4 / Figure 5 (stability); the commonsense paper,
@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from divmeter.data.model import ResponseSet
-from divmeter.errors import InvalidInputError
-from divmeter.web.store import RequestError, Store, create_study, sim_reduction, summarise
+from divmeter.inputs.data.model import ResponseSet
+from divmeter.core.errors import InvalidInputError
+from divmeter.apps.web.store import RequestError, Store, create_study, sim_reduction, summarise
 
 pytest.importorskip("krippendorff")
 
@@ -279,7 +279,7 @@ def test_asp_export_has_both_aspects(db):
 def test_krippendorff_alpha_reference_example():
     """Krippendorff (2011), 'Computing Krippendorff's alpha-reliability', section C: 4 observers,
     12 units, values 1-5; published ordinal alpha = 0.815 (nominal 0.743, interval 0.849)."""
-    from divmeter.web.analysis import alpha
+    from divmeter.apps.web.analysis import alpha
 
     nan = None
     table = [[1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
@@ -305,7 +305,7 @@ def test_krippendorff_alpha_reference_example():
 def test_stability_endpoints_and_errors():
     """Figure 5 resampling: with every rating per set, and with every set, each draw uses all
     the data, so the mean rho is the full-data rho (2 sqrt(2) / 3 here, by hand) with std 0."""
-    from divmeter.web.analysis import stability
+    from divmeter.apps.web.analysis import stability
 
     r = stability([[1, 1], [2, 2], [4, 5], [5, 4]], [0, 0, 1, 1], reps=20, seed=3)
     assert r.full == pytest.approx(2 * math.sqrt(2) / 3)

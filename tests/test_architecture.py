@@ -11,9 +11,9 @@ name types only and never run, so they are not edges. A test per module then che
 * it imports nothing further down the table (a higher layer number);
 * it is on no import cycle (a module that reaches itself through its imports);
 * it takes no underscore name (``from x import _name``, ``x._name``, or a ``_module``) from a
-  module of another package (``divmeter._version`` and ``divmeter._optional`` are the
+  module of another package (``divmeter.core._version`` and ``divmeter.core._optional`` are the
   library's own and open to all);
-* it imports no shim (a former module name kept for old imports: ``data/io.py``,
+* it imports no shim (a former module name kept for old imports:
   ``metrics/lexical.py``, ``response.py``, ``icl.py``).
 
 The modules a helper of issue 22 is still reshaping are marked ``xfail(strict=True)`` with the
@@ -34,9 +34,9 @@ REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src" / "divmeter"
 DOC = REPO / "docs" / "ARCHITECTURE.md"
 #: Private modules of the library as a whole (any package may import them).
-LIBRARY_PRIVATE = {"divmeter._version", "divmeter._optional"}
+LIBRARY_PRIVATE = {"divmeter.core._version", "divmeter.core._optional"}
 #: Former module names kept for old imports (re-exports); no module of the library imports them.
-SHIMS = {"divmeter.data.io", "divmeter.metrics.lexical", "divmeter.metrics.response",
+SHIMS = {"divmeter.metrics.lexical", "divmeter.metrics.response",
          "divmeter.metrics.icl"}
 
 #: Modules whose fix belongs to another helper of issue 22 (test -> (owner, what remains)).
@@ -228,10 +228,32 @@ def _params(check: str) -> list[object]:
 # the checks
 
 
+#: The package's public face: the only modules outside a layer folder.
+ROOT_FILES = {"__init__.py", "api.py", "testing.py"}
+
+
 def test_table_rows_are_the_layers_in_order() -> None:
     rows = layer_table()
     assert [n for n, _, _ in rows] == list(range(len(rows))), "layers must be numbered 0, 1, ..."
-    assert len(rows) >= 10
+    assert len(rows) >= 8
+
+
+def test_folders_are_the_layers() -> None:
+    """One layer a folder (issue 30): every row but the public face names one folder, each
+    folder of ``src/divmeter`` is one row, and the only files at the root are the public face."""
+    rows = layer_table()
+    folders = sorted(p.name + "/" for p in SRC.iterdir()
+                     if p.is_dir() and (p / "__init__.py").exists())
+    named = []
+    for _, layer, items in rows:
+        if set(items) <= ROOT_FILES:
+            continue
+        assert len(items) == 1 and items[0].endswith("/") and items[0].count("/") == 1, (
+            f"layer {layer!r} must be one top-level folder; got {items}")
+        named.append(items[0])
+    assert sorted(named) == folders
+    root = sorted(p.name for p in SRC.glob("*.py"))
+    assert set(root) <= ROOT_FILES, f"modules at the root outside the public face: {root}"
 
 
 def test_every_table_entry_exists() -> None:
@@ -287,8 +309,8 @@ def test_the_checks_see_function_level_imports() -> None:
     level, the registry's families lazily): an import test that missed them would pass
     vacuously."""
     found = modules()
-    assert "divmeter.batch" in found["divmeter.api"].imports or any(
-        t.startswith("divmeter.batch") for t in found["divmeter.api"].imports)
+    assert "divmeter.engine.batch" in found["divmeter.api"].imports or any(
+        t.startswith("divmeter.engine.batch") for t in found["divmeter.api"].imports)
     lazy = [n for n, m in found.items() for t in m.imports
             if t.startswith("divmeter.backends.lm") and n.startswith("divmeter.metrics.decan")]
     assert lazy, "metrics.decan imports backends.lm inside functions"

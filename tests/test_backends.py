@@ -28,7 +28,7 @@ from divmeter.backends.wordvec import (
     load_word_vectors,
     word_tokens,
 )
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 
 
 @pytest.fixture()

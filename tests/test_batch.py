@@ -1,4 +1,4 @@
-"""Batch scoring: records, nulls with reasons, summary, resume, workers (divmeter.batch)."""
+"""Batch scoring: records, nulls with reasons, summary, resume, workers (divmeter.engine.batch)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 import divmeter
-from divmeter.batch import Summary, completed_rows, resolve_metrics, score_sets
-from divmeter.data import ResponseSet, open_record_writer, read_records, read_sets
-from divmeter.errors import InvalidInputError, UnknownMetricError
-from divmeter.registry import _REGISTRY, register
-from divmeter.result import MetricResult
+from divmeter.engine.batch import Summary, completed_rows, resolve_metrics, score_sets
+from divmeter.inputs.data import ResponseSet, open_record_writer, read_records, read_sets
+from divmeter.core.errors import InvalidInputError, UnknownMetricError
+from divmeter.engine.registry import _REGISTRY, register
+from divmeter.core.result import MetricResult
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "stories.jsonl"
@@ -243,7 +243,7 @@ def test_set_prompt_is_passed_unless_fixed(prompt_metric: str) -> None:
 def test_evaluate_is_one_core_for_score_many_and_score_sets() -> None:
     """Batched (distinct-n) and per-set (ttr) plans over one chunk with a malformed set: every
     outcome equals divmeter.score on that set, or the set's error (named as asked)."""
-    from divmeter.batch import evaluate
+    from divmeter.engine.batch import evaluate
 
     chunk = [["a b c", "a b d"], ["x", 3], [], ["one"]]
     plans = resolve_metrics(["distinct-n:n=1", "ttr"])

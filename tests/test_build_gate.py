@@ -1,4 +1,4 @@
-"""The quality gate of `divmeter build` (divmeter.perturb.gate): every text a model writes passes
+"""The quality gate of `divmeter build` (divmeter.studies.perturb.gate): every text a model writes passes
 named checks before it is written, a failing text is generated again with a new seed, and a set
 whose text still fails is left out with its reason in a `.rejected` file; the run ends with one
 line of counts and exits 1 above --max-rejected (issue 21: a base model over a server wrote "",
@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from cli_util import run_main
-from divmeter.data.model import ResponseSet
-from divmeter.errors import InvalidInputError
-from divmeter.perturb import Gate, build
-from divmeter.perturb.gate import retry_seed
-from divmeter.perturb.generator import load_template
+from divmeter.inputs.data.model import ResponseSet
+from divmeter.core.errors import InvalidInputError
+from divmeter.studies.perturb import Gate, build
+from divmeter.studies.perturb.gate import retry_seed
+from divmeter.studies.perturb.generator import load_template
 
 SENT = "A man throws a frisbee and his dog catches it."
 PARA_PROMPT = load_template("paraphrase").fill(sentence=SENT)
@@ -280,7 +280,7 @@ def test_para_with_the_packaged_base_model_on_a_server(llama_gemma, tmp_path: Pa
     """The packaged Gemma-3-270m base through llama.cpp's server: the builder sends the few-shot
     completion prompt, and every paraphrase it keeps passes the gate (no special token, not
     blank, not the instruction or the sentence again)."""
-    from divmeter.generation import get_generator
+    from divmeter.studies.generation import get_generator
 
     gen = get_generator(f"openai:{llama_gemma.model}", base_url=llama_gemma.url,
                         cache=str(tmp_path / "cache"), concurrency=1, timeout=300.0)

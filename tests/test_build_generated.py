@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from divmeter import __version__
-from divmeter.cli import app
-from divmeter.errors import InvalidInputError
-from divmeter.perturb.cdm_fillers import cdm_fillers, cdm_p1_p2, parse_realisation
-from divmeter.perturb.generator import load_template
-from divmeter.perturb.pattr_grid import INSTRUCTIONS, STYLES, pattr_grid, pattr_pools
+from divmeter.apps.cli import app
+from divmeter.core.errors import InvalidInputError
+from divmeter.studies.perturb.cdm_fillers import cdm_fillers, cdm_p1_p2, parse_realisation
+from divmeter.studies.perturb.generator import load_template
+from divmeter.studies.perturb.pattr_grid import INSTRUCTIONS, STYLES, pattr_grid, pattr_pools
 
 runner = CliRunner()
 V = __version__
@@ -107,7 +107,7 @@ def test_cdm_p1_p2_through_meta_paired(tmp_path: Path) -> None:
     (Table 4's Acc = 100 %), and `divmeter score -m cdm` then `divmeter meta paired -c cdm` on
     the written rows give the same numbers as the library function."""
     pytest.importorskip("sentence_transformers")
-    from divmeter.data.items import fillers_from_marked
+    from divmeter.inputs.data.items import fillers_from_marked
     from divmeter.metrics.cdm import cdm
 
     rows = cdm_fillers(FRAMES, TableGenerator()).rows
@@ -166,7 +166,7 @@ def test_pattr_grid_errors(kw: dict, match: str) -> None:
 
 def test_pattr_pools_with_a_real_model_feed_length_bias(llama_smollm2, tmp_path: Path) -> None:  # noqa: ANN001
     """SmolLM2 writes the grid's responses; `divmeter meta length-bias` reads the pools."""
-    from divmeter.perturb import ChatServerGenerator, write_jsonl
+    from divmeter.studies.perturb import ChatServerGenerator, write_jsonl
 
     gen = ChatServerGenerator(llama_smollm2.model, llama_smollm2.url, cache=tmp_path / "c",
                               concurrency=1, timeout=300)

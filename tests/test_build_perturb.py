@@ -14,13 +14,13 @@ import pytest
 from typer.testing import CliRunner
 
 from divmeter import __version__
-from divmeter.cli import app, main
-from divmeter.data import ResponseSet
-from divmeter.data.tables import read_pairs
-from divmeter.errors import InvalidInputError
-from divmeter.perturb import Gate, build, noun_shuff, para_layout, rnd_shuff
-from divmeter.perturb.generator import Template, clean_output, load_template
-from divmeter.perturb.shuffle import noun_shuff_tokens, split_sentences
+from divmeter.apps.cli import app, main
+from divmeter.inputs.data import ResponseSet
+from divmeter.inputs.data.tables import read_pairs
+from divmeter.core.errors import InvalidInputError
+from divmeter.studies.perturb import Gate, build, noun_shuff, para_layout, rnd_shuff
+from divmeter.studies.perturb.generator import Template, clean_output, load_template
+from divmeter.studies.perturb.shuffle import noun_shuff_tokens, split_sentences
 
 runner = CliRunner()
 V = __version__
@@ -149,7 +149,7 @@ def test_noun_shuff_tokens_only_moves_selected_pos() -> None:
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_nounshuff_keeps_the_multiset_of_nouns(seed: int) -> None:
     """Section 4.2.2: nouns and pronouns move within their sentence, all else stays."""
-    from divmeter.perturb.shuffle import NOUN_POS, load_tagger
+    from divmeter.studies.perturb.shuffle import NOUN_POS, load_tagger
 
     nlp = load_tagger()
     out = noun_shuff([ResponseSet("f", FRISBEE)], seed=seed)[0].responses
@@ -396,7 +396,7 @@ def test_clean_output(raw: str, clean: str) -> None:
 
 def test_para_and_nonsensical_with_a_real_model(llama_smollm2, tmp_path: Path) -> None:  # noqa: ANN001
     """SmolLM2-135M-Instruct on llama.cpp's server through the shared HttpClient."""
-    from divmeter.perturb import ChatServerGenerator
+    from divmeter.studies.perturb import ChatServerGenerator
 
     gen = ChatServerGenerator(llama_smollm2.model, llama_smollm2.url, cache=tmp_path / "c",
                               concurrency=2, timeout=300)

@@ -1,4 +1,4 @@
-"""Decan appendix B.2 synthetic scenarios and B.3 mode-count sets (divmeter.scenarios)."""
+"""Decan appendix B.2 synthetic scenarios and B.3 mode-count sets (divmeter.inputs.scenarios)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import random
 import pytest
 
 import divmeter
-from divmeter.errors import InvalidInputError
-from divmeter.scenarios import (
+from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.scenarios import (
     MODES,
     SCENARIOS,
     decan_scenario,

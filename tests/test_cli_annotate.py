@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from cli_util import run_main
-from divmeter.data import read_sets
+from divmeter.inputs.data import read_sets
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "stories.jsonl"
 

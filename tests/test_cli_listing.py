@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from divmeter.cli.listing import (
+from divmeter.apps.cli.listing import (
     FAMILIES,
     LEVELS,
     README_MARKERS,
     markdown_table,
     write_readme_table,
 )
-from divmeter.errors import InvalidInputError
-from divmeter.registry import list_metrics
+from divmeter.core.errors import InvalidInputError
+from divmeter.engine.registry import list_metrics
 
 REPO = Path(__file__).resolve().parents[1]
 DIVMETER = Path(sys.executable).parent / "divmeter"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from divmeter.cli import progress
+from divmeter.apps.cli import progress
 
 DIVMETER = Path(sys.executable).parent / "divmeter"
 

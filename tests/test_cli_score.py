@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 import divmeter
-from divmeter.cli import app
-from divmeter.data import ResponseSet, read_records, read_sets, write_sets
+from divmeter.apps.cli import app
+from divmeter.inputs.data import ResponseSet, read_records, read_sets, write_sets
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "stories.jsonl"
@@ -189,7 +189,7 @@ def test_ctrl_c_keeps_what_was_written_and_resume_finishes(tmp_path: Path) -> No
     import signal
     import time
 
-    from divmeter.batch import score_sets
+    from divmeter.engine.batch import score_sets
 
     rng = random.Random(7)
     words = [f"w{i}" for i in range(300)]
@@ -269,8 +269,8 @@ def test_list_shows_parameter_types_and_choices() -> None:
 
 
 def test_score_file_is_what_the_command_runs(tmp_path: Path) -> None:
-    """The library run (divmeter.runner.score_file) writes the same bytes as the command."""
-    from divmeter.runner import score_file
+    """The library run (divmeter.engine.runner.score_file) writes the same bytes as the command."""
+    from divmeter.engine.runner import score_file
 
     lib, cli = tmp_path / "lib.jsonl", tmp_path / "cli.jsonl"
     run_ = score_file(EXAMPLE, ["distinct-n", "distinct-n:n=2"], str(lib))
@@ -285,7 +285,7 @@ def test_commands_stay_thin() -> None:
     """Issue 9: commands parse and print; no function in cli/ is over 80 lines."""
     import ast
 
-    import divmeter.cli as pkg
+    import divmeter.apps.cli as pkg
 
     long = []
     for path in sorted(Path(pkg.__file__).parent.glob("*.py")):

@@ -25,7 +25,7 @@ def _score(tmp_path: Path, metric: str, env: dict[str, str] | None = None) -> di
     f = tmp_path / "sets.jsonl"
     f.write_text(json.dumps(SET) + "\n", encoding="utf-8")
     res = subprocess.run(
-        [sys.executable, "-c", "from divmeter.cli import main; main()", "score", str(f), "-m",
+        [sys.executable, "-c", "from divmeter.apps.cli import main; main()", "score", str(f), "-m",
          metric, "-f", "jsonl", "--quiet"],
         capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
     assert res.returncode == 0, res.stderr

@@ -19,7 +19,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 def _commands() -> list[list[str]]:
     import typer
 
-    from divmeter.cli import app
+    from divmeter.apps.cli import app
 
     root = typer.main.get_command(app)
     out: list[list[str]] = [[]]

@@ -1,4 +1,4 @@
-"""``divmeter compare`` and :func:`divmeter.meta.compare.compare` (issue 26): system vs baseline
+"""``divmeter compare`` and :func:`divmeter.studies.meta.compare.compare` (issue 26): system vs baseline
 on matched items, oriented by each metric's direction, Holm over the whole family."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 from scipy import stats
 
 from cli_util import run_main
-from divmeter.errors import InvalidInputError
-from divmeter.meta import protocols as pr
-from divmeter.meta import stats as st
-from divmeter.meta.compare import compare, match_keys
+from divmeter.core.errors import InvalidInputError
+from divmeter.studies.meta import protocols as pr
+from divmeter.studies.meta import stats as st
+from divmeter.studies.meta.compare import compare, match_keys
 
 #: CDM Table 4, Self-BLEU row as printed (dissimilarities, 1 - self-BLEU) for P1 and P2 of the
 #: manually curated scenarios S01..S08; Table 2 gives Acc 62.5% and Sum +0.421.

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import divmeter
-from divmeter.errors import InvalidInputError, UnknownMetricError
-from divmeter.registry import column_name, get_metric, parse_metric_arg
-from divmeter.result import Signature, make_signature
-from divmeter.text import NgramIndex, Tokenizer, get_tokenizer
+from divmeter.core.errors import InvalidInputError, UnknownMetricError
+from divmeter.engine.registry import column_name, get_metric, parse_metric_arg
+from divmeter.core.result import Signature, make_signature
+from divmeter.inputs.text import NgramIndex, Tokenizer, get_tokenizer
 
 
 def test_import_does_not_load_heavy_modules() -> None:

@@ -19,11 +19,11 @@ import pytest
 from typer.testing import CliRunner
 
 import divmeter
-from divmeter.cli import app
-from divmeter.corpus import ExactSum, make_accumulator, merge_kind
-from divmeter.corpus.run import score_corpus
-from divmeter.errors import InvalidInputError
-from divmeter.registry import get_metric
+from divmeter.apps.cli import app
+from divmeter.engine.corpus import ExactSum, make_accumulator, merge_kind
+from divmeter.engine.corpus.run import score_corpus
+from divmeter.core.errors import InvalidInputError
+from divmeter.engine.registry import get_metric
 
 WORDS = ("the cat dog sat on a mat and ran to house big small red blue green tree "
          "river stone bird sang loud quiet night day").split()

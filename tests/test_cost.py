@@ -1,7 +1,7 @@
 """What one large set will cost, said before the work, and progress inside it (issue 27).
 
 * A set whose rough time reaches the threshold is announced in one line naming its responses,
-  pairs, memory and time (``divmeter.memory.reporting``; ``divmeter score`` prints it).
+  pairs, memory and time (``divmeter.core.memory.reporting``; ``divmeter score`` prints it).
 * A set above the memory limit is refused before any pair is computed.
 * Progress inside a set (homogenization's pair rows and blocks, vendi-ngram's Gram rows and
   its eigenvalue stage) advances through the same hook, to the total.
@@ -18,9 +18,9 @@ import pytest
 
 import divmeter
 from cli_util import run_main
-from divmeter import memory
-from divmeter.cli import progress
-from divmeter.memory import MemoryLimitError
+from divmeter.core import memory
+from divmeter.apps.cli import progress
+from divmeter.core.memory import MemoryLimitError
 from divmeter.metrics import overlap, vendi
 
 MEASURES = ["rouge1", "rouge2", "rougeL", "bleu", "bleu-hf"]
@@ -132,8 +132,8 @@ def test_cli_workers_print_the_same_notes(tmp_path: Path, monkeypatch: pytest.Mo
 def test_pool_relays_notes_to_the_reporter() -> None:
     """``score_sets(workers=2)`` passes the workers' notes to the reporter in force, with its
     threshold (above it: none), and values are those of one process."""
-    from divmeter.batch import pool
-    from divmeter.data import ResponseSet
+    from divmeter.engine.batch import pool
+    from divmeter.inputs.data import ResponseSet
 
     sets = [ResponseSet(f"s{i}", _texts(20 + i, i)) for i in range(3)]
     one = list(pool.score_sets(sets, ["homogenization:measure=rouge1"]))

@@ -1,4 +1,4 @@
-"""Readers and writers of response sets and result records (divmeter.data readers/writers)."""
+"""Readers and writers of response sets and result records (divmeter.inputs.data readers/writers)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from divmeter.data import ResponseSet, read_records, read_sets, write_sets
-from divmeter.data.lines import detect_format
-from divmeter.data.writers import open_record_writer
-from divmeter.errors import InvalidInputError, MissingDependencyError
+from divmeter.inputs.data import ResponseSet, read_records, read_sets, write_sets
+from divmeter.inputs.data.lines import detect_format
+from divmeter.inputs.data.writers import open_record_writer
+from divmeter.core.errors import InvalidInputError, MissingDependencyError
 
 SETS = [
     ResponseSet(

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from divmeter.backends.lm import attribute_tokens
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics.decan import (
     DecanSurprisal,
     common_byte_length,
@@ -274,7 +274,7 @@ def test_signature_lists_every_setting() -> None:
 def test_registry_entry_and_no_torch_on_import() -> None:
     code = (
         "import sys, divmeter\n"
-        "from divmeter.registry import get_metric\n"
+        "from divmeter.engine.registry import get_metric\n"
         "import divmeter.metrics.decan, divmeter.backends.lm, divmeter.report.decan_plot\n"
         "s = get_metric('decan')\n"
         "assert (s.family, s.extra, s.granularity) == ('lm', 'lm', 'set'), s\n"

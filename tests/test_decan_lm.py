@@ -2,7 +2,7 @@
 
 Few permutations and short texts keep the whole file to a couple of minutes on a shared CPU.
 The synthetic scenarios follow the paper's appendix B.2 (pure noise, multi-mode incoherent,
-multi-mode coherent, one-mode, mixed), built by divmeter.scenarios.
+multi-mode coherent, one-mode, mixed), built by divmeter.inputs.scenarios.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from divmeter.backends.lm import get_scorer
 from divmeter.metrics.decan import decan, decan_surprisal, format_responses
-from divmeter.scenarios import decan_scenarios, noise
+from divmeter.inputs.scenarios import decan_scenarios, noise
 
 # `lm`: skipped with the install line when divmeter[lm] is missing (conftest.py)
 pytestmark = [pytest.mark.lm, pytest.mark.slow]
@@ -72,7 +72,7 @@ def test_random_strings_get_low_coherence(basic: dict[str, dict]) -> None:
     assert basic["noise"]["D"] < 0.25 * basic["diverse"]["D"]  # ...but C suppresses it
 
 
-# -- appendix B.2 scenarios (built by divmeter.scenarios) --------------------------------------
+# -- appendix B.2 scenarios (built by divmeter.inputs.scenarios) --------------------------------------
 
 
 @pytest.fixture(scope="module")

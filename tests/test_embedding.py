@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import divmeter
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics.embedding import (
     bertscore_matrices,
     chamfer_distance,
@@ -232,7 +232,7 @@ def test_degenerate_sets(metric: str) -> None:
     empty = divmeter.score([], metric)
     assert empty.value is None and empty.reason == "empty set"
     one = divmeter.score(["only one"], metric)
-    # issue 16: fewer than two non-blank responses is null, for every metric (divmeter.batch)
+    # issue 16: fewer than two non-blank responses is null, for every metric (divmeter.engine.batch)
     assert one.value is None and one.reason == "fewer than two non-blank responses (got 1)"
     # issue 16: blank responses do not count towards the two a set needs
     if metric != "bertscore":

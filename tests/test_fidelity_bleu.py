@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics.overlap import homogenization, self_bleu, self_bleu_many, tokenize_13a
-from divmeter.registry import KERNEL_ATTR
+from divmeter.engine.registry import KERNEL_ATTR
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SELFBLEU = json.loads((FIXTURES / "overlap_selfbleu.json").read_text("utf-8"))

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import divmeter
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics.cdm import CDM_DEFAULTS, PAPER_DIMS
 from divmeter.metrics.embedding import (
     chamfer_distance,
@@ -178,7 +178,7 @@ def test_chamfer_sqeuclidean_is_four_times_chamfer_on_minilm() -> None:
 def test_chamfer_sqeuclidean_degenerate_and_batch() -> None:
     assert divmeter.score([], "chamfer-sqeuclidean").reason == "empty set"
     one = divmeter.score(["only one"], "chamfer-sqeuclidean")
-    # the one rule for degenerate sets (issue 16, divmeter.batch)
+    # the one rule for degenerate sets (issue 16, divmeter.engine.batch)
     assert one.value is None and one.reason == "fewer than two non-blank responses (got 1)"
     dup = divmeter.score(["Same words.", "Same words."], "chamfer-sqeuclidean")
     assert dup.value == 0.0

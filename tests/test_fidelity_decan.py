@@ -21,10 +21,10 @@ from typer.testing import CliRunner
 
 import divmeter
 from conftest import SHARED
-from divmeter.cli import app
-from divmeter.data import ResponseSet, write_sets
-from divmeter.errors import InvalidInputError
-from divmeter.meta.confound import (
+from divmeter.apps.cli import app
+from divmeter.inputs.data import ResponseSet, write_sets
+from divmeter.core.errors import InvalidInputError
+from divmeter.studies.meta.confound import (
     PAPER_BINS,
     decan_confound,
     load_confound_inputs,

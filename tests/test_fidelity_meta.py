@@ -28,10 +28,10 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from conftest import TEVET_DIR
-from divmeter.cli import app
-from divmeter.errors import InvalidInputError
-from divmeter.meta import protocols as pr
-from divmeter.meta import stats as st
+from divmeter.apps.cli import app
+from divmeter.core.errors import InvalidInputError
+from divmeter.studies.meta import protocols as pr
+from divmeter.studies.meta import stats as st
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STAGES = FIXTURES / "meta_stages.jsonl"
@@ -388,7 +388,7 @@ def test_tevet_table2_per_temperature_subsampling(tevet_dir, task):
 
 
 def test_tevet_per_temperature_draws_two_sets_of_each_temperature(tevet_dir):
-    from divmeter.meta.loaders import load_table
+    from divmeter.studies.meta.loaders import load_table
 
     t = load_table(TEVET_DIR / "decTest" / "dec_test_1000_no_hds_resp_gen.csv")
     idx = st.per_value_indices(t.labels, 2, 5, seed=0)

@@ -17,9 +17,9 @@ import pytest
 from scipy import stats as ss
 
 import divmeter
-from divmeter.errors import InvalidInputError
-from divmeter.meta.homogenization import mean_similarities, pair_similarities
-from divmeter.meta.pattr import (
+from divmeter.core.errors import InvalidInputError
+from divmeter.studies.meta.homogenization import mean_similarities, pair_similarities
+from divmeter.studies.meta.pattr import (
     length_bias,
     parse_length_range,
     pattr_sensitivity,
@@ -248,7 +248,7 @@ def test_pair_similarities_hf_and_homogenization_agree() -> None:
 def _cli(*args: str) -> dict:
     from typer.testing import CliRunner
 
-    from divmeter.cli import app
+    from divmeter.apps.cli import app
 
     res = CliRunner().invoke(app, ["meta", *args, "--format", "json"])
     assert res.exit_code == 0, (res.output, res.exception)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from divmeter.errors import InvalidInputError
-from divmeter.generation import Decoding, derive_seed, get_generator, run_signature, sample_seeds
-from divmeter.generation.sweep import Prompt, Sweep, parse_sweep, read_prompts, run_sweep
+from divmeter.core.errors import InvalidInputError
+from divmeter.studies.generation import Decoding, derive_seed, get_generator, run_signature, sample_seeds
+from divmeter.studies.generation.sweep import Prompt, Sweep, parse_sweep, read_prompts, run_sweep
 
 sys.path.insert(0, str(Path(__file__).parent))
 from faultserver import FaultServer  # noqa: E402
@@ -173,7 +173,7 @@ torch = pytest.importorskip("torch")
 
 
 def _sampler_pick(logits, dec, seeds):
-    from divmeter.generation.local import pick_tokens, uniforms
+    from divmeter.studies.generation.local import pick_tokens, uniforms
 
     u = torch.tensor([uniforms(s, 1)[0] for s in seeds], dtype=torch.float64)
     picks = pick_tokens(torch, torch.tensor(logits, dtype=torch.float32), dec, u)
@@ -209,7 +209,7 @@ def test_sampler_inverse_cdf():
     (probabilities [0.25, 0.25, 0.5]); u is the first SplitMix64 output of the sample's seed."""
     import math
 
-    from divmeter.generation.local import uniforms
+    from divmeter.studies.generation.local import uniforms
 
     seeds = [3, 11, 12345, 2**31 - 1]
     picks = _sampler_pick([[math.log(0.25), math.log(0.25), math.log(0.5)]] * 4, Decoding(),
@@ -222,7 +222,7 @@ def test_sampler_inverse_cdf():
 def test_uniforms_are_splitmix64():
     """The t-th number of a seed is SplitMix64's t-th output (reference values from the
     algorithm's definition, computed here with Python integers), top 53 bits over 2**53."""
-    from divmeter.generation.local import uniforms
+    from divmeter.studies.generation.local import uniforms
 
     def splitmix(seed, t):
         z = (seed + (t + 1) * 0x9E3779B97F4A7C15) % 2**64
@@ -396,7 +396,7 @@ def test_http_generate_raises_on_failure(fault):
 
 
 def _cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-c", "from divmeter.cli import main; main()", *args],
+    return subprocess.run([sys.executable, "-c", "from divmeter.apps.cli import main; main()", *args],
                           capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
@@ -456,7 +456,7 @@ def test_cli_http_then_meta_dectest(tmp_path, fault):
 def test_generate_response_sets(fault):
     """The library call: one ResponseSet per prompt, label = temperature, seeds and provenance
     (with the full signature) in the metadata; repeated prompts get different samples."""
-    from divmeter.generation import generate
+    from divmeter.studies.generation import generate
 
     srv = fault({})
     gen = _gen(srv.url)

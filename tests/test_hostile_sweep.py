@@ -38,7 +38,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from divmeter.cli import app, main
+from divmeter.apps.cli import app, main
 
 #: Seconds one case may take (a hang is a failure, not a stuck suite).
 CASE_SECONDS = 20
@@ -169,11 +169,11 @@ _COMMAND: list[Any] = []
 
 
 def invoke(argv: list[str], cwd: Path, stdin: bytes = b"") -> tuple[int, str, str, float]:
-    """``divmeter ARGV`` through :func:`divmeter.cli.main` in this process (its exception
+    """``divmeter ARGV`` through :func:`divmeter.apps.cli.main` in this process (its exception
     handling is what is tested), with typer's CliRunner isolating stdin (``stdin``), stdout
     and stderr: (exit code, stdout, stderr, seconds). The click command typer builds from the
     app is built once (building it takes ~0.1 s, more than most cases)."""
-    import divmeter.cli
+    import divmeter.apps.cli
 
     if not _COMMAND:
         _COMMAND.append(typer.main.get_command(app))
@@ -182,7 +182,7 @@ def invoke(argv: list[str], cwd: Path, stdin: bytes = b"") -> tuple[int, str, st
     code = 0
     t0 = time.perf_counter()
     with runner.isolation(input=stdin) as streams, pytest.MonkeyPatch.context() as mp:
-        mp.setattr(divmeter.cli, "app", _COMMAND[0])
+        mp.setattr(divmeter.apps.cli, "app", _COMMAND[0])
         sys.argv = ["divmeter", *argv]
         os.chdir(cwd)
         try:

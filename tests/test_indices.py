@@ -26,10 +26,10 @@ import pytest
 
 import divmeter
 from conftest import FIXTURES, TEVET_DIR
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics import indices
-from divmeter.registry import get_metric, parse_metric_arg
-from divmeter.text import TokenKeys, get_tokenizer
+from divmeter.engine.registry import get_metric, parse_metric_arg
+from divmeter.inputs.text import TokenKeys, get_tokenizer
 
 FIX = json.loads((FIXTURES / "indices_parity.json").read_text(encoding="utf-8"))
 TEXTS: list[tuple[str, list[str]]] = [(t["id"], t["tokens"]) for t in FIX["texts"]]
@@ -467,7 +467,7 @@ def test_kernels_on_the_compiled_path(monkeypatch: pytest.MonkeyPatch, name: str
     """Every kernel through the compiled tokenizer (in 64-character chunks, so sets span
     chunks) gives the numbers of the numpy path (``DIVMETER_NO_JIT=1``), per set and per
     response."""
-    from divmeter.text import intern
+    from divmeter.inputs.text import intern
 
     monkeypatch.delenv("DIVMETER_NO_JIT", raising=False)
     for attr, value in (("_JIT_MIN_CHARS", 0), ("_JIT_LOAD_CHARS", 0), ("_BYTE_MIN_CHARS", 0),

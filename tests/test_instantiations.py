@@ -1,7 +1,7 @@
 """CDM input end to end: `divmeter score FILE -m cdm` on a JSONL of instantiations (issue 8).
 
 CDM (Susilo, Suominen & Haslum, sec. 3 and 5) scores k position-aligned filler lists, not texts;
-the batch run reads them with :func:`divmeter.data.read_instantiation_sets` and must give, item
+the batch run reads them with :func:`divmeter.inputs.data.read_instantiation_sets` and must give, item
 by item, exactly what :func:`divmeter.score` gives on the same instantiations.
 """
 
@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 import divmeter
-from divmeter.batch import score_sets
-from divmeter.cli import app
-from divmeter.data import ResponseSet, read_instantiation_sets
-from divmeter.errors import InvalidInputError
+from divmeter.engine.batch import score_sets
+from divmeter.apps.cli import app
+from divmeter.inputs.data import ResponseSet, read_instantiation_sets
+from divmeter.core.errors import InvalidInputError
 
 ARMIN = ["Armin", "fieldwork", "country", "conflict zone", "recently"]
 JESSICA = ["Jessica", "market research", "region", "economic hotspot", "recently"]

@@ -1,8 +1,8 @@
-"""The byte path of tokenize-and-intern (:mod:`divmeter.text.intern`) against the dictionary path.
+"""The byte path of tokenize-and-intern (:mod:`divmeter.inputs.text.intern`) against the dictionary path.
 
 The byte path finds ``whitespace`` and ``tevet`` tokens in numpy from the UTF-8 bytes and groups
 equal tokens by one sort; it must give the same tokens and the same equalities as the tokenizers
-of :mod:`divmeter.text.tokenize` (``str.split()``; Tevet & Berant's split on spaces after removing
+of :mod:`divmeter.inputs.text.tokenize` (``str.split()``; Tevet & Berant's split on spaces after removing
 ``.`` and ``\\n``), and decline (``None``: the dictionary path runs) where it cannot be exact.
 """
 
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from divmeter.metrics.ngram import ngram_diversity_many, self_repetition_many
-from divmeter.text import intern as intern_module
-from divmeter.text.intern import _byte_tokens, intern_sets
-from divmeter.text.tokenize import get_tokenizer
+from divmeter.inputs.text import intern as intern_module
+from divmeter.inputs.text.intern import _byte_tokens, intern_sets
+from divmeter.inputs.text.tokenize import get_tokenizer
 
 TEXTS = [
     "",

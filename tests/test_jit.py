@@ -1,4 +1,4 @@
-"""The compiled path (:mod:`divmeter.text.jit`, numba, ``divmeter[fast]``) against the numpy and
+"""The compiled path (:mod:`divmeter.inputs.text.jit`, numba, ``divmeter[fast]``) against the numpy and
 dictionary paths.
 
 The compiled kernels tokenize (``whitespace``: ``str.split()``; ``tevet``: Tevet & Berant's split
@@ -32,8 +32,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 from conftest import tevet_files  # noqa: E402
 from divmeter.metrics import ngram, richness  # noqa: E402
-from divmeter.text import intern, jit, tokenize  # noqa: E402
-from divmeter.text.tokenize import get_tokenizer  # noqa: E402
+from divmeter.inputs.text import intern, jit, tokenize  # noqa: E402
+from divmeter.inputs.text.tokenize import get_tokenizer  # noqa: E402
 from exact import same  # noqa: E402
 
 END = {"whitespace": 0x1F, "tevet": 0}

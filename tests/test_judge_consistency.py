@@ -9,13 +9,13 @@ from collections import Counter
 
 import pytest
 
-from divmeter.judge.consistency import (
+from divmeter.studies.judge.consistency import (
     accuracy_by_n,
     accuracy_by_temperature,
     labels_from_samples,
     self_consistency,
 )
-from divmeter.judge.protocol import JudgeConfig, JudgedPair, JudgedSet, JudgeRun, Sample
+from divmeter.studies.judge.protocol import JudgeConfig, JudgedPair, JudgedSet, JudgeRun, Sample
 
 pytest.importorskip("krippendorff")
 

@@ -19,9 +19,9 @@ pytest.importorskip("tenacity")
 
 import divmeter  # noqa: E402
 from cli_util import run_main  # noqa: E402
-from divmeter.errors import InvalidInputError  # noqa: E402
-from divmeter.judge.prompts import load_fewshot, load_template, pairwise_messages  # noqa: E402
-from divmeter.judge.protocol import (  # noqa: E402
+from divmeter.core.errors import InvalidInputError  # noqa: E402
+from divmeter.backends.judge.prompts import load_fewshot, load_template, pairwise_messages  # noqa: E402
+from divmeter.studies.judge.protocol import (  # noqa: E402
     JudgeConfig,
     estimate_cost,
     ingest_batch_results,
@@ -275,7 +275,7 @@ def _pairs_file(tmp_path: Path) -> Path:
 def test_cli_judge_writes_what_meta_pairwise_reads(server: FaultServer, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from divmeter.meta.loaders import read_pairs
+    from divmeter.studies.meta.loaders import read_pairs
 
     server.scripts["chat/completions"] = [
         'say:{"rationale": "Set 2 varies more.", "Diversity_Score_Set1": 2, '

@@ -1,4 +1,4 @@
-"""The judge's log-probability answer mode (divmeter.judge.logprobs): the rating read from the
+"""The judge's log-probability answer mode (divmeter.backends.judge.logprobs): the rating read from the
 log-probabilities of the tokens 1-5 of a completion-style prompt cut where the rating goes, so an
 answer cannot be unparseable; N samples drawn from one answer (commonsense meta-evaluation paper,
 section 4.1: five ratings at temperature 1, averaged). Against a loopback server that answers
@@ -17,9 +17,9 @@ import pytest
 pytest.importorskip("httpx")
 
 from cli_util import run_main  # noqa: E402
-from divmeter.judge.logprobs import draw, rating_distribution  # noqa: E402
-from divmeter.judge.parse import ParseError  # noqa: E402
-from divmeter.judge.protocol import JudgeConfig, estimate_cost, judge_pairs, judge_sets  # noqa: E402
+from divmeter.backends.judge.logprobs import draw, rating_distribution  # noqa: E402
+from divmeter.backends.judge.parse import ParseError  # noqa: E402
+from divmeter.studies.judge.protocol import JudgeConfig, estimate_cost, judge_pairs, judge_sets  # noqa: E402
 from faultserver import FaultServer  # noqa: E402
 
 SETS = [["A dog chases a ball in the park.", "The cat sleeps on the warm windowsill."],
@@ -201,8 +201,8 @@ def test_a_server_without_logprobs_fails_the_cli_run(server: FaultServer, tmp_pa
 
 
 def test_completion_template_errors(tmp_path: Path) -> None:
-    from divmeter.errors import InvalidInputError
-    from divmeter.judge.prompts import load_template
+    from divmeter.core.errors import InvalidInputError
+    from divmeter.backends.judge.prompts import load_template
 
     bad = tmp_path / "t.txt"
     bad.write_text("Rate: {{set}}\nScore: {{score}}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from divmeter.judge.parse import ParseError, parse_absolute, parse_pairwise
+from divmeter.backends.judge.parse import ParseError, parse_absolute, parse_pairwise
 
 ABSOLUTE_OK = [
     # (answer, score, rationale)

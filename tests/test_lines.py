@@ -1,4 +1,4 @@
-"""The one JSONL line reader (divmeter.data.lines) behind every JSONL input: response sets,
+"""The one JSONL line reader (divmeter.inputs.data.lines) behind every JSONL input: response sets,
 preference pairs, CDM instantiations and resumed score records give the same error, in the same
 words, for the same broken line; all read .gz, stdin and a leading BOM alike."""
 
@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from divmeter.data import read_cdm_jsonl, read_records, read_sets
-from divmeter.data.lines import json_lines
-from divmeter.data.tables import read_pairs
-from divmeter.errors import InvalidInputError
+from divmeter.inputs.data import read_cdm_jsonl, read_records, read_sets
+from divmeter.inputs.data.lines import json_lines
+from divmeter.inputs.data.tables import read_pairs
+from divmeter.core.errors import InvalidInputError
 
 
 def _sets(p: Any) -> list[Any]:

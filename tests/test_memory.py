@@ -22,11 +22,11 @@ import numpy as np
 import pytest
 
 import divmeter
-from divmeter import memory
-from divmeter.errors import InvalidInputError
-from divmeter.memory import MemoryLimitError
+from divmeter.core import memory
+from divmeter.core.errors import InvalidInputError
+from divmeter.core.memory import MemoryLimitError
 from divmeter.metrics import overlap, vendi
-from divmeter.text import NgramIndex
+from divmeter.inputs.text import NgramIndex
 
 INF = float("inf")
 DIVMETER = Path(sys.executable).parent / "divmeter"

@@ -12,8 +12,8 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from conftest import FIXTURES
-from divmeter.cli import app, main
-from divmeter.data import ResponseSet, write_sets
+from divmeter.apps.cli import app, main
+from divmeter.inputs.data import ResponseSet, write_sets
 
 runner = CliRunner()
 PAIRS = FIXTURES / "meta_pairs.jsonl"

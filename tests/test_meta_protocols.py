@@ -1,4 +1,4 @@
-"""Protocols of divmeter.meta on small hand-checkable inputs."""
+"""Protocols of divmeter.studies.meta on small hand-checkable inputs."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from divmeter.errors import InvalidInputError
-from divmeter.meta import protocols as pr
-from divmeter.meta.pattr import length_bias
+from divmeter.core.errors import InvalidInputError
+from divmeter.studies.meta import protocols as pr
+from divmeter.studies.meta.pattr import length_bias
 
 
 def test_contest_golden_row_and_signature():
@@ -167,7 +167,7 @@ def test_length_bias_golden():
 
 
 def test_homogenization_samples_pairs_beyond_budget():
-    from divmeter.meta.homogenization import _pairs, mean_similarities
+    from divmeter.studies.meta.homogenization import _pairs, mean_similarities
 
     texts = [f"w{i} common words here" for i in range(12)]  # 66 pairs
     full = mean_similarities(texts)
@@ -195,9 +195,9 @@ def test_paired_bootstrap_cis():
 def test_stable_python_interface_after_bare_import():
     import divmeter
 
-    assert divmeter.meta.oca([0.1, 0.9, 0.2, 0.8], [0, 1, 0, 1]).oca == 1.0
-    assert divmeter.meta.spearman([1, 2, 3], [1, 2, 4]).rho == pytest.approx(1.0)
-    r = divmeter.meta.paired_contrast([3, 4, 5], [1, 2, 6])
+    assert divmeter.studies.meta.oca([0.1, 0.9, 0.2, 0.8], [0, 1, 0, 1]).oca == 1.0
+    assert divmeter.studies.meta.spearman([1, 2, 3], [1, 2, 4]).rho == pytest.approx(1.0)
+    r = divmeter.studies.meta.paired_contrast([3, 4, 5], [1, 2, 6])
     assert {"p_two_sided", "p_greater", "cohen_d", "sign_accuracy", "mean_diff",
             "sum_diff"} <= set(r.values)
 

@@ -1,4 +1,4 @@
-"""divmeter.meta statistics: golden cases, degenerate inputs, parity with scipy and sklearn."""
+"""divmeter.studies.meta statistics: golden cases, degenerate inputs, parity with scipy and sklearn."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-import divmeter.meta as meta
+import divmeter.studies.meta as meta
 from conftest import FIXTURES
-from divmeter.errors import InvalidInputError
-from divmeter.meta import stats as st
+from divmeter.core.errors import InvalidInputError
+from divmeter.studies.meta import stats as st
 
 REF = json.loads((FIXTURES / "meta_reference.json").read_text())["cases"]
 

@@ -20,7 +20,7 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from conftest import TEVET_DIR, tevet_files
-from divmeter.cli import app
+from divmeter.apps.cli import app
 
 HALF = 5e-4 + 1e-9
 COLS = {
@@ -220,7 +220,7 @@ def test_contest_pairs_by_sample_id(tevet_dir):
 
 
 def test_repeated_sample_ids_are_kept(tevet_dir):
-    from divmeter.data.tables import load_table
+    from divmeter.inputs.data.tables import load_table
 
     t = load_table(_path("McDiv_nuggets", "mcdiv_nuggets_no_hds_prompt_gen.csv"))
     assert len(t) == 1008 and len(set(t.ids)) < len(t)

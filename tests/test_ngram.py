@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import divmeter
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics import ngram as lexical
 from divmeter.metrics.ngram import (
     compression_ratio,
@@ -30,7 +30,7 @@ from divmeter.metrics.ngram import (
     ngram_diversity,
     self_repetition,
 )
-from divmeter.registry import KERNEL_ATTR, get_metric
+from divmeter.engine.registry import KERNEL_ATTR, get_metric
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LN2 = math.log(2)

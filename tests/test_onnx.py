@@ -17,7 +17,7 @@ import pytest
 
 import divmeter
 from divmeter.backends.onnxrt import length_batches, split_quant
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 
 pytestmark = [pytest.mark.onnx, pytest.mark.usefixtures("private_cache")]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import divmeter
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics.overlap import (
     homogenization,
     lcs_length,
@@ -18,7 +18,7 @@ from divmeter.metrics.overlap import (
     self_bleu,
     self_bleu_many,
 )
-from divmeter.registry import KERNEL_ATTR
+from divmeter.engine.registry import KERNEL_ATTR
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SELFBLEU = json.loads((FIXTURES / "overlap_selfbleu.json").read_text("utf-8"))

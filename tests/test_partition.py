@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics.partition import (
     CallableEquivalence,
     entropy_value,
@@ -339,7 +339,7 @@ def test_model_backed_equivalence_needs_its_model() -> None:
 def test_divmeter_score_passes_each_sets_fields(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from divmeter.cli import app
+    from divmeter.apps.cli import app
 
     sets = tmp_path / "sets.jsonl"
     rows = [{"set_id": "a", "responses": MIXED, "quality": [5, 1, 7, 1, 1],

@@ -162,7 +162,7 @@ def test_quality_judge_expected_rating(server, tmp_path: Path) -> None:
 
 
 def test_judge_model_must_be_a_server_model() -> None:
-    from divmeter.errors import InvalidInputError
+    from divmeter.core.errors import InvalidInputError
 
     with pytest.raises(InvalidInputError, match="server model 'openai:NAME'"):
         partition(["a", "b"], "judge", model="gpt-4o", base_url="http://127.0.0.1:9/v1")
@@ -193,7 +193,7 @@ def test_cli_score_with_the_judge_equivalence(server, tmp_path: Path) -> None:
 
     from typer.testing import CliRunner
 
-    from divmeter.cli import app
+    from divmeter.apps.cli import app
 
     sets = tmp_path / "sets.jsonl"
     rows = [{"set_id": "a", "prompt": "Name a colour.",

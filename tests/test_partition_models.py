@@ -23,7 +23,7 @@ import pytest
 
 pytestmark = pytest.mark.embed
 
-from divmeter.errors import InvalidInputError  # noqa: E402
+from divmeter.core.errors import InvalidInputError  # noqa: E402
 from divmeter.metrics.partition import (  # noqa: E402
     greedy_partition,
     noveltybench_quality,

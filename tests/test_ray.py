@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 ray = pytest.importorskip("ray", reason="needs divmeter[dist] (ray[data])")
 pytest.importorskip("ray.data", reason="needs divmeter[dist] (ray[data])")
 
-from divmeter.cli import app  # noqa: E402
-from divmeter.corpus.run import score_corpus  # noqa: E402
-from divmeter.engines.ray import score_corpus_ray, score_file_ray  # noqa: E402
-from divmeter.runner import score_file  # noqa: E402
+from divmeter.apps.cli import app  # noqa: E402
+from divmeter.engine.corpus.run import score_corpus  # noqa: E402
+from divmeter.engine.ray import score_corpus_ray, score_file_ray  # noqa: E402
+from divmeter.engine.runner import score_file  # noqa: E402
 
 WORDS = "the cat dog sat on a mat and ran to house big small red tree river".split()
 

@@ -17,8 +17,8 @@ import re
 import pytest
 
 import divmeter
-from divmeter.errors import InvalidInputError
-from divmeter.registry import list_metrics
+from divmeter.core.errors import InvalidInputError
+from divmeter.engine.registry import list_metrics
 from divmeter.testing import parameter_alternatives
 
 SET = [

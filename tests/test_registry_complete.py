@@ -29,8 +29,8 @@ import pytest
 from typer.testing import CliRunner
 
 import divmeter
-from divmeter.cli import app
-from divmeter.registry import MetricSpec, list_metrics
+from divmeter.apps.cli import app
+from divmeter.engine.registry import MetricSpec, list_metrics
 from exact import same
 
 SPECS = list_metrics()

@@ -1,7 +1,7 @@
 """Issue 16: never destroy a user's file, bounded work, one-line errors on every path.
 
 Every case is reproduced first (parametrized over the bad inputs), through the console entry
-point (:func:`divmeter.cli.main`, in process) where the issue reports a command: exit code 2,
+point (:func:`divmeter.apps.cli.main`, in process) where the issue reports a command: exit code 2,
 exactly one line on stderr starting ``divmeter: error:``, and the input left byte-identical.
 """
 
@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 
 from cli_util import run_main
-from divmeter.batch import completed_rows, evaluate, resolve_metrics
-from divmeter.data import ResponseSet, read_sets
-from divmeter.data.outputs import output_lock, refuse_input_as_output, same_file
-from divmeter.data.writers import write_sets
-from divmeter.errors import InvalidInputError
-from divmeter.runner import score_file
+from divmeter.engine.batch import completed_rows, evaluate, resolve_metrics
+from divmeter.inputs.data import ResponseSet, read_sets
+from divmeter.inputs.data.outputs import output_lock, refuse_input_as_output, same_file
+from divmeter.inputs.data.writers import write_sets
+from divmeter.core.errors import InvalidInputError
+from divmeter.engine.runner import score_file
 
 SETS = [
     {"set_id": "a", "responses": ["the cat sat", "a dog ran"]},
@@ -180,7 +180,7 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path: Path) -> None:
     src = _jsonl(tmp_path / "in.jsonl", rows)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from divmeter.cli import main; sys.argv[0] = "
+        [sys.executable, "-c", "import sys; from divmeter.apps.cli import main; sys.argv[0] = "
          "'divmeter'; main()", "score", str(src), "-m", "self-bleu", "-j", "2", "-q",
          "-o", str(tmp_path / "o.jsonl")], env=env, stderr=subprocess.DEVNULL)
 

@@ -2,7 +2,7 @@
 readers, the annotation CLI and the HTTP client (against tests/faultserver.py).
 
 Whatever the bytes of a JSONL or CSV file, or the text of a ``-m`` argument, divmeter answers
-with its result or one of its own errors (:class:`~divmeter.errors.DivmeterError`: one line,
+with its result or one of its own errors (:class:`~divmeter.core.errors.DivmeterError`: one line,
 naming the place), never another exception: 1,000 examples each.
 """
 
@@ -18,10 +18,10 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from divmeter.batch import resolve_metrics  # noqa: E402
-from divmeter.data import read_sets  # noqa: E402
-from divmeter.data.readers import read_records  # noqa: E402
-from divmeter.errors import DivmeterError  # noqa: E402
+from divmeter.engine.batch import resolve_metrics  # noqa: E402
+from divmeter.inputs.data import read_sets  # noqa: E402
+from divmeter.inputs.data.readers import read_records  # noqa: E402
+from divmeter.core.errors import DivmeterError  # noqa: E402
 
 FUZZ = settings(max_examples=1000, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -107,7 +107,7 @@ TABLE_BYTES = st.one_of(st.binary(max_size=200),
 @SMALL
 @given(TABLE_BYTES, st.sampled_from([".csv", ".tsv", ".jsonl", ".json"]))
 def test_agreement_readers_never_raise_anything_else(data: bytes, suffix: str) -> None:
-    from divmeter.cli.agreement import read_rating_table
+    from divmeter.apps.cli.agreement import read_rating_table
 
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / f"t{suffix}"

@@ -1,6 +1,6 @@
 """Issue 27, round 3: the line bound of every reader, and binary files given as input.
 
-One bound (``$DIVMETER_MAX_LINE``, 256 MiB by default; ``divmeter.data.lines.max_line``) holds
+One bound (``$DIVMETER_MAX_LINE``, 256 MiB by default; ``divmeter.inputs.data.lines.max_line``) holds
 for a line of JSONL/CSV, a CSV field, a ``.txt`` shard's line, the first line of stdin read to
 sniff its format, and every file read whole (a ``.json`` document, Parquet from a pipe, a
 template): past it, one line of error naming the file and line and how to raise it. Binary input
@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 from cli_util import run_main
-from divmeter.corpus.shards import iter_texts
-from divmeter.data import read_sets
-from divmeter.data.lines import read_head, read_whole
-from divmeter.data.readers import read_records
-from divmeter.errors import InvalidInputError
+from divmeter.engine.corpus.shards import iter_texts
+from divmeter.inputs.data import read_sets
+from divmeter.inputs.data.lines import read_head, read_whole
+from divmeter.inputs.data.readers import read_records
+from divmeter.core.errors import InvalidInputError
 
 LIMIT = 100_000
 SET = {"set_id": "a", "responses": ["the cat sat", "a dog ran"]}
@@ -274,7 +274,7 @@ def test_sweep_findings_are_one_line_refusals(argv: list[str], message: str, tmp
 def test_generate_never_reads_a_device_output_back(tmp_path: Path) -> None:
     """``generate -o /dev/zero`` (a device is written in place): the rows to resume are read
     from regular files only; reading /dev/zero back grew without end."""
-    from divmeter.generation.sweep import _existing
+    from divmeter.studies.generation.sweep import _existing
 
     assert _existing(Path("/dev/zero")) == []
     out = tmp_path / "out.jsonl"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cli_util import run_main
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 
 SECRET = "sk-topsecret-4f9a"
 PASSWORD = "pw-hunter2-x7"
@@ -41,7 +41,7 @@ def test_batch_ingest_custom_id_cannot_leave_the_cache(tmp_path: Path) -> None:
     pytest.importorskip("httpx")
     pytest.importorskip("tenacity")
     from divmeter.backends.http import HttpClient
-    from divmeter.judge.protocol import JudgeConfig, ingest_batch_results
+    from divmeter.studies.judge.protocol import JudgeConfig, ingest_batch_results
 
     cache = tmp_path / "deep" / "cache"
     outside = tmp_path / "escaped"
@@ -83,7 +83,7 @@ def _shards(tmp_path: Path) -> list[Path]:
 
 
 def test_pickle_checkpoint_is_refused_and_never_run(tmp_path: Path) -> None:
-    from divmeter.corpus.run import score_corpus
+    from divmeter.engine.corpus.run import score_corpus
 
     marker = tmp_path / "code-ran"
     ckpt = tmp_path / "run.ckpt"
@@ -98,7 +98,7 @@ def test_pickle_checkpoint_is_refused_and_never_run(tmp_path: Path) -> None:
                                      b'{"format": "other"}', b"[1, 2]",
                                      b'{"format": "divmeter-corpus-checkpoint", "version": 99}'])
 def test_bad_checkpoints_are_one_line_refusals(tmp_path: Path, content: bytes) -> None:
-    from divmeter.corpus.run import score_corpus
+    from divmeter.engine.corpus.run import score_corpus
 
     ckpt = tmp_path / "run.ckpt"
     ckpt.write_bytes(content)
@@ -109,7 +109,7 @@ def test_bad_checkpoints_are_one_line_refusals(tmp_path: Path, content: bytes) -
 
 
 def test_checkpoint_tampered_body_and_roundtrip(tmp_path: Path) -> None:
-    from divmeter.corpus.run import score_corpus
+    from divmeter.engine.corpus.run import score_corpus
 
     shards = _shards(tmp_path)
     ckpt = tmp_path / "run.ckpt"
@@ -153,7 +153,7 @@ def test_echoed_api_key_never_in_messages(fault, tmp_path: Path) -> None:  # typ
 
 
 def test_url_userinfo_is_auth_not_provenance(fault, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from divmeter.generation import get_generator
+    from divmeter.studies.generation import get_generator
 
     url = fault.url.replace("http://", f"http://alice:{PASSWORD}@")
     gen = get_generator("openai:fault-model", base_url=url, cache=None)

@@ -17,7 +17,7 @@ import pytest
 
 from cli_util import run_main
 
-CLI = [sys.executable, "-c", "from divmeter.cli import main; main()"]
+CLI = [sys.executable, "-c", "from divmeter.apps.cli import main; main()"]
 SETS = ('{"set_id": "a", "responses": ["x y", "x z"]}\n'
         '{"set_id": "b", "responses": ["p q", "r s"]}\n')
 

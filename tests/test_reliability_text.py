@@ -4,7 +4,7 @@
    tests/test_registry_complete.py): a set with fewer than two non-blank responses is null with
    the reason ``"fewer than two non-blank responses (got k)"`` (``"empty set"`` for no response),
    before the metric's kernel, through :func:`divmeter.score`, :func:`divmeter.score_many` and
-   :func:`divmeter.batch.score_sets` alike. Metrics of ``granularity="response"`` are defined on
+   :func:`divmeter.engine.batch.score_sets` alike. Metrics of ``granularity="response"`` are defined on
    one text: they need one non-blank response.
 2. One tokenizer contract: a response made only of whitespace has no token under every
    tokenizer (a tab used to be a ``tevet`` token of such a response, so distinct-n counted it
@@ -37,13 +37,13 @@ from typing import Any
 import pytest
 
 import divmeter
-from divmeter.batch import degenerate_reason, score_sets
-from divmeter.data import ResponseSet
-from divmeter.errors import InvalidInputError
-from divmeter.params import MAX_ORDER, TEXT_TOKENIZERS
-from divmeter.registry import MetricSpec, column_name, list_metrics
-from divmeter.text import tokenize
-from divmeter.text.tokenize import TOKENIZERS, Tokenizer, UnspacedScriptWarning
+from divmeter.engine.batch import degenerate_reason, score_sets
+from divmeter.inputs.data import ResponseSet
+from divmeter.core.errors import InvalidInputError
+from divmeter.core.params import MAX_ORDER, TEXT_TOKENIZERS
+from divmeter.engine.registry import MetricSpec, column_name, list_metrics
+from divmeter.inputs.text import tokenize
+from divmeter.inputs.text.tokenize import TOKENIZERS, Tokenizer, UnspacedScriptWarning
 
 SPECS = list_metrics()
 
@@ -480,7 +480,7 @@ def test_the_cli_warns_in_one_line(tmp_path: Path) -> None:
     src.write_text("".join(json.dumps({"set_id": f"s{i}", "responses": ZH}, ensure_ascii=False)
                            + "\n" for i in range(2)), encoding="utf-8")
     proc = subprocess.run(
-        [sys.executable, "-c", "from divmeter.cli import main; main()", "score", str(src),
+        [sys.executable, "-c", "from divmeter.apps.cli import main; main()", "score", str(src),
          "-m", "distinct-n:n=1", "-f", "jsonl"],
         capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONWARNINGS": ""})
     assert proc.returncode == 0, proc.stderr

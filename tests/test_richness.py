@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import divmeter
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics import richness as response_module
 from divmeter.metrics.richness import (
     _Encoded,
@@ -31,8 +31,8 @@ from divmeter.metrics.richness import (
     response_compression,
     ttr,
 )
-from divmeter.text import encode_tokens, get_tokenizer
-from divmeter.text import intern as intern_module
+from divmeter.inputs.text import encode_tokens, get_tokenizer
+from divmeter.inputs.text import intern as intern_module
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PARITY = json.loads((FIXTURES / "response_parity.json").read_text(encoding="utf-8"))
@@ -160,7 +160,7 @@ def test_per_response_value_does_not_depend_on_the_rest_of_the_set() -> None:
 
 DEGENERATE = {
     # metric: (empty strings -> value, one word -> value); blank responses only: null for every
-    # metric by the one rule for degenerate sets (issue 16, divmeter.batch)
+    # metric by the one rule for degenerate sets (issue 16, divmeter.engine.batch)
     "ttr": (None, 1.0),
     "mattr": (None, 1.0),
     "pattr": (None, 1 / 400),  # 1 / (1 + 399)
@@ -189,7 +189,7 @@ def test_degenerate_rows(metric: str) -> None:
 @pytest.mark.parametrize(
     ("metric", "texts", "reason"),
     [
-        ("ttr", ["", ""], "no non-blank response"),  # the rule of divmeter.batch (issue 16)
+        ("ttr", ["", ""], "no non-blank response"),  # the rule of divmeter.engine.batch (issue 16)
         ("mtld", ["a b c", "d"], "no response has a repeated word (MTLD is undefined without "
          "a repetition)"),
         ("hdd", ["a b c"], "every response has fewer than sample_size=42 tokens"),

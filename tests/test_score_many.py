@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from divmeter import InvalidInputError, ResponseSet, UnknownMetricError, score, score_many
-from divmeter.batch import score_sets
+from divmeter.engine.batch import score_sets
 from divmeter.metrics import ngram as lexical
-from divmeter.registry import _REGISTRY, get_metric, list_metrics, register, register_batch
-from divmeter.result import MetricResult
+from divmeter.engine.registry import _REGISTRY, get_metric, list_metrics, register, register_batch
+from divmeter.core.result import MetricResult
 from exact import same
 
 WORDS = "the a cat dog sat ran on under mat park green old new big small and".split()
@@ -238,7 +238,7 @@ def test_score_sets_uses_batches_with_identical_records() -> None:
 
 
 def test_an_immutable_batch_is_tokenized_once_per_tokenizer() -> None:
-    # divmeter.batch passes each chunk as one tuple of tuples to every batched metric
+    # divmeter.engine.batch passes each chunk as one tuple of tuples to every batched metric
     rng = random.Random(5)
     long_set = tuple(_text(rng, 1000, 1000) for _ in range(6))  # forces compaction at n = 5
     frozen = tuple(tuple(s) for s in MIXED) + (long_set,)

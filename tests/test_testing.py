@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 
 import divmeter
-from divmeter.data.model import as_texts
-from divmeter.errors import InvalidInputError
+from divmeter.inputs.data.model import as_texts
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics._common import undefined
-from divmeter.params import UNSET, Param
-from divmeter.registry import _REGISTRY, MetricSpec, list_metrics, register, register_batch
-from divmeter.result import MetricResult, make_signature
+from divmeter.core.params import UNSET, Param
+from divmeter.engine.registry import _REGISTRY, MetricSpec, list_metrics, register, register_batch
+from divmeter.core.result import MetricResult, make_signature
 from divmeter.testing import (
     NORMAL_SETS,
     MetricCheckError,

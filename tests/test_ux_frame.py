@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import divmeter
-from divmeter.errors import InvalidInputError
-from divmeter.result import MetaResult, MetricResult
+from divmeter.core.errors import InvalidInputError
+from divmeter.core.result import MetaResult, MetricResult
 
 pd = pytest.importorskip("pandas")
 

@@ -17,8 +17,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from divmeter.cli import app
-from divmeter.cli.progress import QUIET_ENV
+from divmeter.apps.cli import app
+from divmeter.apps.cli.progress import QUIET_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"

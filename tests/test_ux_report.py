@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 from divmeter.report.html import check_destination, spearman_matrix
 
 REPO = Path(__file__).resolve().parents[1]

@@ -29,7 +29,7 @@ if not CHROMIUM.exists():
                 allow_module_level=True)
 
 import divmeter  # noqa: E402
-from divmeter.data import read_sets  # noqa: E402
+from divmeter.inputs.data import read_sets  # noqa: E402
 from divmeter.report.panels import most_similar_pair, numeric_levels, trend_points  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import divmeter
-from divmeter.data import read_sets
+from divmeter.inputs.data import read_sets
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "stories.jsonl"

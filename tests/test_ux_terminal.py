@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from divmeter.registry import column_name, get_metric, list_metrics
+from divmeter.engine.registry import column_name, get_metric, list_metrics
 from divmeter.report.metric_text import example_command, range_text, short_description
 
 REPO = Path(__file__).resolve().parents[1]
@@ -142,7 +142,7 @@ def test_help_shows_exit_codes_and_metavars() -> None:
 
 def test_quiet_silences_model_libraries() -> None:
     """-q sets the switches transformers / huggingface_hub / tqdm read (inherited by workers)."""
-    code = ("import os; from divmeter.cli.progress import quiet_libraries; quiet_libraries(); "
+    code = ("import os; from divmeter.apps.cli.progress import quiet_libraries; quiet_libraries(); "
             "import transformers; print(transformers.logging.get_verbosity(), "
             "os.environ['HF_HUB_DISABLE_PROGRESS_BARS'], os.environ['TQDM_DISABLE'])")
     pytest.importorskip("transformers")

@@ -15,8 +15,8 @@ import pytest
 import scipy.sparse as sp
 
 import divmeter
-from divmeter.degenerate import degenerate_reason
-from divmeter.errors import InvalidInputError
+from divmeter.core.degenerate import degenerate_reason
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics.vendi import (
     feature_eigenvalues,
     ngram_features,
@@ -25,8 +25,8 @@ from divmeter.metrics.vendi import (
     vendi_from_kernel,
     vendi_ngram,
 )
-from divmeter.registry import KERNEL_ATTR
-from divmeter.text import NgramIndex
+from divmeter.engine.registry import KERNEL_ATTR
+from divmeter.inputs.text import NgramIndex
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 INF = float("inf")

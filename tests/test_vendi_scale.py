@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 import divmeter
-from divmeter import linalg
-from divmeter.errors import InvalidInputError
+from divmeter.core import linalg
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics import vendi
-from divmeter.text import NgramIndex, get_tokenizer
+from divmeter.inputs.text import NgramIndex, get_tokenizer
 
 INF = float("inf")
 

@@ -9,17 +9,17 @@ Public API (light: importing divmeter never imports torch):
 
 from __future__ import annotations
 
-from divmeter._version import __version__
+from divmeter.core._version import __version__
 from divmeter.api import score, score_many
-from divmeter.data.model import ResponseSet
-from divmeter.errors import (
+from divmeter.inputs.data.model import ResponseSet
+from divmeter.core.errors import (
     DivmeterError,
     InvalidInputError,
     MissingDependencyError,
     UnknownMetricError,
 )
-from divmeter.registry import MetricSpec, get_metric, list_metrics
-from divmeter.result import MetaResult, MetricResult
+from divmeter.engine.registry import MetricSpec, get_metric, list_metrics
+from divmeter.core.result import MetaResult, MetricResult
 
 __all__ = [
     "__version__",
@@ -40,9 +40,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """Lazy subpackages: ``divmeter.meta.oca(...)`` works after a bare ``import divmeter``.
+    """Lazy subpackages: ``divmeter.studies.meta.oca(...)`` works after a bare ``import divmeter``.
 
-    ``meta`` and ``report`` (and :func:`divmeter.frame.score_frame`, which needs pandas) are
+    ``meta`` and ``report`` (and :func:`divmeter.engine.frame.score_frame`, which needs pandas) are
     imported on first access only, so ``import divmeter`` stays light.
     """
     if name in ("meta", "report"):
@@ -50,7 +50,7 @@ def __getattr__(name: str) -> object:
 
         return importlib.import_module(f"divmeter.{name}")
     if name == "score_frame":  # imports pandas: only when used
-        from divmeter.frame import score_frame
+        from divmeter.engine.frame import score_frame
 
         return score_frame
     raise AttributeError(f"module 'divmeter' has no attribute {name!r}")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from divmeter.batch import MetricPlan, evaluate, resolve_metrics
-from divmeter.errors import InvalidInputError
-from divmeter.memory import memory_limit
-from divmeter.registry import check_params, get_metric, parse_metric_arg
-from divmeter.result import MetricResult
+from divmeter.engine.batch import MetricPlan, evaluate, resolve_metrics
+from divmeter.core.errors import InvalidInputError
+from divmeter.core.memory import memory_limit
+from divmeter.engine.registry import check_params, get_metric, parse_metric_arg
+from divmeter.core.result import MetricResult
 
 __all__ = ["score", "score_many"]
 
@@ -26,12 +26,12 @@ def score(responses: Any, metric: str, *, max_memory: int | str | None = None,
         metric: A registered name, optionally with parameters: ``"self-bleu"`` or
             ``"self-bleu:n=3,variant=sentence"``. Keyword parameters override those.
         max_memory: Memory limit of pairwise and kernel metrics (bytes, or ``"16G"``; default
-            :data:`divmeter.memory.DEFAULT_MAX_MEMORY`, 4 GiB). Not a metric parameter: it never
+            :data:`divmeter.core.memory.DEFAULT_MAX_MEMORY`, 4 GiB). Not a metric parameter: it never
             changes a value, only whether a too-large set is refused.
         **params: The metric's parameters (see ``divmeter list``).
 
     Returns:
-        A :class:`~divmeter.result.MetricResult` with ``.value`` (``None`` when undefined,
+        A :class:`~divmeter.core.result.MetricResult` with ``.value`` (``None`` when undefined,
         with ``.reason``) and ``.signature``.
 
     Raises:
@@ -51,7 +51,7 @@ def score(responses: Any, metric: str, *, max_memory: int | str | None = None,
     check_params(spec, merged)
     with memory_limit(max_memory):
         # the batch core applies the one rule for degenerate sets and the memory estimate
-        # (divmeter.batch), for score too; names=[""]: a refusal names no set
+        # (divmeter.engine.batch), for score too; names=[""]: a refusal names no set
         plan = MetricPlan(spec.name, merged, spec.name, spec.granularity, spec.family, spec.input)
         res = evaluate([responses], [plan], min_batch=2, names=[""])[0][0]
     if isinstance(res, InvalidInputError):
@@ -71,24 +71,24 @@ def score_many(
     list at once, which on many small sets is about twice as fast as one call per set; the
     others are scored one set at a time. Either way each result is identical to :func:`score`
     on that set (value, reason, signature, details). This is the same core that ``divmeter
-    score`` runs (:func:`divmeter.batch.evaluate`).
+    score`` runs (:func:`divmeter.engine.batch.evaluate`).
 
     Args:
-        sets: Response sets: lists of strings or :class:`~divmeter.data.ResponseSet` s (or the
+        sets: Response sets: lists of strings or :class:`~divmeter.inputs.data.ResponseSet` s (or the
             metric's own input kind, for metrics that do not take texts).
         metric: A registered name, optionally with parameters, as in :func:`score`.
         on_error: ``"raise"``: a malformed set (or one the metric rejects) raises its
-            :class:`~divmeter.errors.InvalidInputError`; ``"null"``: it gets a result with
+            :class:`~divmeter.core.errors.InvalidInputError`; ``"null"``: it gets a result with
             ``value=None``, an empty signature and the error message as ``reason``, and the
             other sets are scored (as ``divmeter score`` does). Bad parameters raise either way,
             before any set is scored.
         max_memory: Memory limit of pairwise and kernel metrics, as in :func:`score`; a set
-            above it raises :class:`~divmeter.memory.MemoryLimitError` naming it
+            above it raises :class:`~divmeter.core.memory.MemoryLimitError` naming it
             (``sets[3]``), whatever ``on_error``.
         **params: The metric's parameters.
 
     Returns:
-        One :class:`~divmeter.result.MetricResult` per set, in order.
+        One :class:`~divmeter.core.result.MetricResult` per set, in order.
 
     Raises:
         UnknownMetricError: If the metric is not registered.

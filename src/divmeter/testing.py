@@ -5,7 +5,7 @@
 first failure, naming the metric, the check and what differed; it returns a
 :class:`CheckReport` listing the checks that ran and those that could not run here (an optional
 extra not installed), with the reason. A third-party metric registered with
-:func:`divmeter.registry.register` is checked the same way::
+:func:`divmeter.engine.registry.register` is checked the same way::
 
     from divmeter.testing import check_metric
 
@@ -21,17 +21,17 @@ The checks:
    reason; the signature reads ``name|key:value|...|v:VERSION``;
 3. **the rule for degenerate sets**: a set with fewer than two non-blank responses (one for
    ``granularity="response"``) is ``None`` with the rule's reason
-   (:func:`divmeter.degenerate.degenerate_reason`) and the metric's signature;
+   (:func:`divmeter.core.degenerate.degenerate_reason`) and the metric's signature;
 4. **corpus mode**: the metric's corpus accumulator (``register(..., corpus=...)``, or the
    one-worker fallback), fed the set as two shards and merged, gives :func:`divmeter.score` on
    the whole set: same signature and reason, the value within ``rel_tol`` (``exact`` merges) or
    bit for bit (``none``), degenerate sets included;
 5. **parameters**: every declared parameter but the ``runtime`` ones, set to the alternative
-   its :class:`~divmeter.params.Param` gives relative to the value in use
+   its :class:`~divmeter.core.params.Param` gives relative to the value in use
    (:func:`parameter_alternatives`, with the setting of another parameter it needs, e.g. ``k``
    needs ``approx=nystroem``), changes the value or the signature;
 6. **bad values**: every value that breaks a parameter's declaration (:func:`bad_values`) is
-   refused with :class:`~divmeter.errors.InvalidInputError` by ``score`` and ``score_many``
+   refused with :class:`~divmeter.core.errors.InvalidInputError` by ``score`` and ``score_many``
    before any set is scored; a bare string instead of a list is refused too;
 7. **determinism** (two calls agree), **list/tuple** (same value), and **order invariance**
    (a permutation of the responses gives the same value within ``1e-9``) unless the metric is
@@ -47,12 +47,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from divmeter.api import score, score_many
-from divmeter.corpus.stats import make_accumulator
-from divmeter.degenerate import degenerate_reason
-from divmeter.errors import InvalidInputError, MissingDependencyError
-from divmeter.params import UNSET, Param, validate
-from divmeter.registry import MetricSpec, check_params, get_metric
-from divmeter.result import MetricResult
+from divmeter.engine.corpus.stats import make_accumulator
+from divmeter.core.degenerate import degenerate_reason
+from divmeter.core.errors import InvalidInputError, MissingDependencyError
+from divmeter.core.params import UNSET, Param, validate
+from divmeter.engine.registry import MetricSpec, check_params, get_metric
+from divmeter.core.result import MetricResult
 
 __all__ = [
     "check_metric",
@@ -128,7 +128,7 @@ class Alternative:
 
     Attributes:
         name: The parameter.
-        value: Its alternative (:data:`~divmeter.params.UNSET` when there is none).
+        value: Its alternative (:data:`~divmeter.core.params.UNSET` when there is none).
         companions: Settings of other parameters the alternative needs (``{"approx":
             "nystroem"}`` for vendi-ngram's ``k``); the reference call has them too.
         problem: Why there is no usable alternative (``None`` when there is one).
@@ -143,7 +143,7 @@ class Alternative:
 def parameter_alternatives(spec: MetricSpec, params: Mapping[str, Any] | None = None
                            ) -> list[Alternative]:
     """The alternative of every declared parameter but the ``runtime`` ones, from its
-    :class:`~divmeter.params.Param`, relative to the value in use (``params`` over the
+    :class:`~divmeter.core.params.Param`, relative to the value in use (``params`` over the
     defaults): the declared ``alternative`` unless it is the value in use (then the default);
     without one, another choice, the other boolean or a neighbouring number of the value in
     use, else the default. An alternative that a relation refuses alone gets the first setting

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from divmeter._optional import require
+from divmeter.core._optional import require
 from divmeter.backends.cache import cache_root
 from divmeter.backends.loading import first_use
-from divmeter.errors import InvalidInputError, MissingDependencyError
+from divmeter.core.errors import InvalidInputError, MissingDependencyError
 
 __all__ = [
     "INT8_SUFFIX",

@@ -21,9 +21,9 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from divmeter._optional import require
-from divmeter.errors import DivmeterError, InvalidInputError
-from divmeter.params import Param
+from divmeter.core._optional import require
+from divmeter.core.errors import DivmeterError, InvalidInputError
+from divmeter.core.params import Param
 
 __all__ = ["DEVICE", "DTYPE", "DTYPES", "check_dtype", "resolve_device", "torch_dtype",
            "halving_retry",
@@ -132,7 +132,7 @@ def is_oom(exc: BaseException) -> bool:
 
 def halving_retry(run: Callable[[int], T], batch_size: int, *, what: str) -> T:
     """``run(batch_size)``; on out-of-memory, empty the CUDA cache and retry with half the batch
-    size, down to 1; then raise :class:`~divmeter.errors.DivmeterError`.
+    size, down to 1; then raise :class:`~divmeter.core.errors.DivmeterError`.
 
     Example:
         >>> halving_retry(lambda b: b, 64, what="demo")

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from divmeter._optional import require
+from divmeter.core._optional import require
 from divmeter.backends._common import (
     MPNET_PARTS,
     TOKEN_BUDGET,
@@ -47,7 +47,7 @@ from divmeter.backends._common import (
 )
 from divmeter.backends.cache import EmbeddingCache, get_cache
 from divmeter.backends.loading import timed_load
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 
 __all__ = [
     "ALIASES",
@@ -375,7 +375,7 @@ def check_backend(model: str, backend: str, device: str = "cpu", dtype: str = "f
         >>> check_backend("minilm-int8", "torch")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        divmeter.errors.InvalidInputError: model 'minilm-int8' is an int8 ONNX Runtime model; ...
+        divmeter.core.errors.InvalidInputError: model 'minilm-int8' is an int8 ONNX Runtime model; ...
     """
     if backend not in BACKENDS:
         raise InvalidInputError(

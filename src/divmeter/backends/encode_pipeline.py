@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from divmeter._optional import require
+from divmeter.core._optional import require
 
 __all__ = ["Pipeline", "TOKEN_BUDGET", "MAX_BATCH", "CHUNK"]
 

@@ -17,7 +17,7 @@ the OpenAI REST dialect (vLLM, llama.cpp's server, TGI, hosted APIs). They share
 * **Deadline**: ``timeout`` bounds each attempt as a whole, connect to last byte (a server
   dripping its answer cannot hold a request longer).
 * **Secrets**: the API key and a ``user:password@`` in the base URL (sent as basic auth, never
-  shown in ``base_url``) are redacted from every message (:mod:`divmeter.redact`).
+  shown in ``base_url``) are redacted from every message (:mod:`divmeter.core.redact`).
 * **Counts**: :class:`ClientStats` counts requests sent, cache hits, retries and failures by kind,
   and the prompt/completion tokens the server reported.
 * **Circuit breaker**: once the server cannot be reached (a request's last attempt could not even
@@ -51,9 +51,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from divmeter._optional import require
-from divmeter.errors import DivmeterError, InvalidInputError
-from divmeter.redact import redact, register_secret, strip_userinfo
+from divmeter.core._optional import require
+from divmeter.core.errors import DivmeterError, InvalidInputError
+from divmeter.core.redact import redact, register_secret, strip_userinfo
 
 __all__ = [
     "HttpClient",

@@ -47,10 +47,10 @@ from typing import Any
 
 import numpy as np
 
-from divmeter._optional import require
+from divmeter.core._optional import require
 from divmeter.backends.cache import cache_root
 from divmeter.backends.loading import first_use, timed_load
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 
 __all__ = [
     "DEFAULT_MODEL",

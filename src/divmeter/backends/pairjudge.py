@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from divmeter.backends.http import Failure, HttpClient
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 
 __all__ = ["SameJudge", "QualityJudge", "answer_mass", "SAME_SYSTEM", "QUALITY_SYSTEM",
            "quality_judge_items"]

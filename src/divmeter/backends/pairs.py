@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from divmeter._optional import require
-from divmeter.errors import InvalidInputError
+from divmeter.core._optional import require
+from divmeter.core.errors import InvalidInputError
 
 __all__ = ["PairModel", "RewardModel", "get_pair_model", "get_reward_model"]
 

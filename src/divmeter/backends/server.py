@@ -34,7 +34,7 @@ import numpy as np
 
 from divmeter.backends.cache import EmbeddingCache, get_cache
 from divmeter.backends.http import Failure, HttpClient, ServerError, resolve_base_url
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 
 __all__ = [
     "PREFIX",

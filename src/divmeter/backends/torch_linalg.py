@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from divmeter._optional import require
+from divmeter.core._optional import require
 
 __all__ = [
     "DEVICE_MIN_ITEMS",

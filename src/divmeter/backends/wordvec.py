@@ -24,7 +24,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from divmeter._optional import require
+from divmeter.core._optional import require
 from divmeter.backends._common import (
     model_of_kind,
     quiet_loading,
@@ -32,7 +32,7 @@ from divmeter.backends._common import (
     set_offline,
     set_threads,
 )
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 
 __all__ = [
     "WordVectors",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from divmeter.errors import InvalidInputError
-from divmeter.result import MetricResult
+from divmeter.core.errors import InvalidInputError
+from divmeter.core.result import MetricResult
 
 __all__ = ["check_int", "check_positive", "undefined", "check_choice"]
 

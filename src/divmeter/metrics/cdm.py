@@ -36,8 +36,8 @@ Interpretation choices (the paper leaves them open):
   (0.0832 with MiniLM's gamma = 1.2), as the formula says.
 
 Reading CDM input from JSONL (:func:`read_cdm_jsonl`) and building the filler lists from texts
-with marked phrases (:func:`fillers_from_marked`) live in :mod:`divmeter.data.readers` and
-:mod:`divmeter.data.items`; they are re-exported here, their former home.
+with marked phrases (:func:`fillers_from_marked`) live in :mod:`divmeter.inputs.data.readers` and
+:mod:`divmeter.inputs.data.items`; they are re-exported here, their former home.
 """
 
 from __future__ import annotations
@@ -51,13 +51,13 @@ from typing import Any
 import numpy as np
 
 from divmeter.backends.device import DEVICE, DTYPE
-from divmeter.data.items import CDMItem, fillers_from_marked
-from divmeter.data.readers import read_cdm_jsonl
-from divmeter.errors import InvalidInputError
+from divmeter.inputs.data.items import CDMItem, fillers_from_marked
+from divmeter.inputs.data.readers import read_cdm_jsonl
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_positive, undefined
-from divmeter.params import Param
-from divmeter.registry import register
-from divmeter.result import MetricResult, make_signature
+from divmeter.core.params import Param
+from divmeter.engine.registry import register
+from divmeter.core.result import MetricResult, make_signature
 
 __all__ = [
     "CDM_DEFAULTS",

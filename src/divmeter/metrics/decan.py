@@ -37,12 +37,12 @@ from typing import Any
 import numpy as np
 
 from divmeter.backends.device import DEVICE
-from divmeter.data.model import as_texts
-from divmeter.errors import InvalidInputError
+from divmeter.inputs.data.model import as_texts
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
-from divmeter.params import Param
-from divmeter.registry import register
-from divmeter.result import MetricResult, make_signature
+from divmeter.core.params import Param
+from divmeter.engine.registry import register
+from divmeter.core.result import MetricResult, make_signature
 
 __all__ = [
     "decan_many",
@@ -425,7 +425,7 @@ def decan_over_prompts(results: Sequence[Any]) -> dict[str, Any]:
 
     Args:
         results: One result per prompt: :class:`DecanSurprisal`, a ``decan``
-            :class:`~divmeter.result.MetricResult`, or a plain D value.
+            :class:`~divmeter.core.result.MetricResult`, or a plain D value.
 
     Returns:
         ``{"D": mean D, "D_std": population std, "n_prompts": M, "curve": mean per-byte curve}``
@@ -893,7 +893,7 @@ def decan_many(sets: Sequence[Sequence[str]], *, prompts: Sequence[str | None] |
 
 
 try:  # batched hook (used by score_many when the run fixes one prompt for every set)
-    from divmeter.registry import register_batch
+    from divmeter.engine.registry import register_batch
 except ImportError:  # pragma: no cover - older registry
     pass
 else:

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from divmeter.backends.device import DEVICE, DTYPE
-from divmeter.corpus.stats import Accumulator, ExactSum
-from divmeter.data.model import as_texts
-from divmeter.degenerate import count_non_blank, reason_from_counts
-from divmeter.errors import InvalidInputError
+from divmeter.engine.corpus.stats import Accumulator, ExactSum
+from divmeter.inputs.data.model import as_texts
+from divmeter.core.degenerate import count_non_blank, reason_from_counts
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, check_positive, undefined
 from divmeter.metrics.kernels import KERNEL_EXPECT, kernel_ok
 from divmeter.metrics.reduce import REDUCTIONS, diversity_from_similarity
@@ -40,9 +40,9 @@ from divmeter.metrics.vendi import (
     vendi_from_features,
     vendi_from_kernel,
 )
-from divmeter.params import Param
-from divmeter.registry import register, register_batch
-from divmeter.result import MetricResult, make_signature
+from divmeter.core.params import Param
+from divmeter.engine.registry import register, register_batch
+from divmeter.core.result import MetricResult, make_signature
 
 __all__ = [
     "normalize_rows",
@@ -608,7 +608,7 @@ class EmbeddingCosine(_Embedded):
 
 
 def _register(name: str, **info: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """:func:`divmeter.registry.register` for this module's metrics: each one is a set-level
+    """:func:`divmeter.engine.registry.register` for this module's metrics: each one is a set-level
     content metric over embeddings, higher is more diverse, and it needs the ``embed`` extra."""
     return register(name, family="content", granularity="set", higher_is_more_diverse=True,
                     extra="embed", **info)

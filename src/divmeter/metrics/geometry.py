@@ -6,7 +6,7 @@ the ``content`` family. A metric that needs vectors takes vectors: given texts, 
 them (``model``, MiniLM by default, one encoder pass for every set of a batch, through the
 embedding cache, :mod:`divmeter.metrics.embedding`); given precomputed vectors
 (``divmeter.score(X, "diameter")`` with an ``(n, d)`` array, a ``.npy`` file, a Parquet column of
-lists; :mod:`divmeter.precomputed`), the kernel runs on them as given and the signature says
+lists; :mod:`divmeter.engine.precomputed`), the kernel runs on them as given and the signature says
 ``emb:precomputed`` instead of the model.
 
 Distances (``distance=``): ``cosine`` (``1 - x.y / (|x| |y|)``, the default), ``euclidean``,
@@ -71,8 +71,8 @@ from typing import Any
 
 import numpy as np
 
-from divmeter.data.model import as_texts
-from divmeter.errors import InvalidInputError
+from divmeter.inputs.data.model import as_texts
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics._common import undefined
 from divmeter.metrics.embedding import (
     ENCODER,
@@ -96,9 +96,9 @@ from divmeter.metrics.kernels import (
     sq_distances,
 )
 from divmeter.metrics.reduce import diversity_from_similarity
-from divmeter.params import Param, validate
-from divmeter.registry import get_metric, register, register_batch, register_vectors
-from divmeter.result import MetricResult, make_signature
+from divmeter.core.params import Param, validate
+from divmeter.engine.registry import get_metric, register, register_batch, register_vectors
+from divmeter.core.result import MetricResult, make_signature
 
 __all__ = [
     "DISTANCES",
@@ -355,7 +355,7 @@ def pca_project(X: np.ndarray, dims: int) -> np.ndarray:
 
 
 def _umap_project(X: np.ndarray, dims: int, seed: int) -> np.ndarray:
-    from divmeter._optional import require
+    from divmeter.core._optional import require
 
     umap = require("umap", extra="umap", package="umap-learn")
     out = []
@@ -502,7 +502,7 @@ def _greedy_tours(D: np.ndarray) -> list[list[int]]:
 
 def _christofides(d: np.ndarray) -> list[int]:
     """networkx's Christofides circuit on the complete graph of ``d`` (edges added i < j)."""
-    from divmeter._optional import require
+    from divmeter.core._optional import require
 
     nx = require("networkx", extra="embed")
     from networkx.algorithms.approximation import christofides
@@ -837,7 +837,7 @@ def geometry_values(name: str, arrays: Sequence[np.ndarray], params: Mapping[str
 
     A set too small for the measure, or with a zero vector under a cosine distance or kernel
     (``cosine``: by default from ``params``), gets a reason instead of a value; a set holding
-    NaN or an infinity gets an :class:`~divmeter.errors.InvalidInputError` as its reason.
+    NaN or an infinity gets an :class:`~divmeter.core.errors.InvalidInputError` as its reason.
 
     Example:
         >>> X = np.array([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]])
@@ -846,7 +846,7 @@ def geometry_values(name: str, arrays: Sequence[np.ndarray], params: Mapping[str
         >>> geometry_values("diameter", [X[:1]], {"distance": "euclidean"})[0][1]
         'fewer than two vectors (got 1)'
     """
-    from divmeter import memory
+    from divmeter.core import memory
 
     m = MEASURES[name]
     check_zero = (m.cosine(params) if cosine is None else cosine) and (
@@ -915,13 +915,13 @@ def score_vectors(name: str, arrays: Sequence[np.ndarray], **params: Any
                   ) -> list[MetricResult | InvalidInputError]:
     """Measure ``name`` on precomputed vectors: one ``(n, d)`` float64 array per set (or one
     ``n x n`` similarity matrix per set with ``kernel="precomputed"``), shaped by the caller
-    (:func:`divmeter.data.vectors.as_vectors`). Signature: ``emb:precomputed`` in place of the
+    (:func:`divmeter.inputs.data.vectors.as_vectors`). Signature: ``emb:precomputed`` in place of the
     model (no ``emb`` field for a precomputed kernel).
 
     Returns:
         One result per set; a malformed set (a row holding NaN or an infinity, a kernel that is
-        not square) gets its :class:`~divmeter.errors.InvalidInputError` instead (as
-        :func:`divmeter.batch.evaluate` reports a malformed set).
+        not square) gets its :class:`~divmeter.core.errors.InvalidInputError` instead (as
+        :func:`divmeter.engine.batch.evaluate` reports a malformed set).
 
     Raises:
         InvalidInputError: A bad parameter, or an encoder parameter (``model``, ...).

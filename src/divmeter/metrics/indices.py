@@ -41,7 +41,7 @@ Kernels: one batched kernel per metric (``root_ttr_many`` ...) over every respon
 at once; the single-set functions are these kernels on a batch of one, and a response's value
 never depends on the other responses (vocd-D's random stream included: it is derived from the
 seed and the response's own tokens). The counts come from the shared tokenize-and-intern step
-(:class:`divmeter.text.TokenKeys`; ``V`` alone from the compiled TTR kernel when
+(:class:`divmeter.inputs.text.TokenKeys`; ``V`` alone from the compiled TTR kernel when
 ``divmeter[fast]`` is loaded); MSTTR and MTLD-MA work on each token's previous occurrence;
 vocd-D's sampling runs as one numpy pass over many samples, or as a compiled loop with numba
 (the same random numbers, the same counts).
@@ -61,8 +61,8 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln
 
-from divmeter.corpus.stats import ResponseMean
-from divmeter.data.model import as_texts
+from divmeter.engine.corpus.stats import ResponseMean
+from divmeter.inputs.data.model import as_texts
 from divmeter.metrics.richness import (
     _flatten,
     _get_tokenizer,
@@ -71,11 +71,11 @@ from divmeter.metrics.richness import (
     _tok_sig,
     make_signature,
 )
-from divmeter.params import LOWERCASE, Param, tokenizer_param, validate
-from divmeter.registry import register, register_batch
-from divmeter.result import MetricResult
-from divmeter.text import Tokenizer, TokenKeys
-from divmeter.text.intern import TokenIds, compiled, per_text
+from divmeter.core.params import LOWERCASE, Param, tokenizer_param, validate
+from divmeter.engine.registry import register, register_batch
+from divmeter.core.result import MetricResult
+from divmeter.inputs.text import Tokenizer, TokenKeys
+from divmeter.inputs.text.intern import TokenIds, compiled, per_text
 
 __all__ = [
     "root_ttr", "corrected_ttr", "log_ttr", "summer_s", "dugast_u", "maas_a2", "maas_log_v0",
@@ -123,7 +123,7 @@ _TOK_PARAMS = {"tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCAS
 def _register(name: str, *, higher: bool, bounds: tuple[float | None, float | None],
               citation: str, description: str, params: Mapping[str, Param] | None = None
               ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """:func:`divmeter.registry.register` for a response-level form index. Each declared
+    """:func:`divmeter.engine.registry.register` for a response-level form index. Each declared
     :class:`Param` takes its default from the function's own signature, so a default is
     written once, where a reader of the function sees it."""
 
@@ -237,7 +237,7 @@ _Batch = Callable[[list[str], Tokenizer, Mapping[str, Any]], _Out]
 def _kernel(name: str, single: Callable[..., MetricResult], batch: _Batch
             ) -> Callable[..., list[MetricResult]]:
     """The batched kernel ``<single>_many`` of the single-set function ``single``, registered
-    for ``name`` (:func:`divmeter.registry.register_batch`): it takes ``text_sets`` and the
+    for ``name`` (:func:`divmeter.engine.registry.register_batch`): it takes ``text_sets`` and the
     keyword parameters of ``single`` (the same defaults), checks them, tokenizes every response
     of every set once, computes the values with ``batch`` and returns one result per set."""
     sig = inspect.signature(single)
@@ -1376,7 +1376,7 @@ def _vocd_values(enc: TokenKeys, min_size: int, max_size: int, samples: int, tri
         keys = _vocd_keys(local, starts, lengths, seed)
         draws = int(lengths.size) * trials * samples * int(sizes.sum())
         loop = _vocd_compiled() if (draws >= _VOCD_JIT_DRAWS
-                                    or "divmeter.text.jit" in sys.modules) else None
+                                    or "divmeter.inputs.text.jit" in sys.modules) else None
         counter = loop if loop is not None else _vocd_counts_numpy
         counts = counter(local, starts, lengths, keys, min_size, max_size, samples, trials)
         y = counts.reshape(-1, sizes.size) / (samples * sizes.astype(np.float64))

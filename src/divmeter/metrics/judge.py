@@ -2,7 +2,7 @@
 
 The commonsense meta-evaluation paper's annotator protocol (Zhang, Peng & Bollegala; section 4.1,
 appendices D-F) on any OpenAI-compatible server; the protocol lives in the judge's rating core
-(:mod:`divmeter.judge.config`, :mod:`divmeter.judge.run` and the modules they use, which need
+(:mod:`divmeter.backends.judge.config`, :mod:`divmeter.backends.judge.run` and the modules they use, which need
 only the HTTP client below the metrics), imported when a set is rated, so ``divmeter list``
 imports nothing of the HTTP stack. Use it as ``divmeter score -m
 judge:model=openai:NAME,base_url=URL`` (``answer=logprobs`` for base and small models); the key
@@ -17,15 +17,15 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from divmeter.data.model import as_texts
-from divmeter.judge.config import CAPS
-from divmeter.params import Param
-from divmeter.registry import register, register_batch
-from divmeter.result import MetricResult
+from divmeter.inputs.data.model import as_texts
+from divmeter.backends.judge.config import CAPS
+from divmeter.core.params import Param
+from divmeter.engine.registry import register, register_batch
+from divmeter.core.result import MetricResult
 
 __all__ = ["judge", "judge_many"]
 
-#: Declared parameters of the ``judge`` metric (see :class:`divmeter.judge.config.JudgeConfig`).
+#: Declared parameters of the ``judge`` metric (see :class:`divmeter.backends.judge.config.JudgeConfig`).
 JUDGE_PARAMS: dict[str, Param] = {
     "model": Param(str, allow_none=True, default=None,
                    doc="judge model: openai:NAME (required; base_url or $DIVMETER_BASE_URL)",
@@ -83,11 +83,11 @@ def judge(
         responses: The set.
         model, base_url, samples, temperature, max_tokens, template, fewshot, retries, seed,
             concurrency, timeout, max_attempts, cache, answer, top_logprobs: See
-            :data:`JUDGE_PARAMS` and :class:`divmeter.judge.config.JudgeConfig` (``model`` is
+            :data:`JUDGE_PARAMS` and :class:`divmeter.backends.judge.config.JudgeConfig` (``model`` is
             required).
 
     Returns:
-        :class:`~divmeter.result.MetricResult` with the mean rating, or ``None`` with the reason
+        :class:`~divmeter.core.result.MetricResult` with the mean rating, or ``None`` with the reason
         (empty set; no parseable answer among the samples; requests that failed). ``details``:
         ``samples`` (each with score or reason, rationale and number of asks), ``n_valid``.
 
@@ -105,13 +105,13 @@ def judge(
 @register_batch("judge")
 def judge_many(sets: Sequence[Sequence[str]], **params: Any) -> list[MetricResult]:
     """:func:`judge` on many sets with one client, all requests ``concurrency`` at a time."""
-    from divmeter.judge.config import JudgeConfig
-    from divmeter.judge.results import VALID_RATE_DEFAULT, valid_rate_problem
-    from divmeter.judge.run import judge_sets
+    from divmeter.backends.judge.config import JudgeConfig
+    from divmeter.backends.judge.results import VALID_RATE_DEFAULT, valid_rate_problem
+    from divmeter.backends.judge.run import judge_sets
 
     unknown = [k for k in params if k not in JUDGE_PARAMS]
     if unknown:
-        from divmeter.errors import InvalidInputError
+        from divmeter.core.errors import InvalidInputError
 
         raise InvalidInputError(f"judge has no parameter {unknown[0]!r}; its parameters are: "
                                 f"{', '.join(JUDGE_PARAMS)}.")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 
 __all__ = [
     "KERNELS",

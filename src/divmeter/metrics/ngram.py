@@ -2,11 +2,11 @@
 
 distinct-n, entropy-n, expectation-adjusted distinct (EAD), n-gram cosine diversity, n-gram
 diversity score, compression ratio and self-repetition. All n-gram counting starts from exact
-integer token ids (:func:`divmeter.text.encode_sets`; n-grams never cross response boundaries):
+integer token ids (:func:`divmeter.inputs.text.encode_sets`; n-grams never cross response boundaries):
 the base-``B`` number of an n-gram's token ids, next to its set's index, is an exact key while
 it fits in 62 bits (one sort per order for every set of a batch, no interning of lower orders);
 a set too wide for that on its own is counted from the interned n-gram ids of
-:class:`divmeter.text.NgramIndex`. Every metric is therefore exact and vectorised: a few numpy
+:class:`divmeter.inputs.text.NgramIndex`. Every metric is therefore exact and vectorised: a few numpy
 calls per order.
 
 Degenerate sets, shared conventions (each metric's docstring says which apply):
@@ -17,7 +17,7 @@ Degenerate sets, shared conventions (each metric's docstring says which apply):
 
 One kernel per metric, over many sets: ``distinct_n_many``, ``entropy_n_many``, ``ead_many``,
 ``ngram_diversity_many``, ``self_repetition_many`` and ``ngram_cosine_many`` (registered with
-:func:`divmeter.registry.register_batch`, used by :func:`divmeter.score_many` and
+:func:`divmeter.engine.registry.register_batch`, used by :func:`divmeter.score_many` and
 ``divmeter score``) score many sets with one tokenizing pass and one sort per order for all of
 them (see the end of this module). The single-set functions (``distinct_n`` ...) are these
 kernels on a batch of one.
@@ -34,20 +34,20 @@ from typing import Any
 
 import numpy as np
 
-from divmeter.corpus.stats import Accumulator, ExactSum, TwoPass
-from divmeter.data.model import as_texts
-from divmeter.errors import InvalidInputError
+from divmeter.engine.corpus.stats import Accumulator, ExactSum, TwoPass
+from divmeter.inputs.data.model import as_texts
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.reduce import REDUCTIONS, diversity_from_similarity
-from divmeter.params import LOWERCASE, MAX_ORDER, Param, tokenizer_param
-from divmeter.registry import register, register_batch
-from divmeter.result import MetricResult, make_signature
-from divmeter.text import NgramIndex, SetTokens, Tokenizer, get_tokenizer, ngram_tuples
-from divmeter.text import encode_sets as _encode_sets
-from divmeter.text import fit_groups as _fit_groups
-from divmeter.text import interned as _interned  # noqa: F401  (tests check its cache)
-from divmeter.text import longest_response as _longest_response
-from divmeter.text import set_ngram_keys as _set_ngram_keys
+from divmeter.core.params import LOWERCASE, MAX_ORDER, Param, tokenizer_param
+from divmeter.engine.registry import register, register_batch
+from divmeter.core.result import MetricResult, make_signature
+from divmeter.inputs.text import NgramIndex, SetTokens, Tokenizer, get_tokenizer, ngram_tuples
+from divmeter.inputs.text import encode_sets as _encode_sets
+from divmeter.inputs.text import fit_groups as _fit_groups
+from divmeter.inputs.text import interned as _interned  # noqa: F401  (tests check its cache)
+from divmeter.inputs.text import longest_response as _longest_response
+from divmeter.inputs.text import set_ngram_keys as _set_ngram_keys
 
 TEVET = "Tevet & Berant 2021, Evaluating the Evaluation of Diversity in NLG (EACL)"
 
@@ -253,7 +253,7 @@ class PooledCounts(Accumulator):
 
 
 def _register(name: str, **info: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """:func:`divmeter.registry.register` for this module's metrics: each one is a form metric
+    """:func:`divmeter.engine.registry.register` for this module's metrics: each one is a form metric
     (over the n-grams or the bytes of the responses)."""
     return register(name, family="form", **info)
 
@@ -1041,11 +1041,11 @@ def _self_repetition_one_set(texts: Sequence[str], tok: Tokenizer, n: int) -> np
 #
 # Scoring 1,000 small sets one call at a time is dominated by per-call overhead (tokenizer and
 # numpy calls on arrays of a few hundred items). The kernels below score a whole batch with one
-# tokenizing pass (:func:`divmeter.text.encode_sets`) and, per n-gram order, one sort over the
+# tokenizing pass (:func:`divmeter.inputs.text.encode_sets`) and, per n-gram order, one sort over the
 # n-grams of *every* set: each token gets a set-local id (< V_s, the set's vocabulary size), and
 # an n-gram's key is ``set * B**n + (its base-B number)`` with ``B = max_s V_s``, exact as long
 # as ``n_sets * B**n < 2**62``. Batches too wide for that are cut into consecutive groups that
-# fit (:func:`divmeter.text.fit_groups`); a single set too wide on its own is counted from the
+# fit (:func:`divmeter.inputs.text.fit_groups`); a single set too wide on its own is counted from the
 # interned ids of :class:`NgramIndex`. Counts are integers, and every float is reduced in an
 # order that does not depend on the batch (see :func:`_xlogx_sums`, :func:`_log1p_ints`), so a
 # set's result does not depend on the other sets of its batch. The kernels receive sets already

@@ -26,7 +26,7 @@ the set as references. Two aggregations are found in the literature and are name
 A set whose responses are all shorter than ``n`` tokens is scored by the same conventions
 (0 unsmoothed; ``0.1`` per empty order under method1; ``1e-6`` per empty order under ``coco``),
 as sacrebleu, nltk and pycocoevalcap compute it. The cost grows with ``n`` (one pass per order),
-so ``n`` is bounded by :data:`divmeter.params.MAX_ORDER` (100), declared and checked before the
+so ``n`` is bounded by :data:`divmeter.core.params.MAX_ORDER` (100), declared and checked before the
 first set (issue 16: ``n=10**9`` used to loop over a billion orders).
 
 Neither is quadratic in the number of responses: clipping a hypothesis n-gram against *all
@@ -51,18 +51,18 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from divmeter import memory
-from divmeter.corpus.stats import ExactSum, TwoPass
-from divmeter.data.model import as_texts
-from divmeter.errors import InvalidInputError
-from divmeter.memory import NO_STEPS, Steps
+from divmeter.core import memory
+from divmeter.engine.corpus.stats import ExactSum, TwoPass
+from divmeter.inputs.data.model import as_texts
+from divmeter.core.errors import InvalidInputError
+from divmeter.core.memory import NO_STEPS, Steps
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.reduce import diversity_from_similarity, mean_pairwise
-from divmeter.params import LOWERCASE, MAX_ORDER, TEXT_TOKENIZERS, Param, tokenizer_param
-from divmeter.registry import register, register_batch
-from divmeter.result import MetricResult, make_signature
-from divmeter.text import NgramIndex, get_tokenizer, ngram_tuples
-from divmeter.text.tokenize import porter_stem, rouge_tokenize, tokenize_13a
+from divmeter.core.params import LOWERCASE, MAX_ORDER, TEXT_TOKENIZERS, Param, tokenizer_param
+from divmeter.engine.registry import register, register_batch
+from divmeter.core.result import MetricResult, make_signature
+from divmeter.inputs.text import NgramIndex, get_tokenizer, ngram_tuples
+from divmeter.inputs.text.tokenize import porter_stem, rouge_tokenize, tokenize_13a
 
 __all__ = [
     "self_bleu",
@@ -100,7 +100,7 @@ def _tokenize(
     texts: list[str], tokenizer: str, lowercase: bool, stem: bool, metric: str
 ) -> tuple[list[list[str]], str, str]:
     """Token lists, tokenizer name and case label for the signature: the named tokenizers of
-    :mod:`divmeter.text.tokenize` (``rouge`` is rouge-score's, with its Porter stemming)."""
+    :mod:`divmeter.inputs.text.tokenize` (``rouge`` is rouge-score's, with its Porter stemming)."""
     if not isinstance(tokenizer, str) or tokenizer not in TOKENIZER_NAMES:
         raise InvalidInputError(
             f"`tokenizer` of {metric} must be one of {', '.join(TOKENIZER_NAMES)}; "
@@ -487,7 +487,7 @@ def self_bleu(
 
     Args:
         responses: The response set.
-        n: Highest n-gram order (BLEU-n), 1 to :data:`~divmeter.params.MAX_ORDER` (100).
+        n: Highest n-gram order (BLEU-n), 1 to :data:`~divmeter.core.params.MAX_ORDER` (100).
         variant: ``corpus`` or ``sentence``.
         tokenizer: ``whitespace`` (the default: the commonsense paper's code splits on
             whitespace), ``tevet``, ``word`` or ``rouge``.
@@ -768,7 +768,7 @@ def _pairwise_bleu_hf(idx: NgramIndex, n: int, xs: list[sp.csr_matrix | None] | 
 
 
 #: Above this many responses homogenization scores its pairs in row blocks (memory linear in
-#: the number of responses: blocks of at most ``divmeter.memory.BLOCK_BYTES`` per temporary)
+#: the number of responses: blocks of at most ``divmeter.core.memory.BLOCK_BYTES`` per temporary)
 #: and keeps no pair matrix; up to it, the whole matrix as before (values unchanged).
 _DENSE_MAX = 1000
 
@@ -793,7 +793,7 @@ def _blocked_mean(idx: NgramIndex, measure: str, n: int, block: int | None = Non
     ``i != j`` for ``bleu`` (the mean of both directions). ``steps`` is told the pairs done
     after each row (``rougeL``) or block (progress only: the arithmetic does not change).
     """
-    from divmeter.memory import BLOCK_BYTES
+    from divmeter.core.memory import BLOCK_BYTES
 
     m = idx.n_docs
     step = block or max(1, BLOCK_BYTES // (8 * m))

@@ -40,12 +40,12 @@ from typing import Any
 import numpy as np
 
 from divmeter.backends.device import DEVICE, DTYPE
-from divmeter.data.model import as_texts
-from divmeter.errors import InvalidInputError
+from divmeter.inputs.data.model import as_texts
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics._common import undefined
-from divmeter.params import Param
-from divmeter.registry import register, register_batch
-from divmeter.result import MetricResult, make_signature
+from divmeter.core.params import Param
+from divmeter.engine.registry import register, register_batch
+from divmeter.core.result import MetricResult, make_signature
 
 __all__ = [
     "EQUIVALENCES",
@@ -762,7 +762,7 @@ def _field(fields: Mapping[str, Any] | None, name: str, k: int, metric: str) -> 
 
 
 def _register(name: str, **info: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """:func:`divmeter.registry.register` for this module's metrics: each one is a set-level
+    """:func:`divmeter.engine.registry.register` for this module's metrics: each one is a set-level
     content metric, higher is more diverse, and it needs the ``embed`` extra (the default
     equivalence is the embedding one)."""
     return register(name, family="content", granularity="set", higher_is_more_diverse=True,

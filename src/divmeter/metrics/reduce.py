@@ -19,7 +19,7 @@ from typing import Literal, TypeVar
 
 import numpy as np
 
-from divmeter.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError
 
 __all__ = ["REDUCTIONS", "mean_pairwise", "diversity_from_similarity", "reduce_pairs",
            "pairwise_matrix"]

@@ -25,14 +25,14 @@ single-set functions are these kernels on a batch of one. A response's value nev
 the other responses of the batch.
 
 Speed: MATTR, MTLD and HD-D work on exact integer token keys of all responses at once
-(:class:`divmeter.text.TokenKeys`): one plain sort of ``hash32(key) << 32 | position`` (checked
+(:class:`divmeter.inputs.text.TokenKeys`): one plain sort of ``hash32(key) << 32 | position`` (checked
 against the keys; an exact stable argsort on a collision) groups equal tokens in position order,
 which gives every token's previous and next occurrence in its response. With the default
 whitespace tokenizer the keys are made in numpy from the UTF-8 bytes, without Python string
 objects; other tokenizers (and rare inputs) go through ``encode_tokens``. TTR, PATTR and length
 are one ``str.split`` and one ``set`` per response, the floor in Python. With numba
 (``divmeter[fast]``, loaded once a process has tokenized 16M characters) TTR and MTLD run as
-compiled loops over the compiled tokenizer's ids (:func:`divmeter.text.intern.per_text`: types
+compiled loops over the compiled tokenizer's ids (:func:`divmeter.inputs.text.intern.per_text`: types
 per response by a stamp per type; MTLD's factor rounds with the same float operations in the
 same order), and MATTR / HD-D get their keys from it: the same values, bit for bit.
 """
@@ -48,19 +48,19 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln
 
-from divmeter.corpus.stats import ResponseMean
-from divmeter.data.model import as_texts
-from divmeter.errors import InvalidInputError
+from divmeter.engine.corpus.stats import ResponseMean
+from divmeter.inputs.data.model import as_texts
+from divmeter.core.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.ngram import ALGORITHMS, _compressed_size
-from divmeter.params import LOWERCASE, Param, tokenizer_param
-from divmeter.registry import register, register_batch
-from divmeter.result import MetricResult, make_signature
-from divmeter.text import Tokenizer, TokenKeys, get_tokenizer
-from divmeter.text.intern import TokenIds, compiled, per_text
+from divmeter.core.params import LOWERCASE, Param, tokenizer_param
+from divmeter.engine.registry import register, register_batch
+from divmeter.core.result import MetricResult, make_signature
+from divmeter.inputs.text import Tokenizer, TokenKeys, get_tokenizer
+from divmeter.inputs.text.intern import TokenIds, compiled, per_text
 
-#: The former name of :class:`divmeter.text.TokenKeys` (tokenize-and-intern lives in
-#: :mod:`divmeter.text.intern`).
+#: The former name of :class:`divmeter.inputs.text.TokenKeys` (tokenize-and-intern lives in
+#: :mod:`divmeter.inputs.text.intern`).
 _Encoded = TokenKeys
 
 __all__ = ["ttr", "mattr", "pattr", "response_compression", "mtld", "hdd", "length"]
@@ -117,7 +117,7 @@ def _signature(name: str, items: tuple[tuple[str, Any], ...]) -> str:
 
 
 def cached_signature(name: str, **items: Any) -> str:
-    """:func:`divmeter.result.make_signature`, memoised (it runs once per scored set)."""
+    """:func:`divmeter.core.result.make_signature`, memoised (it runs once per scored set)."""
     return _signature(name, tuple(items.items()))
 
 
@@ -161,7 +161,7 @@ def _tok_sig(tok: Tokenizer) -> dict[str, str]:
 
 
 def _register(name: str, **info: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """:func:`divmeter.registry.register` for this module's metrics: each one is a response-level
+    """:func:`divmeter.engine.registry.register` for this module's metrics: each one is a response-level
     form metric (scored per response, mean over the set)."""
     return register(name, family="form", granularity="response", **info)
 

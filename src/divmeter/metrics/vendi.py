@@ -50,14 +50,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from divmeter.backends.device import valid_device
-from divmeter.data.model import as_texts
-from divmeter.errors import InvalidInputError
-from divmeter.memory import NO_STEPS, Steps
+from divmeter.inputs.data.model import as_texts
+from divmeter.core.errors import InvalidInputError
+from divmeter.core.memory import NO_STEPS, Steps
 from divmeter.metrics._common import check_choice, check_int, check_positive, undefined
-from divmeter.params import LOWERCASE, MAX_ORDER, Param, tokenizer_param
-from divmeter.registry import register
-from divmeter.result import MetricResult, make_signature
-from divmeter.text import NgramIndex, get_tokenizer
+from divmeter.core.params import LOWERCASE, MAX_ORDER, Param, tokenizer_param
+from divmeter.engine.registry import register
+from divmeter.core.result import MetricResult, make_signature
+from divmeter.inputs.text import NgramIndex, get_tokenizer
 
 __all__ = [
     "vendi_from_eigenvalues",
@@ -325,7 +325,7 @@ def ngram_features(index: NgramIndex, n_max: int) -> tuple[sp.csr_matrix, dict[s
     extra "empty" feature (identical to each other, orthogonal to every other text).
 
     The matrix is a ``scipy.sparse.csr_matrix`` built from the (text, n-gram id, count) triples
-    of :class:`~divmeter.text.NgramIndex`, so its products cost in proportion to the shared
+    of :class:`~divmeter.inputs.text.NgramIndex`, so its products cost in proportion to the shared
     n-grams, not to texts x vocabulary (and use no multi-threaded BLAS, which is slow on small
     matrices when cores are shared).
 
@@ -531,7 +531,7 @@ _DENSE_DF = 200
 def _split_columns(A: sp.csr_matrix) -> tuple[np.ndarray, sp.csr_matrix]:
     """``A`` as a dense block of its most shared columns (``df >= _DENSE_DF``, at most
     ``4 * BLOCK_BYTES`` of them) and a sparse rest, so that ``A A^T = D D^T + R R^T``."""
-    from divmeter.memory import BLOCK_BYTES
+    from divmeter.core.memory import BLOCK_BYTES
 
     m, d = A.shape
     df = np.bincount(A.indices, minlength=d)
@@ -558,9 +558,9 @@ def _gram_blocks(A: sp.csr_matrix, dtype: Any = np.float64,
     V)``), built in float64 row blocks of at most ``BLOCK_BYTES`` (no sparse n x n copy) and
     stored as ``dtype``: the most shared columns by a dense product, the rest by a sparse one.
     Rows ``a:b`` are computed against rows ``:b`` only (half the products); the entries above
-    the diagonal are left unset, for :func:`~divmeter.linalg.eigvalsh_inplace`. ``steps`` is
+    the diagonal are left unset, for :func:`~divmeter.core.linalg.eigvalsh_inplace`. ``steps`` is
     told the rows done after each block (progress only)."""
-    from divmeter.memory import BLOCK_BYTES
+    from divmeter.core.memory import BLOCK_BYTES
 
     m = A.shape[0]
     G = np.empty((m, m), dtype=dtype)
@@ -645,7 +645,7 @@ def _group_eigenvalues(A: sp.csr_matrix, dtype: str, device: str | None = None,
     deflated matrix is known exactly in float64, so that common shift is removed. Measured
     against float64 on Tevet-built corpora (``benchmarks/results_bench_vendi_scale.md``).
     """
-    from divmeter.linalg import eigvalsh_inplace
+    from divmeter.core.linalg import eigvalsh_inplace
 
     m = A.shape[0]
     if device is not None:  # Gram matrix and eigenvalues on a torch device (issue 23)
@@ -672,7 +672,7 @@ def _exact_large(holder: list[sp.csr_matrix], n: int, dtype: str = "float64",
     """Eigenvalues of ``Z Z^T / n`` by the bounded exact path (memory-checked first); ``Z`` is
     taken out of ``holder`` so that it is freed once reduced. ``device``: a torch device for
     the groups of at least ``DEVICE_MIN_ITEMS`` rows (:mod:`divmeter.backends.torch_linalg`)."""
-    from divmeter import memory
+    from divmeter.core import memory
 
     Zr, path = _reduced_features(holder.pop())
     needed, what = vendi_ngram_bytes(Zr, path, dtype)
@@ -730,7 +730,7 @@ def _nystroem(Z: sp.csr_matrix, k: int, seed: int) -> np.ndarray:
     the span of the landmarks; the part of each row outside that span is lost, so the
     eigenvalues are renormalised to sum to 1 (rather than divided by ``n``).
     """
-    from divmeter import memory
+    from divmeter.core import memory
 
     n = Z.shape[0]
     k = min(k, n)
@@ -833,7 +833,7 @@ def _slq_vendi(top: np.ndarray, theta: np.ndarray, tau: np.ndarray, q: float) ->
 
 
 def _nystroem_bytes(n: int, k: int) -> tuple[int, str]:
-    from divmeter.memory import BLOCK_BYTES
+    from divmeter.core.memory import BLOCK_BYTES
 
     k = min(k, n)
     return 8 * 4 * k * k + 2 * BLOCK_BYTES, f"{k:,} x {k:,} Nystroem matrices"
@@ -847,7 +847,7 @@ _APPROX_PARAMS = {"k": (("nystroem",), 1000), "probes": (("slq",), 16), "steps":
 
 def _approx_relation(name: str) -> Any:
     """A parameter of the approximate modes set while another mode (or exact) is chosen would be
-    silently ignored: it is an error instead (``relation`` of :class:`~divmeter.params.Param`)."""
+    silently ignored: it is an error instead (``relation`` of :class:`~divmeter.core.params.Param`)."""
     modes, default = _APPROX_PARAMS[name]
 
     def rel(value: Any, p: Any) -> str | None:
@@ -936,11 +936,11 @@ def vendi_ngram(
     unchanged), groups of responses sharing no n-gram with the rest are decomposed apart (the
     kernel is block diagonal), and the lower triangle of the smaller of kernel and dual is built
     in row blocks (the most shared n-grams by a dense product) and decomposed in place by
-    LAPACK's two-stage solver (:mod:`divmeter.linalg`). The features are built one n-gram order
+    LAPACK's two-stage solver (:mod:`divmeter.core.linalg`). The features are built one n-gram order
     at a time, so their peak stays near the size of the feature matrix.
 
-    Its size is checked against the memory limit first (:mod:`divmeter.memory`); above it a
-    :class:`~divmeter.memory.MemoryLimitError` names the estimate and ``--max-memory``.
+    Its size is checked against the memory limit first (:mod:`divmeter.core.memory`); above it a
+    :class:`~divmeter.core.memory.MemoryLimitError` names the estimate and ``--max-memory``.
 
     ``dtype="float32"`` (signature ``dtype:float32``) decomposes that matrix in float32: half
     the memory, and 33-45 s instead of 65 s at 10,000 documents of 200 words here. The 8
@@ -1055,7 +1055,7 @@ def vendi_ngram(
         Z, info = _ngram_csr(idx, n_max)
         del idx
     if slq:
-        from divmeter import memory
+        from divmeter.core import memory
 
         memory.check("vendi-ngram", 8 * n * probes * 4, f"{probes} Lanczos vectors of {n:,}")
         Zr = _merge_single_columns(_merge_duplicate_rows(Z))
@@ -1068,7 +1068,7 @@ def vendi_ngram(
         value = _slq_vendi(top, theta, tau, q)
         return MetricResult("vendi-ngram", value, sig, details=details)
     if nys:
-        from divmeter import memory
+        from divmeter.core import memory
 
         memory.check("vendi-ngram", *_nystroem_bytes(n, k))
         needed, what = _nystroem_bytes(n, k)
@@ -1079,7 +1079,7 @@ def vendi_ngram(
         del Z
         w, path = _exact_large(holder, n, dtype, on)
     else:
-        from divmeter import memory
+        from divmeter.core import memory
 
         rows, cols, vals, width, info = _ngram_triples(idx, n_max)
         m = min(n, width)  # the kernel, its copy divided by n, and the solver's copy

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from divmeter._optional import require
-from divmeter.errors import InvalidInputError
+from divmeter.core._optional import require
+from divmeter.core.errors import InvalidInputError
 
 _HIGH, _LOW = "#1f77b4", "#ff7f0e"  # the class colours of divmeter.report.plots
 
@@ -65,7 +65,7 @@ def plot_decan_curves(
     Args:
         groups: Label -> one result or a list of results (one per prompt). A result is a
             :class:`~divmeter.metrics.decan.DecanSurprisal`, a ``decan``
-            :class:`~divmeter.result.MetricResult`, a dict with ``curve`` (and ``D``), or a bare
+            :class:`~divmeter.core.result.MetricResult`, a dict with ``curve`` (and ``D``), or a bare
             per-byte curve. Curves of one group must have the same length n.
         path: Save the figure there (PNG/PDF/SVG by suffix) when given.
         title: Figure title.
@@ -158,13 +158,13 @@ def plot_decan_confound(
 ) -> Any:
     """Appendix E confound check: per column, class histograms and class means per length bin.
 
-    One row per column of a :class:`~divmeter.meta.confound.ConfoundResult`: on the left the
+    One row per column of a :class:`~divmeter.studies.meta.confound.ConfoundResult`: on the left the
     distributions of the high- and low-diversity sets with dashed lines at the class means (Figure
     15 of Khoriaty et al. 2026, for a_1), on the right the class means within each length bin
     (Table 8), with the set counts under the bins.
 
     Args:
-        result: From :func:`divmeter.meta.confound.decan_confound`.
+        result: From :func:`divmeter.studies.meta.confound.decan_confound`.
         path: Save the figure there (PNG/PDF/SVG by suffix) when given.
         title: Figure title.
         bins: Histogram bins.
@@ -176,7 +176,7 @@ def plot_decan_confound(
         InvalidInputError: A result without the per-set arrays.
 
     Example:
-        >>> from divmeter.meta.confound import decan_confound
+        >>> from divmeter.studies.meta.confound import decan_confound
         >>> r = decan_confound({"a_1": [1.0, 1.2, 0.9, 1.5]}, [1, 0, 1, 0], [30, 30, 50, 50])
         >>> len(plot_decan_confound(r).axes)
         2
@@ -235,7 +235,7 @@ def write_confound_report(result: Any, out_dir: str | Path, *, info: Mapping[str
     ``report.md`` and, with ``plots``, ``confound.png``; returns the files written.
 
     Args:
-        result: A :class:`~divmeter.meta.confound.ConfoundResult`.
+        result: A :class:`~divmeter.studies.meta.confound.ConfoundResult`.
         out_dir: The report folder (created when missing).
         info: What was read (``source``, ``length`` ...), from ``load_confound_inputs``.
         title: Title of the Markdown report and the plot.
@@ -243,7 +243,7 @@ def write_confound_report(result: Any, out_dir: str | Path, *, info: Mapping[str
     """
     import json
 
-    from divmeter._version import __version__
+    from divmeter.core._version import __version__
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from divmeter.data.lines import display_name, loads, read_text
-from divmeter.errors import InvalidInputError
+from divmeter.inputs.data.lines import display_name, loads, read_text
+from divmeter.core.errors import InvalidInputError
 from divmeter.report.panels import (
     TEXTS_JS,
     numeric_levels,
@@ -288,7 +288,7 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], *, text_cols: int
 
 
 def _metric_columns(records: Sequence[Mapping[str, Any]]) -> list[str]:
-    from divmeter.batch import RECORD_KEYS
+    from divmeter.engine.batch import RECORD_KEYS
 
     keys: list[str] = []
     for r in records:
@@ -299,7 +299,7 @@ def _metric_columns(records: Sequence[Mapping[str, Any]]) -> list[str]:
                 keys.append(k)
     # a key with a non-number anywhere is metadata, not a metric; so is a number whose name is
     # neither a registered metric's column (``self-bleu:n=3``) nor a precomputed ``metric_*``
-    from divmeter.registry import list_metrics
+    from divmeter.engine.registry import list_metrics
 
     names = {s.name for s in list_metrics()}
     return [k for k in keys
@@ -388,7 +388,7 @@ def _score_sections(records: Sequence[Mapping[str, Any]], columns: Sequence[str]
 
 
 def _subtitle(sources: Sequence[str]) -> str:
-    from divmeter._version import __version__
+    from divmeter.core._version import __version__
 
     return _e(f"divmeter {__version__} · " + ", ".join(sources))
 
@@ -418,7 +418,7 @@ def score_report(results: Sequence[str | os.PathLike[str]], out: str | os.PathLi
     check_destination(out)
     sigs = dict(signatures or {})
     if records is None:
-        from divmeter.data import read_records
+        from divmeter.inputs.data import read_records
 
         recs: list[dict[str, Any]] = []
         for src in results:
@@ -492,7 +492,7 @@ def meta_report(result: Any, out: str | os.PathLike[str], *, source: str,
     the page has the tables only).
     """
     check_destination(out)
-    from divmeter.errors import MissingDependencyError
+    from divmeter.core.errors import MissingDependencyError
 
     try:
         sections = meta_sections(result, source=source, xlabel=xlabel, plots=plots)
@@ -532,7 +532,7 @@ def report_from_files(results: Sequence[str | os.PathLike[str]], out: str | os.P
     sections: list[str] = []
     sigs: dict[str, str] = {}
     if score_files:
-        from divmeter.data import read_records
+        from divmeter.inputs.data import read_records
 
         records: list[dict[str, Any]] = []
         for f in score_files:

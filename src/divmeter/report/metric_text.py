@@ -51,7 +51,7 @@ def example_command(spec: Any) -> str:
     the ``NAME:k=v`` syntax is visible; CDM-like metrics name an instantiations file instead.
 
     Example:
-        >>> from divmeter.registry import get_metric
+        >>> from divmeter.engine.registry import get_metric
         >>> example_command(get_metric("self-bleu"))
         'divmeter score examples/stories.jsonl -m self-bleu:n=4'
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from divmeter._optional import require
+from divmeter.core._optional import require
 
 __all__ = [
     "class_histogram",

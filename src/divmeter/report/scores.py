@@ -29,8 +29,8 @@ def metric_facts(column: str) -> tuple[str, str]:
         >>> metric_facts("self-bleu:n=3")
         ('↓', '[0, 1]')
     """
-    from divmeter.errors import UnknownMetricError
-    from divmeter.registry import get_metric
+    from divmeter.core.errors import UnknownMetricError
+    from divmeter.engine.registry import get_metric
 
     try:
         spec = get_metric(column.split(":", 1)[0])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from divmeter.meta.protocols import ProtocolResult
+from divmeter.studies.meta.protocols import ProtocolResult
 
 __all__ = ["COLUMNS", "columns_for", "markdown_table", "rich_table", "format_value"]
 
@@ -100,7 +100,7 @@ def markdown_table(result: ProtocolResult, *, title: str | None = None) -> str:
     """A Markdown table (one row per metric), followed by the settings and signatures.
 
     Example:
-        >>> from divmeter.meta.protocols import contest
+        >>> from divmeter.studies.meta.protocols import contest
         >>> r = contest({"m": [0.1, 0.5, 0.2, 0.9]}, [0, 1, 0, 1])
         >>> print(markdown_table(r).splitlines()[2])
         | m | 0.894 | 1.000 | 1.000 | 1.000 | 4 | 0 |

@@ -7,17 +7,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from divmeter.meta.protocols import ProtocolResult
+from divmeter.studies.meta.protocols import ProtocolResult
 from divmeter.report import plots
 from divmeter.report.tables import markdown_table
-from divmeter.result import jsonable
+from divmeter.core.result import jsonable
 
 __all__ = ["report_dict", "write_report"]
 
 
 def report_dict(result: ProtocolResult, *, source: str | None = None) -> dict[str, Any]:
     """Every number with its signature, the settings and the protocol-level extras."""
-    from divmeter._version import __version__
+    from divmeter.core._version import __version__
 
     return {
         "protocol": result.protocol,

@@ -1,0 +1,104 @@
+"""The options every command shares, ``--quiet`` and ``--verbose`` (issue 15: the same in every
+command), and the one place that decides what goes to stderr.
+
+* ``-q``/``--quiet``: nothing on stderr but errors: no progress bar, note or summary from
+  divmeter, and the model libraries' progress bars and info logs switched off too (through
+  environment switches that worker processes inherit,
+  :func:`divmeter.apps.cli.progress.quiet_libraries`).
+* default: progress bars (on a terminal), notes and summaries; divmeter's info log (for example
+  "loading MODEL (first use converts it into CACHE ...)") shows once.
+* ``-v``/``--verbose``: also divmeter's debug log (which model was loaded from where and in how
+  long) and the command's wall time at the end.
+
+Both at once is a usage error (exit code 2). Each command declares them in its signature,
+``quiet: QuietOpt = False, verbose: VerboseOpt = False``; the options' callbacks set the state
+for the whole process, so a command body reads ``quiet`` only for its own notes.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import Annotated, Any
+
+import typer
+
+from divmeter.core.errors import InvalidInputError
+
+__all__ = ["QuietOpt", "VerboseOpt", "LOGGER", "is_quiet", "note"]
+
+#: The logger of the library (``divmeter`` and its children, e.g. ``divmeter.studies.generation``).
+LOGGER = logging.getLogger("divmeter")
+_META = "divmeter.verbosity"
+_state = {"quiet": False}
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time (test runners swap it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("divmeter: %(message)s"))
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
+_HANDLER = _StderrHandler()
+
+
+def _apply(ctx: typer.Context, key: str, value: bool) -> bool:
+    flags = ctx.meta.setdefault(_META, {"quiet": False, "verbose": False})
+    flags[key] = bool(value)
+    if flags["quiet"] and flags["verbose"]:
+        raise InvalidInputError("--quiet and --verbose exclude each other; give one of them.")
+    _state["quiet"] = flags["quiet"]
+    if LOGGER.handlers != [_HANDLER]:
+        for h in list(LOGGER.handlers):
+            LOGGER.removeHandler(h)
+        LOGGER.addHandler(_HANDLER)
+    LOGGER.propagate = False
+    LOGGER.setLevel(logging.ERROR if flags["quiet"] else
+                    logging.DEBUG if flags["verbose"] else logging.INFO)
+    if flags["quiet"]:
+        from divmeter.apps.cli.progress import quiet_libraries
+
+        quiet_libraries()
+    if key == "verbose" and value:
+        t0 = time.perf_counter()
+        name = ctx.command_path.split(" ", 1)[-1]  # "meta dectest", without "divmeter"
+        ctx.call_on_close(lambda: LOGGER.debug("%s took %.1f s", name, time.perf_counter() - t0))
+    return bool(value)
+
+
+def _on_quiet(ctx: typer.Context, value: bool) -> bool:
+    return _apply(ctx, "quiet", value)
+
+
+def _on_verbose(ctx: typer.Context, value: bool) -> bool:
+    return _apply(ctx, "verbose", value)
+
+
+QuietOpt = Annotated[bool, typer.Option(
+    "--quiet", "-q", callback=_on_quiet,
+    help="Nothing on stderr but errors: no progress, notes or summary (model libraries too).")]
+VerboseOpt = Annotated[bool, typer.Option(
+    "--verbose", "-v", callback=_on_verbose,
+    help="Also log details on stderr: models loaded (from where, how long), time taken.")]
+
+
+def is_quiet() -> bool:
+    """Whether the running command was given ``--quiet``."""
+    return _state["quiet"]
+
+
+def note(msg: str) -> None:
+    """A note on stderr (``divmeter: note: MSG``), unless ``--quiet``."""
+    if not _state["quiet"]:
+        typer.echo(f"divmeter: note: {msg}", err=True)

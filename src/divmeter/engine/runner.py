@@ -1,0 +1,313 @@
+"""Score a whole file of response sets into an output file: what ``divmeter score`` runs.
+
+:func:`score_file` reads the input (a validating counting pass first, so a malformed file stops
+before any output is written), resumes from what an interrupted run already wrote, streams one
+record per set to the output (JSONL, JSON, CSV or Parquet; ``"-"`` for stdout) or collects them,
+and keeps the running summary. The command line only parses options and prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from divmeter.engine.batch import (
+    MetricArg,
+    MetricPlan,
+    ProgressFn,
+    Summary,
+    completed_rows,
+    resolve_metrics,
+    score_sets,
+)
+from divmeter.inputs.data import (
+    detect_format,
+    open_record_writer,
+    read_instantiation_sets,
+    read_sets,
+)
+from divmeter.inputs.data.outputs import output_lock, refuse_input_as_output
+from divmeter.inputs.data.paths import is_stream
+from divmeter.inputs.data.vectors import is_npy, vector_reader
+from divmeter.core.errors import DivmeterError, InvalidInputError
+
+__all__ = ["FileRun", "score_file", "record_columns", "carried_fields", "with_metadata"]
+
+_SCALARS = (str, int, float, bool)
+
+
+@dataclass
+class FileRun:
+    """What :func:`score_file` did.
+
+    Attributes:
+        plans: The resolved metrics.
+        columns: Their output columns.
+        has_label: Whether the input's sets carry labels.
+        metadata: The input's metadata fields carried into every record (from the first set).
+        scored: Sets scored by this run.
+        skipped: Sets already in the output (``--resume``).
+        summary: Running aggregates over every set in the output (resumed ones included).
+        records: The records, when no output was given (else empty).
+        output: Where the records went (``None``: only ``records``).
+    """
+
+    plans: list[MetricPlan]
+    columns: list[str]
+    has_label: bool = False
+    metadata: list[str] = field(default_factory=list)
+    scored: int = 0
+    skipped: int = 0
+    summary: Summary = field(default_factory=lambda: Summary([]))
+    records: list[dict[str, Any]] = field(default_factory=list)
+    output: str | None = None
+
+
+def record_columns(plans: Sequence[MetricPlan], *, has_label: bool, signatures: bool,
+                   metadata: Sequence[str] = ()) -> list[str]:
+    """The fields of a result record, in output order.
+
+    Example:
+        >>> record_columns(resolve_metrics(["ttr"]), has_label=False, signatures=True)
+        ['set_id', 'row', 'ttr', 'reasons', 'per_response', 'signatures']
+        >>> record_columns(resolve_metrics(["ttr"]), has_label=True, signatures=False,
+        ...                metadata=["stage"])
+        ['set_id', 'row', 'label', 'stage', 'ttr', 'reasons', 'per_response']
+    """
+    cols = ["set_id", "row"] + (["label"] if has_label else []) + list(metadata)
+    cols += [p.column for p in plans]
+    cols.append("reasons")
+    if any(p.granularity == "response" for p in plans):
+        cols.append("per_response")
+    if signatures:
+        cols.append("signatures")
+    return cols
+
+
+def carried_fields(first: Any, columns: Sequence[str]) -> list[str]:
+    """The metadata fields a score output carries from its input: the first set's scalar
+    metadata (``stage``, ``prompt_id``, ``temperature``, ...), so ``divmeter meta paired
+    scores.jsonl --by stage`` can group the scores.
+
+    Tevet & Berant's precomputed ``metric_*`` columns are left out (they are scores of the input
+    file, read from it by the meta commands), as is any name a record already uses.
+
+    Example:
+        >>> from divmeter.inputs.data import ResponseSet
+        >>> s = ResponseSet("a", ["x"], metadata={"stage": "sft", "metric_bleu": 0.2,
+        ...                                       "tags": ["t"], "prompt_id": 3})
+        >>> carried_fields(s, ["ttr"])
+        ['stage', 'prompt_id']
+    """
+    from divmeter.engine.batch import RECORD_KEYS
+
+    if first is None:
+        return []
+    taken = set(RECORD_KEYS) | set(columns) | {"prompt", "responses", "metadata"}
+    return [k for k, v in first.metadata.items()
+            if (v is None or isinstance(v, _SCALARS)) and not k.startswith("metric_")
+            and k not in taken]
+
+
+def with_metadata(record: dict[str, Any], values: dict[str, Any], fields: Sequence[str]
+                  ) -> dict[str, Any]:
+    """``record`` with ``fields`` (from ``values``; ``None`` when absent) after its label.
+
+    Example:
+        >>> with_metadata({"set_id": "a", "row": 0, "ttr": 1.0}, {"stage": "sft"}, ["stage"])
+        {'set_id': 'a', 'row': 0, 'stage': 'sft', 'ttr': 1.0}
+    """
+    if not fields:
+        return record
+    head = ("set_id", "row", "label")
+    out = {k: record[k] for k in head if k in record}
+    for k in fields:
+        v = values.get(k)
+        out[k] = v if v is None or isinstance(v, _SCALARS) else str(v)
+    out.update((k, v) for k, v in record.items() if k not in head)
+    return out
+
+
+def _output_format(output: str, fmt: str | None) -> str:
+    if output == "-":
+        chosen = (fmt or "jsonl").lower()
+        if chosen == "parquet":
+            raise InvalidInputError("Parquet output needs a file: add -o OUT.parquet.")
+        return chosen
+    chosen = detect_format(output, fmt)
+    parent = Path(output).parent
+    if not parent.is_dir():
+        raise InvalidInputError(f"output folder {str(parent)!r} does not exist.")
+    return chosen
+
+
+def score_file(
+    input: str | os.PathLike[str],
+    metrics: Sequence[MetricArg],
+    output: str | None = None,
+    *,
+    fmt: str | None = None,
+    input_format: str | None = None,
+    resume: bool = False,
+    workers: int = 1,
+    signatures: bool = False,
+    summary_in_output: bool = False,
+    progress: ProgressFn | None = None,
+    scorer: Callable[..., Iterator[dict[str, Any]]] | None = None,
+    vectors: str | None = None,
+) -> FileRun:
+    """Score every set of a file with every metric.
+
+    Args:
+        input: A response-set file (``.jsonl``, ``.json``, ``.csv``, ``.parquet``, optionally
+            ``.gz``) or ``"-"`` for stdin.
+        metrics: ``"name[:k=v,...]"`` strings or ``(name, params)`` pairs.
+        output: Output file (streamed; format from ``fmt`` or the extension), ``"-"`` for
+            stdout (JSONL unless ``fmt``), or ``None`` to collect the records in
+            :attr:`FileRun.records`.
+        fmt: Output format: jsonl, json, csv or parquet.
+        input_format: Input format (default: from the extension).
+        resume: Skip the sets already in ``output`` (from an interrupted run) and append.
+        workers: Processes to spread the sets over.
+        signatures: Keep each metric's signature in every record.
+        summary_in_output: Kept for compatibility: JSON output always has one shape,
+            ``{"results": [...], "summary": {...}}``.
+        progress: Called as ``progress(done, total)`` after each set (resumed ones included).
+        scorer: What scores the sets, with :func:`divmeter.engine.batch.score_sets`'s signature and
+            contract (default: that function); the Ray engine passes its own
+            (:func:`divmeter.engine.ray.ray_score_sets`).
+        vectors: Precomputed embeddings of the sets' responses: a ``.npy`` file or the name of
+            a field / column holding each set's vectors (:mod:`divmeter.inputs.data.vectors`); metrics
+            that take vectors score them instead of embedding the texts. A ``.npy`` ``input`` is
+            read as vectors without it.
+
+    Returns:
+        A :class:`FileRun`.
+
+    Raises:
+        UnknownMetricError, InvalidInputError: For bad metrics or parameters, a malformed input
+            (file and line), an output that cannot be written or resumed; all before any set is
+            scored.
+
+    Example:
+        >>> import json, pathlib, tempfile
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> rec = {"set_id": "a", "responses": ["x y", "x z"]}
+        >>> _ = (d / "in.jsonl").write_text(json.dumps(rec))
+        >>> score_file(d / "in.jsonl", ["distinct-n:n=1"]).records
+        [{'set_id': 'a', 'row': 0, 'distinct-n:n=1': 0.75, 'reasons': {}}]
+    """
+    plans = resolve_metrics(metrics)
+    columns = [p.column for p in plans]
+    src = os.fspath(input)
+    if resume and (output is None or output == "-"):
+        raise InvalidInputError("resuming needs an output file to resume from.")
+    out_fmt = None if output is None else _output_format(output, fmt)
+    run = FileRun(plans, columns, summary=Summary(columns), output=output)
+
+    if output is not None:
+        refuse_input_as_output([src], output)
+
+    # CDM-like metrics read a JSONL of instantiations (marked texts become the responses)
+    reader = read_sets
+    if any(p.input == "instantiations" for p in plans):
+        reader = read_instantiation_sets
+    if vectors is not None or is_npy(src):  # precomputed embeddings
+        reader = vector_reader(reader, vectors)
+    total: int | None = None
+    if not is_stream(src):  # validates the whole file before any output is written
+        # (a pipe, FIFO or /dev/stdin can be read only once: it is streamed, not counted)
+        total = sum(1 for _ in reader(src, input_format))
+
+    with contextlib.ExitStack() as stack:
+        if output is not None and output != "-":
+            # one writer per output: the file streamed to (JSON/Parquet: their sidecar) is locked
+            # before it is read for --resume or truncated
+            streamed = Path(f"{output}.partial.jsonl") if out_fmt in {"json", "parquet"} \
+                else Path(output)
+            if not streamed.exists():
+                stack.push(_remove_if_failed(streamed))
+            stack.enter_context(output_lock(streamed))
+        _run(run, src, reader, input_format, total, output, out_fmt, resume=resume,
+             workers=workers, signatures=signatures, summary_in_output=summary_in_output,
+             progress=progress, scorer=scorer)
+    return run
+
+
+def _remove_if_failed(path: Path) -> Callable[..., bool]:
+    """An exit callback removing ``path`` (created by this run for its lock) when the run failed
+    before writing anything to it."""
+
+    def callback(exc_type: Any, *_: Any) -> bool:
+        if exc_type is not None and path.exists() and path.stat().st_size == 0:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        return False
+
+    return callback
+
+
+def _run(run: FileRun, src: str, reader: Any, input_format: str | None, total: int | None,
+         output: str | None, out_fmt: str | None, *, resume: bool, workers: int,
+         signatures: bool, summary_in_output: bool, progress: ProgressFn | None,
+         scorer: Callable[..., Iterator[dict[str, Any]]] | None) -> None:
+    """The body of :func:`score_file` once the output is locked."""
+    plans = run.plans
+    sets = reader(src, input_format)
+    first = next(sets, None)
+    run.has_label = first is not None and first.label is not None
+    run.metadata = carried_fields(first, run.columns)
+    skip: dict[int, str] = {}
+    appending = False
+    if resume and output is not None:
+        skip, old = completed_rows(output, out_fmt, columns=run.metadata + run.columns)
+        for rec in old:
+            run.summary.add(rec)
+        appending = bool(old) or (Path(output).exists() and Path(output).stat().st_size > 0)
+    run.skipped = len(skip)
+    meta_rows: dict[int, dict[str, Any]] = {}
+
+    def remembered(it: Any) -> Any:  # each set's carried metadata, by row, until its record
+        for row, s in enumerate(it):
+            if run.metadata and row not in skip:
+                meta_rows[row] = s.metadata
+            yield s
+
+    sets = remembered(itertools.chain([first] if first is not None else [], sets))
+    writer = None
+    try:
+        if output is not None:
+            cols = record_columns(plans, has_label=run.has_label, signatures=signatures,
+                                  metadata=run.metadata)
+            writer = open_record_writer(output, out_fmt, columns=cols, append=appending)
+        scorer = scorer or score_sets
+        for rec in scorer(sets, [(p.name, p.params) for p in plans], workers=workers,
+                          progress=progress, total=total, skip=skip, summary=run.summary,
+                          with_signatures=signatures):
+            run.scored += 1
+            rec = with_metadata(rec, meta_rows.pop(rec["row"], {}), run.metadata)
+            if writer is None:
+                run.records.append(rec)
+            else:
+                writer.write(rec)
+        if writer is not None:
+            if out_fmt == "json":  # one shape, with or without --summary
+                writer.extra = {"summary": run.summary.to_dict()}
+            w, writer = writer, None
+            w.close()
+    except OSError as exc:
+        if output is None or output == "-" or isinstance(exc, BrokenPipeError):
+            raise
+        raise DivmeterError(
+            f"cannot write {output}: {exc.strerror or exc} (after {run.scored} sets); what was "
+            "written before stays, and --resume continues from it."
+        ) from None
+    finally:
+        if writer is not None:  # interrupted: keep what was written (JSON/Parquet: the sidecar)
+            with contextlib.suppress(OSError):  # the original error is the one to report
+                writer.__exit__(KeyboardInterrupt, None, None)

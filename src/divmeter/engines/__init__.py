@@ -1,1 +1,0 @@
-"""Distributed engines: ``ray`` (:mod:`divmeter.engines.ray`, ``divmeter[dist]``)."""
