@@ -128,8 +128,9 @@ def test_degenerate_and_malformed(toy_vectors: Path) -> None:
     assert divmeter.score([], "cdm", **kw).reason == "empty set"
     from divmeter.metrics.cdm import cdm  # the public function follows the rule too
     assert cdm([["a", "b"]], **kw).reason == "fewer than two non-blank responses (got 1)"
-    kernel = divmeter.get_metric("cdm").kernel()  # the kernel keeps its own reasons
-    assert kernel([["a", "b"]], **kw).reason == "needs at least 2 instantiations; got 1"
+    from divmeter.testing import formula  # the formula keeps its own reasons
+
+    assert formula("cdm", [["a", "b"]], **kw).reason == "needs at least 2 instantiations; got 1"
     # no phrase at all: blank instantiations, null by the rule; the kernel's own reason
     assert divmeter.score([[], []], "cdm", **kw).reason == (
         "fewer than two non-blank responses (got 0)")

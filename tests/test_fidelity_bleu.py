@@ -22,7 +22,7 @@ import pytest
 
 from divmeter.core.errors import InvalidInputError
 from divmeter.metrics.overlap import homogenization, self_bleu, self_bleu_many, tokenize_13a
-from divmeter.engine.registry import KERNEL_ATTR
+from divmeter.testing import formula
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SELFBLEU = json.loads((FIXTURES / "overlap_selfbleu.json").read_text("utf-8"))
@@ -140,10 +140,10 @@ def test_self_bleu_coco_matches_a_literal_scorer_on_random_sets() -> None:
     sets = [s for s in sets if any(t.split() for t in s)]
     # the kernels: the arithmetic on every set, those with one non-blank response included
     # (the public functions make those null by the rule for degenerate sets)
-    batch = getattr(self_bleu_many, KERNEL_ATTR)(sets, n=3, smooth="coco")
+    batch = self_bleu_many(sets, n=3, smooth="coco")
     for s, b in zip(sets, batch, strict=True):
         ref = _cocoeval_self_bleu(s, 3)
-        one = getattr(self_bleu, KERNEL_ATTR)(s, n=3, smooth="coco").value
+        one = formula(self_bleu, s, n=3, smooth="coco").value
         assert one == pytest.approx(ref, rel=1e-13, abs=1e-300)
         assert b.value == one
 
@@ -233,7 +233,7 @@ def test_bleu_hf_hand_computed_and_one_direction() -> None:
 
 
 def test_bleu_hf_signature_degenerate_and_errors() -> None:
-    r = getattr(homogenization, KERNEL_ATTR)(["a b c d", ""], measure="bleu-hf")
+    r = formula(homogenization, ["a b c d", ""], measure="bleu-hf")
     assert r.value == 0.0  # evaluate divides by zero here; divmeter's kernel scores the pair 0
     rule = homogenization(["a b c d", ""], measure="bleu-hf")  # one non-blank response
     assert (rule.value, rule.reason) == (None, "fewer than two non-blank responses (got 1)")

@@ -127,7 +127,7 @@ def test_chamfer_sqeuclidean_registry_entry() -> None:
                                  "device": "cpu", "dtype": "float32"}
     assert spec.extra == "embed" and spec.input == "texts"
     assert "appendix B" in spec.citation and "eq. 3" in spec.citation
-    assert spec.batch is not None and spec.batch.endswith(":chamfer_sqeuclidean_many")
+    assert spec.definition.batched
     # the cosine form keeps its entry
     old = divmeter.get_metric("chamfer")
     assert old.bounds == (0.0, 2.0) and dict(old.params) == dict(spec.params)

@@ -44,16 +44,15 @@ NAMES = ["root-ttr", "corrected-ttr", "log-ttr", "summer-s", "dugast-u", "maas-a
 
 def per(texts: list[str], name: str, **params: Any) -> list[float | None]:
     """Per-response values of the metric's batched kernel on one set."""
-    kernel = get_metric(name).load_batch()
-    assert kernel is not None
-    return list(kernel([texts], **params)[0].details["per_response"])
+    res = get_metric(name).plan(params).score((tuple(texts),))[0]
+    return list(res.details["per_response"])
 
 
 def test_every_index_is_registered_with_its_facts() -> None:
     for name in NAMES:
         spec = get_metric(name)
         assert spec.family == "form" and spec.granularity == "response", name
-        assert spec.load_batch() is not None, name
+        assert spec.definition.batched, name
         assert spec.citation and spec.description, name
         assert "lexicalrichness" not in spec.citation.split(",")[0], name  # the original paper
     assert not get_metric("maas-a2").higher_is_more_diverse
@@ -476,11 +475,10 @@ def test_kernels_on_the_compiled_path(monkeypatch: pytest.MonkeyPatch, name: str
     monkeypatch.setattr(indices, "_VOCD_JIT_DRAWS", 0)
     texts = [" ".join(t) for _, t in TEXTS] + ["The the. THE\n", "  ", "a\tb  a"]
     sets = [texts[i:i + 7] for i in range(0, len(texts), 7)] + [[]]
-    kernel = get_metric(name).batch_kernel()  # the formula itself (the rule is not under test)
-    assert kernel is not None
-    compiled = kernel(sets, **params)
+    metric = get_metric(name).plan(params)  # the formula itself (the rule is not under test)
+    compiled = metric.score(tuple(tuple(s) for s in sets))
     monkeypatch.setenv("DIVMETER_NO_JIT", "1")
-    numpy_path = kernel(sets, **params)
+    numpy_path = metric.score(tuple(tuple(s) for s in sets))
     assert [(r.value, r.reason, r.signature, r.details) for r in compiled] == [
         (r.value, r.reason, r.signature, r.details) for r in numpy_path]
     assert sum(r.details["n_defined"] for r in compiled) > 10
@@ -540,8 +538,8 @@ def test_signatures(name: str, params: dict, signature: str) -> None:
 def test_errors(name: str, params: dict, message: str) -> None:
     with pytest.raises(InvalidInputError, match=re.escape(message)):
         divmeter.score(["a b a"], name, **params)
-    with pytest.raises(InvalidInputError):  # the kernel checks too, called directly
-        get_metric(name).load_batch()([["a b a"]], **params)  # type: ignore[misc]
+    with pytest.raises(InvalidInputError):  # the definition checks, whoever calls it
+        get_metric(name).plan(params)
 
 
 def test_no_number_depends_on_the_rest_of_the_batch() -> None:

@@ -30,7 +30,8 @@ from divmeter.metrics.ngram import (
     ngram_diversity,
     self_repetition,
 )
-from divmeter.engine.registry import KERNEL_ATTR, get_metric
+from divmeter.engine.registry import get_metric
+from divmeter.testing import formula
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LN2 = math.log(2)
@@ -45,7 +46,7 @@ def _value(fn: Any, texts: list[str], **kw: Any) -> float | None:
 def _kernel(fn: Any) -> Any:
     """The registered function behind a public one: the formula on a set the rule for
     degenerate sets makes null (fewer than two non-blank responses) through the public one."""
-    return getattr(fn, KERNEL_ATTR)
+    return lambda texts, **kw: formula(fn, texts, **kw)
 
 
 RULE_1 = "fewer than two non-blank responses (got 1)"

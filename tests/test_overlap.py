@@ -18,7 +18,7 @@ from divmeter.metrics.overlap import (
     self_bleu,
     self_bleu_many,
 )
-from divmeter.engine.registry import KERNEL_ATTR
+from divmeter.testing import formula
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SELFBLEU = json.loads((FIXTURES / "overlap_selfbleu.json").read_text("utf-8"))
@@ -108,7 +108,7 @@ def test_self_bleu_degenerate(texts: list[str], reason: str, kernel_reason: str,
     assert r.value is None
     assert r.reason == reason
     assert r.signature.startswith(f"self-bleu|n:4|variant:{variant}|")
-    k = getattr(self_bleu, KERNEL_ATTR)(texts, variant=variant)
+    k = formula(self_bleu, texts, variant=variant)
     assert (k.value, k.reason, k.signature) == (None, kernel_reason, r.signature)
 
 
@@ -289,7 +289,7 @@ def test_homogenization_case() -> None:
 def test_homogenization_degenerate(texts: list[str], reason: str, kernel_reason: str) -> None:
     r = homogenization(texts)
     assert (r.value, r.reason) == (None, reason)
-    k = getattr(homogenization, KERNEL_ATTR)(texts)
+    k = formula(homogenization, texts)
     assert (k.value, k.reason) == (None, kernel_reason)
 
 

@@ -109,15 +109,9 @@ def test_every_family_is_covered() -> None:
 @pytest.mark.parametrize("spec", SPECS, ids=IDS)
 def test_targets_resolve(spec: MetricSpec) -> None:
     fn = spec.load()
-    module, _, attr = spec.target.partition(":")
-    assert callable(fn) and (fn.__module__, fn.__name__) == (module, attr)
-    batched = spec.load_batch()
-    if spec.batch is None:
-        assert batched is None
-    else:
-        module, _, attr = spec.batch.partition(":")
-        assert callable(batched), spec.batch
-        assert (batched.__module__, batched.__qualname__) == (module, attr)
+    module, _, _ = spec.target.partition(":")
+    assert callable(fn) and fn.__module__ == module
+    assert fn.__divmeter_metric__ is spec.definition  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,13 @@ from typing import Any
 
 import pytest
 
+from divmeter.testing import formula
+
 from divmeter import InvalidInputError, ResponseSet, UnknownMetricError, score, score_many
 from divmeter.engine.batch import score_sets
 from divmeter.metrics import ngram as lexical
-from divmeter.engine.registry import _REGISTRY, get_metric, list_metrics, register, register_batch
+from divmeter.engine.registry import _REGISTRY, get_metric, list_metrics
+from divmeter.engine.public import register, register_batch
 from divmeter.core.result import MetricResult
 from exact import same
 
@@ -60,12 +63,12 @@ CORE_FORM = [s.name for s in list_metrics("form") if s.extra is None]
 
 def _assert_same_results(got: list[MetricResult], sets: list[Any], metric: str,
                          kernel: bool = False, **params: Any) -> None:
-    """``got`` equals :func:`score` on each set, or (``kernel``: ``got`` came from a raw batched
-    kernel, which the batch core's rule for degenerate sets does not pass) the metric's own
-    per-set function."""
+    """``got`` equals :func:`score` on each set, or (``kernel``: ``got`` came from the metric's
+    formula on many sets, which the engine's rule for degenerate sets does not pass) the
+    formula on each set alone."""
     assert len(got) == len(sets)
     for i, (g, s) in enumerate(zip(got, sets, strict=True)):
-        want = get_metric(metric).load()(s, **params) if kernel else score(s, metric, **params)
+        want = formula(metric, s, **params) if kernel else score(s, metric, **params)
         where = f"{metric} {params} set {i}: {s!r}"
         assert g.metric == want.metric, where
         assert g.value == want.value or (g.value is None and want.value is None), where
@@ -116,14 +119,12 @@ def test_batched_variants_equal_per_set(metric: str, params: dict[str, Any]) -> 
 
 
 def test_batched_metrics_are_registered() -> None:
-    batched = {s.name for s in list_metrics() if s.batch is not None}
+    batched = {s.name for s in list_metrics() if s.definition.batched}
     assert batched >= {"distinct-n", "entropy-n", "ead", "ngram-diversity", "self-repetition",
                        "ngram-cosine"}
-    assert get_metric("distinct-n").batch == "divmeter.metrics.ngram:distinct_n_many"
-    # the response-level metrics score every set with their one many-set kernel too
+    # the response-level metrics score every set with their one many-set formula too
     assert batched >= {"ttr", "mattr", "pattr", "response-compression", "mtld", "hdd", "length"}
-    assert get_metric("ttr").batch == "divmeter.metrics.richness:ttr_many"
-    assert get_metric("compression-ratio").load_batch() is None
+    assert not get_metric("compression-ratio").definition.batched
 
 
 def test_hand_checked_values_inside_a_batch() -> None:
@@ -205,9 +206,9 @@ def test_register_batch_attaches_a_batched_implementation() -> None:
     register("demo-batched", family="form", granularity="set", higher_is_more_diverse=True,
              bounds=(0, None), citation="none")(_demo)
     try:
-        assert get_metric("demo-batched").load_batch() is None
+        assert not get_metric("demo-batched").definition.batched
         register_batch("demo-batched")(_demo_many)
-        assert get_metric("demo-batched").batch == "test_score_many:_demo_many"
+        assert get_metric("demo-batched").definition.batched
         got = score_many([["a", "c"], ["a", "b", "c"], []], "demo-batched")
         assert [r.value for r in got] == [2.0, 3.0, None]  # []: null by the rule, not scored
         assert CALLS == [2]  # one call for the whole list (the sets the rule lets through)
@@ -252,10 +253,8 @@ def test_an_immutable_batch_is_tokenized_once_per_tokenizer() -> None:
     for metric, params in [("distinct-n", {}), ("ngram-cosine", {}), ("entropy-n", {"n": 2}),
                            ("ead", {}), ("distinct-n", {"n": 1}), ("ngram-diversity", {}),
                            ("self-repetition", {"n": 2})]:
-        batched = get_metric(metric).load_batch()
-        assert batched is not None
-        _assert_same_results(batched(frozen, **params), list(frozen), metric, kernel=True,
-                             **params)
+        formula = get_metric(metric).plan(params).score
+        _assert_same_results(formula(frozen), list(frozen), metric, kernel=True, **params)
         assert lexical._interned(frozen, tevet) is first
 
 
@@ -287,9 +286,7 @@ def test_a_batch_target_bound_under_another_name_still_resolves() -> None:
     register("demo-renamed", family="form", granularity="set", higher_is_more_diverse=True,
              bounds=(0, None), citation="none")(_demo)
     try:
-        public = register_batch("demo-renamed")(renamed)
-        assert get_metric("demo-renamed").batch_kernel().__wrapped__ is renamed
-        assert get_metric("demo-renamed").load_batch() is public
+        assert register_batch("demo-renamed")(renamed) is renamed
         assert [r.value for r in score_many([["a", "c"], ["a", "b", "c"]], "demo-renamed")
                 ] == [2.0, 3.0]
         with pytest.raises(ValueError, match="batch target of 'demo-renamed' is not callable"):
@@ -298,7 +295,3 @@ def test_a_batch_target_bound_under_another_name_still_resolves() -> None:
         _REGISTRY.pop("demo-renamed")
         renamed.__qualname__ = "_renamed_many"
 
-
-@pytest.mark.parametrize("spec", [s for s in list_metrics() if s.batch], ids=lambda s: s.name)
-def test_every_batch_path_resolves(spec: Any) -> None:
-    assert callable(spec.load_batch())

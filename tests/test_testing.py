@@ -26,7 +26,8 @@ from divmeter.inputs.data.model import as_texts
 from divmeter.core.errors import InvalidInputError
 from divmeter.metrics._common import undefined
 from divmeter.core.params import UNSET, Param
-from divmeter.engine.registry import _REGISTRY, MetricSpec, list_metrics, register, register_batch
+from divmeter.engine.registry import _REGISTRY, MetricSpec, list_metrics
+from divmeter.engine.public import register, register_batch
 from divmeter.core.result import MetricResult, make_signature
 from divmeter.testing import (
     NORMAL_SETS,
@@ -219,10 +220,13 @@ def test_a_third_party_metric_passes_once_fixed(demo: None) -> None:
 
 
 def test_a_batch_kernel_that_disagrees_is_caught(demo: None) -> None:
+    """A many-set formula whose value depends on the other sets of the batch: one set alone
+    (a batch of one) and the same set among others disagree."""
+
     @register_batch("demo-check")
     def _wrong_many(sets: Any, *, scale: float = 1.0, unused: int = 3) -> list[MetricResult]:
-        return [MetricResult("demo-check", 0.0, make_signature("demo-check", scale=scale))
-                for _ in sets]
+        return [MetricResult("demo-check", float(len(sets)),
+                             make_signature("demo-check", scale=scale)) for _ in sets]
 
     with pytest.raises(MetricCheckError, match=r"score == score_many == the public function: "
                        r"score vs score_many, set 0: value"):

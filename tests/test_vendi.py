@@ -25,7 +25,7 @@ from divmeter.metrics.vendi import (
     vendi_from_kernel,
     vendi_ngram,
 )
-from divmeter.engine.registry import KERNEL_ATTR
+from divmeter.testing import formula
 from divmeter.inputs.text import NgramIndex
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -406,7 +406,7 @@ def test_vendi_ngram_degenerate_sets(
 ) -> None:
     """The kernel's documented value on each set; the public function gives the rule's null
     where the set has fewer than two non-blank responses (as divmeter.score does)."""
-    res = getattr(vendi_ngram, KERNEL_ATTR)(responses)
+    res = formula(vendi_ngram, responses)
     if expected is None:
         assert res.value is None and res.reason == reason
     else:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from divmeter.engine.batch import MetricPlan, evaluate, resolve_metrics
+from divmeter.engine.batch import evaluate, resolve_metrics
 from divmeter.core.errors import InvalidInputError
 from divmeter.core.memory import memory_limit
-from divmeter.engine.registry import check_params, get_metric, parse_metric_arg
+from divmeter.engine.registry import parse_metric_arg
 from divmeter.core.result import MetricResult
 
 __all__ = ["score", "score_many"]
@@ -46,14 +46,11 @@ def score(responses: Any, metric: str, *, max_memory: int | str | None = None,
         0.6666666666666666
     """
     name, inline = parse_metric_arg(metric)
-    spec = get_metric(name)
-    merged = {**inline, **params}
-    check_params(spec, merged)
+    (plan,) = resolve_metrics([(name, {**inline, **params})])
     with memory_limit(max_memory):
-        # the batch core applies the one rule for degenerate sets and the memory estimate
-        # (divmeter.engine.batch), for score too; names=[""]: a refusal names no set
-        plan = MetricPlan(spec.name, merged, spec.name, spec.granularity, spec.family, spec.input)
-        res = evaluate([responses], [plan], min_batch=2, names=[""])[0][0]
+        # the engine applies the one rule for degenerate sets and the cost checks, for score
+        # too (one set is a batch of one); names=[""]: a refusal names no set
+        res = evaluate([responses], [plan], names=[""])[0][0]
     if isinstance(res, InvalidInputError):
         raise res
     return res
@@ -105,18 +102,15 @@ def score_many(
     if on_error not in ("raise", "null"):
         raise InvalidInputError(f"`on_error` must be one of raise, null; got {on_error!r}.")
     name, inline = parse_metric_arg(metric)
-    spec = get_metric(name)
-    merged = {**inline, **params}
-    check_params(spec, merged)
-    (plan,) = resolve_metrics([(spec.name, merged)])
+    (plan,) = resolve_metrics([(name, {**inline, **params})])
     items = list(sets)
     out: list[MetricResult] = []
     with memory_limit(max_memory):
-        outcomes = evaluate(items, [plan], what="sets", min_batch=1)[0]
+        outcomes = evaluate(items, [plan], what="sets")[0]
     for res in outcomes:
         if isinstance(res, InvalidInputError):
             if on_error == "raise":
                 raise res
-            res = MetricResult(spec.name, None, "", reason=str(res))
+            res = MetricResult(plan.name, None, "", reason=str(res))
         out.append(res)
     return out

@@ -573,3 +573,17 @@ def _matrix_cost(metric: str, n: int, params: Mapping[str, Any], texts: Any) -> 
         seconds = 2 * pairs * (BERTSCORE_PAIR_SECONDS + 2 * words * words * 384 * FLOP_SECONDS)
         cheaper = "use a GPU (bertscore:device=cuda) or score a random sample of the responses"
     return Cost(metric, n, needed, what, pairs, seconds, cheaper)
+
+
+def table_cost(metric: str, n: int, params: Mapping[str, Any], texts: Any = None) -> Cost | None:
+    """The cost of a metric from :data:`ESTIMATORS` (the table the metric definitions are
+    replacing with their own ``cost``): its memory, and for the quadratic ones their pairs and
+    rough time; ``None`` for a metric the table does not know."""
+    est = ESTIMATORS.get(metric)
+    if est is None:
+        return None
+    cost = _matrix_cost(metric, n, params, texts if texts is not None else [""] * n)
+    if cost is not None:
+        return cost
+    needed, what = est(n, params)
+    return Cost(metric, n, needed, what, 0, 0.0)

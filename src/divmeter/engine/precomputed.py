@@ -26,7 +26,7 @@ import numpy as np
 from divmeter.core import memory
 from divmeter.inputs.data.vectors import as_vectors, is_vector_input
 from divmeter.core.errors import InvalidInputError
-from divmeter.engine.registry import vector_kernel
+from divmeter.engine.definition import Metric
 from divmeter.core.result import MetricResult
 
 __all__ = ["vector_inputs", "vector_outcomes"]
@@ -70,33 +70,30 @@ def _texts_missing(x: Any) -> bool:
     return is_vector_input(x) or (isinstance(x, (list, tuple)) and not x)
 
 
-def vector_outcomes(name: str, params: dict[str, Any], inputs: Sequence[Any],
-                    vectors: Sequence[VectorIn], set_name: Callable[[int], str]
-                    ) -> list[Outcome] | None:
-    """The outcomes of metric ``name`` on sets with vectors, or ``None`` when the usual text
-    path scores them (the metric scores texts and the sets have texts).
+def vector_outcomes(metric: Metric, inputs: Sequence[Any], vectors: Sequence[VectorIn],
+                    set_name: Callable[[int], str]) -> list[Outcome] | None:
+    """The outcomes of ``metric`` on sets with vectors, or ``None`` when the usual text path
+    scores them (the metric scores texts and the sets have texts).
 
     Raises:
         MemoryLimitError: A set above the memory limit (named by ``set_name``).
     """
-    kernel = vector_kernel(name)
     has = [v is not None for v in vectors]
-    if kernel is None:
+    if not metric.takes_vectors():
         only = [h and _texts_missing(inputs[i]) for i, h in enumerate(has)]
         if not all(only):
             return None
         return [InvalidInputError(
-            f"{name} scores texts; this set holds precomputed vectors only (metrics that take "
-            "vectors: the embedding and geometry metrics, divmeter list --family content)."
-        ) for _ in inputs]
+            f"{metric.name} scores texts; this set holds precomputed vectors only (metrics "
+            "that take vectors: the embedding and geometry metrics, divmeter list --family "
+            "content).") for _ in inputs]
     out: list[Outcome | None] = [None] * len(inputs)
     live: list[int] = []
-    refused: dict[int, str] = {}
-    checked: set[int] = set()  # set sizes whose memory estimate passed
+    checked: set[int] = set()  # set sizes whose cost passed
     for i, v in enumerate(vectors):
         why = _text_rule(inputs[i])
         if why is not None and isinstance(v, np.ndarray):
-            refused[i] = why
+            out[i] = metric.null(why)
         elif v is None:
             out[i] = InvalidInputError(
                 f"this call scores precomputed vectors (other sets are arrays); {set_name(i)} "
@@ -106,32 +103,19 @@ def vector_outcomes(name: str, params: dict[str, Any], inputs: Sequence[Any],
             out[i] = v
         else:
             n = v.shape[0]
-            if n in checked:
-                live.append(i)
-                continue
-            try:
-                if memory.estimate(name, n, params) is not None:
-                    memory.precheck(name, v, params)
-                else:
-                    memory.check(name, 4 * 8 * n * n, f"4 x a {n:,} x {n:,} matrix")
-            except memory.MemoryLimitError as exc:
-                label = set_name(i)
-                raise (memory.for_set(exc, label) if label else exc) from None
-            checked.add(n)
+            if n not in checked:
+                cost = metric.cost(n)
+                if cost is not None:
+                    try:
+                        memory.check(metric.name, cost.needed, cost.what, )
+                    except memory.MemoryLimitError as exc:
+                        label = set_name(i)
+                        raise (memory.for_set(exc, label) if label else exc) from None
+                checked.add(n)
             live.append(i)
-    if refused:  # the metric's signature, from its answer on an empty set
-        first = next(iter(refused))
-        width = vectors[first].shape[1]  # type: ignore[union-attr]
-        try:
-            sig = kernel([np.zeros((0, width))], **params)[0].signature
-        except InvalidInputError as exc:
-            sig = exc
-        for i, why in refused.items():
-            out[i] = sig if isinstance(sig, InvalidInputError) else MetricResult(
-                name, None, sig, reason=why)
     if live:
         try:
-            results: list[Outcome] = list(kernel([vectors[i] for i in live], **params))
+            results: list[Outcome] = list(metric.vectors([vectors[i] for i in live]))
         except InvalidInputError as exc:
             results = [exc] * len(live)
         for i, r in zip(live, results, strict=True):

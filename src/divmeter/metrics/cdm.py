@@ -56,7 +56,7 @@ from divmeter.inputs.data.readers import read_cdm_jsonl
 from divmeter.core.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_positive, undefined
 from divmeter.core.params import Param
-from divmeter.engine.registry import register
+from divmeter.engine.public import register
 from divmeter.core.result import MetricResult, make_signature
 
 __all__ = [

@@ -41,7 +41,7 @@ from divmeter.inputs.data.model import as_texts
 from divmeter.core.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.core.params import Param
-from divmeter.engine.registry import register
+from divmeter.engine.public import register
 from divmeter.core.result import MetricResult, make_signature
 
 __all__ = [
@@ -893,7 +893,7 @@ def decan_many(sets: Sequence[Sequence[str]], *, prompts: Sequence[str | None] |
 
 
 try:  # batched hook (used by score_many when the run fixes one prompt for every set)
-    from divmeter.engine.registry import register_batch
+    from divmeter.engine.public import register_batch
 except ImportError:  # pragma: no cover - older registry
     pass
 else:

@@ -41,7 +41,7 @@ from divmeter.metrics.vendi import (
     vendi_from_kernel,
 )
 from divmeter.core.params import Param
-from divmeter.engine.registry import register, register_batch
+from divmeter.engine.public import register, register_batch
 from divmeter.core.result import MetricResult, make_signature
 
 __all__ = [

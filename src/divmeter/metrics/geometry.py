@@ -97,7 +97,8 @@ from divmeter.metrics.kernels import (
 )
 from divmeter.metrics.reduce import diversity_from_similarity
 from divmeter.core.params import Param, validate
-from divmeter.engine.registry import get_metric, register, register_batch, register_vectors
+from divmeter.engine.public import register, register_batch, register_vectors
+from divmeter.engine.registry import get_metric
 from divmeter.core.result import MetricResult, make_signature
 
 __all__ = [

@@ -72,7 +72,7 @@ from divmeter.metrics.richness import (
     make_signature,
 )
 from divmeter.core.params import LOWERCASE, Param, tokenizer_param, validate
-from divmeter.engine.registry import register, register_batch
+from divmeter.engine.public import register, register_batch
 from divmeter.core.result import MetricResult
 from divmeter.inputs.text import Tokenizer, TokenKeys
 from divmeter.inputs.text.intern import TokenIds, compiled, per_text

@@ -20,7 +20,7 @@ from typing import Any
 from divmeter.inputs.data.model import as_texts
 from divmeter.backends.judge.config import CAPS
 from divmeter.core.params import Param
-from divmeter.engine.registry import register, register_batch
+from divmeter.engine.public import register, register_batch
 from divmeter.core.result import MetricResult
 
 __all__ = ["judge", "judge_many"]

@@ -40,7 +40,7 @@ from divmeter.core.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.reduce import REDUCTIONS, diversity_from_similarity
 from divmeter.core.params import LOWERCASE, MAX_ORDER, Param, tokenizer_param
-from divmeter.engine.registry import register, register_batch
+from divmeter.engine.public import register, register_batch
 from divmeter.core.result import MetricResult, make_signature
 from divmeter.inputs.text import NgramIndex, SetTokens, Tokenizer, get_tokenizer, ngram_tuples
 from divmeter.inputs.text import encode_sets as _encode_sets

@@ -59,7 +59,7 @@ from divmeter.core.memory import NO_STEPS, Steps
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.reduce import diversity_from_similarity, mean_pairwise
 from divmeter.core.params import LOWERCASE, MAX_ORDER, TEXT_TOKENIZERS, Param, tokenizer_param
-from divmeter.engine.registry import register, register_batch
+from divmeter.engine.public import register, register_batch
 from divmeter.core.result import MetricResult, make_signature
 from divmeter.inputs.text import NgramIndex, get_tokenizer, ngram_tuples
 from divmeter.inputs.text.tokenize import porter_stem, rouge_tokenize, tokenize_13a

@@ -44,7 +44,7 @@ from divmeter.inputs.data.model import as_texts
 from divmeter.core.errors import InvalidInputError
 from divmeter.metrics._common import undefined
 from divmeter.core.params import Param
-from divmeter.engine.registry import register, register_batch
+from divmeter.engine.public import register, register_batch
 from divmeter.core.result import MetricResult, make_signature
 
 __all__ = [

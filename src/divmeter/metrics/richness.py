@@ -54,7 +54,7 @@ from divmeter.core.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.ngram import ALGORITHMS, _compressed_size
 from divmeter.core.params import LOWERCASE, Param, tokenizer_param
-from divmeter.engine.registry import register, register_batch
+from divmeter.engine.public import register, register_batch
 from divmeter.core.result import MetricResult, make_signature
 from divmeter.inputs.text import Tokenizer, TokenKeys, get_tokenizer
 from divmeter.inputs.text.intern import TokenIds, compiled, per_text

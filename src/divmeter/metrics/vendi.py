@@ -55,7 +55,7 @@ from divmeter.core.errors import InvalidInputError
 from divmeter.core.memory import NO_STEPS, Steps
 from divmeter.metrics._common import check_choice, check_int, check_positive, undefined
 from divmeter.core.params import LOWERCASE, MAX_ORDER, Param, tokenizer_param
-from divmeter.engine.registry import register
+from divmeter.engine.public import register
 from divmeter.core.result import MetricResult, make_signature
 from divmeter.inputs.text import NgramIndex, get_tokenizer
 

@@ -11,7 +11,8 @@ from typing import Any
 
 from divmeter.engine.batch.models import check_model
 from divmeter.core.errors import InvalidInputError, UnknownMetricError
-from divmeter.engine.registry import check_params, column_name, get_metric, parse_metric_arg
+from divmeter.engine.definition import Metric
+from divmeter.engine.registry import column_name, get_metric, parse_metric_arg
 
 __all__ = ["MetricArg", "MetricPlan", "resolve_metrics"]
 
@@ -20,21 +21,52 @@ MetricArg = str | tuple[str, Mapping[str, Any]]
 
 @dataclass(frozen=True)
 class MetricPlan:
-    """A metric resolved for a batch run: name, parameters, output column and granularity."""
+    """A metric resolved for a run: the metric with its parameters validated (``metric``, an
+    instance of its definition), the parameters as requested and its output column. A run
+    carries plans from the command line to the writer; nothing downstream parses names back.
+    """
 
-    name: str
-    params: Mapping[str, Any]
+    metric: Metric
     column: str
-    granularity: str
-    family: str
-    input: str = "texts"
-    uses_prompt: bool = False
-    uses_fields: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.metric.name
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        """The parameters as requested (defaults not filled in)."""
+        return self.metric.given
+
+    @property
+    def granularity(self) -> str:
+        return self.metric.granularity
+
+    @property
+    def family(self) -> str:
+        return self.metric.family
+
+    @property
+    def input(self) -> str:
+        return self.metric.input
+
+    @property
+    def signature(self) -> str:
+        """The metric's signature with these parameters."""
+        return self.metric._sig()
+
+    @property
+    def uses_prompt(self) -> bool:
+        return "prompt" in self.metric.context and "prompt" not in self.metric.given
+
+    @property
+    def uses_fields(self) -> bool:
+        return "fields" in self.metric.context and "fields" not in self.metric.given
 
 
 def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
-    """Resolve ``"name:k=v"`` strings or ``(name, params)`` pairs into :class:`MetricPlan` s,
-    checking every parameter against the metric's declaration.
+    """Resolve ``"name:k=v"`` strings or ``(name, params)`` pairs into :class:`MetricPlan` s:
+    each metric's parameters validated once, against its declarations (and its model resolved).
 
     Raises:
         UnknownMetricError: For an unregistered name (with suggestions).
@@ -59,7 +91,7 @@ def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
                 name, params = m[0], dict(m[1])
             spec = get_metric(name)
             label = label or column_name(name, params)
-            check_params(spec, params)
+            metric = spec.plan(params)
         except UnknownMetricError:
             raise
         except InvalidInputError as exc:
@@ -68,23 +100,12 @@ def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
             raise InvalidInputError(f"metric {label!r}: {exc}") from None
         if "model" in spec.params and spec.family in {"content", "lm"}:
             try:
-                check_model(spec.family, params.get("model", spec.params["model"]))
+                check_model(spec.family, metric.p["model"])
             except InvalidInputError as exc:
                 raise InvalidInputError(f"metric {label!r}: {exc}") from None
         col = column_name(name, params)
         if col in seen:
             raise InvalidInputError(f"metric column {col!r} is requested twice.")
         seen.add(col)
-        plans.append(
-            MetricPlan(
-                name,
-                dict(params),
-                col,
-                spec.granularity,
-                spec.family,
-                spec.input,
-                uses_prompt="prompt" in spec.params and "prompt" not in params,
-                uses_fields="fields" in spec.params and "fields" not in params,
-            )
-        )
+        plans.append(MetricPlan(metric, col))
     return plans

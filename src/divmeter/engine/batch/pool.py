@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
-from divmeter.engine.batch.evaluate import batch_fn
 from divmeter.engine.batch.plan import MetricArg, resolve_metrics
 from divmeter.engine.batch.records import score_chunk
 from divmeter.engine.batch.summary import ProgressFn, Summary, Tally
@@ -122,7 +121,7 @@ def score_sets(
         return unscored(sets, skip, tally.skipped)
 
     if workers == 1:
-        batched = any(batch_fn(p) is not None for p in plans)
+        batched = any(p.metric.batched for p in plans)
         for chunk in _chunks(pending(), (chunk_size or BATCH_SIZE) if batched else 1):
             for rec in score_chunk(chunk, plans):
                 yield finish(rec)

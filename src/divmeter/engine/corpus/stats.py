@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from divmeter.core.degenerate import count_non_blank, reason_from_counts
-from divmeter.engine.registry import get_metric, rule_applied
+from divmeter.engine.registry import get_metric
 from divmeter.core.result import MetricResult
 
 __all__ = [
@@ -138,6 +138,9 @@ class Accumulator:
     def __init__(self, name: str, params: Mapping[str, Any]) -> None:
         self.name = name
         self.params = dict(params)
+        #: The metric with these parameters (its definition resolved once): every statistic
+        #: reads its settings from it, as the one-set path does.
+        self.metric = get_metric(name).plan(self.params)
         self.pass_ = 0
         self.n_responses = 0
         self.n_seen = 0
@@ -203,13 +206,10 @@ class Accumulator:
             >>> acc.add(["a b c"]); acc.finish().reason
             'fewer than two non-blank responses (got 1)'
         """
-        spec = get_metric(self.name)
-        why = reason_from_counts(self.n_seen, self.n_non_blank, spec.granularity)
+        why = reason_from_counts(self.n_seen, self.n_non_blank, self.metric.granularity)
         if why is None:
             return self.result()
-        with rule_applied():
-            signature = spec.kernel()([], **self.params).signature
-        return MetricResult(self.name, None, signature, reason=why)
+        return MetricResult(self.name, None, self.metric.signature(), reason=why)
 
 
 class TwoPass(Accumulator):
@@ -237,12 +237,9 @@ class ResponseMean(Accumulator):
     corpus value is the mean over the defined responses, as the metric's set value."""
 
     def _setup(self) -> None:
-        spec = get_metric(self.name)
-        # the registered function itself: a response's value does not depend on the batch it
-        # comes in (a batch of blank responses included); the rule is the corpus's (finish)
-        self._fn = spec.kernel()
-        with rule_applied():
-            self.sig = self._fn([""], **self.params).signature
+        # the formula itself: a response's value does not depend on the batch it comes in (a
+        # batch of blank responses included); the rule is the corpus's (finish)
+        self.sig = self.metric.signature()
         self.none_reason: str | None = None
 
     def _reset(self) -> None:
@@ -252,8 +249,7 @@ class ResponseMean(Accumulator):
     def _add(self, texts: Sequence[str]) -> None:
         if not texts:
             return
-        with rule_applied():
-            res = self._fn(list(texts), **self.params)
+        res = self.metric.score((tuple(texts),))[0]
         per = (res.details or {}).get("per_response") or []
         for v in per:
             if v is not None and v == v:
@@ -298,9 +294,7 @@ class OneWorker(Accumulator):
 
     def result(self) -> MetricResult:
         texts = [t for k in sorted(self.shards) for t in self.shards[k]]
-        with rule_applied():
-            res: MetricResult = get_metric(self.name).kernel()(texts, **self.params)
-        return res
+        return self.metric.score((tuple(texts),))[0]
 
 
 def make_accumulator(name: str, params: Mapping[str, Any]) -> Accumulator:
@@ -315,6 +309,6 @@ def make_accumulator(name: str, params: Mapping[str, Any]) -> Accumulator:
     """
     spec = get_metric(name)
     full = {**spec.params, **dict(params)}
-    factory = spec.corpus if spec.corpus is not None else OneWorker
+    factory = spec.definition.statistics or OneWorker
     acc: Accumulator = factory(spec.name, full)
     return acc
