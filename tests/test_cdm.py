@@ -135,7 +135,7 @@ def test_degenerate_and_malformed(toy_vectors: Path) -> None:
     assert divmeter.score([[], []], "cdm", **kw).reason == (
         "fewer than two non-blank responses (got 0)")
     assert cdm([[], []], **kw).reason == "fewer than two non-blank responses (got 0)"
-    assert kernel([[], []], **kw).reason == "instantiations have no positions"
+    assert formula("cdm", [[], []], **kw).reason == "instantiations have no positions"
     oov = divmeter.score([["a", "zzz"], ["b", "c"]], "cdm", **kw)
     assert oov.value is None and "'zzz' (instantiation 0, position 1)" in oov.reason
     with pytest.raises(InvalidInputError, match="instantiation 1 has 1"):

