@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import divmeter
@@ -328,10 +329,11 @@ def test_bad_values_are_refused_by_their_declaration() -> None:
 
 
 def test_the_recipe_of_architecture_md_is_a_whole_metric() -> None:
-    """docs/ARCHITECTURE.md, "Adding a metric": its module, run as written, registers a metric
-    that passes the contract, corpus merge (exact) included, with its defaults written once."""
+    """docs/ARCHITECTURE.md, "Adding a metric": its module, run as written, registers two
+    metrics that pass the contract: one with exact corpus statistics, one on vectors (the vector
+    path checked at every parameter alternative), each with its defaults written once."""
     doc = (Path(__file__).resolve().parents[1] / "docs" / "ARCHITECTURE.md").read_text()
-    section = doc.split("## Adding a metric = one module + one test file", 1)[1]
+    section = doc.split("## Adding a metric = one definition + one test file", 1)[1]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     namespace: dict[str, Any] = {"__name__": "recipe_example"}
     exec(compile(code, "ARCHITECTURE.md", "exec"), namespace)  # noqa: S102
@@ -344,5 +346,38 @@ def test_the_recipe_of_architecture_md_is_a_whole_metric() -> None:
         assert divmeter.score(["a b a", "b c"], "pooled-ttr").value == 3 / 5
         assert namespace["pooled_ttr"](["a b a"]).reason == (
             "fewer than two non-blank responses (got 1)")
+        vec = divmeter.get_metric("letter-spread")
+        assert vec.takes_vectors and vec.merge == "none"
+        report = check_metric("letter-spread")
+        assert ("every path gives the one-set value at every parameter alternative"
+                in report.passed and report.skipped == {})
+        x = np.array([[1.0, 0.0], [3.0, 0.0]])
+        assert divmeter.score(x, "letter-spread", scale=2.0).value == 2.0  # |±1| x 2
+        assert namespace["letter_spread"](["ab", "ab"]).value == 0.0
     finally:
         _REGISTRY.pop("pooled-ttr", None)
+        _REGISTRY.pop("letter-spread", None)
+
+
+def test_a_metric_that_cannot_take_an_empty_set_never_meets_one() -> None:
+    """Issue 30: a user's metric that divides by the number of responses (and so fails on
+    ``[]``) is never called on a set the rule refuses: its signature comes from its declared
+    parameters, not from a call on an empty input."""
+
+    def mean_length(responses: list[str], *, scale: float = 1.0) -> float:
+        return scale * sum(len(r) for r in responses) / len(responses)
+
+    register("demo-mean-length", family="form", granularity="set", higher_is_more_diverse=True,
+             bounds=(0, None), citation="none",
+             params={"scale": Param(float, gt=0, doc="multiplier")})(mean_length)
+    try:
+        one = divmeter.score(["a b"], "demo-mean-length")
+        assert (one.value, one.reason, one.signature) == (
+            None, "fewer than two non-blank responses (got 1)",
+            "demo-mean-length|scale:1|v:" + divmeter.__version__)
+        assert divmeter.score([], "demo-mean-length").reason == "empty set"
+        assert divmeter.score(["ab", "abcd"], "demo-mean-length", scale=2.0).value == 6.0
+        report = check_metric("demo-mean-length")
+        assert "the rule for degenerate sets" in report.passed
+    finally:
+        _REGISTRY.pop("demo-mean-length", None)

@@ -154,7 +154,7 @@ def score_frame(data: Any, metrics: str | Sequence[Any], *, text: str = "respons
     if label is not None and by is not None:
         out["label"] = [s.label for s in sets]
     out["n_responses"] = [len(s.responses) for s in sets]
-    records = list(score_sets(sets, [(p.name, p.params) for p in plans], workers=workers,
+    records = list(score_sets(sets, plans, workers=workers,
                               with_signatures=True))
     signatures: dict[str, str] = {}
     for p in plans:

@@ -166,7 +166,8 @@ def score_file(
     Args:
         input: A response-set file (``.jsonl``, ``.json``, ``.csv``, ``.parquet``, optionally
             ``.gz``) or ``"-"`` for stdin.
-        metrics: ``"name[:k=v,...]"`` strings or ``(name, params)`` pairs.
+        metrics: ``"name[:k=v,...]"`` strings, ``(name, params)`` pairs or resolved
+            :class:`~divmeter.engine.batch.plan.MetricPlan` s.
         output: Output file (streamed; format from ``fmt`` or the extension), ``"-"`` for
             stdout (JSONL unless ``fmt``), or ``None`` to collect the records in
             :attr:`FileRun.records`.
@@ -221,8 +222,15 @@ def score_file(
         reader = vector_reader(reader, vectors)
     total: int | None = None
     if not is_stream(src):  # validates the whole file before any output is written
-        # (a pipe, FIFO or /dev/stdin can be read only once: it is streamed, not counted)
-        total = sum(1 for _ in reader(src, input_format))
+        # (a pipe, FIFO or /dev/stdin can be read only once: it is streamed, not counted); a
+        # file up to ONE_PASS_BYTES is parsed once and its sets kept, a larger one is read
+        # twice rather than held in memory
+        if os.path.getsize(src) <= ONE_PASS_BYTES // (8 if src.endswith(".gz") else 1):
+            kept = list(reader(src, input_format))
+            total = len(kept)
+            reader = _from(kept)
+        else:
+            total = sum(1 for _ in reader(src, input_format))
 
     with contextlib.ExitStack() as stack:
         if output is not None and output != "-":
@@ -237,6 +245,20 @@ def score_file(
              workers=workers, signatures=signatures, summary_in_output=summary_in_output,
              progress=progress, scorer=scorer)
     return run
+
+
+#: Input files up to this size (an eighth of it compressed) are parsed once, their sets kept
+#: for the scoring pass.
+ONE_PASS_BYTES = 64 << 20
+
+
+def _from(kept: list[Any]) -> Callable[..., Any]:
+    """A reader that hands out the sets parsed already."""
+
+    def read(_src: str, _fmt: str | None = None) -> Any:
+        return iter(kept)
+
+    return read
 
 
 def _remove_if_failed(path: Path) -> Callable[..., bool]:
@@ -286,7 +308,7 @@ def _run(run: FileRun, src: str, reader: Any, input_format: str | None, total: i
                                   metadata=run.metadata)
             writer = open_record_writer(output, out_fmt, columns=cols, append=appending)
         scorer = scorer or score_sets
-        for rec in scorer(sets, [(p.name, p.params) for p in plans], workers=workers,
+        for rec in scorer(sets, plans, workers=workers,
                           progress=progress, total=total, skip=skip, summary=run.summary,
                           with_signatures=signatures):
             run.scored += 1

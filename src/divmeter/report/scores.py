@@ -39,6 +39,17 @@ def metric_facts(column: str) -> tuple[str, str]:
     return ("↑" if spec.higher_is_more_diverse else "↓"), range_text(spec.bounds)
 
 
+def _facts(column: str, plans: Sequence[Any] | None) -> tuple[str, str]:
+    """:func:`metric_facts` of a column, from the run's plans when it has them (the metric
+    resolved once; names are never parsed back), else from the column's name (a file read
+    after the run)."""
+    for p in plans or ():
+        if p.column == column:
+            spec = p.metric
+            return ("↑" if spec.higher_is_more_diverse else "↓"), range_text(spec.bounds)
+    return metric_facts(column)
+
+
 def format_score(v: Any) -> str:
     """A metric value to 4 decimals, ``null`` for None/NaN, other values as they are.
 
@@ -70,7 +81,8 @@ def _keys(records: Sequence[Mapping[str, Any]], columns: Sequence[str], has_labe
 
 def records_markdown(records: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
                      has_label: bool, metadata: Sequence[str] = (),
-                     summary: Mapping[str, Any] | None = None) -> str:
+                     summary: Mapping[str, Any] | None = None,
+                     plans: Sequence[Any] | None = None) -> str:
     """A Markdown table of score records, a line on direction/range, null reasons, summary.
 
     Example:
@@ -79,7 +91,7 @@ def records_markdown(records: Sequence[Mapping[str, Any]], columns: Sequence[str
         | row | set_id | ttr ↑ |
     """
     keys = _keys(records, columns, has_label, metadata)
-    head = keys + [f"{c} {metric_facts(c)[0]}".rstrip() for c in columns]
+    head = keys + [f"{c} {_facts(c, plans)[0]}".rstrip() for c in columns]
     lines = ["| " + " | ".join(head) + " |",
              "|" + "|".join("---:" if h in ("row", "label") or i >= len(keys) else "---"
                             for i, h in enumerate(head)) + "|"]
@@ -87,7 +99,7 @@ def records_markdown(records: Sequence[Mapping[str, Any]], columns: Sequence[str
         cells = [format_score(r.get(k)) for k in keys] + [format_score(r.get(c)) for c in columns]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     lines += ["", "↑: higher = more diverse; ↓: lower = more diverse. Ranges: "
-              + "; ".join(f"{c} {metric_facts(c)[1]}" for c in columns if metric_facts(c)[1])
+              + "; ".join(f"{c} {_facts(c, plans)[1]}" for c in columns if _facts(c, plans)[1])
               + "."]
     reasons = null_reasons(records)
     if reasons:
@@ -105,7 +117,8 @@ def records_markdown(records: Sequence[Mapping[str, Any]], columns: Sequence[str
 
 
 def records_table(records: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
-                  has_label: bool, metadata: Sequence[str] = (), width: int = 80) -> list[Any]:
+                  has_label: bool, metadata: Sequence[str] = (), width: int = 80,
+                  plans: Sequence[Any] | None = None) -> list[Any]:
     """Rich renderables (the table, folded by whole columns where it does not fit ``width``,
     then its legend). Set ids and values are never split across lines."""
     from rich.text import Text
@@ -117,7 +130,7 @@ def records_table(records: Sequence[Mapping[str, Any]], columns: Sequence[str], 
              + [format_score(r.get(c)) for c in columns] for r in records]
     key_width = sum(max([len(k)] + [len(row[i]) for row in cells]) + 2
                     for i, k in enumerate(keys))
-    full = [f"{c} {metric_facts(c)[0]}".rstrip() for c in columns]
+    full = [f"{c} {_facts(c, plans)[0]}".rstrip() for c in columns]
     numbered = key_width + sum(max(len(h), _VALUE_WIDTH) + 2 for h in full) > width
     heads = [f"[{i + 1}]" for i in range(len(columns))] if numbered else full
     header = keys + heads
@@ -127,7 +140,7 @@ def records_table(records: Sequence[Mapping[str, Any]], columns: Sequence[str], 
                                    title=f"{len(records)} sets", right=right, styles=styles)
     legend = []
     for i, c in enumerate(columns):
-        arrow, rng = metric_facts(c)
+        arrow, rng = _facts(c, plans)
         name = f"[{i + 1}] {c}" if numbered else c
         legend.append(f"{name}: " + ("higher" if arrow == "↑" else "lower" if arrow == "↓"
                                       else "?") + f" = more diverse, range {rng or '?'}")
@@ -140,7 +153,7 @@ def records_table(records: Sequence[Mapping[str, Any]], columns: Sequence[str], 
     return out
 
 
-def summary_table(stats: Mapping[str, Any]) -> list[Any]:
+def summary_table(stats: Mapping[str, Any], plans: Sequence[Any] | None = None) -> list[Any]:
     """The ``--summary`` table (metric, mean, std, count, nulls) and the signatures below it."""
     from rich.table import Table
 
@@ -151,7 +164,7 @@ def summary_table(stats: Mapping[str, Any]) -> list[Any]:
         table.add_column(col, justify="right", no_wrap=True)
     sigs = []
     for name, s in stats["metrics"].items():
-        arrow = metric_facts(name)[0]
+        arrow = _facts(name, plans)[0]
         table.add_row(f"{name} {arrow}".rstrip(), format_score(s["mean"]),
                       format_score(s["std"]), str(s["count"]), str(s["nulls"]))
         if s.get("signature"):

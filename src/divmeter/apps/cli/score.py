@@ -167,13 +167,13 @@ def score_cmd(
     if quiet:
         quiet_libraries()
 
-    resolve_metrics(metric)  # bad metrics and parameters before any option problem
+    plans = resolve_metrics(metric)  # once: bad metrics and parameters before anything else
     _set_max_memory(max_memory)
     from divmeter.inputs.data.paths import guard_outputs
 
     guard_outputs({"-o": output, "--html": html, "--checkpoint": checkpoint}, input)
     if _corpus_or_one_file(input, corpus, engine, address, checkpoint, memory_budget, vectors):
-        _corpus(input, metric, output, fmt, input_format, quiet, engine, address, checkpoint,
+        _corpus(input, plans, output, fmt, input_format, quiet, engine, address, checkpoint,
                 memory_budget)
         return
     dest, out_fmt = _destination(output, fmt, resume, html)
@@ -186,7 +186,7 @@ def score_cmd(
                                    signatures=signatures, summary_in_output=summary)
     try:
         with progress_bar(not quiet, within_sets=True) as callback:
-            run = _score(path, metric, None if text_out else dest, engine=engine,
+            run = _score(path, plans, None if text_out else dest, engine=engine,
                          address=address, workers=workers, progress=callback, **options)
     except BrokenPipeError:  # e.g. `divmeter score ... | head`
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -210,7 +210,7 @@ def _set_max_memory(max_memory: str | None) -> None:
         os.environ[ENV] = str(parse_memory(max_memory))
 
 
-def _score(path: str, metric: list[str], dest: str | None, *, engine: str, address: str | None,
+def _score(path: str, metric: list[Any], dest: str | None, *, engine: str, address: str | None,
            workers: int, progress: Any, **options: Any) -> Any:
     """Score the file on the chosen engine (the same records either way)."""
     if engine == "ray":
@@ -268,7 +268,8 @@ def _print_results(run: Any, stats: dict[str, Any], dest: str | None, *, text_ou
 
     if text_out:
         text = records_markdown(run.records, run.columns, has_label=run.has_label,
-                                metadata=run.metadata, summary=stats if summary else None)
+                                metadata=run.metadata, summary=stats if summary else None,
+                                plans=run.plans)
         if dest is None or dest == "-":
             typer.echo(text, nl=False)
         else:
@@ -278,11 +279,11 @@ def _print_results(run: Any, stats: dict[str, Any], dest: str | None, *, text_ou
         console = Console()
         print_unbroken(console, *records_table(run.records, run.columns,
                                                has_label=run.has_label, metadata=run.metadata,
-                                               width=console.width))
+                                               width=console.width, plans=run.plans))
         if summary:
-            print_unbroken(console, *summary_table(stats))
+            print_unbroken(console, *summary_table(stats, run.plans))
     elif summary:
-        print_unbroken(Console(stderr=True), *summary_table(stats))
+        print_unbroken(Console(stderr=True), *summary_table(stats, run.plans))
 
 
 def _hf_to_jsonl(path: str, split: str | None, text: str, by: list[str] | None,
@@ -326,7 +327,7 @@ def _check_engine(engine: str, address: str | None) -> None:
         raise InvalidInputError("--address needs --engine ray.")
 
 
-def _corpus(inputs: list[str], metric: list[str], output: str | None, fmt: str | None,
+def _corpus(inputs: list[str], metric: list[Any], output: str | None, fmt: str | None,
             input_format: str | None, quiet: bool, engine: str, address: str | None,
             checkpoint: str | None, memory_budget: float | None) -> None:
     """``--corpus``: one record per metric (JSON objects one a line for json/jsonl)."""

@@ -16,8 +16,6 @@ from divmeter.engine.registry import column_name, get_metric, parse_metric_arg
 
 __all__ = ["MetricArg", "MetricPlan", "resolve_metrics"]
 
-MetricArg = str | tuple[str, Mapping[str, Any]]
-
 
 @dataclass(frozen=True)
 class MetricPlan:
@@ -64,9 +62,14 @@ class MetricPlan:
         return "fields" in self.metric.context and "fields" not in self.metric.given
 
 
+#: What a run's metric can be given as: ``"name:k=v"``, ``(name, params)`` or a resolved plan.
+MetricArg = str | tuple[str, Mapping[str, Any]] | MetricPlan
+
+
 def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
     """Resolve ``"name:k=v"`` strings or ``(name, params)`` pairs into :class:`MetricPlan` s:
     each metric's parameters validated once, against its declarations (and its model resolved).
+    Plans given already are kept as they are.
 
     Raises:
         UnknownMetricError: For an unregistered name (with suggestions).
@@ -83,6 +86,12 @@ def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
     plans: list[MetricPlan] = []
     seen: set[str] = set()
     for m in metrics:
+        if isinstance(m, MetricPlan):  # resolved already (a run carries its plans)
+            if m.column in seen:
+                raise InvalidInputError(f"metric column {m.column!r} is requested twice.")
+            seen.add(m.column)
+            plans.append(m)
+            continue
         label = m.strip() if isinstance(m, str) else None
         try:
             if isinstance(m, str):
