@@ -16,7 +16,7 @@ The rule is applied before a metric's kernel runs, wherever a metric is scored:
 * corpus mode (:mod:`divmeter.engine.corpus.stats`: the counts of the whole corpus).
 
 A metric never sees such a set: no model load, no server request. The null result carries the
-metric's own signature (its answer on an empty input).
+metric's own signature (``Metric.signature``, from its resolved parameters).
 """
 
 from __future__ import annotations

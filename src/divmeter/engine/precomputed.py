@@ -4,7 +4,7 @@
 ``divmeter score``) asks :func:`vector_outcomes` first, per metric: when the sets come as
 precomputed embeddings (arrays in Python, a ``.npy`` file or ``--vectors`` on the command line,
 :mod:`divmeter.inputs.data.vectors`) and the metric has a vector kernel
-(:func:`divmeter.engine.registry.register_vectors`), the kernel scores them and no encoder runs;
+(``Metric.vectors``), the formula scores them and no encoder runs;
 otherwise the usual text path does. The rules:
 
 * a metric that takes vectors scores the vectors of every set (a set with texts *and* vectors,

@@ -23,9 +23,9 @@ metrics with a ``fields`` parameter (novelty-utility, semantic-entropy) get the 
 (``ResponseSet.metadata``: a JSONL record's extra keys, e.g. per-response qualities).
 
 One core, :func:`evaluate`, scores a chunk of sets with every metric, for
-:func:`divmeter.score_many` and for :func:`score_sets` (in this process or in workers): metrics
-with a batched implementation (:func:`divmeter.engine.registry.register_batch`, e.g. distinct-n) score a
-whole chunk in one call, with results identical to per-set calls; the others run set by set.
+:func:`divmeter.score_many` and for :func:`score_sets` (in this process or in workers): each
+metric's formula scores a whole chunk in one call (``Metric.score`` on many sets), with results
+identical to per-set calls (metrics declared ``batched = False`` run set by set).
 Records are still yielded one per set, in input order.
 
 One rule for degenerate sets, for every metric, applied here (the core every metric's scoring

@@ -6,7 +6,7 @@ resolved) before the first set.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from divmeter.engine.batch.models import check_model
@@ -20,46 +20,42 @@ __all__ = ["MetricArg", "MetricPlan", "resolve_metrics"]
 @dataclass(frozen=True)
 class MetricPlan:
     """A metric resolved for a run: the metric with its parameters validated (``metric``, an
-    instance of its definition), the parameters as requested and its output column. A run
-    carries plans from the command line to the writer; nothing downstream parses names back.
+    instance of its definition) and its output column; the rest is read from the metric once.
+    A run carries plans from the command line to the writer; nothing downstream parses names
+    back.
+
+    Attributes:
+        metric: The metric, parameters validated and resolved.
+        column: Its output column (:func:`~divmeter.engine.registry.column_name`).
+        name, granularity, family, input: The metric's.
+        params: The parameters as requested (defaults not filled in).
+        signature: The metric's signature with these parameters.
+        uses_prompt, uses_fields: Whether it reads each set's prompt / fields (a context key
+            the run does not fix).
     """
 
     metric: Metric
     column: str
+    name: str = field(init=False)
+    params: Mapping[str, Any] = field(init=False)
+    granularity: str = field(init=False)
+    family: str = field(init=False)
+    input: str = field(init=False)
+    uses_prompt: bool = field(init=False)
+    uses_fields: bool = field(init=False)
 
-    @property
-    def name(self) -> str:
-        return self.metric.name
-
-    @property
-    def params(self) -> Mapping[str, Any]:
-        """The parameters as requested (defaults not filled in)."""
-        return self.metric.given
-
-    @property
-    def granularity(self) -> str:
-        return self.metric.granularity
-
-    @property
-    def family(self) -> str:
-        return self.metric.family
-
-    @property
-    def input(self) -> str:
-        return self.metric.input
+    def __post_init__(self) -> None:
+        m = self.metric
+        derived = {"name": m.name, "params": m.given, "granularity": m.granularity,
+                   "family": m.family, "input": m.input,
+                   "uses_prompt": "prompt" in m.context and "prompt" not in m.given,
+                   "uses_fields": "fields" in m.context and "fields" not in m.given}
+        for key, value in derived.items():
+            object.__setattr__(self, key, value)
 
     @property
     def signature(self) -> str:
-        """The metric's signature with these parameters."""
         return self.metric._sig()
-
-    @property
-    def uses_prompt(self) -> bool:
-        return "prompt" in self.metric.context and "prompt" not in self.metric.given
-
-    @property
-    def uses_fields(self) -> bool:
-        return "fields" in self.metric.context and "fields" not in self.metric.given
 
 
 #: What a run's metric can be given as: ``"name:k=v"``, ``(name, params)`` or a resolved plan.

@@ -19,8 +19,8 @@ from divmeter.core.errors import InvalidInputError
 
 __all__ = ["BATCH_SIZE", "MAX_WORKERS", "score_sets", "unscored"]
 
-#: Sets scored together, in this process, by metrics with a batched implementation
-#: (:func:`divmeter.engine.registry.register_batch`); records still come out one per set, in order.
+#: Sets scored together, in this process, by metrics whose formula takes many sets at once
+#: (``Metric.batched``); records still come out one per set, in order.
 BATCH_SIZE = 256
 #: The most worker processes a run may ask for.
 MAX_WORKERS = 1024
