@@ -49,7 +49,7 @@ from typing import Any
 from divmeter.api import score, score_many
 from divmeter.engine.corpus.stats import make_accumulator
 from divmeter.core.degenerate import degenerate_reason
-from divmeter.core.errors import InvalidInputError, MissingDependencyError
+from divmeter.core.errors import DivmeterError, InvalidInputError, MissingDependencyError
 from divmeter.core.params import UNSET, Param, validate
 from divmeter.engine.registry import MetricSpec, check_params, get_metric
 from divmeter.core.result import MetricResult
@@ -443,11 +443,17 @@ def _check_parameters(c: _Checker, items: Any, exclude: dict[str, str]) -> None:
             continue
         if alt.problem is not None:
             c.fail(check, alt.problem)
+        needs = c.spec.schema[alt.name].requires
         try:
             ref = c.score(items, **alt.companions)
             other = c.score(items, **{**alt.companions, alt.name: alt.value})
         except MissingDependencyError as exc:
             c.report.skipped[label] = str(exc)
+            continue
+        except DivmeterError as exc:
+            if needs is None:
+                raise
+            c.report.skipped[label] = f"needs {needs}: {exc}"
             continue
         setting = ", ".join(f"{k}={v!r}" for k, v in {**alt.companions,
                                                       alt.name: alt.value}.items())
@@ -473,6 +479,7 @@ def _check_paths(c: _Checker, items: Any, exclude: dict[str, str], *, corpus: bo
         settings.append((f"{alt.name}={alt.value!r}", {**alt.companions, alt.name: alt.value}))
     for label, extra in settings:
         params = {**c.params, **extra}
+        needs = [c.spec.schema[k].requires for k in extra if c.spec.schema[k].requires]
         try:
             want = c.score(items, **extra)
             if corpus:
@@ -490,7 +497,11 @@ def _check_paths(c: _Checker, items: Any, exclude: dict[str, str], *, corpus: bo
                 got = metric.vectors(arrays)[0]
                 _same_value(c, check, f"{label}: precomputed vectors", got, want, False)
         except MissingDependencyError as exc:
-            c.report.skipped[f"{check}: {label}"] = str(exc)
+            c.report.skipped[f"parameter {label.split('=')[0]}"] = str(exc)
+        except DivmeterError as exc:
+            if not needs:
+                raise
+            c.report.skipped[f"parameter {label.split('=')[0]}"] = f"needs {needs[0]}: {exc}"
     c.report.passed.append(check)
 
 
