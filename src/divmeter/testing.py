@@ -75,12 +75,12 @@ _SHORT = [
     "Rain fell on the city; nobody noticed the parade had been cancelled.",
     "Engineers argued for hours about the bridge design, then ordered pizza.",
 ]
-#: Normal response sets: five short responses, three of about 50 words (HD-D needs 42 tokens
-#: per response, MTLD a repeated word), and a pair.
+#: Normal response sets: five short responses, three of about 60 words (HD-D needs 42 tokens
+#: per response, vocd-D samples of up to 50, MTLD a repeated word), and a pair.
 NORMAL_SETS: list[list[str]] = [
     _SHORT,
-    [" ".join([_SHORT[i], _SHORT[i], _SHORT[(i + 1) % 5], _SHORT[(i + 2) % 5]])
-     for i in range(3)],
+    [" ".join([_SHORT[i], _SHORT[i], _SHORT[(i + 1) % 5], _SHORT[(i + 2) % 5],
+               _SHORT[(i + 3) % 5]]) for i in range(3)],
     ["Stocks fell sharply today.", "Markets dropped this morning."],
 ]
 #: Degenerate response sets, by name.
