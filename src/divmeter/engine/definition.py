@@ -116,6 +116,11 @@ class Metric:
         ``context`` holds each set's context (:attr:`context`) when the metric reads one."""
         raise NotImplementedError(f"metric {self.name!r} defines no score()")
 
+    def vector_signature(self) -> str:
+        """The signature of results computed from precomputed vectors (no encoder made them:
+        metrics on vectors say ``emb:precomputed`` in place of the model)."""
+        return self._sig()
+
     def vectors(self, arrays: Sequence[Any]) -> list[MetricResult]:
         """The formula on precomputed vectors: one result per ``(n, d)`` float64 array (the
         engine checks shapes and applies the rule). Only metrics that take vectors define it."""
@@ -150,11 +155,12 @@ class Metric:
         return MetricResult(self.name, value, self._sig(), reason=reason,
                             details=dict(details or {}))
 
-    def null(self, reason: str, n_items: int = 0) -> MetricResult:
+    def null(self, reason: str, n_items: int = 0, *, vectors: bool = False) -> MetricResult:
         """The null result of a set the rule refuses (response-level metrics list a ``None``
-        per response)."""
+        per response); ``vectors``: a set given as precomputed vectors."""
         details = {"per_response": [None] * n_items} if self.granularity == "response" else {}
-        return MetricResult(self.name, None, self._sig(), reason=reason, details=details)
+        sig = self.vector_signature() if vectors else self._sig()
+        return MetricResult(self.name, None, sig, reason=reason, details=details)
 
     def _sig(self) -> str:
         sig = self.__dict__.get("_signature")

@@ -93,7 +93,7 @@ def vector_outcomes(metric: Metric, inputs: Sequence[Any], vectors: Sequence[Vec
     for i, v in enumerate(vectors):
         why = _text_rule(inputs[i])
         if why is not None and isinstance(v, np.ndarray):
-            out[i] = metric.null(why)
+            out[i] = metric.null(why, vectors=True)
         elif v is None:
             out[i] = InvalidInputError(
                 f"this call scores precomputed vectors (other sets are arrays); {set_name(i)} "
@@ -106,11 +106,14 @@ def vector_outcomes(metric: Metric, inputs: Sequence[Any], vectors: Sequence[Vec
             if n not in checked:
                 cost = metric.cost(n)
                 if cost is not None:
+                    label = set_name(i)
                     try:
-                        memory.check(metric.name, cost.needed, cost.what, )
+                        memory.check(metric.name, cost.needed, cost.what)
                     except memory.MemoryLimitError as exc:
-                        label = set_name(i)
                         raise (memory.for_set(exc, label) if label else exc) from None
+                    if cost.pairs or cost.seconds:  # work beyond linear: announced
+                        with memory.working_on(label):
+                            memory.announce(cost)
                 checked.add(n)
             live.append(i)
     if live:

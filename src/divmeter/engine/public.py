@@ -21,7 +21,7 @@ from divmeter.core.params import UNSET, Param
 from divmeter.core.result import MetricResult
 from divmeter.engine import registry
 from divmeter.engine.batch.evaluate import evaluate
-from divmeter.engine.batch.plan import resolve_metrics
+from divmeter.engine.batch.plan import MetricPlan
 from divmeter.engine.definition import Family, Granularity, Metric, make_public
 
 __all__ = ["register", "register_batch", "register_vectors", "public_function", "FunctionMetric"]
@@ -29,7 +29,7 @@ __all__ = ["register", "register_batch", "register_vectors", "public_function", 
 
 def run_one(cls: type[Metric], responses: Any, params: Mapping[str, Any]) -> MetricResult:
     """Metric ``cls`` with ``params`` on one set, through the engine (the rule, the formula)."""
-    (plan,) = resolve_metrics([(cls.name, dict(params))])
+    plan = MetricPlan(cls(params), registry.column_name(cls.name, params))
     res = evaluate([responses], [plan], names=[""])[0][0]
     if isinstance(res, InvalidInputError):
         raise res
@@ -159,19 +159,27 @@ class FunctionMetric(Metric):
                 kwargs[key] = ctx[key]
         return kwargs
 
-    def _wrap(self, out: Any) -> MetricResult:
-        if isinstance(out, MetricResult):
+    def _wrap(self, out: Any) -> Any:
+        if isinstance(out, (MetricResult, InvalidInputError)):  # a set's own error is its outcome
             return out
         value = None if out is None else float(out)
         return self.result(value, None if value is not None else "the metric returned None")
 
     def score(self, sets: Sequence[Any], context: Sequence[Mapping[str, Any]] | None = None
               ) -> list[MetricResult]:
-        if self.many is not None and not self.context:
+        if self.many is not None and not self.context and len(sets) > 1:
             return [self._wrap(r) for r in self.many(list(sets), **self.p)]
         ctx = context or [None] * len(sets)  # type: ignore[list-item]
         return [self._wrap(self.fn(list(s), **self._kwargs(c)))
                 for s, c in zip(sets, ctx, strict=True)]
+
+    def vector_signature(self) -> str:
+        if self.__module__.startswith("divmeter.metrics."):  # TRANSITIONAL (issue 30): the
+            # vector kernels of the built-in function metrics answer an empty array
+            import numpy as np
+
+            return str(self.vectors([np.zeros((0, 1))])[0].signature)
+        return super().vector_signature()
 
     def cost(self, n: int, items: Sequence[Any] | None = None) -> Any:
         if self.cost_fn is not None:

@@ -132,8 +132,9 @@ def _check_costs(metric: Metric, items: Sequence[Any], labels: list[str]) -> boo
             memory.check(metric.name, cost.needed, cost.what)
         except memory.MemoryLimitError as exc:
             raise (memory.for_set(exc, label) if label else exc) from None
-        with memory.working_on(label):
-            memory.announce(cost)
+        if cost.pairs or cost.seconds:  # work beyond linear: announced
+            with memory.working_on(label):
+                memory.announce(cost)
     return costly
 
 
