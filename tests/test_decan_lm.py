@@ -127,7 +127,8 @@ def test_shared_prefix_and_batching_match_one_at_a_time() -> None:
     slow = sc.span_bits(texts, spans, sharing="none", batch=False)
     default = sc.tree_min_saving
     try:
-        for sharing, min_saving in (("tree", 0), ("tree", default), ("prefix", default)):
+        for sharing, min_saving in (("tree", 0), ("tree", default), ("prefix", default),
+                                    ("none", default)):
             sc.tree_min_saving = min_saving  # 0: every shared branch gets its own pass
             fast = sc.span_bits(texts, spans, sharing=sharing)
             for f, s in zip(fast, slow, strict=True):
@@ -137,6 +138,22 @@ def test_shared_prefix_and_batching_match_one_at_a_time() -> None:
                 assert sc.last_stats["passes"] > 3  # the tree branched
     finally:
         sc.tree_min_saving = default
+
+
+def test_default_sharing_is_the_tree_on_the_cpu() -> None:
+    """No ``sharing`` named: the CPU runs the prefix tree (the bits of ``sharing="tree"``, to
+    the bit), an accelerator whole texts in batches (``"none"``; same values to rounding, the
+    test above)."""
+    sc = get_scorer(threads=THREADS)
+    assert sc.default_sharing == "tree"
+    items = [format_responses(PROMPT, [DIVERSE[i] for i in o], "completion")
+             for o in [(0, 1, 2), (0, 2, 1), (2,), (1, 0)]]
+    texts, spans = [t for t, _ in items], [s for _, s in items]
+    tree = sc.span_bits(texts, spans, sharing="tree")
+    stats = dict(sc.last_stats)
+    default = sc.span_bits(texts, spans)
+    assert sc.last_stats == stats
+    assert all(np.array_equal(a, b) for a, b in zip(default, tree, strict=True))
 
 
 def test_completion_format_scores_only_responses() -> None:
