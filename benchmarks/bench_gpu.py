@@ -261,7 +261,7 @@ def row_score_many(model: str, sets: list[list[str]], device: str, cpu_sets: int
     texts (issue 23's target: >= 80% of its rate), the per-set overhead on a warm cache (the
     many-set path against one ``score`` call per set, the path before it), and parity."""
     import divmeter
-    from divmeter.backends.embed import SentenceEncoder
+    from divmeter.backends.embed import SentenceEncoder, get_encoder
     from divmeter.metrics.embedding import embed_texts
 
     os.environ["DIVMETER_CACHE"] = tempfile.mkdtemp(prefix="divmeter-cache-")
@@ -278,6 +278,14 @@ def row_score_many(model: str, sets: list[list[str]], device: str, cpu_sets: int
     t2, again = timed(lambda: divmeter.score_many(sets, "embedding-cosine", model=model,
                                                   device=device), 3)
     t_lookup, _ = timed(lambda: embed_texts(texts, model, device=device), 3)
+    from divmeter.backends import cache as cache_mod
+
+    os.environ["DIVMETER_CACHE"] = tempfile.mkdtemp(prefix="divmeter-cache-")
+    cache_mod._CACHES.clear()
+    enc: Any = get_encoder(model, device=device)
+    enc.cache = cache_mod.get_cache(enc.signature)
+    profile = host_profile(lambda: divmeter.score_many(sets, "embedding-cosine", model=model,
+                                                       device=device), top=15)
     t_loop, one = timed(lambda: [divmeter.score(s, "embedding-cosine", model=model,
                                                 device=device) for s in sets])
     same = all((a.value, a.signature, a.reason) == (b.value, b.signature, b.reason)
@@ -291,7 +299,7 @@ def row_score_many(model: str, sets: list[list[str]], device: str, cpu_sets: int
         "cache_lookup_seconds": t_lookup,
         "per_set_calls_cached_seconds": t_loop,
         "per_set_calls_us_per_set": 1e6 * t_loop / len(sets),
-        "many_equals_per_set_calls": same}
+        "many_equals_per_set_calls": same, "host_profile_fresh_cache_with_encode": profile}
     if device != "cpu":
         cpu = divmeter.score_many(sets[:cpu_sets], "embedding-cosine", model=model,
                                   device="cpu")
@@ -468,6 +476,23 @@ def row_decan(folder: Path, label: str, sets: list[tuple[str, list[str]]], devic
         t_many, r_many = timed(lambda kw=kw: decan_many([s for _, s in sets],
                                                         prompts=[p for p, _ in sets],
                                                         cross_set=True, **kw))
+        from divmeter.metrics import decan as decan_mod
+
+        split = None
+        if hasattr(decan_mod, "MIN_SETS_PER_CALL"):  # the same sets in one scorer call, fits after
+            keep = decan_mod.MIN_SETS_PER_CALL
+            decan_mod.MIN_SETS_PER_CALL = 10**9
+            try:
+                t_one, r_one = timed(lambda kw=kw: decan_many([s for _, s in sets],
+                                                              prompts=[p for p, _ in sets],
+                                                              cross_set=True, **kw))
+            finally:
+                decan_mod.MIN_SETS_PER_CALL = keep
+            split = {"sets_min_decan_many_one_call": 60 * len(sets) / t_one,
+                     "max_rel_one_call_vs_split": max(
+                         (abs(a.value - b.value) / max(abs(a.value), 1e-12)
+                          for a, b in zip(r_one, r_many, strict=True)
+                          if a.value is not None and b.value is not None), default=None)}
         ok = [(a.value, b.value) for a, b in zip(r_loop, r_many, strict=True)
               if a.value is not None and b.value is not None]
         rel = max((abs(a - b) / max(abs(a), 1e-12) for a, b in ok), default=None)
@@ -478,6 +503,8 @@ def row_decan(folder: Path, label: str, sets: list[tuple[str, list[str]]], devic
                                "max_rel_loop_vs_many": rel,
                                "fast_head": lm.get_scorer(str(folder), dtype=dtype,
                                                           device=device)._fast_head}
+        if split is not None:
+            row.update(split)
         # the LM part alone (surprisal) and the curve fit alone, per set and across sets
         from divmeter.metrics.decan import _surprisal_inputs, decan_from_surprisal, decan_surprisal
 
@@ -485,13 +512,19 @@ def row_decan(folder: Path, label: str, sets: list[tuple[str, list[str]]], devic
             s, prompt=p, permutations=perms, model=kw["model"], dtype=kw["dtype"],
             device=device) for p, s in sets])
         t_fit, _ = timed(lambda outs=outs: [decan_from_surprisal(a, b, c) for a, b, c, _ in outs])
+        fit_each = []
+        for a, b, c, _ in outs:  # which curves cost the time (random weights: a few do)
+            f0 = time.perf_counter()
+            decan_from_surprisal(a, b, c)
+            fit_each.append(round(1e3 * (time.perf_counter() - f0), 1))
         scorer = lm.get_scorer(str(folder), dtype=dtype, device=device)
         inputs = [_surprisal_inputs(s, p, perms, "completion", 0) for p, s in sets]
         t_lm_many, _ = timed(lambda inputs=inputs, scorer=scorer: scorer.span_bits(
             [t for i in inputs for t in i[0]], [x for i in inputs for x in i[1]]))
         row.update({"sets_min_lm_only_per_set": 60 * len(sets) / t_lm,
                     "sets_min_lm_only_cross_set": 60 * len(sets) / t_lm_many,
-                    "fit_seconds_all_sets": t_fit, "last_stats": dict(scorer.last_stats)})
+                    "fit_seconds_all_sets": t_fit, "fit_ms_each_set": fit_each,
+                    "last_stats": dict(scorer.last_stats)})
         sharing = getattr(scorer, "default_sharing", "tree")
         row["sharing_default"] = sharing
         if sharing != "tree":  # the same cross-set call through the prefix tree (the old path)
@@ -597,6 +630,7 @@ def row_generate(folder: Path, device: str, prompts: int, n: int, tokens: int) -
                     "seconds_first_call": t, "seconds": t2, "tokens_s": toks / t2,
                     "repeat_same": again == outs[kv], "decoded_by": gen.last_graph,
                     "same_alone": gen.generate(ps[:1], n, **kw)[0] == outs[kv][0]})
+                row[kv]["host_profile"] = host_profile(lambda gen=gen: gen.generate(ps, n, **kw))
             del gen
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()

@@ -204,3 +204,28 @@ def test_default_format_is_completion() -> None:
     assert default.value == pytest.approx(completion.value, abs=1e-9)
     assert default.value == pytest.approx(0.44453, abs=1e-3)
     assert instruct.value == pytest.approx(0.46926, abs=1e-3)
+
+
+def test_decan_many_across_sets_equals_per_set_calls(monkeypatch) -> None:
+    """Sets scored together (one scorer call, or one call per set with each call's sigmoid fits
+    on a worker thread while the next call runs) give each set's per-set value to float
+    rounding of the batch shapes, in input order, degenerate sets included."""
+    from divmeter.metrics import decan as decan_mod
+    from divmeter.metrics.decan import decan_many
+
+    sets = [DIVERSE[:3], ["only one"], DIVERSE[2:5], SAME[:3], []]
+    prompts = [PROMPT, "x", "Rain.", PROMPT, "y"]
+    kw = dict(permutations=2, threads=THREADS)
+    each = [decan(s, prompt=p, **kw) for s, p in zip(sets, prompts, strict=True)]
+    one = decan_many(sets, prompts=prompts, cross_set=True, **kw)
+    monkeypatch.setattr(decan_mod, "SETS_PER_CALL", 1)  # a call per set: fits overlap calls
+    split = decan_many(sets, prompts=prompts, cross_set=True, **kw)
+    for a, b, c in zip(each, one, split, strict=True):
+        assert a.signature == b.signature == c.signature and a.reason == b.reason == c.reason
+        if a.value is None:
+            assert b.value is None and c.value is None
+            continue
+        assert b.value == pytest.approx(a.value, rel=1e-6)
+        assert c.value == pytest.approx(a.value, rel=1e-6)
+        assert c.details["curve"] == pytest.approx(a.details["curve"], rel=1e-6)
+    assert [r.value is None for r in one] == [False, True, False, False, True]
