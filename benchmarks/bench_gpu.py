@@ -22,7 +22,13 @@ Rows (divmeter vs the reference on the same card):
 * ``decan-<model>-<dtype>``: Decan, 24 decTest sets, permutations=10: per-set ``decan`` calls
   and ``decan_many``, sets/min; the CPU and the GPU on 2 sets for parity; ``host_profile``:
   the host's own time per function over 4 per-set calls (cProfile), to attribute the host work;
-* ``generate``: ``divmeter.studies.generation.generate``, 8 prompts x 16 samples x 64 tokens.
+* ``generate-<dtype>``: local generation, 8 prompts x 16 samples x 64 tokens, model loaded once,
+  the dynamic KV cache against ``kv_cache="static"`` (CUDA graphs), the same samples checked.
+
+``--real-curves FILE`` (JSON of real-weight Decan surprisals, computed on a CPU with the packaged
+model) adds the sigmoid fit's cost on real curves to the decan rows: random weights give flat,
+noisy curves whose fits cost up to ~1 s each, so the end-to-end decan rows measure the fit on
+curves no real model makes.
 
 Models: no weights travel to the GPU machine (it has no network), so the MiniLM and Gemma
 models are the real architectures (their config and tokenizer files, ``--models``) with random
@@ -476,23 +482,6 @@ def row_decan(folder: Path, label: str, sets: list[tuple[str, list[str]]], devic
         t_many, r_many = timed(lambda kw=kw: decan_many([s for _, s in sets],
                                                         prompts=[p for p, _ in sets],
                                                         cross_set=True, **kw))
-        from divmeter.metrics import decan as decan_mod
-
-        split = None
-        if hasattr(decan_mod, "MIN_SETS_PER_CALL"):  # the same sets in one scorer call, fits after
-            keep = decan_mod.MIN_SETS_PER_CALL
-            decan_mod.MIN_SETS_PER_CALL = 10**9
-            try:
-                t_one, r_one = timed(lambda kw=kw: decan_many([s for _, s in sets],
-                                                              prompts=[p for p, _ in sets],
-                                                              cross_set=True, **kw))
-            finally:
-                decan_mod.MIN_SETS_PER_CALL = keep
-            split = {"sets_min_decan_many_one_call": 60 * len(sets) / t_one,
-                     "max_rel_one_call_vs_split": max(
-                         (abs(a.value - b.value) / max(abs(a.value), 1e-12)
-                          for a, b in zip(r_one, r_many, strict=True)
-                          if a.value is not None and b.value is not None), default=None)}
         ok = [(a.value, b.value) for a, b in zip(r_loop, r_many, strict=True)
               if a.value is not None and b.value is not None]
         rel = max((abs(a - b) / max(abs(a), 1e-12) for a, b in ok), default=None)
@@ -503,8 +492,6 @@ def row_decan(folder: Path, label: str, sets: list[tuple[str, list[str]]], devic
                                "max_rel_loop_vs_many": rel,
                                "fast_head": lm.get_scorer(str(folder), dtype=dtype,
                                                           device=device)._fast_head}
-        if split is not None:
-            row.update(split)
         # the LM part alone (surprisal) and the curve fit alone, per set and across sets
         from divmeter.metrics.decan import _surprisal_inputs, decan_from_surprisal, decan_surprisal
 

@@ -207,9 +207,9 @@ def test_default_format_is_completion() -> None:
 
 
 def test_decan_many_across_sets_equals_per_set_calls(monkeypatch) -> None:
-    """Sets scored together (one scorer call, or one call per set with each call's sigmoid fits
-    on a worker thread while the next call runs) give each set's per-set value to float
-    rounding of the batch shapes, in input order, degenerate sets included."""
+    """Sets scored together (one scorer call for all, or several calls) give each set's
+    per-set value to float rounding of the batch shapes, in input order, degenerate sets
+    included."""
     from divmeter.metrics import decan as decan_mod
     from divmeter.metrics.decan import decan_many
 
@@ -218,7 +218,7 @@ def test_decan_many_across_sets_equals_per_set_calls(monkeypatch) -> None:
     kw = dict(permutations=2, threads=THREADS)
     each = [decan(s, prompt=p, **kw) for s, p in zip(sets, prompts, strict=True)]
     one = decan_many(sets, prompts=prompts, cross_set=True, **kw)
-    monkeypatch.setattr(decan_mod, "SETS_PER_CALL", 1)  # a call per set: fits overlap calls
+    monkeypatch.setattr(decan_mod, "SETS_PER_CALL", 2)  # three scorer calls
     split = decan_many(sets, prompts=prompts, cross_set=True, **kw)
     for a, b, c in zip(each, one, split, strict=True):
         assert a.signature == b.signature == c.signature and a.reason == b.reason == c.reason

@@ -80,5 +80,6 @@ def test_cuda_graph_decoding_gives_the_dynamic_samples() -> None:
     got = static.generate(PROMPTS, 4, **kw)
     assert static.last_graph == "graph"
     same = sum(a == b for p, q in zip(got, want, strict=True) for a, b in zip(p, q, strict=True))
-    assert same >= 11  # float rounding may change a sample now and then (12 compared)
+    # float rounding may change a sample now and then; benchmarks/results_gpu.md: 128 of 128
+    assert same >= 11
     assert static.generate(PROMPTS, 4, **kw) == got  # replays repeat

@@ -834,8 +834,6 @@ def _decan_result(sig: str, texts: list[str], perm_bits: np.ndarray, perm_bytes:
 #: decan_many on a GPU: sets whose texts go through the scorer together (one prefix tree and
 #: one set of padded batches), which keeps the card busy where one set's 10-50 texts cannot.
 SETS_PER_CALL = 64
-#: Fewest sets per scorer call when a call is split so that fits overlap the device's work.
-MIN_SETS_PER_CALL = 8
 
 
 def decan_many(sets: Sequence[Sequence[str]], *, prompts: Sequence[str | None] | None = None,
@@ -845,12 +843,8 @@ def decan_many(sets: Sequence[Sequence[str]], *, prompts: Sequence[str | None] |
     ``cross_set`` (default: on for a GPU device, off on the CPU and for server models): the
     texts of up to :data:`SETS_PER_CALL` sets go to the scorer in one call (its prefix tree and
     length-sorted padded batches span the sets), so a set's value agrees with :func:`decan`'s
-    on the same device to float rounding of the batch shapes. On an accelerator the sets are
-    cut into at least four such calls where that leaves :data:`MIN_SETS_PER_CALL` sets or more
-    in each. The sigmoid fits (scipy, on the host) of one call's sets run on a worker thread
-    while the next call runs (where the host mostly waits on the device); each set's result is
-    computed by the same code either way. Off: one :func:`decan` call per set (the same
-    numbers).
+    on the same device to float rounding of the batch shapes. Off: one :func:`decan` call per
+    set (the same numbers).
     """
     device = params.get("device", "cpu")
     model = params.get("model", "gemma-3-270m")
@@ -884,14 +878,13 @@ def decan_many(sets: Sequence[Sequence[str]], *, prompts: Sequence[str | None] |
         sig, texts, prompt = prepared
         ready.append((i, sig, texts, _surprisal_inputs(texts, prompt, get["permutations"],
                                                        get["format"], get["seed"])))
-    if not ready:
-        return [r for r in out if r is not None]
-    scorer = get_scorer(model, threads=get["threads"], dtype=get["dtype"], device=device)
-    size = SETS_PER_CALL  # the CPU keeps its calls as they were (the same batch shapes)
-    if device != "cpu":
-        size = min(SETS_PER_CALL, max(MIN_SETS_PER_CALL, -(-len(ready) // 4)))
-
-    def finish(group: list[tuple[int, str, list[str], Any]], bits: list[np.ndarray]) -> None:
+    if ready:
+        scorer = get_scorer(model, threads=get["threads"], dtype=get["dtype"], device=device)
+    for a in range(0, len(ready), SETS_PER_CALL):
+        group = ready[a:a + SETS_PER_CALL]
+        all_texts = [t for *_, inp in group for t in inp[0]]
+        all_spans = [sp for *_, inp in group for sp in inp[1]]
+        bits = scorer.span_bits(all_texts, all_spans)
         k = 0
         for i, sig, texts, (tx, _, nbytes, perms) in group:
             part = bits[k:k + len(tx)]
@@ -899,18 +892,6 @@ def decan_many(sets: Sequence[Sequence[str]], *, prompts: Sequence[str | None] |
             perm_bits, perm_bytes, uncond, _ = _surprisal_outputs(
                 part, get["permutations"], nbytes, perms)
             out[i] = _decan_result(sig, texts, perm_bits, perm_bytes, uncond)
-
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="decan-fit") as fits:
-        pending = []
-        for a in range(0, len(ready), size):
-            group = ready[a:a + size]
-            all_texts = [t for *_, inp in group for t in inp[0]]
-            all_spans = [sp for *_, inp in group for sp in inp[1]]
-            pending.append(fits.submit(finish, group, scorer.span_bits(all_texts, all_spans)))
-        for f in pending:
-            f.result()  # re-raises a fit's error here
     return [r for r in out if r is not None]
 
 
