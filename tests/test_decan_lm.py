@@ -221,11 +221,13 @@ def test_decan_many_across_sets_equals_per_set_calls(monkeypatch) -> None:
     monkeypatch.setattr(decan_mod, "SETS_PER_CALL", 2)  # three scorer calls
     split = decan_many(sets, prompts=prompts, cross_set=True, **kw)
     for a, b, c in zip(each, one, split, strict=True):
-        assert a.signature == b.signature == c.signature and a.reason == b.reason == c.reason
-        if a.value is None:
-            assert b.value is None and c.value is None
+        assert a.signature == b.signature == c.signature
+        if a.value is None:  # (the reasons are worded apart: the engine's rule for `decan`)
+            assert b.value is None and c.value is None and b.reason == c.reason
             continue
-        assert b.value == pytest.approx(a.value, rel=1e-6)
-        assert c.value == pytest.approx(a.value, rel=1e-6)
-        assert c.details["curve"] == pytest.approx(a.details["curve"], rel=1e-6)
+        # float32 bits of other batch shapes: ~1e-6 bits a token (a log-sum-exp near 20 bits
+        # minus a logit), so small values (near-copies: D ~ 0.008 here) agree in absolute terms
+        assert b.value == pytest.approx(a.value, rel=1e-6, abs=1e-6)
+        assert c.value == pytest.approx(a.value, rel=1e-6, abs=1e-6)
+        assert c.details["curve"] == pytest.approx(a.details["curve"], rel=1e-6, abs=1e-6)
     assert [r.value is None for r in one] == [False, True, False, False, True]
