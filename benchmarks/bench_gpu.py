@@ -22,7 +22,13 @@ Rows (divmeter vs the reference on the same card):
 * ``decan-<model>-<dtype>``: Decan, 24 decTest sets, permutations=10: per-set ``decan`` calls
   and ``decan_many``, sets/min; the CPU and the GPU on 2 sets for parity; ``host_profile``:
   the host's own time per function over 4 per-set calls (cProfile), to attribute the host work;
-* ``generate``: ``divmeter.studies.generation.generate``, 8 prompts x 16 samples x 64 tokens.
+* ``generate-<dtype>``: local generation, 8 prompts x 16 samples x 64 tokens, model loaded once,
+  the dynamic KV cache against ``kv_cache="static"`` (CUDA graphs), the same samples checked.
+
+``--real-curves FILE`` (JSON of real-weight Decan surprisals, computed on a CPU with the packaged
+model) adds the sigmoid fit's cost on real curves to the decan rows: random weights give flat,
+noisy curves whose fits cost up to ~1 s each, so the end-to-end decan rows measure the fit on
+curves no real model makes.
 
 Models: no weights travel to the GPU machine (it has no network), so the MiniLM and Gemma
 models are the real architectures (their config and tokenizer files, ``--models``) with random
@@ -59,6 +65,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROWS: list[dict[str, Any]] = []
 OUT: Path | None = None
+#: Real-weight Decan surprisals (``--real-curves``): the sigmoid fit's cost on real curves.
+REAL_CURVES: Path | None = None
 
 
 def emit(row: dict[str, Any]) -> None:
@@ -259,7 +267,7 @@ def row_score_many(model: str, sets: list[list[str]], device: str, cpu_sets: int
     texts (issue 23's target: >= 80% of its rate), the per-set overhead on a warm cache (the
     many-set path against one ``score`` call per set, the path before it), and parity."""
     import divmeter
-    from divmeter.backends.embed import SentenceEncoder
+    from divmeter.backends.embed import SentenceEncoder, get_encoder
     from divmeter.metrics.embedding import embed_texts
 
     os.environ["DIVMETER_CACHE"] = tempfile.mkdtemp(prefix="divmeter-cache-")
@@ -276,6 +284,14 @@ def row_score_many(model: str, sets: list[list[str]], device: str, cpu_sets: int
     t2, again = timed(lambda: divmeter.score_many(sets, "embedding-cosine", model=model,
                                                   device=device), 3)
     t_lookup, _ = timed(lambda: embed_texts(texts, model, device=device), 3)
+    from divmeter.backends import cache as cache_mod
+
+    os.environ["DIVMETER_CACHE"] = tempfile.mkdtemp(prefix="divmeter-cache-")
+    cache_mod._CACHES.clear()
+    enc: Any = get_encoder(model, device=device)
+    enc.cache = cache_mod.get_cache(enc.signature)
+    profile = host_profile(lambda: divmeter.score_many(sets, "embedding-cosine", model=model,
+                                                       device=device), top=15)
     t_loop, one = timed(lambda: [divmeter.score(s, "embedding-cosine", model=model,
                                                 device=device) for s in sets])
     same = all((a.value, a.signature, a.reason) == (b.value, b.signature, b.reason)
@@ -289,7 +305,7 @@ def row_score_many(model: str, sets: list[list[str]], device: str, cpu_sets: int
         "cache_lookup_seconds": t_lookup,
         "per_set_calls_cached_seconds": t_loop,
         "per_set_calls_us_per_set": 1e6 * t_loop / len(sets),
-        "many_equals_per_set_calls": same}
+        "many_equals_per_set_calls": same, "host_profile_fresh_cache_with_encode": profile}
     if device != "cpu":
         cpu = divmeter.score_many(sets[:cpu_sets], "embedding-cosine", model=model,
                                   device="cpu")
@@ -338,6 +354,12 @@ def row_score_host(model: str, sets: list[list[str]], device: str, repeat: int =
                                                      device=device))
             fresh.append(t - inside[0])
             enc.cache.flush()
+        os.environ["DIVMETER_CACHE"] = tempfile.mkdtemp(prefix="divmeter-cache-")
+        cache_mod._CACHES.clear()
+        enc.cache = cache_mod.get_cache(enc.signature)
+        profile = host_profile(lambda: divmeter.score_many(sets, "embedding-cosine", model=model,
+                                                           device=device), top=15)
+        enc.cache.flush()
     finally:
         enc._encode_raw = real
     t_warm, _ = timed(lambda: divmeter.score_many(sets, "embedding-cosine", model=model,
@@ -345,7 +367,7 @@ def row_score_host(model: str, sets: list[list[str]], device: str, repeat: int =
     emit({"row": "score-host", "device": device, "sets": len(sets), "texts": len(flat),
           "host_seconds_fresh_cache_best": min(fresh),
           "host_seconds_fresh_cache_median": sorted(fresh)[len(fresh) // 2],
-          "host_seconds_warm_cache_best": t_warm})
+          "host_seconds_warm_cache_best": t_warm, "host_profile_fresh_cache": profile})
 
 
 def row_cli(folder: Path, sets: list[list[str]], device: str) -> None:
@@ -477,13 +499,40 @@ def row_decan(folder: Path, label: str, sets: list[tuple[str, list[str]]], devic
             s, prompt=p, permutations=perms, model=kw["model"], dtype=kw["dtype"],
             device=device) for p, s in sets])
         t_fit, _ = timed(lambda outs=outs: [decan_from_surprisal(a, b, c) for a, b, c, _ in outs])
+        fit_each = []
+        for a, b, c, _ in outs:  # which curves cost the time (random weights: a few do)
+            f0 = time.perf_counter()
+            decan_from_surprisal(a, b, c)
+            fit_each.append(round(1e3 * (time.perf_counter() - f0), 1))
         scorer = lm.get_scorer(str(folder), dtype=dtype, device=device)
         inputs = [_surprisal_inputs(s, p, perms, "completion", 0) for p, s in sets]
         t_lm_many, _ = timed(lambda inputs=inputs, scorer=scorer: scorer.span_bits(
             [t for i in inputs for t in i[0]], [x for i in inputs for x in i[1]]))
         row.update({"sets_min_lm_only_per_set": 60 * len(sets) / t_lm,
                     "sets_min_lm_only_cross_set": 60 * len(sets) / t_lm_many,
-                    "fit_seconds_all_sets": t_fit, "last_stats": dict(scorer.last_stats)})
+                    "fit_seconds_all_sets": t_fit, "fit_ms_each_set": fit_each,
+                    "last_stats": dict(scorer.last_stats)})
+        sharing = getattr(scorer, "default_sharing", "tree")
+        row["sharing_default"] = sharing
+        if sharing != "tree":  # the same cross-set call through the prefix tree (the old path)
+            t_tree, _ = timed(lambda inputs=inputs, scorer=scorer: scorer.span_bits(
+                [t for i in inputs for t in i[0]], [x for i in inputs for x in i[1]],
+                sharing="tree"))
+            row.update({"sets_min_lm_only_cross_set_tree": 60 * len(sets) / t_tree,
+                        "last_stats_tree": dict(scorer.last_stats)})
+        if REAL_CURVES is not None:  # the fit on real-weight curves, on this host
+            real = json.loads(REAL_CURVES.read_text())["sets"]
+            t_real, _ = timed(lambda real=real: [decan_from_surprisal(
+                np.array(c["perm_bits"]), np.array(c["perm_bytes"]), np.array(c["uncond"]))
+                for c in real], 3)
+            per_set = t_real / len(real)
+            row.update({"fit_real_curves_sets": len(real),
+                        "fit_real_curves_ms_per_set": 1e3 * per_set,
+                        "fit_random_curves_ms_per_set": 1e3 * t_fit / len(sets),
+                        "sets_min_lm_cross_set_plus_real_fit":
+                            60 * len(sets) / (t_lm_many + per_set * len(sets)),
+                        "sets_min_lm_per_set_plus_real_fit":
+                            60 * len(sets) / (t_lm + per_set * len(sets))})
         if parity and dtype == "float32":
             cpu = [decan(s, prompt=p, **dict(kw, device="cpu")) for p, s in sets[:parity]]
             pairs = [(a.value, b.value) for a, b in zip(r_loop[:parity], cpu, strict=True)
@@ -541,30 +590,50 @@ def profile_decan(one: tuple[str, list[str]], kw: dict[str, Any]) -> None:
 
 
 def row_generate(folder: Path, device: str, prompts: int, n: int, tokens: int) -> None:
+    """Local generation, model loaded once (as ``measure_throughput``): the dynamic KV cache
+    (the path measured at 4,150 tokens/s, float32, 128 lanes) against ``kv_cache="static"``
+    (CUDA graphs on a GPU), the same samples checked (both paths, and the first prompt alone)."""
     import torch
 
-    from divmeter.studies.generation import Decoding, generate
+    from divmeter.studies.generation.local import TransformersGenerator
 
     ps = [f"Write a short story about topic number {i}." for i in range(prompts)]
+    kw: dict[str, Any] = {"temperature": 1.0, "max_tokens": tokens, "seed": 0}
     for dtype in ("float32", "bfloat16"):
-        generate(ps[:1], 2, Decoding(max_tokens=4), model=str(folder), device=device,
-                 dtype=dtype)
-        t, sets = timed(lambda dtype=dtype: generate(ps, n, Decoding(max_tokens=tokens),
-                                                     model=str(folder), device=device,
-                                                     dtype=dtype))
-        emit({"row": f"generate-{dtype}", "prompts": prompts, "samples": n,
-              "max_tokens": tokens, "seconds": t,
-              "tokens_s_nominal": prompts * n * tokens / t,
-              "sets": len(sets)})
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+        row: dict[str, Any] = {"row": f"generate-{dtype}", "prompts": prompts, "samples": n,
+                               "max_tokens": tokens}
+        outs = {}
+        for kv in ("dynamic", "static"):
+            gen = TransformersGenerator(str(folder), device=device, dtype=dtype, kv_cache=kv)
+            gen.generate(ps[:1], 1, max_tokens=2)  # warm-up
+            t, outs[kv] = timed(lambda gen=gen: gen.generate(ps, n, **kw))
+            toks = gen.last_stats["tokens"]
+            row[kv] = {"seconds": t, "tokens": toks, "tokens_s": toks / t,
+                       "passes": gen.last_stats["passes"], "lanes": gen.lanes,
+                       "signature": gen.signature}
+            if kv == "static":  # the first call captured the graph; time a replayed call too
+                t2, again = timed(lambda gen=gen: gen.generate(ps, n, **kw))
+                row[kv].update({
+                    "seconds_first_call": t, "seconds": t2, "tokens_s": toks / t2,
+                    "repeat_same": again == outs[kv], "decoded_by": gen.last_graph,
+                    "same_alone": gen.generate(ps[:1], n, **kw)[0] == outs[kv][0]})
+                row[kv]["host_profile"] = host_profile(lambda gen=gen: gen.generate(ps, n, **kw))
+            del gen
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        pairs = [(a, b) for pa, pb in zip(outs["dynamic"], outs["static"], strict=True)
+                 for a, b in zip(pa, pb, strict=True)]
+        row["static_same_samples_as_dynamic"] = sum(a == b for a, b in pairs)
+        row["samples_compared"] = len(pairs)
+        row["speedup_static"] = row["dynamic"]["seconds"] / row["static"]["seconds"]
+        emit(row)
 
 
 # ------------------------------------------------------------------------------------- main
 
 
 def main() -> None:
-    global OUT
+    global OUT, REAL_CURVES
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cpu-check", action="store_true",
                     help="run every path on the CPU at tiny sizes (torch code, device=cpu)")
@@ -582,6 +651,9 @@ def main() -> None:
                     "(default: encode,score,score-host,vendi,decan,generate,parity,pairwise,cli,"
                     "decan1b; with --cpu: score)")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "divmeter-gpu")
+    ap.add_argument("--real-curves", type=Path, default=None,
+                    help="JSON of real-weight Decan surprisals ({'sets': [{perm_bits, "
+                    "perm_bytes, uncond}]}): the decan rows also time the sigmoid fit on them")
     args = ap.parse_args()
     import torch
 
@@ -595,6 +667,7 @@ def main() -> None:
         args.rows = ("score" if args.cpu else "encode,score,score-host,vendi,decan,generate,"
                      "parity,pairwise,cli,decan1b")
     OUT = args.out
+    REAL_CURVES = args.real_curves
     if OUT is not None:
         OUT.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

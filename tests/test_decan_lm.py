@@ -127,7 +127,8 @@ def test_shared_prefix_and_batching_match_one_at_a_time() -> None:
     slow = sc.span_bits(texts, spans, sharing="none", batch=False)
     default = sc.tree_min_saving
     try:
-        for sharing, min_saving in (("tree", 0), ("tree", default), ("prefix", default)):
+        for sharing, min_saving in (("tree", 0), ("tree", default), ("prefix", default),
+                                    ("none", default)):
             sc.tree_min_saving = min_saving  # 0: every shared branch gets its own pass
             fast = sc.span_bits(texts, spans, sharing=sharing)
             for f, s in zip(fast, slow, strict=True):
@@ -137,6 +138,22 @@ def test_shared_prefix_and_batching_match_one_at_a_time() -> None:
                 assert sc.last_stats["passes"] > 3  # the tree branched
     finally:
         sc.tree_min_saving = default
+
+
+def test_default_sharing_is_the_tree_on_the_cpu() -> None:
+    """No ``sharing`` named: the CPU runs the prefix tree (the bits of ``sharing="tree"``, to
+    the bit), an accelerator whole texts in batches (``"none"``; same values to rounding, the
+    test above)."""
+    sc = get_scorer(threads=THREADS)
+    assert sc.default_sharing == "tree"
+    items = [format_responses(PROMPT, [DIVERSE[i] for i in o], "completion")
+             for o in [(0, 1, 2), (0, 2, 1), (2,), (1, 0)]]
+    texts, spans = [t for t, _ in items], [s for _, s in items]
+    tree = sc.span_bits(texts, spans, sharing="tree")
+    stats = dict(sc.last_stats)
+    default = sc.span_bits(texts, spans)
+    assert sc.last_stats == stats
+    assert all(np.array_equal(a, b) for a, b in zip(default, tree, strict=True))
 
 
 def test_completion_format_scores_only_responses() -> None:
@@ -187,3 +204,30 @@ def test_default_format_is_completion() -> None:
     assert default.value == pytest.approx(completion.value, abs=1e-9)
     assert default.value == pytest.approx(0.44453, abs=1e-3)
     assert instruct.value == pytest.approx(0.46926, abs=1e-3)
+
+
+def test_decan_many_across_sets_equals_per_set_calls(monkeypatch) -> None:
+    """Sets scored together (one scorer call for all, or several calls) give each set's
+    per-set value to float rounding of the batch shapes, in input order, degenerate sets
+    included."""
+    from divmeter.metrics import decan as decan_mod
+    from divmeter.metrics.decan import decan_many
+
+    sets = [DIVERSE[:3], ["only one"], DIVERSE[2:5], SAME[:3], []]
+    prompts = [PROMPT, "x", "Rain.", PROMPT, "y"]
+    kw = dict(permutations=2, threads=THREADS)
+    each = [decan(s, prompt=p, **kw) for s, p in zip(sets, prompts, strict=True)]
+    one = decan_many(sets, prompts=prompts, cross_set=True, **kw)
+    monkeypatch.setattr(decan_mod, "SETS_PER_CALL", 2)  # three scorer calls
+    split = decan_many(sets, prompts=prompts, cross_set=True, **kw)
+    for a, b, c in zip(each, one, split, strict=True):
+        assert a.signature == b.signature == c.signature
+        if a.value is None:  # (the reasons are worded apart: the engine's rule for `decan`)
+            assert b.value is None and c.value is None and b.reason == c.reason
+            continue
+        # float32 bits of other batch shapes: ~1e-6 bits a token (a log-sum-exp near 20 bits
+        # minus a logit), so small values (near-copies: D ~ 0.008 here) agree in absolute terms
+        assert b.value == pytest.approx(a.value, rel=1e-6, abs=1e-6)
+        assert c.value == pytest.approx(a.value, rel=1e-6, abs=1e-6)
+        assert c.details["curve"] == pytest.approx(a.details["curve"], rel=1e-6, abs=1e-6)
+    assert [r.value is None for r in one] == [False, True, False, False, True]

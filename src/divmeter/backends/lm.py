@@ -331,6 +331,17 @@ class CausalLMScorer:
         s = f"{self.source.name}@{self.source.revision}"
         return s + ("/bf16" if self.dtype_name == "bfloat16" else "")
 
+    @property
+    def default_sharing(self) -> str:
+        """The prefix sharing of :meth:`token_bits` when none is named: ``"tree"`` on the CPU,
+        where compute is the cost and every shared prefix run once saves it; ``"none"`` on an
+        accelerator, where the cost is the host's work per forward pass (a prefix tree runs a
+        pass per shared prefix and per branch, each a few milliseconds of kernel launches for a
+        few milliseconds of device work), so whole texts in few large length-sorted batches are
+        faster. Both compute the same log-probabilities; the batch shapes differ, so the bits
+        agree to float rounding (``tests/test_decan_lm.py``)."""
+        return "tree" if self.device == "cpu" else "none"
+
     def _check_head(self) -> None:
         """Verify the chunked output layer reproduces the model's own logits; else fall back."""
         torch = self._torch
@@ -377,7 +388,7 @@ class CausalLMScorer:
         tokenized: Sequence[TokenizedText],
         needed: Sequence[np.ndarray],
         *,
-        sharing: str = "tree",
+        sharing: str | None = None,
         batch: bool = True,
     ) -> list[np.ndarray]:
         """Surprise (bits) of selected tokens of several tokenized texts.
@@ -386,15 +397,19 @@ class CausalLMScorer:
             tokenized: The texts, as returned by :meth:`encode`.
             needed: For each text, the token indices (>= 1) whose surprise is wanted.
             sharing: How common token prefixes are reused through the KV cache:
-                ``"tree"`` (default) runs every prefix shared by several texts once (a prefix
-                tree: for Decan the prompt, and the responses that open several permutations),
-                ``"prefix"`` only the prefix common to all texts, ``"none"`` nothing.
+                ``"tree"`` runs every prefix shared by several texts once (a prefix tree: for
+                Decan the prompt, and the responses that open several permutations),
+                ``"prefix"`` only the prefix common to all texts, ``"none"`` nothing (every
+                text whole, in length-sorted padded batches). ``None`` (default):
+                :attr:`default_sharing`.
             batch: Right-pad the texts left after sharing into batches (``False``: one forward
                 pass per text; with ``sharing="none"`` the one-at-a-time baseline).
 
         Returns:
             For each text, an array aligned with ``needed`` of ``-log2 p(token | previous)``.
         """
+        if sharing is None:
+            sharing = self.default_sharing
         if sharing not in ("tree", "prefix", "none"):
             raise ValueError(f"sharing must be tree, prefix or none; got {sharing!r}")
         seqs = [np.asarray(t.ids, dtype=np.int64) for t in tokenized]
@@ -425,7 +440,7 @@ class CausalLMScorer:
         texts: Sequence[str],
         spans: Sequence[Sequence[tuple[int, int]]],
         *,
-        sharing: str = "tree",
+        sharing: str | None = None,
         batch: bool = True,
     ) -> list[np.ndarray]:
         """Total surprise (bits) of character spans of texts, in one batched computation.
@@ -529,26 +544,37 @@ class _Run:
     def _score(self, hidden: Any, entries: list[tuple[int, np.ndarray, np.ndarray]]) -> None:
         """Fill ``out`` for entries (sequence, positions in ``needed``, hidden row of each).
 
-        Logits are computed once per distinct hidden row (rows shared by several sequences).
+        Logits are computed once per distinct hidden row (rows shared by several sequences), in
+        chunks of 256 rows. The bits of all chunks stay on the device and come back in one copy
+        (a copy per chunk made the host wait for the device at every chunk); each value is the
+        same float32 difference, widened to float64, as chunk by chunk.
         """
         if not entries:
             return
         torch = self.torch
         rows = np.concatenate([r for _, _, r in entries])
         tg = np.concatenate([self.seqs[i][self.needed[i][j]] for i, j, _ in entries])
+        if rows.size == 0:  # no token of these sequences is scored here
+            return
         uniq, inv = np.unique(rows, return_inverse=True)
+        inv = inv.reshape(-1)
         self.stats["head_rows"] += int(uniq.size)
-        bits = np.empty(rows.size, dtype=np.float64)
         step = 256
         dev = self.sc.device
+        order = np.argsort(inv, kind="stable")  # entries grouped by chunk, ascending within
+        cuts = np.searchsorted(inv[order], np.arange(0, uniq.size + step, step))
+        local = torch.as_tensor(inv[order] % step, device=dev)
+        target = torch.as_tensor(tg[order], device=dev)
         h = hidden[torch.as_tensor(uniq, device=dev)]
-        for c in range(0, uniq.size, step):
+        vals = []
+        for k, c in enumerate(range(0, uniq.size, step)):
+            a, b = int(cuts[k]), int(cuts[k + 1])
             lg = self.sc._logits(h[c : c + step])
             lse = torch.logsumexp(lg, dim=-1)
-            sel = np.nonzero((inv >= c) & (inv < c + step))[0]
-            r = torch.as_tensor(inv[sel] - c, device=dev)
-            val = lse[r] - lg[r, torch.as_tensor(tg[sel], device=dev)]
-            bits[sel] = val.double().cpu().numpy() / _LN2
+            r = local[a:b]
+            vals.append(lse[r] - lg[r, target[a:b]])
+        bits = np.empty(rows.size, dtype=np.float64)
+        bits[order] = torch.cat(vals).double().cpu().numpy() / _LN2
         k = 0
         for i, j, r in entries:
             self.out[i][j] = bits[k : k + r.size]

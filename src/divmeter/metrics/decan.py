@@ -596,7 +596,7 @@ def decan_surprisal(
     seed: int = 0,
     threads: int | None = None,
     dtype: str = "float32",
-    sharing: str = "tree",
+    sharing: str | None = None,
     batch: bool = True,
     base_url: str | None = None,
     device: str = "cpu",
@@ -605,8 +605,11 @@ def decan_surprisal(
 
     All permutation passes and the n unconditional passes go through one call of the scorer: every
     token prefix they share (the prompt; in instruct format also the responses that open several
-    permutations, and each response's unconditional pass) runs once (``sharing="tree"``), the
-    rest in right-padded batches. ``sharing="none", batch=False`` is the one-at-a-time baseline.
+    permutations, and each response's unconditional pass) runs once (``sharing="tree"``, the
+    default on the CPU), the rest in right-padded batches; on an accelerator the default is
+    ``sharing="none"`` (whole texts in few large batches: there the host's work per forward pass
+    costs more than the shared tokens; see ``CausalLMScorer.default_sharing``).
+    ``sharing="none", batch=False`` is the one-at-a-time baseline.
     With ``model="openai:NAME"`` the texts go to ``base_url``'s ``/v1/completions`` instead
     (echo + logprobs, :class:`divmeter.backends.server.CompletionsScorer`), one request each.
 

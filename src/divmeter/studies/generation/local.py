@@ -23,6 +23,18 @@ and the settings in the signature, never on what else is generated with it:
   order) and takes the first token whose cumulative probability (float64) exceeds ``u`` times the
   total (inverse-CDF sampling); temperature 0 takes the argmax.
 
+Static KV cache (``kv_cache="static"``, opt-in, in the signature as ``kv:static``). The decoding
+steps of a pass write into key/value buffers allocated once for the pass's whole length (prompt
+width + ``max_tokens``) and read them under an explicit mask, so every step has the same shapes
+and touches the same memory; on CUDA the step (the model's forward pass) is captured once per
+shape as a CUDA graph and replayed, which removes the host's per-step work (the launches of a few
+hundred kernels, the mask and cache bookkeeping) that bounds the dynamic loop on a GPU. The
+prompts are still read alone by the dynamic path and the sampling is the same; the attention reads
+the same keys and values, over a longer, masked row, so the logits agree with the dynamic
+path's to float rounding (on this CPU: the same samples, ``tests/test_generate_static.py``). A
+pass longer than the model's sliding window, or a model whose attention is not ``sdpa`` or
+``eager``, decodes with the dynamic cache.
+
 Text. A sample ends at the tokenizer's end-of-sequence token or a special end-of-turn token
 (``<end_of_turn>``, ``<|im_end|>``, ...), which is not part of the text. Special tokens and the
 tokenizer's added tokens are left out of the text, except added tokens that are only whitespace
@@ -50,7 +62,7 @@ from divmeter.core.errors import InvalidInputError
 from divmeter.studies.generation.base import END_OF_TURN, Decoding, check_request, sample_seeds
 
 __all__ = ["TransformersGenerator", "generation_device", "uniforms", "pick_tokens",
-           "token_rules", "measure_throughput", "BUCKET", "LANES"]
+           "token_rules", "measure_throughput", "BUCKET", "LANES", "KV_CACHES"]
 
 _log = logging.getLogger("divmeter.generation")
 _NOTED: set[str] = set()
@@ -64,6 +76,10 @@ BUCKET = 32
 
 #: Default rows per decoding pass, by device type.
 LANES = {"cpu": 16, "cuda": 128}
+
+#: Key/value caches of the decoding steps: ``dynamic`` (grown by concatenation, the default) or
+#: ``static`` (buffers of the pass's full length; CUDA graphs on CUDA).
+KV_CACHES = ("dynamic", "static")
 
 _MASK64 = (1 << 64) - 1
 
@@ -193,18 +209,26 @@ class TransformersGenerator:
             does not change a sample.
         lanes: Rows of every decoding pass (default 16 on the CPU, 128 on CUDA). It is in the
             signature: another value may change samples in the last bits of the logits.
+        kv_cache: ``"dynamic"`` (default) or ``"static"``: buffers of each pass's full length,
+            and on CUDA the decoding step replayed as a CUDA graph (see the module docstring).
+            In the signature (``kv:static``): the logits agree with the dynamic path's to float
+            rounding, which may change a sample now and then.
 
     Raises:
         InvalidInputError: Unknown model, device or dtype; ``chat=True`` without a template;
-            ``batch_size`` or ``lanes`` not an integer >= 1.
+            ``batch_size`` or ``lanes`` not an integer >= 1; ``kv_cache`` not dynamic/static.
     """
 
     backend = "transformers"
 
     def __init__(self, model: str, *, device: str = "auto", dtype: str = "float32",
                  chat: bool | None = None, batch_size: int | None = None,
-                 lanes: int | None = None) -> None:
+                 lanes: int | None = None, kv_cache: str = "dynamic") -> None:
         from divmeter.backends.lm import load_causal_lm
+
+        if kv_cache not in KV_CACHES:
+            raise InvalidInputError(
+                f"`kv_cache` must be one of {', '.join(KV_CACHES)}; got {kv_cache!r}.")
 
         for name, value in (("batch_size", batch_size), ("lanes", lanes)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
@@ -241,10 +265,14 @@ class TransformersGenerator:
         self.bos_id = tok.bos_token_id
         params = inspect.signature(self.lm.model.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
+        self._cache_position = "cache_position" in params
+        self.kv_cache = kv_cache
+        self._static: dict[tuple[int, int], _StaticDecode] = {}
         src = self.lm.source
+        kv = "|kv:static" if kv_cache == "static" else ""
         self.signature = (f"gen|model:{src.name}@{src.revision}|backend:transformers"
                           f"|chat:{'yes' if self.chat else 'no'}|dtype:{dtype}"
-                          f"|lanes:{self.lanes}|v:{__version__}")
+                          f"|lanes:{self.lanes}{kv}|v:{__version__}")
         versions = {"divmeter": __version__, "torch": torch.__version__,
                     "transformers": transformers.__version__}
         if src.name in _PACKAGES:
@@ -259,8 +287,13 @@ class TransformersGenerator:
             "lanes": self.lanes, "batch_size": self.batch_size, "bucket": BUCKET,
             "versions": versions,
         }
+        if kv_cache == "static":
+            self.provenance["kv_cache"] = kv_cache
         #: Counts of the last :meth:`generate` call: sequences, new tokens, passes, seconds.
         self.last_stats: dict[str, float] = {}
+        #: How the last static-cache pass decoded: ``"graph"`` (CUDA graph replays),
+        #: ``"eager"``, or ``"eager: <why the capture failed>"``; ``None`` before one.
+        self.last_graph: str | None = None
 
     # ------------------------------------------------------------------------------------------
     def _encode(self, prompt: str) -> list[int]:
@@ -345,6 +378,7 @@ class TransformersGenerator:
         out: list[list[int]] = [[] for _ in rows]
         done = [False] * real
         with torch.inference_mode():
+            static = self._static_decode(width, d.max_tokens, cache, mask, lengths)
             for step in range(d.max_tokens):
                 picks = pick_tokens(torch, logits, d, u[:, step])
                 got = picks[:real].tolist()
@@ -359,9 +393,42 @@ class TransformersGenerator:
                         done[i] = True
                 if all(done) or step == d.max_tokens - 1:
                     break
+                if static is not None:
+                    logits = static.step(picks, step)
+                    continue
                 mask = torch.cat([mask, mask.new_ones((self.lanes, 1))], dim=1)
                 logits, cache = self._forward(picks.unsqueeze(1), mask, lengths + step, cache)
+        if static is not None:
+            self.last_graph = static.graph_note
         return out
+
+    def _static_decode(self, width: int, steps: int, cache: Any, mask: Any,
+                       lengths: Any) -> _StaticDecode | None:
+        """The static-cache decoder of a pass (buffers reused by passes of the same shape),
+        loaded with the pass's prompt caches; ``None`` for the dynamic path (``kv_cache``
+        dynamic, a pass longer than the sliding window, another attention implementation, or
+        a cache whose layers are not plain key/value tensors)."""
+        if self.kv_cache != "static" or steps < 2:
+            return None
+        cfg = getattr(self.lm.model.config, "text_config", None) or self.lm.model.config
+        window = getattr(cfg, "sliding_window", None)
+        types = getattr(cfg, "layer_types", None)
+        attn = getattr(cfg, "_attn_implementation", None)
+        layers = getattr(cache, "layers", None)
+        if (attn not in ("sdpa", "eager") or (window and width + steps > int(window))
+                or not layers
+                or any(getattr(ly, "keys", None) is None for ly in layers)):
+            return None
+        key = (width, steps)
+        state = self._static.get(key)
+        if state is None:
+            if len(self._static) >= 2:  # a few shapes at most (each holds full-length buffers)
+                self._static.pop(next(iter(self._static)))
+            state = _StaticDecode(self, width, steps, cache, sorted(set(types)) if types
+                                  else None, attn == "eager")
+            self._static[key] = state
+        state.load(cache, mask, lengths)
+        return state
 
     def generate(self, prompts: Sequence[str], n: int, *, temperature: float = 1.0,
                  top_p: float = 1.0, top_k: int = 0, max_tokens: int = 64,
@@ -423,11 +490,137 @@ class TransformersGenerator:
         return out
 
 
+class _StaticLayer:
+    """One layer's key/value buffers of a static pass: ``update`` writes the step's keys and
+    values at the step's position (a device tensor, so a captured graph replays it) and returns
+    the whole buffers; positions not yet written are masked out by the step's mask."""
+
+    is_sliding = False
+    is_compileable = True
+    is_initialized = True
+
+    def __init__(self, keys: Any, values: Any, position: Any) -> None:
+        self.keys, self.values, self.position = keys, values, position
+
+    def update(self, key_states: Any, value_states: Any, *args: Any,
+               **kwargs: Any) -> tuple[Any, Any]:
+        self.keys.index_copy_(2, self.position, key_states)
+        self.values.index_copy_(2, self.position, value_states)
+        return self.keys, self.values
+
+    def get_seq_length(self, *args: Any, **kwargs: Any) -> int:
+        return int(self.keys.shape[2])
+
+
+class _StaticDecode:
+    """The decoding steps of passes of one shape (``lanes`` rows, prompt width, steps) over
+    static key/value buffers. :meth:`step` runs one step from fixed input buffers into a fixed
+    logits buffer; on CUDA it is captured as a CUDA graph at its first call and replayed."""
+
+    def __init__(self, gen: TransformersGenerator, width: int, steps: int, cache: Any,
+                 layer_types: list[str] | None, additive: bool) -> None:
+        from transformers import cache_utils
+
+        torch = gen._torch
+        dev = gen.lm.device
+        self.gen, self.width = gen, width
+        length = width + steps
+        lanes = gen.lanes
+        self.position = torch.zeros(1, dtype=torch.long, device=dev)
+        layers = []
+        for ly in cache.layers:
+            k, v = ly.keys, ly.values
+            layers.append(_StaticLayer(
+                k.new_zeros((lanes, k.shape[1], length, k.shape[3])),
+                v.new_zeros((lanes, v.shape[1], length, v.shape[3])), self.position))
+        self.layers = layers
+        self.cache: Any = cache_utils.Cache(layers=layers)  # type: ignore[arg-type]
+        self.ids = torch.zeros((lanes, 1), dtype=torch.long, device=dev)
+        self.base = torch.zeros((lanes, 1), dtype=torch.long, device=dev)
+        self.keep = torch.zeros((lanes, length), dtype=torch.bool, device=dev)
+        self.columns = torch.arange(length, device=dev)
+        self.layer_types = layer_types
+        self.additive = additive
+        self.min_value = torch.finfo(cache.layers[0].keys.dtype).min
+        self.logits: Any = None
+        self.graph: Any = None
+        self.cuda = str(dev).startswith("cuda")
+        #: ``"graph"``, ``"eager"`` (CPU) or ``"eager: <why the capture failed>"``.
+        self.graph_note = "graph" if self.cuda else "eager"
+
+    def load(self, cache: Any, mask: Any, lengths: Any) -> None:
+        """Copy the pass's prompt caches (``lanes`` rows, ``width`` positions) into the
+        buffers; the prompt's padding stays masked, every later position is open up to the
+        step's own."""
+        w = self.width
+        for mine, ly in zip(self.layers, cache.layers, strict=True):
+            mine.keys[:, :, :w].copy_(ly.keys)
+            mine.values[:, :, :w].copy_(ly.values)
+        self.keep[:, :w].copy_(mask.bool())
+        self.keep[:, w:] = True
+        self.base.copy_(lengths)
+
+    def _run(self) -> None:
+        torch = self.gen._torch
+        allowed = (self.keep & (self.columns <= self.position))[:, None, None, :]
+        m: Any = allowed
+        if self.additive:  # eager attention adds the mask to the scores
+            m = torch.zeros(allowed.shape, dtype=self.layers[0].keys.dtype,
+                            device=allowed.device).masked_fill(~allowed, self.min_value)
+        masks = {t: m for t in self.layer_types} if self.layer_types else m
+        kw: dict[str, Any] = {self.gen._cache_kw: self.cache}
+        if self.gen._cache_position:
+            kw["cache_position"] = self.position
+        out = self.gen.lm.model(input_ids=self.ids, attention_mask=masks,
+                                position_ids=self.base + (self.position - self.width),
+                                use_cache=True, logits_to_keep=1, **kw)
+        last = out.logits[:, -1]
+        if self.logits is None:
+            self.logits = torch.empty_like(last)
+        self.logits.copy_(last)
+
+    def step(self, picks: Any, step: int) -> Any:
+        """Feed the step's tokens (position ``width + step``); the logits of the next."""
+        self.ids.copy_(picks.unsqueeze(1))
+        self.position.fill_(self.width + step)
+        if self.graph is not None:
+            self.graph.replay()
+            return self.logits
+        if self.cuda and self.graph_note == "graph":
+            try:
+                self.graph = self._capture()
+                self.graph.replay()
+                return self.logits
+            except Exception as exc:  # noqa: BLE001 - any capture failure: decode eagerly
+                self.graph = None
+                self.graph_note = f"eager: {type(exc).__name__}: {exc}"[:300]
+                _log.info("CUDA graph capture failed (%s); static cache decodes eagerly",
+                          self.graph_note)
+        self._run()
+        return self.logits
+
+    def _capture(self) -> Any:
+        """Run the step twice on a side stream (allocations settle; the writes at this step's
+        position are made again by the replay), then capture it."""
+        torch = self.gen._torch
+        dev = self.ids.device
+        side = torch.cuda.Stream(device=dev)
+        side.wait_stream(torch.cuda.current_stream(dev))
+        with torch.cuda.stream(side):
+            self._run()
+            self._run()
+        torch.cuda.current_stream(dev).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            self._run()
+        return graph
+
+
 def measure_throughput(model: str = "gemma-3-270m", *, device: str = "cuda",
                        dtype: str = "float32", prompts: int = 8, n: int = 16,
                        max_tokens: int = 64, lanes: int | None = None,
                        batch_size: int | None = None, temperature: float = 1.0,
-                       check: bool = True) -> dict[str, Any]:
+                       check: bool = True, kv_cache: str = "dynamic") -> dict[str, Any]:
     """Time local generation (for ``benchmarks/bench_gpu.py`` and ``bench_generate.py``).
 
     Loads the model, warms up with one short pass, generates ``n`` samples of ``max_tokens``
@@ -444,7 +637,7 @@ def measure_throughput(model: str = "gemma-3-270m", *, device: str = "cuda",
             "I'm kidding. You", "What are you", "The first thing", "Why would anyone"]
     texts = [base[i % len(base)] + ("" if i < len(base) else f" ({i})") for i in range(prompts)]
     gen = TransformersGenerator(model, device=device, dtype=dtype, lanes=lanes,
-                                batch_size=batch_size)
+                                batch_size=batch_size, kv_cache=kv_cache)
     torch = gen._torch
     gen.generate(texts[:1], 1, max_tokens=2, temperature=temperature)  # warm-up
     if str(gen.lm.device).startswith("cuda"):
