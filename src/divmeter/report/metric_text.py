@@ -11,13 +11,21 @@ __all__ = ["short_description", "direction_text", "range_text", "example_command
 
 
 def short_description(text: str) -> str:
-    """The first clause of a metric's description (up to the first ``;``).
+    """The first clause of a metric's description (up to the first ``;`` outside parentheses,
+    so a parenthesis is never left open).
 
     Example:
         >>> short_description("Type-token ratio of each response; mean over the set")
         'Type-token ratio of each response'
+        >>> short_description("Mean distance (cosine variant; eq. 3 is another); per set")
+        'Mean distance (cosine variant; eq. 3 is another)'
     """
-    return text.split("; ")[0].strip()
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth <= 0 and text.startswith("; ", i):
+            return text[:i].strip()
+    return text.strip()
 
 
 def direction_text(higher_is_more_diverse: bool) -> str:

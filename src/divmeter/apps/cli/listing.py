@@ -1,13 +1,13 @@
 """``divmeter list``: the registered metrics, one line each, and ``divmeter list NAME`` details.
 
-Both read the registry only (no metric module imports torch at registration), and both fit an
-80-column terminal: one section per family (``--family`` shows one), within it one row per
-metric (set-level metrics first, then the response-level ones) with a one-line description cut
-with an ellipsis, never a table whose description wraps one word per line.
+Both read the registry only (no metric module imports torch at registration), and both fit the
+terminal: one section per family (``--family`` shows one), within it one row per metric
+(set-level metrics first, then the response-level ones) whose description wraps in its own
+column to the terminal's width (at least 24 characters wide), never cut.
 
-The README's metric table is generated from the same registry, so it cannot drift:
-``divmeter list --format markdown`` prints it, ``--update README.md`` replaces the table between
-the file's ``metrics-table`` markers (a test checks that the README is current).
+The documentation site's metric catalogue is generated from the same registry, so it cannot
+drift: ``divmeter list --format markdown`` prints the overview table, ``--update FILE`` replaces
+the table between a file's ``metrics-table`` markers.
 """
 
 from __future__ import annotations
@@ -33,10 +33,6 @@ README_MARKERS = ("<!-- metrics-table:start (generated: divmeter list --format m
                   "--update README.md) -->", "<!-- metrics-table:end -->")
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(width - 1, 0)].rstrip() + "…"
-
-
 def _ordered(specs: list[Any]) -> list[Any]:
     """Family, then level (set, corpus, pair, response), then name."""
     fam = {f: i for i, f in enumerate(FAMILIES)}
@@ -55,7 +51,7 @@ def _rows(specs: list[Any]) -> list[tuple[str, ...]]:
 def _list_tables(specs: list[Any], width: int) -> list[Any]:
     """A heading per family and a table per level inside it (set, corpus, pair, response),
     all with the same column widths (taken over every listed metric); the description takes
-    what is left of ``width`` (at least 24)."""
+    what is left of ``width`` (at least 24) and wraps there, whole words, never cut."""
     from rich.table import Table
     from rich.text import Text
 
@@ -77,16 +73,17 @@ def _list_tables(specs: list[Any], width: int) -> list[Any]:
                           title_style="italic", box=None, pad_edge=False, header_style="bold")
             for i, h in enumerate(header[:3]):
                 table.add_column(h, no_wrap=True, width=widths[i])
-            table.add_column("description", no_wrap=True, width=room)
+            table.add_column("description", width=room, overflow="fold")
             for r in group:
-                table.add_row(*r[:3], _cut(r[3], room))
+                table.add_row(*r[:3], r[3])
             out.append(table)
     return out
 
 
 def markdown_table(specs: list[Any] | None = None) -> str:
-    """The metric table of the README, from the registry: one row per metric, grouped by
-    family and level as ``divmeter list`` shows them, with the extra each one needs.
+    """The metric overview table (the documentation's catalogue), from the registry: one row
+    per metric, grouped by family and level as ``divmeter list`` shows them, with the extra each
+    one needs.
 
     Example:
         >>> print(markdown_table()[:63])
@@ -107,7 +104,7 @@ def markdown_table(specs: list[Any] | None = None) -> str:
 
 
 def write_readme_table(text: str, table: str | None = None) -> str:
-    """``text`` (a README) with the part between :data:`README_MARKERS` replaced by
+    """``text`` (a Markdown page) with the part between :data:`README_MARKERS` replaced by
     :func:`markdown_table`.
 
     Raises:
@@ -180,8 +177,8 @@ def list_cmd(
         "example command.", metavar="[NAME]", show_default=False)] = None,
     family: Annotated[str | None, typer.Option(
         "--family", help="Only this family: form, content, lm, judge.", metavar="FAMILY")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="table, json or markdown (the README's "
-                                     "table).", metavar="FORMAT")] = "table",
+    fmt: Annotated[str, typer.Option("--format", help="table, json or markdown (the "
+                                     "catalogue's overview table).", metavar="FORMAT")] = "table",
     update: Annotated[str | None, typer.Option(
         "--update", help="With --format markdown: replace the table between this file's "
         "metrics-table markers.", metavar="FILE")] = None,
