@@ -286,6 +286,8 @@ def _run(run: FileRun, src: str, reader: Any, input_format: str | None, total: i
                                   metadata=run.metadata)
             writer = open_record_writer(output, out_fmt, columns=cols, append=appending)
         scorer = scorer or score_sets
+        if progress is not None:  # the bar shows 0/N (not 0/?) while the first set's model loads
+            progress(len(skip), total)
         for rec in scorer(sets, [(p.name, p.params) for p in plans], workers=workers,
                           progress=progress, total=total, skip=skip, summary=run.summary,
                           with_signatures=signatures):

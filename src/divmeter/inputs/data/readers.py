@@ -62,6 +62,7 @@ from divmeter.inputs.data.lines import (
     read_json_lines,
     read_whole,
     require_object,
+    table_hint,
     type_name,
 )
 from divmeter.inputs.data.model import ResponseSet
@@ -109,9 +110,10 @@ def _read_json_text(text: str, name: str) -> Iterator[ResponseSet]:
             yield set_from_object(obj, f"{name} item {i + 1}", i)
         return
     if pos >= n or text[pos] != "[":
+        hint = table_hint(text[pos:].split("\n", 1)[0])
         raise InvalidInputError(
             f"{name} line {line_of(pos)}: a JSON file must hold a list of sets (starting with "
-            "'['); for one object per line use the .jsonl format."
+            "'['); " + (hint + "." if hint else "for one object per line use the .jsonl format.")
         )
     pos = skip(pos + 1)
     index = 0

@@ -114,10 +114,18 @@ class TableLayout:
         elif resp:
             self.kind = "wide"
         else:
+            first = ",".join(str(c) for c in columns).lstrip()
+            if first[:1] in ("{", "["):
+                raise InvalidInputError(
+                    f"{name} line 1: read as CSV, but the line is JSON ({_short(first)}): it "
+                    "looks like JSONL, one set per line; drop --input-format csv (or give "
+                    "--input-format jsonl)."
+                )
+            shown = ", ".join(_short(str(c)) for c in columns[:8])
             raise InvalidInputError(
                 f"{name}: the header must have a 'response' column (long form, one row per "
                 "response), resp_0..resp_k columns (wide form, one row per set) or a "
-                f"'responses' list column; got columns {', '.join(columns[:8])}"
+                f"'responses' list column; got columns {shown}"
                 f"{'...' if len(columns) > 8 else ''}."
             )
         self.resp_cols = [c for _, c in sorted(resp)] if self.kind == "wide" else []
@@ -274,6 +282,16 @@ class TableLayout:
                         )
             group.responses.append(response or "")
         yield from groups.values()
+
+
+def _short(text: str, limit: int = 40) -> str:
+    """``text`` quoted, cut to ``limit`` characters, for a message.
+
+    Example:
+        >>> _short("a" * 50, 10)
+        "'aaaaaaa...'"
+    """
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
 def _is_blank(value: Any) -> bool:
