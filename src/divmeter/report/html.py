@@ -460,7 +460,7 @@ def _png(path: Path) -> str:
 def meta_sections(result: Any, *, source: str, xlabel: str = "parameter",
                   plots: bool = True) -> list[str]:
     """The sections of a meta-evaluation: its table, settings, signatures and plots."""
-    from divmeter.report.tables import _rows
+    from divmeter.report.tables import _rows, notes
     from divmeter.report.writer import write_report
 
     header, rows = _rows(result)
@@ -471,7 +471,9 @@ def meta_sections(result: Any, *, source: str, xlabel: str = "parameter",
            "<ul>"]
     out += [f"<li><b>{_e(n)}</b>: <span class=\"sig\">{_e(r.signature)}</span></li>"
             for n, r in result.results.items()]
-    out.append("</ul></section>")
+    out.append("</ul>")
+    out += [f'<p class="note">{_e(n)}</p>' for n in notes(result)]
+    out.append("</section>")
     if plots:
         with tempfile.TemporaryDirectory() as tmp:
             files = [f for f in write_report(result, tmp, source=source, plot=True,

