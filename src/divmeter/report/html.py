@@ -38,6 +38,7 @@ from divmeter.report.panels import (
     numeric_levels,
     strip_svg,
     texts_section,
+    trend_note,
     trend_points,
     trend_svg,
 )
@@ -355,6 +356,9 @@ def _score_sections(records: Sequence[Mapping[str, Any]], columns: Sequence[str]
             svg = trend_svg(pts, title=c, arrow=metric_facts(c)[0], xlabel=xlabel)
             out.append(f"<figure>{svg}</figure>")
         out.append("</div></section>")
+    elif has_label and trend_note(labels):
+        out.append(f'<section id="trend"><p class="note">{_e(trend_note(labels) or "")}</p>'
+                   "</section>")
     out.append('<section id="distributions"><h2>Distributions</h2>'
                + ('<p class="note">By label, side by side: one dot per set, the bar is the '
                   "median, n under each column counts the sets.</p>" if has_label else "")
