@@ -202,8 +202,8 @@ def paired_differences(
                                    gridspec_kw={"width_ratios": [1, 2]})
     show = np.arange(len(x)) if len(x) <= 300 else np.linspace(0, len(x) - 1, 300).astype(int)
     for i in show:
-        ax1.plot([pos_a, pos_b], [raw_x[i], raw_z[i]], color=_HIGH if x[i] > z[i] else _LOW,
-                 alpha=0.35, lw=0.8)
+        color = _HIGH if x[i] > z[i] else _LOW if x[i] < z[i] else "grey"
+        ax1.plot([pos_a, pos_b], [raw_x[i], raw_z[i]], color=color, alpha=0.35, lw=0.8)
     ticks = sorted([(pos_a, name_a), (pos_b, name_b)])
     ax1.set_xticks([t for t, _ in ticks], labels=[n for _, n in ticks])
     ax1.set_xlim(-0.3, 1.3)
