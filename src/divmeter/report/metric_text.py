@@ -70,5 +70,6 @@ def example_command(spec: Any) -> str:
     chosen = [(k, p.default) for k, p in spec.schema.items() if p.choices and p.default]
     for k, v in (numeric + chosen)[:1]:
         arg = f"{spec.name}:{k}={v}"
-    src = "instantiations.jsonl" if spec.input == "instantiations" else "examples/stories.jsonl"
+    src = (f"examples/{'instantiations' if spec.input == 'instantiations' else 'stories'}"
+           ".jsonl")
     return f"divmeter score {src} -m {arg}"
