@@ -42,7 +42,8 @@ def blocks(text: str) -> list[tuple[str, str, str | None]]:
     last non-blank line before the block.
 
     Example:
-        >>> blocks("<!-- docs-test: skip needs a GPU -->\\n```bash\\nx\\n```\\n```python\\ny\\n```\\n")
+        >>> mark = "<!-- docs-test: skip needs a GPU -->\\n"
+        >>> blocks(mark + "```bash\\nx\\n```\\n```python\\ny\\n```\\n")
         [('bash', 'x\\n', 'needs a GPU'), ('python', 'y\\n', None)]
     """
     out = []
@@ -122,7 +123,7 @@ def test_page_examples_run(page: str, tmp_path: Path) -> None:
 
 def test_skip_marks_give_a_reason() -> None:
     for page in PAGES:
-        for lang, _, reason in blocks((DOCS / page).read_text(encoding="utf-8")):
+        for _, _, reason in blocks((DOCS / page).read_text(encoding="utf-8")):
             if reason is not None:
                 assert len(reason) > 10, f"{page}: a docs-test mark without a reason"
 
