@@ -48,18 +48,28 @@ def _rows(specs: list[Any]) -> list[tuple[str, ...]]:
              short_description(s.description)) for s in specs]
 
 
+#: The narrowest description column; below it each description goes under its metric's line.
+MIN_DESCRIPTION = 24
+
+
 def _list_tables(specs: list[Any], width: int) -> list[Any]:
     """A heading per family and a table per level inside it (set, corpus, pair, response),
     all with the same column widths (taken over every listed metric); the description takes
-    what is left of ``width`` (at least 24) and wraps there, whole words, never cut."""
+    what is left of ``width`` and wraps there, whole words, never cut. On a terminal too narrow
+    for a description column of :data:`MIN_DESCRIPTION` cells, each description is printed
+    under its metric's line instead, wrapped to the terminal."""
+    from rich.cells import cell_len
+    from rich.padding import Padding
     from rich.table import Table
     from rich.text import Text
 
     specs = _ordered(specs)
     rows = _rows(specs)
     header = ("name", "direction", "range", "description")
-    widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(3)]
-    room = max(24, width - sum(widths) - 2 * 3)
+    # terminal cells, not characters: some rich versions count ↑ and ∞ as two cells
+    widths = [max([cell_len(header[i])] + [cell_len(r[i]) for r in rows]) for i in range(3)]
+    room = width - sum(widths) - 2 * 3
+    stacked = room < MIN_DESCRIPTION
     out: list[Any] = []
     families = [f for f in FAMILIES if any(s.family == f for s in specs)]
     families += sorted({s.family for s in specs} - set(FAMILIES))
@@ -69,11 +79,18 @@ def _list_tables(specs: list[Any], width: int) -> list[Any]:
                          style="bold")]
         for level in dict.fromkeys(s.granularity for s, _ in mine):
             group = [r for s, r in mine if s.granularity == level]
+            if stacked:
+                out.append(Text(f"{level} level ({len(group)})", style="italic"))
+                for r in group:
+                    out += [Text("  ".join(c.ljust(w) for c, w in zip(r[:3], widths, strict=True))
+                                 .rstrip()), Padding(Text(r[3]), (0, 0, 0, 4))]
+                continue
             table = Table(title=f"{level} level ({len(group)})", title_justify="left",
-                          title_style="italic", box=None, pad_edge=False, header_style="bold")
-            for i, h in enumerate(header[:3]):
-                table.add_column(h, no_wrap=True, width=widths[i])
-            table.add_column("description", width=room, overflow="fold")
+                          title_style="italic", box=None, pad_edge=False, header_style="bold",
+                          width=width)
+            for i, h in enumerate(header[:3]):  # min = max: the same on every rich version
+                table.add_column(h, no_wrap=True, min_width=widths[i], max_width=widths[i])
+            table.add_column("description", ratio=1, overflow="fold")
             for r in group:
                 table.add_row(*r[:3], r[3])
             out.append(table)
