@@ -55,6 +55,18 @@ def _cell(text: Any) -> str:
     return text.replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
 
 
+def _code(text: Any) -> str:
+    """Text as a code span for a table cell (nothing escaped inside: Python-Markdown's tables
+    skip pipes in code spans, and brackets there are not links).
+
+    Example:
+        >>> _code("[NAME]"), _code("a`b")
+        ('`[NAME]`', '``a`b``')
+    """
+    text = " ".join(str(text).split())
+    return f"``{text}``" if "`" in text else f"`{text}`"
+
+
 def _range(bounds: Any) -> str:
     from divmeter.report.metric_text import range_text
 
@@ -181,7 +193,7 @@ def metric_page(spec: Any) -> str:
             if p.get("cap") is not None:
                 allowed += f" (at most {p['cap']})"
             lines.append(f"| `{k}` | {_cell(p.get('type', ''))} | "
-                         f"`{_cell(json.dumps(p.get('default')))}` | {_cell(allowed)} | "
+                         f"{_code(json.dumps(p.get('default')))} | {_cell(allowed)} | "
                          f"{_cell(p.get('doc', ''))} |")
     else:
         lines.append("None.")
@@ -266,7 +278,7 @@ def _default(p: Any) -> str:
     value = getattr(p, "default", None)
     if value is None or getattr(p, "is_flag", False) or value == () or value == []:
         return ""
-    return f"`{_cell(value)}`"
+    return _code(value)
 
 
 def _paragraphs(text: str) -> str:
@@ -295,8 +307,9 @@ def cli_page() -> str:
         title = "divmeter " + " ".join(path)
         lines += ["#" * min(len(path) + 1, 4) + f" `{title}`", ""]
         args = [p for p in cmd.params if not getattr(p, "opts", [""])[0].startswith("-")]
-        usage = " ".join([title, "[OPTIONS]"] + [_kind(p) if getattr(p, "required", False)
-                                                 else f"[{_kind(p)}]" for p in args])
+        usage = " ".join([title, "[OPTIONS]"] + [
+            _kind(p) if getattr(p, "required", False) or _kind(p).startswith("[")
+            else f"[{_kind(p)}]" for p in args])
         if getattr(cmd, "commands", None):
             usage = f"{title} COMMAND [ARGS]..."
         lines += ["```text", usage, "```", "", _paragraphs(cmd.help or ""), ""]
@@ -314,7 +327,7 @@ def cli_page() -> str:
             if not opts or not opts[0].startswith("-"):
                 opts = [_kind(p)]
             need = " (required)" if getattr(p, "required", False) else ""
-            rows.append(f"| {', '.join(f'`{o}`' for o in opts)} | `{_cell(_kind(p))}` | "
+            rows.append(f"| {', '.join(_code(o) for o in opts)} | {_code(_kind(p))} | "
                         f"{_default(p)} | {_cell((getattr(p, 'help', '') or '') + need)} |")
         if rows:
             lines += ["| argument / option | value | default | what it does |",
