@@ -19,6 +19,7 @@ import importlib
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 #: Where the generated pages go, inside the site.
@@ -138,14 +139,41 @@ def evidence_markdown(name: str, spec_dict: Mapping[str, Any]) -> str | None:
     return "```json\n" + json.dumps(found, indent=2, default=str) + "\n```"
 
 
+_GRIFFE: dict[str, Any] = {}
+
+
+def _documented(path: str) -> bool:
+    """Whether ``path`` (``package.module.function``) is a function with a docstring in the
+    sources, read statically as mkdocstrings reads them (so that a page never asks for an
+    object it cannot render)."""
+    try:
+        import griffe
+    except ImportError:
+        return False
+    if "divmeter" not in _GRIFFE:
+        src = Path(__file__).resolve().parents[1] / "src"
+        _GRIFFE["divmeter"] = griffe.load("divmeter", search_paths=[str(src)],
+                                          resolve_aliases=False)
+    try:
+        obj = _GRIFFE["divmeter"][path.split(".", 1)[1]]
+    except Exception:  # KeyError, or griffe's own errors for a member it cannot resolve
+        return False
+    return bool(getattr(obj, "is_function", False) and getattr(obj, "docstring", None))
+
+
 def _definition(spec: Any) -> str | None:
     """The metric's public function, rendered from its docstring (formula, paper, degenerate
-    cases) by mkdocstrings, or ``None`` when the spec names no function."""
+    cases) by mkdocstrings, or ``None`` when the spec names no documented function."""
+    fn = getattr(spec, "fn", None)
+    path = None
+    if fn is not None and getattr(fn, "__module__", None) and getattr(fn, "__name__", None):
+        path = f"{fn.__module__}.{fn.__name__}"
     target = getattr(spec, "target", None)
-    if not isinstance(target, str) or ":" not in target:
+    if path is None and isinstance(target, str) and ":" in target:
+        path = target.replace(":", ".")
+    if path is None or not path.startswith("divmeter.") or not _documented(path):
         return None
-    module, _, function = target.partition(":")
-    return "\n".join([f"::: {module}.{function}", "    options:", "      show_root_heading: true",
+    return "\n".join([f"::: {path}", "    options:", "      show_root_heading: true",
                       "      show_root_full_path: false", "      heading_level: 3"])
 
 
