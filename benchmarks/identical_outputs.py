@@ -15,6 +15,12 @@ that re-recorded them), and re-recorded from commit 74f78f3 (before issues 21-27
 machine of stop 20, where the earlier digests matched none of the 19 outputs of 74f78f3 itself
 (they depend on the machine's environment, not only on divmeter's code): main after issues
 21-27 gives those 74f78f3 digests byte for byte, 19 of 19.
+
+Since issue 33 `divmeter score` carries the input's own fields into its records (the prompt,
+Tevet's `metric_*` columns, and any field a record already names as `input.<name>`): those
+values are the input file's, not numbers divmeter computes, so they are taken out of each record
+(`_without_input_fields`, re-serialised as the writer does) before the digest; everything else
+is compared byte for byte against the same recorded digests.
 """
 
 from __future__ import annotations
@@ -74,7 +80,19 @@ def _digest(path: Path, metrics: list[str], out_dir: Path) -> str:
     for m in metrics:
         cmd += ["-m", m]
     subprocess.run(cmd, check=True, cwd=ROOT)
-    return hashlib.sha256(out.read_bytes()).hexdigest()
+    return hashlib.sha256(_without_input_fields(out.read_text(encoding="utf-8"))).hexdigest()
+
+
+def _without_input_fields(text: str) -> bytes:
+    """The JSONL records without the input fields carried since issue 33 (the prompt, Tevet's
+    `metric_*` columns, `input.*`), each line written back as the JSONL writer writes it."""
+    lines = []
+    for line in text.splitlines():
+        rec = json.loads(line)
+        rec = {k: v for k, v in rec.items()
+               if k != "prompt" and not k.startswith(("metric_", "input."))}
+        lines.append(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
+    return "".join(lines).encode("utf-8")
 
 
 def main() -> int:

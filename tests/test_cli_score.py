@@ -37,6 +37,7 @@ def expected() -> list[dict]:
                 "set_id": s.set_id,
                 "row": row,
                 "label": s.label,
+                "prompt": s.prompt,  # the input's own fields are carried (issue 33)
                 "distinct-n": a.value,
                 "distinct-n:n=2": b.value,
                 "reasons": reasons,

@@ -278,7 +278,8 @@ def test_json_array_errors_give_line(tmp_path: Path) -> None:
         ),
         (
             "response,prompt\nx,p\n",
-            "sets.csv: a long-form table needs a 'set_id' column next to 'response'.",
+            "sets.csv: a long-form table needs a 'set_id' column next to 'response', or the "
+            "column(s) that tell its sets apart: --group-by COLUMN, e.g. --group-by prompt",
         ),
         (
             "set_id,response,prompt\na,x,P\na,y,Q\n",

@@ -7,7 +7,8 @@
   the statistic is undefined by nature: a constant parameter or metric, one rater, all ties.
 
 Each case runs the real command on a small file and checks the exit code, the null and the
-reason text (README, "Exit codes of runs that produce nothing usable", holds the same table).
+reason text (docs/errors.md, "Exit codes of runs that produce nothing usable", holds the same
+table).
 """
 
 from __future__ import annotations

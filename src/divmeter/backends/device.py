@@ -58,12 +58,16 @@ DTYPE = Param(str, choices=DTYPES, default="float32",
 
 
 def _say_once(message: str) -> None:
+    """Say ``message`` once per process: on the ``divmeter`` log (the command line prints it as
+    ``divmeter: ...``) and, when nothing listens there (a library user), as a warning; not both,
+    which printed it twice on the command line."""
     with _SAID_LOCK:
         if message in _SAID:
             return
         _SAID.add(message)
-    _LOG.info(message)
-    warnings.warn(message, RuntimeWarning, stacklevel=3)
+    _LOG.info(message.removeprefix("divmeter: "))
+    if not logging.getLogger("divmeter").handlers:
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
 def resolve_device(device: str) -> str:

@@ -46,7 +46,7 @@ from divmeter.backends._common import (
     split_quant,
 )
 from divmeter.backends.cache import EmbeddingCache, get_cache
-from divmeter.backends.loading import timed_load
+from divmeter.backends.loading import announce_load, timed_load
 from divmeter.core.errors import InvalidInputError
 
 __all__ = [
@@ -206,6 +206,7 @@ class SentenceEncoder:
         """Load the model (once) and return the ``SentenceTransformer`` object."""
         with self._lock:
             if self._model is None:
+                announce_load(self.resolved.name, "sentence encoder")
                 set_offline()
                 require("torch", extra="embed")
                 st = require("sentence_transformers", extra="embed",

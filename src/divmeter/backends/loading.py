@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["first_use", "timed_load", "FIRST_USE_SECONDS"]
+__all__ = ["first_use", "announce_load", "timed_load", "FIRST_USE_SECONDS"]
 
 _log = logging.getLogger("divmeter.models")
 _SAID: set[str] = set()
@@ -55,6 +55,25 @@ def first_use(name: str, cache: str | Path, *, action: str = "converts") -> None
     took = FIRST_USE_SECONDS.get(name)
     _log.info("loading %s (first use %s it into %s%s; later runs load from cache)", name, action,
               cache, f", {took}" if took else "")
+
+
+def announce_load(name: str, what: str) -> None:
+    """Say, once per model and process, that ``what`` ``name`` is being loaded, before the
+    seconds that takes (a sentence encoder: importing torch and reading the model, ~6 s cold),
+    so that a progress bar that has not moved yet is explained. Nothing when :func:`first_use`
+    already spoke of this model.
+
+    Example:
+        >>> announce_load("doctest-encoder", "sentence encoder")  # logged at INFO, once
+        >>> "load:doctest-encoder" in _SAID
+        True
+    """
+    with _LOCK:
+        if name in _SAID or f"load:{name}" in _SAID:
+            return
+        _SAID.add(f"load:{name}")
+    _log.info("loading the %s %s (a few seconds; the progress bar moves once it is loaded)",
+              what, name)
 
 
 @contextmanager

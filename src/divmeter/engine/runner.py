@@ -9,6 +9,7 @@ and keeps the running summary. The command line only parses options and prints.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -36,9 +37,14 @@ from divmeter.inputs.data.paths import is_stream
 from divmeter.inputs.data.vectors import is_npy, vector_reader
 from divmeter.core.errors import DivmeterError, InvalidInputError
 
-__all__ = ["FileRun", "score_file", "record_columns", "carried_fields", "with_metadata"]
+__all__ = ["FileRun", "score_file", "record_columns", "carried_fields", "with_metadata",
+           "input_values", "table_fields", "INPUT_PREFIX"]
 
 _SCALARS = (str, int, float, bool)
+#: The prefix of an input field whose name a record already uses (a key of the record, or a
+#: metric column of the run): the input's value is kept under ``input.<name>``, never dropped
+#: and never overwritten by a score.
+INPUT_PREFIX = "input."
 
 
 @dataclass
@@ -49,7 +55,9 @@ class FileRun:
         plans: The resolved metrics.
         columns: Their output columns.
         has_label: Whether the input's sets carry labels.
-        metadata: The input's metadata fields carried into every record (from the first set).
+        metadata: The input's own fields carried into every record (:func:`carried_fields`:
+            the prompt and every scalar field of the sets, Tevet's ``metric_*`` columns
+            included; a name the record already uses becomes ``input.<name>``).
         scored: Sets scored by this run.
         skipped: Sets already in the output (``--resume``).
         summary: Running aggregates over every set in the output (resumed ones included).
@@ -89,45 +97,83 @@ def record_columns(plans: Sequence[MetricPlan], *, has_label: bool, signatures: 
     return cols
 
 
-def carried_fields(first: Any, columns: Sequence[str]) -> list[str]:
-    """The metadata fields a score output carries from its input: the first set's scalar
-    metadata (``stage``, ``prompt_id``, ``temperature``, ...), so ``divmeter meta paired
-    scores.jsonl --by stage`` can group the scores.
-
-    Tevet & Berant's precomputed ``metric_*`` columns are left out (they are scores of the input
-    file, read from it by the meta commands), as is any name a record already uses.
+def input_values(s: Any) -> dict[str, Any]:
+    """A set's own fields as a score record carries them: its ``prompt`` (Tevet's ``context``)
+    when it has one, then every metadata field whose value is a scalar or null (``stage``,
+    ``prompt_id``, ``temperature``, ``label_name``, Tevet's ``metric_*`` columns, ...). Lists and
+    objects (``seeds``, ``provenance``, per-response ``quality``) stay in the input file.
 
     Example:
         >>> from divmeter.inputs.data import ResponseSet
-        >>> s = ResponseSet("a", ["x"], metadata={"stage": "sft", "metric_bleu": 0.2,
-        ...                                       "tags": ["t"], "prompt_id": 3})
+        >>> input_values(ResponseSet("a", ["x"], "Tell a joke.", metadata={"tags": ["t"],
+        ...                                                                 "metric_bleu": 0.2}))
+        {'prompt': 'Tell a joke.', 'metric_bleu': 0.2}
+    """
+    out: dict[str, Any] = {} if s.prompt is None else {"prompt": s.prompt}
+    out.update((k, v) for k, v in s.metadata.items() if v is None or isinstance(v, _SCALARS))
+    return out
+
+
+def carried_fields(first: Any, columns: Sequence[str], names: Sequence[str] = ()
+                   ) -> list[str]:
+    """The input fields a score output carries into its records (:func:`input_values`), so
+    that ``divmeter meta paired scores.jsonl --by stage`` groups the scores and ``divmeter meta
+    contest scores.jsonl -c metric_sent_bert`` finds Tevet's human and metric columns.
+
+    The rule for names: a score never overwrites an input field. A field whose name the record
+    already uses (``set_id``, ``row``, ``label``, ``reasons``, ``per_response``, ``signatures``,
+    or a metric column of this run) is carried as ``input.<name>``.
+
+    Args:
+        first: The first set (``None``: an empty input).
+        columns: The run's metric columns.
+        names: Input field names seen on the other sets (the counting pass over a file), after
+            the first set's own.
+
+    Example:
+        >>> from divmeter.inputs.data import ResponseSet
+        >>> s = ResponseSet("a", ["x"], "Go.", metadata={"stage": "sft", "metric_bleu": 0.2,
+        ...                                              "tags": ["t"], "ttr": 0.5})
         >>> carried_fields(s, ["ttr"])
-        ['stage', 'prompt_id']
+        ['prompt', 'stage', 'metric_bleu', 'input.ttr']
     """
     from divmeter.engine.batch import RECORD_KEYS
 
-    if first is None:
-        return []
-    taken = set(RECORD_KEYS) | set(columns) | {"prompt", "responses", "metadata"}
-    return [k for k, v in first.metadata.items()
-            if (v is None or isinstance(v, _SCALARS)) and not k.startswith("metric_")
-            and k not in taken]
+    found = list(input_values(first)) if first is not None else []
+    found += [k for k in names if k not in found]
+    taken = set(RECORD_KEYS) | set(columns)
+    return [INPUT_PREFIX + k if k in taken else k for k in found]
+
+
+def table_fields(fields: Sequence[str]) -> list[str]:
+    """The carried fields a table on the terminal (or in Markdown) shows: the short ones that
+    tell sets apart (``stage``, ``prompt_id``, ...), not the prompt's text, the input's own
+    scores (``metric_*``) or renamed clashes (``input.*``), which the records keep.
+
+    Example:
+        >>> table_fields(["prompt", "stage", "metric_bleu", "input.ttr"])
+        ['stage']
+    """
+    return [k for k in fields if k != "prompt" and not k.startswith(("metric_", INPUT_PREFIX))]
 
 
 def with_metadata(record: dict[str, Any], values: dict[str, Any], fields: Sequence[str]
                   ) -> dict[str, Any]:
-    """``record`` with ``fields`` (from ``values``; ``None`` when absent) after its label.
+    """``record`` with ``fields`` (from ``values``, a set's :func:`input_values`; ``None`` when
+    absent; ``input.<name>`` from ``name``) after its label.
 
     Example:
-        >>> with_metadata({"set_id": "a", "row": 0, "ttr": 1.0}, {"stage": "sft"}, ["stage"])
-        {'set_id': 'a', 'row': 0, 'stage': 'sft', 'ttr': 1.0}
+        >>> with_metadata({"set_id": "a", "row": 0, "ttr": 1.0}, {"stage": "sft", "ttr": 2},
+        ...               ["stage", "input.ttr"])
+        {'set_id': 'a', 'row': 0, 'stage': 'sft', 'input.ttr': 2, 'ttr': 1.0}
     """
     if not fields:
         return record
     head = ("set_id", "row", "label")
     out = {k: record[k] for k in head if k in record}
     for k in fields:
-        v = values.get(k)
+        v = values.get(k, values.get(k.removeprefix(INPUT_PREFIX)) if
+                       k.startswith(INPUT_PREFIX) else None)
         out[k] = v if v is None or isinstance(v, _SCALARS) else str(v)
     out.update((k, v) for k, v in record.items() if k not in head)
     return out
@@ -160,6 +206,9 @@ def score_file(
     progress: ProgressFn | None = None,
     scorer: Callable[..., Iterator[dict[str, Any]]] | None = None,
     vectors: str | None = None,
+    group_by: Sequence[str] | None = None,
+    text_column: str = "response",
+    label_column: str | None = None,
 ) -> FileRun:
     """Score every set of a file with every metric.
 
@@ -186,6 +235,10 @@ def score_file(
             a field / column holding each set's vectors (:mod:`divmeter.inputs.data.vectors`); metrics
             that take vectors score them instead of embedding the texts. A ``.npy`` ``input`` is
             read as vectors without it.
+        group_by: A long-form input (one response a row) without ``set_id``: the column(s)
+            telling its sets apart (:func:`divmeter.inputs.data.read_sets`).
+        text_column: The column of texts of a long-form input.
+        label_column: The column of labels of a long-form input.
 
     Returns:
         A :class:`FileRun`.
@@ -215,22 +268,30 @@ def score_file(
         refuse_input_as_output([src], output)
 
     # CDM-like metrics read a JSONL of instantiations (marked texts become the responses)
-    reader = read_sets
+    reader: Any = read_sets
+    if group_by or text_column != "response" or label_column:
+        reader = functools.partial(read_sets, group_by=group_by, text_column=text_column,
+                                   label_column=label_column)
     if any(p.input == "instantiations" for p in plans):
         reader = read_instantiation_sets
     if vectors is not None or is_npy(src):  # precomputed embeddings
         reader = vector_reader(reader, vectors)
     total: int | None = None
+    names: dict[str, None] = {}
     if not is_stream(src):  # validates the whole file before any output is written
-        # (a pipe, FIFO or /dev/stdin can be read only once: it is streamed, not counted); a
-        # file up to ONE_PASS_BYTES is parsed once and its sets kept, a larger one is read
-        # twice rather than held in memory
-        if os.path.getsize(src) <= ONE_PASS_BYTES // (8 if src.endswith(".gz") else 1):
-            kept = list(reader(src, input_format))
-            total = len(kept)
+        # (a pipe, FIFO or /dev/stdin can be read only once: it is streamed, not counted), and
+        # finds every input field the records carry; a file up to ONE_PASS_BYTES is parsed
+        # once and its sets kept, a larger one is read twice rather than held in memory
+        keep = os.path.getsize(src) <= ONE_PASS_BYTES // (8 if src.endswith(".gz") else 1)
+        kept: list[Any] = []
+        total = 0
+        for s in reader(src, input_format):
+            total += 1
+            names.update(dict.fromkeys(input_values(s)))
+            if keep:
+                kept.append(s)
+        if keep:
             reader = _from(kept)
-        else:
-            total = sum(1 for _ in reader(src, input_format))
 
     with contextlib.ExitStack() as stack:
         if output is not None and output != "-":
@@ -243,7 +304,7 @@ def score_file(
             stack.enter_context(output_lock(streamed))
         _run(run, src, reader, input_format, total, output, out_fmt, resume=resume,
              workers=workers, signatures=signatures, summary_in_output=summary_in_output,
-             progress=progress, scorer=scorer)
+             progress=progress, scorer=scorer, names=list(names))
     return run
 
 
@@ -277,13 +338,14 @@ def _remove_if_failed(path: Path) -> Callable[..., bool]:
 def _run(run: FileRun, src: str, reader: Any, input_format: str | None, total: int | None,
          output: str | None, out_fmt: str | None, *, resume: bool, workers: int,
          signatures: bool, summary_in_output: bool, progress: ProgressFn | None,
-         scorer: Callable[..., Iterator[dict[str, Any]]] | None) -> None:
+         scorer: Callable[..., Iterator[dict[str, Any]]] | None, names: Sequence[str] = ()
+         ) -> None:
     """The body of :func:`score_file` once the output is locked."""
     plans = run.plans
     sets = reader(src, input_format)
     first = next(sets, None)
     run.has_label = first is not None and first.label is not None
-    run.metadata = carried_fields(first, run.columns)
+    run.metadata = carried_fields(first, run.columns, names)
     skip: dict[int, str] = {}
     appending = False
     if resume and output is not None:
@@ -297,7 +359,7 @@ def _run(run: FileRun, src: str, reader: Any, input_format: str | None, total: i
     def remembered(it: Any) -> Any:  # each set's carried metadata, by row, until its record
         for row, s in enumerate(it):
             if run.metadata and row not in skip:
-                meta_rows[row] = s.metadata
+                meta_rows[row] = input_values(s)
             yield s
 
     sets = remembered(itertools.chain([first] if first is not None else [], sets))
@@ -308,6 +370,8 @@ def _run(run: FileRun, src: str, reader: Any, input_format: str | None, total: i
                                   metadata=run.metadata)
             writer = open_record_writer(output, out_fmt, columns=cols, append=appending)
         scorer = scorer or score_sets
+        if progress is not None:  # the bar shows 0/N (not 0/?) while the first set's model loads
+            progress(len(skip), total)
         for rec in scorer(sets, plans, workers=workers,
                           progress=progress, total=total, skip=skip, summary=run.summary,
                           with_signatures=signatures):

@@ -81,10 +81,11 @@ def judge(
 
     Args:
         responses: The set.
-        model, base_url, samples, temperature, max_tokens, template, fewshot, retries, seed,
-            concurrency, timeout, max_attempts, cache, answer, top_logprobs: See
-            :data:`JUDGE_PARAMS` and :class:`divmeter.backends.judge.config.JudgeConfig` (``model`` is
-            required).
+        model: The judge model (required), e.g. ``openai:gpt-4o``; ``base_url``, ``samples``,
+            ``temperature``, ``max_tokens``, ``template``, ``fewshot``, ``retries``, ``seed``,
+            ``concurrency``, ``timeout``, ``max_attempts``, ``cache``, ``answer`` and
+            ``top_logprobs`` are described in :data:`JUDGE_PARAMS` and
+            :class:`divmeter.backends.judge.config.JudgeConfig`.
 
     Returns:
         :class:`~divmeter.core.result.MetricResult` with the mean rating, or ``None`` with the reason

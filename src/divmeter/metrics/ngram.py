@@ -29,7 +29,7 @@ import lzma
 import math
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,12 +51,37 @@ from divmeter.inputs.text import set_ngram_keys as _set_ngram_keys
 
 TEVET = "Tevet & Berant 2021, Evaluating the Evaluation of Diversity in NLG (EACL)"
 
+#: ``n_max``'s default: Tevet & Berant's averaged distinct-n takes orders 1..5.
+N_MAX = 5
+
+
+def _n_max_conflict(n_max: Any, params: Mapping[str, Any]) -> str | None:
+    """``n`` (one order) and a non-default ``n_max`` (the mean over 1..n_max) name two different
+    numbers: the pair is refused instead of ``n_max`` being dropped without a word (the
+    ``relation`` of ``n_max`` in :data:`ORDERS`; :func:`_orders` says the same on the functions'
+    own path).
+
+    Example:
+        >>> _n_max_conflict(3, {"n": 2})  # doctest: +ELLIPSIS
+        'applies only without `n` (the mean over orders 1..n_max); got n=2 and n_max=3: give ...'
+        >>> _n_max_conflict(3, {"n": None}) is None
+        True
+    """
+    if params.get("n") is None or n_max == N_MAX:
+        return None
+    return (f"applies only without `n` (the mean over orders 1..n_max); got n={params['n']!r} "
+            f"and n_max={n_max!r}: give one of them.")
+
+
 #: The order parameters shared by the metrics that take one order ``n`` or average over
-#: ``1..n_max`` (distinct-n, entropy-n, EAD, n-gram cosine).
+#: ``1..n_max`` (distinct-n, entropy-n, EAD, n-gram cosine). Giving both is refused
+#: (:func:`_n_max_conflict`).
 ORDERS: dict[str, Param] = {
     "n": Param(int, ge=1, allow_none=True, default=None,
                doc="one n-gram order (None: mean over 1..n_max)"),
-    "n_max": Param(int, ge=1, le=MAX_ORDER, default=5, doc="highest n-gram order when n is None"),
+    "n_max": Param(int, ge=1, le=MAX_ORDER, default=N_MAX,
+                   doc="highest n-gram order when n is None (not with n)",
+                   relation=_n_max_conflict),
 }
 LI2016 = "Li et al. 2016, A Diversity-Promoting Objective Function for Neural Conversation Models"
 LIU2022 = "Liu et al. 2022, Rethinking and Refining the Distinct Metric (ACL)"
@@ -84,6 +109,9 @@ def _orders(metric: str, n: int | None, n_max: int) -> tuple[list[int], str, str
     """The n-gram orders to compute and their signature fields (``n``, ``avg``)."""
     if n is not None:
         k = check_int(n, "n", metric)
+        problem = _n_max_conflict(n_max, {"n": k})
+        if problem:
+            raise InvalidInputError(f"`n_max` of {metric} {problem}")
         return [k], str(k), None
     check_int(n_max, "n_max", metric, maximum=MAX_ORDER)
     return list(range(1, n_max + 1)), f"1..{n_max}", "mean"

@@ -38,6 +38,7 @@ from divmeter.report.panels import (
     numeric_levels,
     strip_svg,
     texts_section,
+    trend_note,
     trend_points,
     trend_svg,
 )
@@ -355,6 +356,9 @@ def _score_sections(records: Sequence[Mapping[str, Any]], columns: Sequence[str]
             svg = trend_svg(pts, title=c, arrow=metric_facts(c)[0], xlabel=xlabel)
             out.append(f"<figure>{svg}</figure>")
         out.append("</div></section>")
+    elif has_label and trend_note(labels):
+        out.append(f'<section id="trend"><p class="note">{_e(trend_note(labels) or "")}</p>'
+                   "</section>")
     out.append('<section id="distributions"><h2>Distributions</h2>'
                + ('<p class="note">By label, side by side: one dot per set, the bar is the '
                   "median, n under each column counts the sets.</p>" if has_label else "")
@@ -460,7 +464,7 @@ def _png(path: Path) -> str:
 def meta_sections(result: Any, *, source: str, xlabel: str = "parameter",
                   plots: bool = True) -> list[str]:
     """The sections of a meta-evaluation: its table, settings, signatures and plots."""
-    from divmeter.report.tables import _rows
+    from divmeter.report.tables import _rows, notes
     from divmeter.report.writer import write_report
 
     header, rows = _rows(result)
@@ -471,7 +475,9 @@ def meta_sections(result: Any, *, source: str, xlabel: str = "parameter",
            "<ul>"]
     out += [f"<li><b>{_e(n)}</b>: <span class=\"sig\">{_e(r.signature)}</span></li>"
             for n, r in result.results.items()]
-    out.append("</ul></section>")
+    out.append("</ul>")
+    out += [f'<p class="note">{_e(n)}</p>' for n in notes(result)]
+    out.append("</section>")
     if plots:
         with tempfile.TemporaryDirectory() as tmp:
             files = [f for f in write_report(result, tmp, source=source, plot=True,

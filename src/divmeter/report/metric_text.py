@@ -11,13 +11,21 @@ __all__ = ["short_description", "direction_text", "range_text", "example_command
 
 
 def short_description(text: str) -> str:
-    """The first clause of a metric's description (up to the first ``;``).
+    """The first clause of a metric's description (up to the first ``;`` outside parentheses,
+    so a parenthesis is never left open).
 
     Example:
         >>> short_description("Type-token ratio of each response; mean over the set")
         'Type-token ratio of each response'
+        >>> short_description("Mean distance (cosine variant; eq. 3 is another); per set")
+        'Mean distance (cosine variant; eq. 3 is another)'
     """
-    return text.split("; ")[0].strip()
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth <= 0 and text.startswith("; ", i):
+            return text[:i].strip()
+    return text.strip()
 
 
 def direction_text(higher_is_more_diverse: bool) -> str:
@@ -62,5 +70,6 @@ def example_command(spec: Any) -> str:
     chosen = [(k, p.default) for k, p in spec.schema.items() if p.choices and p.default]
     for k, v in (numeric + chosen)[:1]:
         arg = f"{spec.name}:{k}={v}"
-    src = "instantiations.jsonl" if spec.input == "instantiations" else "examples/stories.jsonl"
+    src = (f"examples/{'instantiations' if spec.input == 'instantiations' else 'stories'}"
+           ".jsonl")
     return f"divmeter score {src} -m {arg}"

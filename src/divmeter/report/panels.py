@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["numeric_levels", "trend_points", "trend_svg", "strip_svg", "most_similar_pair",
-           "texts_section", "TREND_RESAMPLES"]
+__all__ = ["numeric_levels", "trend_note", "trend_points", "trend_svg", "strip_svg",
+           "most_similar_pair", "texts_section", "TREND_RESAMPLES"]
 
 #: Bootstrap resamples of each label's mean in the trend panel (percentile 95% interval).
 TREND_RESAMPLES = 2000
@@ -53,6 +53,32 @@ def numeric_levels(labels: Sequence[Any]) -> np.ndarray | None:
             vals.append(float(x))
     arr = np.asarray(vals, dtype=float)
     return arr if len(np.unique(arr[~np.isnan(arr)])) >= 3 else None
+
+
+def trend_note(labels: Sequence[Any]) -> str | None:
+    """Why a report has no trend panel, when its labels are numbers with fewer than three
+    distinct values (a two-temperature sweep): said instead of leaving the panel out without a
+    word; ``None`` otherwise (no label, text labels, or a trend drawn).
+
+    Example:
+        >>> trend_note([0.3, 1.0, 0.3, 1.0])  # doctest: +ELLIPSIS
+        'No trend panel: the label takes 2 values (0.3, 1); a trend needs 3 or more ...'
+        >>> trend_note([0.2, 0.7, 1.2]) is None
+        True
+    """
+    present = [x for x in labels if x is not None]
+    if not present or any(isinstance(x, bool) or not isinstance(x, (int, float))
+                          for x in present):
+        return None
+    values = sorted({float(x) for x in present if not math.isnan(float(x))})
+    if len(values) >= 3:
+        return None
+    shown = ", ".join(_fmt(v) for v in values)
+    what = f"{len(values)} value{'s' if len(values) != 1 else ''}"
+    return (f"No trend panel: the label takes {what} ({shown}); a trend needs 3 or more "
+            "(e.g. three temperatures). The distributions below show each label side by side; "
+            "`divmeter compare SCORES --by label --key prompt` tests the difference on the same "
+            "prompts.")
 
 
 def trend_points(values: np.ndarray, levels: np.ndarray, *, resamples: int = TREND_RESAMPLES,

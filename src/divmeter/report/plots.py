@@ -29,6 +29,7 @@ __all__ = [
     "parameter_scatter",
     "kappa_heatmap",
     "paired_differences",
+    "paired_words",
     "length_scatter",
     "slug",
     "SIZE",
@@ -165,6 +166,45 @@ def kappa_heatmap(
     return _finish(fig, ax, title, path, dpi)
 
 
+def paired_words(a: np.ndarray, b: np.ndarray, *, labels: tuple[str, str],
+                 direction: str = "higher", reference: str | None = None, title: str = ""
+                 ) -> dict[str, Any]:
+    """What the paired plot says in words, from the oriented values ``a`` and ``b`` (a
+    lower-is-diverse metric negated): which condition is drawn on the left (``ticks``, the
+    ``reference`` first), the axis labels, the legend and the title. A bar above zero always
+    means ``labels[0]`` is more diverse, and the label says so.
+
+    Example:
+        >>> w = paired_words(np.array([-0.1, -0.2, -0.1, -0.3]), np.array([-0.5, -0.6, -0.1,
+        ...                  -0.2]), labels=("1", "0.3"), direction="lower", reference="0.3")
+        >>> w["ticks"], w["ylabel"]
+        (['0.3', '1'], '+ = 1 more diverse\\n(value of 0.3 \u2212 1)')
+        >>> w["mean"]
+        'mean difference +0.175: 1 more diverse than 0.3 on 50% of the items'
+    """
+    from divmeter.report.tables import SMALL_SAMPLE
+
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    name_a, name_b = labels
+    lower = direction == "lower"
+    share = 100 * float((d > 0).mean()) if len(d) else float("nan")
+    raw = f"{name_b} \u2212 {name_a}" if lower else f"{name_a} \u2212 {name_b}"
+    if len(d) < SMALL_SAMPLE:
+        warn = f"only {len(d)} items: the interval and the test are weak"
+        title = f"{title}\n{warn}" if title else warn
+    return {
+        "ticks": [name_b, name_a] if reference is not None and reference == name_b
+        else [name_a, name_b],
+        "values": "value (" + ("lower" if lower else "higher") + " = more diverse)",
+        "ylabel": f"+ = {name_a} more diverse\n(value of {raw})",
+        "xlabel": "items, sorted by difference",
+        "mean": f"mean difference {d.mean():+.3g}: {name_a} more diverse than {name_b} on "
+        f"{share:.0f}% of the items",
+        "colors": (f"{name_a} more diverse", f"{name_b} more diverse"),
+        "title": title,
+    }
+
+
 def paired_differences(
     a: np.ndarray,
     b: np.ndarray,
@@ -173,38 +213,56 @@ def paired_differences(
     title: str = "",
     labels: tuple[str, str] = ("high (P1)", "low (P2)"),
     direction: str = "higher",
+    reference: str | None = None,
     size: tuple[float, float] = SIZE,
     dpi: int = DPI,
 ) -> Path:
-    """Left: each pair as a line from condition a to b, on the metric's own scale. Right:
-    sorted differences a - b, oriented so that + means a is more diverse.
+    """Left: each item as a line between its two values, on the metric's own scale. Right: the
+    sorted differences, oriented so that a bar above zero always means ``labels[0]`` is more
+    diverse than ``labels[1]``, whatever the metric's direction; the axis, the colours and the
+    legend say so in words (:func:`paired_words`), and the raw subtraction is named under it.
 
     ``a`` and ``b`` arrive oriented (a lower-is-diverse metric negated, as the paired protocols
-    hold them); with ``direction="lower"`` the left panel turns them back to raw values."""
+    hold them); with ``direction="lower"`` the left panel turns them back to raw values.
+    ``reference``: the condition the other is compared with (``divmeter compare``'s baseline),
+    drawn on the left of the left panel. Fewer than
+    :data:`divmeter.report.tables.SMALL_SAMPLE` items add a warning under the title."""
     x = np.asarray(a, dtype=float)
     z = np.asarray(b, dtype=float)
     d = np.sort(x - z)
-    if direction == "lower":
-        x, z = -x, -z
-    fig, (ax1, ax2) = _plt().subplots(1, 2, figsize=size, gridspec_kw={"width_ratios": [1, 2]})
+    words = paired_words(x, z, labels=labels, direction=direction, reference=reference,
+                         title=title)
+    raw_x, raw_z = (-x, -z) if direction == "lower" else (x, z)
+    pos_a, pos_b = (words["ticks"].index(labels[0]), words["ticks"].index(labels[1]))
+    plt = _plt()
+    # room under the axes for the legend, which must not hide a bar
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(size[0], size[1] * 1.25),
+                                   gridspec_kw={"width_ratios": [1, 2]})
     show = np.arange(len(x)) if len(x) <= 300 else np.linspace(0, len(x) - 1, 300).astype(int)
     for i in show:
-        up = (x[i] > z[i]) == (direction != "lower")
-        ax1.plot([0, 1], [x[i], z[i]], color=_HIGH if up else _LOW, alpha=0.35, lw=0.8)
-    ax1.set_xticks([0, 1], labels=list(labels))
+        color = _HIGH if x[i] > z[i] else _LOW if x[i] < z[i] else "grey"
+        ax1.plot([pos_a, pos_b], [raw_x[i], raw_z[i]], color=color, alpha=0.35, lw=0.8)
+    ax1.set_xticks([0, 1], labels=words["ticks"])
     ax1.set_xlim(-0.3, 1.3)
-    ax1.set_ylabel("metric value" + (" (lower = more diverse)" if direction == "lower" else ""))
+    ax1.set_ylabel(words["values"])
     colors = np.where(d > 0, _HIGH, np.where(d < 0, _LOW, "grey"))
     ax2.bar(np.arange(len(d)), d, color=colors, width=1.0)
     ax2.axhline(0, color="black", lw=0.8)
-    ax2.axhline(float(d.mean()), color="black", lw=1.2, ls="--",
-                label=f"mean {d.mean():.3g}; {labels[0]} > {labels[1]} in "
-                f"{100 * (d > 0).mean():.0f}%")
-    return _finish(fig, ax2, title, path, dpi,
-                   ("pairs, sorted by difference",
-                    f"{labels[0]} - {labels[1]}" if direction != "lower" else
-                    f"{labels[1]} - {labels[0]} (lower = more diverse)"),
-                   "upper left", suptitle=True)
+    ax2.axhline(float(d.mean()), color="black", lw=1.2, ls="--", label=words["mean"])
+    patches = _plt_patches()
+    handles = [*ax2.get_legend_handles_labels()[0],
+               patches.Patch(color=_HIGH, label=words["colors"][0]),
+               patches.Patch(color=_LOW, label=words["colors"][1])]
+    fig.legend(handles=handles, loc="lower center", ncol=1, fontsize=9, frameon=False)
+    ax2.set_xlabel(words["xlabel"])
+    ax2.set_ylabel(words["ylabel"])
+    fig.suptitle(words["title"])
+    fig.tight_layout(rect=(0, 0.2, 1, 1))
+    return _save(fig, path, dpi)
+
+
+def _plt_patches() -> Any:
+    return require("matplotlib.patches", extra="plot", package="matplotlib")
 
 
 def length_scatter(

@@ -7,7 +7,8 @@ from typing import Any
 
 from divmeter.studies.meta.protocols import ProtocolResult
 
-__all__ = ["COLUMNS", "columns_for", "markdown_table", "rich_table", "format_value"]
+__all__ = ["COLUMNS", "GLOSSARY", "columns_for", "markdown_table", "rich_table", "format_value",
+           "notes", "small_sample_note", "SMALL_SAMPLE"]
 
 #: Columns shown per protocol: (value key, header). Keys absent from every row are skipped.
 COLUMNS: dict[str, list[tuple[str, str]]] = {
@@ -41,6 +42,71 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
                           ("p_rougeL", "RL p"), ("t_bleu-hf", "B t"), ("p_bleu-hf", "B p"),
                           ("t_bleu", "B t"), ("p_bleu", "B p")],
 }
+
+
+#: What the less obvious column headers mean, printed under a table that shows them (the
+#: documentation's glossary holds the same words).
+GLOSSARY: dict[str, str] = {
+    "OCA": "optimal classification accuracy (Tevet & Berant): the best accuracy of one "
+    "threshold on the metric at telling label 1 from label 0, whichever side of it counts as "
+    "label 1 (direction-blind, 'oca:blind' in the signature); 0.5 is chance",
+    "OCA (dir.)": "the same with the side fixed: label 1 predicted above the threshold, so a "
+    "metric that ranks the classes backwards (or a lower-is-more-diverse one such as "
+    "self-BLEU) scores below 0.5",
+    "AUC": "ROC AUC of the metric for label 1 (Mann-Whitney); 0.5 is chance",
+    "excl.": "rows left out (null metric or label)",
+    "mean Δ": "mean paired difference, oriented so that + means more diverse than the other "
+    "condition (self-BLEU and homogenization turned around)",
+    "d": "Cohen's d of the paired differences (mean / sd)",
+    "win": "share of items on which the system is more diverse than the baseline",
+    "acc": "share of items whose difference has the expected sign",
+    "p (W2)": "two-sided Wilcoxon signed-rank p",
+    "p (W1)": "one-sided Wilcoxon signed-rank p (the expected direction)",
+    "p (Holm)": "p (W2) after Holm's correction over every metric and system",
+    "dir.": "the metric's direction: higher or lower = more diverse",
+    "pair acc": "share of same-context pairs ordered as their parameter values",
+}
+#: Below this many paired items a note says that the interval and the test are weak.
+SMALL_SAMPLE = 10
+
+
+def small_sample_note(n: int) -> str | None:
+    """What a reader must know about a paired comparison on fewer than :data:`SMALL_SAMPLE`
+    items (``None`` from there on): the Wilcoxon test cannot reach p < 0.05 below 6 items, and
+    a percentile bootstrap interval of so few values is too narrow to be a test.
+
+    Example:
+        >>> small_sample_note(4)  # doctest: +ELLIPSIS
+        'only 4 items: the smallest two-sided Wilcoxon p with 4 items is 0.125 (p < 0.05 needs ...'
+        >>> small_sample_note(30) is None
+        True
+    """
+    if n >= SMALL_SAMPLE or n < 1:
+        return None
+    return (f"only {n} items: the smallest two-sided Wilcoxon p with {n} items is "
+            f"{2 / 2 ** n:.3g} (p < 0.05 needs 6 or more), and a bootstrap interval that "
+            f"resamples {n} values is too narrow to trust: read the interval and d as "
+            "descriptive, p (Holm) as the test")
+
+
+def notes(result: ProtocolResult) -> list[str]:
+    """The lines printed under a result's table: a note for paired comparisons on few items
+    (:func:`small_sample_note`), then what the table's less obvious columns mean
+    (:data:`GLOSSARY`).
+
+    Example:
+        >>> from divmeter.studies.meta.protocols import contest
+        >>> notes(contest({"m": [0.1, 0.5, 0.2, 0.9]}, [0, 1, 0, 1]))[0][:60]
+        'OCA: optimal classification accuracy (Tevet & Berant): the b'
+    """
+    out: list[str] = []
+    if result.protocol in ("compare", "paired", "stages"):
+        sizes = sorted({int(r.values["n"]) for r in result.results.values()
+                        if isinstance(r.values.get("n"), int)})
+        out += [n for n in (small_sample_note(k) for k in sizes) if n]
+    headers = [h for _, h in columns_for(result)]
+    out += [f"{h}: {GLOSSARY[h]}" for h in headers if h in GLOSSARY]
+    return out
 
 
 def format_value(v: Any) -> str:
@@ -118,6 +184,9 @@ def markdown_table(result: ProtocolResult, *, title: str | None = None) -> str:
     reasons = undefined_reasons(result)
     if reasons:
         lines += ["", "Undefined (null):", ""] + [f"- {r}" for r in reasons]
+    said = notes(result)
+    if said:
+        lines += ["", "Notes:", ""] + [f"- {n}" for n in said]
     if result.protocol == "stages" and "stages" in result.extra:
         lines += ["", "| stage | mean | std | n |", "|---|---|---|---|"]
         for s, v in result.extra["stages"].items():
@@ -142,4 +211,9 @@ def rich_table(result: ProtocolResult, *, title: str | None = None, width: int =
     reasons = undefined_reasons(result)
     if reasons:
         out += ["undefined (null):"] + [f"  {r}" for r in reasons]
+    said = notes(result)
+    if said:  # prose: wrapped at the terminal's width (the lines above are printed whole)
+        from rich.text import Text
+
+        out += ["notes:"] + [Text(f"  {n}") for n in said]
     return out

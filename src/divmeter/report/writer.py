@@ -84,6 +84,7 @@ def write_report(
             files.append(plots.paired_differences(
                 arr["a"], arr["b"], out / f"paired_{plots.slug(name)}.png", title=name,
                 labels=labels, direction=result.results[name].values.get("direction", "higher"),
+                reference=labels[1] if result.protocol == "compare" else None,
             ))
         elif result.protocol == "length-bias":
             r = result.results[name].values

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -131,8 +131,16 @@ def _mount() -> None:
         app.command("embed-parity")(embed_parity_cmd)
 
 
+#: How every ``--help`` reads its texts: as Markdown, so a docstring's paragraphs are wrapped
+#: to the terminal (typer's "rich" mode keeps a docstring's hard line breaks, which broke
+#: sentences mid-line) and brackets are text (rich markup ate ``[dist]`` of ``'divmeter[dist]'``).
+HELP_MARKUP: Literal["markdown"] = "markdown"
+
+
 def _epilogs(typer_app: typer.Typer) -> None:
-    """The exit codes under every command's ``--help``, not only the top one."""
+    """The exit codes under every command's ``--help``, not only the top one, and the same
+    help rendering (:data:`HELP_MARKUP`) for every group."""
+    typer_app.rich_markup_mode = HELP_MARKUP
     typer_app.info.epilog = typer_app.info.epilog or EXIT_CODES
     for cmd in typer_app.registered_commands:
         cmd.epilog = cmd.epilog or EXIT_CODES

@@ -1,13 +1,13 @@
 """``divmeter list``: the registered metrics, one line each, and ``divmeter list NAME`` details.
 
-Both read the registry only (no metric module imports torch at registration), and both fit an
-80-column terminal: one section per family (``--family`` shows one), within it one row per
-metric (set-level metrics first, then the response-level ones) with a one-line description cut
-with an ellipsis, never a table whose description wraps one word per line.
+Both read the registry only (no metric module imports torch at registration), and both fit the
+terminal: one section per family (``--family`` shows one), within it one row per metric
+(set-level metrics first, then the response-level ones) whose description wraps in its own
+column to the terminal's width (at least 24 characters wide), never cut.
 
-The README's metric table is generated from the same registry, so it cannot drift:
-``divmeter list --format markdown`` prints it, ``--update README.md`` replaces the table between
-the file's ``metrics-table`` markers (a test checks that the README is current).
+The documentation site's metric catalogue is generated from the same registry, so it cannot
+drift: ``divmeter list --format markdown`` prints the overview table, ``--update FILE`` replaces
+the table between a file's ``metrics-table`` markers.
 """
 
 from __future__ import annotations
@@ -33,10 +33,6 @@ README_MARKERS = ("<!-- metrics-table:start (generated: divmeter list --format m
                   "--update README.md) -->", "<!-- metrics-table:end -->")
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(width - 1, 0)].rstrip() + "…"
-
-
 def _ordered(specs: list[Any]) -> list[Any]:
     """Family, then level (set, corpus, pair, response), then name."""
     fam = {f: i for i, f in enumerate(FAMILIES)}
@@ -52,18 +48,28 @@ def _rows(specs: list[Any]) -> list[tuple[str, ...]]:
              short_description(s.description)) for s in specs]
 
 
+#: The narrowest description column; below it each description goes under its metric's line.
+MIN_DESCRIPTION = 24
+
+
 def _list_tables(specs: list[Any], width: int) -> list[Any]:
     """A heading per family and a table per level inside it (set, corpus, pair, response),
     all with the same column widths (taken over every listed metric); the description takes
-    what is left of ``width`` (at least 24)."""
+    what is left of ``width`` and wraps there, whole words, never cut. On a terminal too narrow
+    for a description column of :data:`MIN_DESCRIPTION` cells, each description is printed
+    under its metric's line instead, wrapped to the terminal."""
+    from rich.cells import cell_len
+    from rich.padding import Padding
     from rich.table import Table
     from rich.text import Text
 
     specs = _ordered(specs)
     rows = _rows(specs)
     header = ("name", "direction", "range", "description")
-    widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(3)]
-    room = max(24, width - sum(widths) - 2 * 3)
+    # terminal cells, not characters: some rich versions count ↑ and ∞ as two cells
+    widths = [max([cell_len(header[i])] + [cell_len(r[i]) for r in rows]) for i in range(3)]
+    room = width - sum(widths) - 2 * 3
+    stacked = room < MIN_DESCRIPTION
     out: list[Any] = []
     families = [f for f in FAMILIES if any(s.family == f for s in specs)]
     families += sorted({s.family for s in specs} - set(FAMILIES))
@@ -73,20 +79,28 @@ def _list_tables(specs: list[Any], width: int) -> list[Any]:
                          style="bold")]
         for level in dict.fromkeys(s.granularity for s, _ in mine):
             group = [r for s, r in mine if s.granularity == level]
+            if stacked:
+                out.append(Text(f"{level} level ({len(group)})", style="italic"))
+                for r in group:
+                    out += [Text("  ".join(c.ljust(w) for c, w in zip(r[:3], widths, strict=True))
+                                 .rstrip()), Padding(Text(r[3]), (0, 0, 0, 4))]
+                continue
             table = Table(title=f"{level} level ({len(group)})", title_justify="left",
-                          title_style="italic", box=None, pad_edge=False, header_style="bold")
-            for i, h in enumerate(header[:3]):
-                table.add_column(h, no_wrap=True, width=widths[i])
-            table.add_column("description", no_wrap=True, width=room)
+                          title_style="italic", box=None, pad_edge=False, header_style="bold",
+                          width=width)
+            for i, h in enumerate(header[:3]):  # min = max: the same on every rich version
+                table.add_column(h, no_wrap=True, min_width=widths[i], max_width=widths[i])
+            table.add_column("description", ratio=1, overflow="fold")
             for r in group:
-                table.add_row(*r[:3], _cut(r[3], room))
+                table.add_row(*r[:3], r[3])
             out.append(table)
     return out
 
 
 def markdown_table(specs: list[Any] | None = None) -> str:
-    """The metric table of the README, from the registry: one row per metric, grouped by
-    family and level as ``divmeter list`` shows them, with the extra each one needs.
+    """The metric overview table (the documentation's catalogue), from the registry: one row
+    per metric, grouped by family and level as ``divmeter list`` shows them, with the extra each
+    one needs.
 
     Example:
         >>> print(markdown_table()[:63])
@@ -107,7 +121,7 @@ def markdown_table(specs: list[Any] | None = None) -> str:
 
 
 def write_readme_table(text: str, table: str | None = None) -> str:
-    """``text`` (a README) with the part between :data:`README_MARKERS` replaced by
+    """``text`` (a Markdown page) with the part between :data:`README_MARKERS` replaced by
     :func:`markdown_table`.
 
     Raises:
@@ -180,8 +194,8 @@ def list_cmd(
         "example command.", metavar="[NAME]", show_default=False)] = None,
     family: Annotated[str | None, typer.Option(
         "--family", help="Only this family: form, content, lm, judge.", metavar="FAMILY")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="table, json or markdown (the README's "
-                                     "table).", metavar="FORMAT")] = "table",
+    fmt: Annotated[str, typer.Option("--format", help="table, json or markdown (the "
+                                     "catalogue's overview table).", metavar="FORMAT")] = "table",
     update: Annotated[str | None, typer.Option(
         "--update", help="With --format markdown: replace the table between this file's "
         "metrics-table markers.", metavar="FILE")] = None,

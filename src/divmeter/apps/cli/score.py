@@ -54,13 +54,15 @@ SplitOpt = Annotated[str | None, typer.Option(
     "--split", help="hf: inputs: the split (default: test if there is one, else the first).",
     metavar="SPLIT")]
 TextColumnOpt = Annotated[str, typer.Option(
-    "--text-column", help="hf: inputs: the column of texts (a string per row with --group-by, "
-    "else a list per row).", metavar="COLUMN")]
+    "--text-column", help="Long form (one response a row): the column of texts; hf: inputs "
+    "without --group-by: a column holding a list per row.", metavar="COLUMN")]
 GroupByOpt = Annotated[list[str] | None, typer.Option(
-    "--group-by", help="hf: inputs in long form: the column(s) telling the sets apart "
-    "(e.g. prompt_id); repeatable.", metavar="COLUMN", show_default=False)]
+    "--group-by", help="Long form (one response a row; CSV, JSONL, Parquet or hf:) without a "
+    "set_id column: the column(s) telling the sets apart (e.g. prompt); repeatable. A set's id "
+    "is their values joined with |.", metavar="COLUMN", show_default=False)]
 LabelColumnOpt = Annotated[str | None, typer.Option(
-    "--label-column", help="hf: inputs: a column holding each set's label.", metavar="COLUMN")]
+    "--label-column", help="Long form or hf: inputs: a column holding each set's label.",
+    metavar="COLUMN")]
 HtmlOpt = Annotated[str | None, typer.Option(
     "--html", help="Also write a self-contained HTML report here (summary, signatures, "
     "distributions, correlations).", metavar="REPORT.html")]
@@ -147,30 +149,31 @@ def score_cmd(
     """Score every response set in INPUT with the given metrics.
 
     One record per set: set_id, row (0-based position in INPUT; the key when ids repeat), label
-    if the set has one, one column per metric (null when undefined, with the reason under
-    'reasons'), and per-response values for response-level metrics.
+    if the set has one, the input's own fields, one column per metric (null when undefined,
+    with the reason under 'reasons'), and per-response values for response-level metrics.
 
-    INPUT may be hf:PATH, a local Hugging Face dataset (a save_to_disk folder, or a dataset
-    folder / .jsonl/.csv/.parquet file read offline) with --split, --text-column and --group-by.
+    The input's own fields go into the records: the prompt and every field holding one value
+    (stage, prompt_id, Tevet's metric_* columns, ...), so `divmeter meta paired scores.jsonl
+    --by stage` groups them. A field named like a record key or a metric column of the run is
+    kept as input.NAME: a score never overwrites an input value.
 
-    Metadata fields of the input's sets (e.g. stage, prompt_id) are carried into the records,
-    so `divmeter meta paired scores.jsonl --by stage` can group them.
+    Long form (one response a row) without set_id: --group-by COLUMN. INPUT may also be
+    hf:PATH, a local Hugging Face dataset (a save_to_disk folder, or a dataset folder /
+    .jsonl/.csv/.parquet file read offline) with --split.
 
     With --corpus: every response of every INPUT is one corpus; one record per metric (metric,
     value, signature, merge, responses, shards).
 
     Example: divmeter score examples/stories.jsonl -m distinct-n -m self-bleu:n=3 -o scores.jsonl
     """
-    from divmeter.engine.batch import resolve_metrics
     from divmeter.apps.cli.progress import progress_bar, quiet_libraries
+    from divmeter.engine.batch import resolve_metrics
+    from divmeter.inputs.data.paths import guard_outputs
 
     if quiet:
         quiet_libraries()
-
     plans = resolve_metrics(metric)  # once: bad metrics and parameters before anything else
     _set_max_memory(max_memory)
-    from divmeter.inputs.data.paths import guard_outputs
-
     guard_outputs({"-o": output, "--html": html, "--checkpoint": checkpoint}, input)
     if _corpus_or_one_file(input, corpus, engine, address, checkpoint, memory_budget, vectors):
         _corpus(input, plans, output, fmt, input_format, quiet, engine, address, checkpoint,
@@ -178,12 +181,11 @@ def score_cmd(
         return
     dest, out_fmt = _destination(output, fmt, resume, html)
     text_out = out_fmt == "markdown"
-    source = path = input[0]
-    if path.startswith("hf:"):
-        path = _hf_to_jsonl(path[3:], split, text_column, group_by, label_column)
+    source = input[0]
+    path, grouping = _input_path(source, split, text_column, group_by, label_column)
     options: dict[str, Any] = dict(fmt=None if text_out else (out_fmt or None),
                                    input_format=input_format, resume=resume, vectors=vectors,
-                                   signatures=signatures, summary_in_output=summary)
+                                   signatures=signatures, summary_in_output=summary, **grouping)
     try:
         with progress_bar(not quiet, within_sets=True) as callback:
             run = _score(path, plans, None if text_out else dest, engine=engine,
@@ -199,7 +201,16 @@ def score_cmd(
     stats = run.summary.to_dict()
     _print_results(run, stats, dest, text_out=text_out, summary=summary)
     _finish(run, stats, dest, source, output, html=html, text_out=text_out, quiet=quiet,
-            input_format=input_format)
+            input_format=input_format, grouping=grouping)
+
+
+def _input_path(source: str, split: str | None, text: str, by: list[str] | None,
+                label: str | None) -> tuple[str, dict[str, Any]]:
+    """The file to score and how its long form is grouped: a plain file as it is (grouped as it
+    is read), an hf: dataset as a temporary JSONL of sets (grouped by the dataset loader)."""
+    if source.startswith("hf:"):
+        return _hf_to_jsonl(source[3:], split, text, by, label), {}
+    return source, dict(group_by=by or None, text_column=text, label_column=label)
 
 
 def _set_max_memory(max_memory: str | None) -> None:
@@ -223,8 +234,8 @@ def _score(path: str, metric: list[Any], dest: str | None, *, engine: str, addre
     return score_file(path, metric, dest, workers=workers, progress=progress, **options)
 
 
-def _report_texts(source: str, input_format: str | None, limit: int = 500
-                  ) -> dict[str, list[str]]:
+def _report_texts(source: str, input_format: str | None, limit: int = 500,
+                  grouping: dict[str, Any] | None = None) -> dict[str, list[str]]:
     """The responses of the first ``limit`` sets, for the report's text viewer (a regular
     input file only: a pipe was read once already, a Hugging Face dataset is gone)."""
     import itertools
@@ -234,12 +245,13 @@ def _report_texts(source: str, input_format: str | None, limit: int = 500
     if source.startswith("hf:") or not os.path.isfile(source):
         return {}
     return {s.set_id: list(s.responses)
-            for s in itertools.islice(read_sets(source, input_format), limit)}
+            for s in itertools.islice(read_sets(source, input_format, **(grouping or {})),
+                                      limit)}
 
 
 def _finish(run: Any, stats: dict[str, Any], dest: str | None, source: str, output: str | None,
             *, html: str | None, text_out: bool, quiet: bool,
-            input_format: str | None = None) -> None:
+            input_format: str | None = None, grouping: dict[str, Any] | None = None) -> None:
     """The --html report and the closing note on stderr."""
     if html is not None:
         from divmeter.report.html import score_report
@@ -248,7 +260,7 @@ def _finish(run: Any, stats: dict[str, Any], dest: str | None, source: str, outp
         sigs = {c: v["signature"] for c, v in stats["metrics"].items() if v.get("signature")}
         score_report([str(dest) if records is None else source], html, records=records,
                      columns=run.columns, signatures=sigs, title=f"divmeter score: {source}",
-                     texts=_report_texts(source, input_format))
+                     texts=_report_texts(source, input_format, grouping=grouping))
         if not quiet:
             typer.echo(f"divmeter: report written to {html}", err=True)
     if not quiet and dest not in (None, "-"):
@@ -263,12 +275,15 @@ def _print_results(run: Any, stats: dict[str, Any], dest: str | None, *, text_ou
     """Markdown (stdout or file), the terminal table, and the --summary table."""
     from rich.console import Console
 
+    from divmeter.engine.runner import table_fields
     from divmeter.report.scores import records_markdown, records_table, summary_table
     from divmeter.report.terminal import print_unbroken
 
+    shown = table_fields(run.metadata)  # the records keep every input field; tables the short
+
     if text_out:
         text = records_markdown(run.records, run.columns, has_label=run.has_label,
-                                metadata=run.metadata, summary=stats if summary else None,
+                                metadata=shown, summary=stats if summary else None,
                                 plans=run.plans)
         if dest is None or dest == "-":
             typer.echo(text, nl=False)
@@ -278,7 +293,7 @@ def _print_results(run: Any, stats: dict[str, Any], dest: str | None, *, text_ou
     elif dest is None:
         console = Console()
         print_unbroken(console, *records_table(run.records, run.columns,
-                                               has_label=run.has_label, metadata=run.metadata,
+                                               has_label=run.has_label, metadata=shown,
                                                width=console.width, plans=run.plans))
         if summary:
             print_unbroken(console, *summary_table(stats, run.plans))

@@ -545,11 +545,32 @@ def json_lines(
             continue
         try:
             value = loads(text, name, lineno)
-        except InvalidInputError:
+        except InvalidInputError as exc:
             if torn_tail and not line.endswith(b"\n"):
                 return
+            hint = table_hint(text) if i == 0 else ""
+            if hint:
+                raise InvalidInputError(f"{str(exc).removesuffix('.')}; {hint}") from None
             raise
         yield f"{name} line {lineno}", value
+
+
+def table_hint(first_line: str) -> str:
+    """What to do when a JSON file's first line is not JSON but plainly a CSV header (a CSV
+    saved as ``.jsonl``); ``""`` when it is not.
+
+    Example:
+        >>> table_hint("prompt,response")  # doctest: +ELLIPSIS
+        "it looks like a CSV header ('prompt,response'): name the file .csv or give --input-..."
+        >>> table_hint('{"set_id": 1')
+        ''
+    """
+    head = first_line.strip()
+    if not head or head[0] in "{[\"" or "," not in head:
+        return ""
+    shown = head if len(head) <= 40 else head[:37] + "..."
+    return (f"it looks like a CSV header ({shown!r}): name the file .csv or give "
+            "--input-format csv")
 
 
 def read_json_lines(

@@ -40,7 +40,7 @@ import io
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 from divmeter.core._optional import require
@@ -62,10 +62,11 @@ from divmeter.inputs.data.lines import (
     read_json_lines,
     read_whole,
     require_object,
+    table_hint,
     type_name,
 )
 from divmeter.inputs.data.model import ResponseSet
-from divmeter.inputs.data.records import TableLayout, record_cell, set_from_object
+from divmeter.inputs.data.records import Grouping, TableLayout, record_cell, set_from_object
 from divmeter.core.errors import InvalidInputError
 
 #: What a user may do instead of one big JSON document (said when one is too long).
@@ -79,9 +80,31 @@ __all__ = [
 ]
 
 
-def _read_jsonl(fh: IO[bytes], name: str) -> Iterator[ResponseSet]:
+def _read_jsonl(fh: IO[bytes], name: str, grouping: Grouping | None = None
+                ) -> Iterator[ResponseSet]:
+    if grouping is not None:  # long form: one response an object, grouped into sets
+        yield from _grouped_objects(json_lines(fh, name), name, grouping)
+        return
     for index, (where, obj) in enumerate(json_lines(fh, name)):
         yield set_from_object(obj, where, index)
+
+
+def _grouped_objects(lines: Iterator[tuple[str, Any]], name: str, grouping: Grouping
+                     ) -> Iterator[ResponseSet]:
+    """Long-form JSONL (one response an object) as sets; the first object's keys are the
+    table's columns."""
+    first = next(lines, None)
+    if first is None:
+        return
+    head = require_object(first[1], first[0], "row")
+    layout = TableLayout(list(head), name, from_csv=False, grouping=grouping)
+
+    def rows() -> Iterator[tuple[str, dict[str, Any]]]:
+        yield first[0], head
+        for where, obj in lines:
+            yield where, require_object(obj, where, "row")
+
+    yield from layout.sets(rows())
 
 
 def _read_json_text(text: str, name: str) -> Iterator[ResponseSet]:
@@ -109,9 +132,10 @@ def _read_json_text(text: str, name: str) -> Iterator[ResponseSet]:
             yield set_from_object(obj, f"{name} item {i + 1}", i)
         return
     if pos >= n or text[pos] != "[":
+        hint = table_hint(text[pos:].split("\n", 1)[0])
         raise InvalidInputError(
             f"{name} line {line_of(pos)}: a JSON file must hold a list of sets (starting with "
-            "'['); for one object per line use the .jsonl format."
+            "'['); " + (hint + "." if hint else "for one object per line use the .jsonl format.")
         )
     pos = skip(pos + 1)
     index = 0
@@ -141,12 +165,17 @@ def _read_json_text(text: str, name: str) -> Iterator[ResponseSet]:
         )
 
 
-def _read_json(fh: IO[bytes], name: str) -> Iterator[ResponseSet]:
+def _read_json(fh: IO[bytes], name: str, grouping: Grouping | None = None
+               ) -> Iterator[ResponseSet]:
+    if grouping is not None:
+        raise InvalidInputError(f"{name}: --group-by reads a long-form CSV, JSONL or Parquet "
+                                "file (one response a row); a .json file holds whole sets.")
     data = read_whole(fh, name, "a JSON file", JSONL_HINT)
     yield from _read_json_text(decode_all(data, name), name)
 
 
-def _read_csv(fh: IO[bytes], name: str) -> Iterator[ResponseSet]:
+def _read_csv(fh: IO[bytes], name: str, grouping: Grouping | None = None
+              ) -> Iterator[ResponseSet]:
     counter = [0]
     reader = csv_reader(decode_lines(fh, name, counter))
     try:
@@ -159,7 +188,7 @@ def _read_csv(fh: IO[bytes], name: str) -> Iterator[ResponseSet]:
     dupes = sorted({h for h in header if header.count(h) > 1})
     if dupes:
         raise InvalidInputError(f"{name} line 1: column {dupes[0]!r} appears twice in the header.")
-    layout = TableLayout(header, name, from_csv=True)
+    layout = TableLayout(header, name, from_csv=True, grouping=grouping)
 
     def rows() -> Iterator[tuple[str, dict[str, str]]]:
         rowno = 0
@@ -183,7 +212,8 @@ def _read_csv(fh: IO[bytes], name: str) -> Iterator[ResponseSet]:
     yield from layout.sets(rows())
 
 
-def _read_parquet(fh: IO[bytes], name: str) -> Iterator[ResponseSet]:
+def _read_parquet(fh: IO[bytes], name: str, grouping: Grouping | None = None
+                  ) -> Iterator[ResponseSet]:
     pq = require("pyarrow.parquet", extra="io", package="pyarrow")
     source: Any = fh if fh.seekable() else io.BytesIO(
         read_whole(fh, name, "Parquet from a pipe", ", or the Parquet file's path in its place"))
@@ -191,7 +221,7 @@ def _read_parquet(fh: IO[bytes], name: str) -> Iterator[ResponseSet]:
         pf = pq.ParquetFile(source)
     except Exception as exc:  # pyarrow raises its own error types
         raise InvalidInputError(f"{name}: not a readable Parquet file ({exc}).") from None
-    layout = TableLayout(pf.schema_arrow.names, name, from_csv=False)
+    layout = TableLayout(pf.schema_arrow.names, name, from_csv=False, grouping=grouping)
 
     def rows() -> Iterator[tuple[str, dict[str, Any]]]:
         rowno = 0
@@ -222,13 +252,21 @@ def _sniff(data: bytes) -> str:
 _READERS = {"jsonl": _read_jsonl, "json": _read_json, "csv": _read_csv, "parquet": _read_parquet}
 
 
-def read_sets(path: str | os.PathLike[str], fmt: str | None = None) -> Iterator[ResponseSet]:
+def read_sets(path: str | os.PathLike[str], fmt: str | None = None, *,
+              group_by: Sequence[str] | None = None, text_column: str = "response",
+              label_column: str | None = None) -> Iterator[ResponseSet]:
     """Read response sets from a file (or stdin), lazily, one :class:`ResponseSet` at a time.
 
     Args:
         path: File path, or ``"-"`` for stdin. ``.gz`` files are decompressed.
         fmt: ``jsonl``, ``json``, ``csv`` or ``parquet``; ``None`` guesses from the extension
             (for stdin: from the first bytes).
+        group_by: A long-form file (one response a row: CSV, JSONL or Parquet) without a
+            ``set_id`` column: the column(s) whose values tell the sets apart, e.g.
+            ``["prompt"]``; a set's id is its values joined with ``|`` (``divmeter score
+            --group-by``).
+        text_column: The column of texts in long form (default ``response``).
+        label_column: The column holding each set's label in long form (default ``label``).
 
     Yields:
         The sets in file order. Ids are kept as read, duplicates included.
@@ -244,8 +282,14 @@ def read_sets(path: str | os.PathLike[str], fmt: str | None = None) -> Iterator[
         >>> _ = p.write_text('{"id": "a", "responses": ["x y", "x z"], "temp": 0.7}\\n')
         >>> [(s.set_id, s.responses, s.metadata) for s in read_sets(p)]
         [('a', ['x y', 'x z'], {'temp': 0.7})]
+        >>> _ = p.with_suffix(".csv").write_text("prompt,response\\nA,x y\\nB,u\\nA,x z\\n")
+        >>> [(s.set_id, s.responses) for s in read_sets(p.with_suffix(".csv"),
+        ...                                               group_by=["prompt"])]
+        [('A', ['x y', 'x z']), ('B', ['u'])]
     """
     name = display_name(path)
+    grouping = (Grouping(tuple(group_by or ()), text_column, label_column)
+                if group_by or text_column != "response" or label_column else None)
     if str(path) == "-":  # streamed: only the first line is read ahead to sniff the format
         fh: IO[bytes] = sys.stdin.buffer
         if fmt is None:
@@ -254,11 +298,11 @@ def read_sets(path: str | os.PathLike[str], fmt: str | None = None) -> Iterator[
             fh = prepend(head, fh)
         else:
             chosen = detect_format(path, fmt)
-        yield from _READERS[chosen](fh, name)
+        yield from _READERS[chosen](fh, name, grouping)
         return
     chosen = detect_format(path, fmt)
     with open_source(path) as fh:
-        yield from _READERS[chosen](fh, name)
+        yield from _READERS[chosen](fh, name, grouping)
 
 
 # --------------------------------------------------------------------------------------------

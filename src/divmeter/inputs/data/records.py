@@ -17,13 +17,14 @@ import json
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from divmeter.inputs.data.lines import json_field, require_object, string_list, type_name
 from divmeter.inputs.data.model import ResponseSet
 from divmeter.core.errors import InvalidInputError
 
-__all__ = ["set_from_object", "TableLayout", "num", "record_cell"]
+__all__ = ["set_from_object", "TableLayout", "Grouping", "num", "record_cell"]
 
 _ID_KEYS = ("set_id", "id")
 _PROMPT_KEYS = ("prompt", "context")
@@ -99,38 +100,101 @@ def set_from_object(obj: Any, where: str, index: int) -> ResponseSet:
 
 
 
-class TableLayout:
-    """Which columns of a table play which role."""
+@dataclass(frozen=True)
+class Grouping:
+    """How a long-form table (one response a row) becomes sets: the column(s) whose values tell
+    the sets apart (``by``; none: a ``set_id`` column), the column of texts and the label's.
 
-    def __init__(self, columns: Sequence[str], name: str, *, from_csv: bool) -> None:
+    A set's id is its ``by`` values joined with ``|`` (as
+    :func:`divmeter.engine.frame.sets_from_frame` names them); the ``by`` columns stay in the
+    set's metadata (a ``prompt`` / ``context`` column is also its prompt), so a score output
+    carries them.
+
+    Example:
+        >>> Grouping(by=("prompt",)).check(["prompt", "response"], "t.csv")
+        >>> Grouping(by=("model",)).check(["prompt", "response"], "t.csv")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        divmeter.core.errors.InvalidInputError: t.csv: --group-by column 'model' is not in ...
+    """
+
+    by: tuple[str, ...] = ()
+    text: str = "response"
+    label: str | None = None
+
+    def check(self, columns: Sequence[str], name: str) -> None:
+        """Refuse a named column the table does not have (one line, the columns listed)."""
+        shown = ", ".join(_short(str(c)) for c in columns[:12])
+        more = "..." if len(columns) > 12 else ""
+        for what, col in ([("--group-by", c) for c in self.by]
+                          + [("--label-column", self.label)] * (self.label is not None)
+                          + [("--text-column", self.text)] * (self.text != "response"
+                                                              or bool(self.by))):
+            if col not in columns:
+                raise InvalidInputError(
+                    f"{name}: {what} column {col!r} is not in the header; the columns are "
+                    f"{shown}{more}."
+                )
+
+
+class TableLayout:
+    """Which columns of a table play which role.
+
+    Args:
+        columns: The table's header.
+        name: The source's name in messages.
+        from_csv: Cells are CSV text (numbers parsed), not typed values.
+        grouping: How a long-form table (one response a row) tells its sets apart, and its text
+            and label columns (:class:`Grouping`; default: a ``set_id`` column, ``response``,
+            ``label``).
+    """
+
+    def __init__(self, columns: Sequence[str], name: str, *, from_csv: bool,
+                 grouping: Grouping | None = None) -> None:
         self.columns = list(columns)
         self.name = name
         self.from_csv = from_csv
+        grouping = grouping or Grouping()
+        grouping.check(self.columns, name)
+        self.group_by = list(grouping.by)
+        self.text_col = grouping.text
         resp = [(int(m.group(1)), c) for c in columns if (m := _RESP_COL.match(c))]
-        if "responses" in columns:
+        if self.group_by or grouping.text != "response":
+            self.kind = "long"
+        elif "responses" in columns:
             self.kind = "list"
         elif "response" in columns:
             self.kind = "long"
         elif resp:
             self.kind = "wide"
         else:
+            first = ",".join(str(c) for c in columns).lstrip()
+            if first[:1] in ("{", "["):
+                raise InvalidInputError(
+                    f"{name} line 1: read as CSV, but the line is JSON ({_short(first)}): it "
+                    "looks like JSONL, one set per line; drop --input-format csv (or give "
+                    "--input-format jsonl)."
+                )
+            shown = ", ".join(_short(str(c)) for c in columns[:8])
             raise InvalidInputError(
                 f"{name}: the header must have a 'response' column (long form, one row per "
                 "response), resp_0..resp_k columns (wide form, one row per set) or a "
-                f"'responses' list column; got columns {', '.join(columns[:8])}"
+                f"'responses' list column; got columns {shown}"
                 f"{'...' if len(columns) > 8 else ''}."
             )
         self.resp_cols = [c for _, c in sorted(resp)] if self.kind == "wide" else []
         id_keys = _WIDE_ID_KEYS if self.kind == "wide" else _ID_KEYS + ("sample_id",)
-        self.id_col = next((k for k in id_keys if k in columns), None)
-        if self.kind == "long" and self.id_col is None:
+        self.id_col = None if self.group_by else next((k for k in id_keys if k in columns), None)
+        if self.kind == "long" and self.id_col is None and not self.group_by:
             raise InvalidInputError(
-                f"{name}: a long-form table needs a 'set_id' column next to 'response'."
+                f"{name}: a long-form table needs a 'set_id' column next to "
+                f"'{self.text_col}', or the column(s) that tell its sets apart: --group-by "
+                "COLUMN, e.g. --group-by prompt (library: group_by=[...])."
             )
         self.prompt_col = next((k for k in _PROMPT_KEYS if k in columns), None)
         label_keys = _WIDE_LABEL_KEYS if self.kind == "wide" else ("label", "label_value")
-        self.label_col = next((k for k in label_keys if k in columns), None)
-        used = {self.id_col, self.prompt_col, self.label_col, "response", "responses"}
+        self.label_col = grouping.label or next((k for k in label_keys if k in columns), None)
+        used = {self.id_col, self.prompt_col, self.label_col, self.text_col, "responses"}
         used.update(self.resp_cols)
         self.meta_cols = [c for c in columns if c not in used]
 
@@ -196,6 +260,8 @@ class TableLayout:
         return {**nested, **out}
 
     def set_id(self, row: Mapping[str, Any], where: str, index: int) -> str:
+        if self.group_by:  # the values of the grouping columns, as sets_from_frame joins them
+            return "|".join(_key_text(row.get(c)) for c in self.group_by)
         if self.id_col is None:
             return str(index)
         value = row.get(self.id_col)
@@ -249,7 +315,8 @@ class TableLayout:
         const_cols = [c for c in (self.prompt_col, self.label_col) if c] + self.meta_cols
         for index, (where, row) in enumerate(rows):
             set_id = self.set_id(row, where, index)
-            response = self.text(row.get("response"), where, "response", empty_is_none=False)
+            response = self.text(row.get(self.text_col), where, self.text_col,
+                                 empty_is_none=False)
             group = groups.get(set_id)
             if group is None:
                 firsts[set_id] = {c: row.get(c) for c in const_cols}
@@ -274,6 +341,30 @@ class TableLayout:
                         )
             group.responses.append(response or "")
         yield from groups.values()
+
+
+def _key_text(value: Any) -> str:
+    """A grouping cell as a set id: integral floats without ``.0``, blanks as ``""``.
+
+    Example:
+        >>> _key_text(3.0), _key_text("a"), _key_text(None)
+        ('3', 'a', '')
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _short(text: str, limit: int = 40) -> str:
+    """``text`` quoted, cut to ``limit`` characters, for a message.
+
+    Example:
+        >>> _short("a" * 50, 10)
+        "'aaaaaaa...'"
+    """
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
 def _is_blank(value: Any) -> bool:

@@ -37,7 +37,9 @@ from divmeter.core.errors import InvalidInputError
 __all__ = ["MetaTable", "load_table", "label_array", "Pairs", "read_pairs", "as_float"]
 
 _SET_KEYS = {"responses", "response", "resp_0"}
-_RECORD_SKIP = {"set_id", "row", "label", "reasons", "per_response", "signatures", "prompt"}
+#: Keys of a score record that are neither scores nor grouping fields (the prompt, carried by
+#: ``divmeter score``, is kept as a field: ``compare --key prompt`` matches by it).
+_RECORD_SKIP = {"set_id", "row", "label", "reasons", "per_response", "signatures"}
 
 
 @dataclass
