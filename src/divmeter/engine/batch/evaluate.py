@@ -129,11 +129,10 @@ def _check_costs(metric: Metric, items: Sequence[Any], labels: list[str]) -> boo
             continue
         costly = costly or cost.seconds >= memory.ANNOUNCE_SECONDS
         try:
-            memory.check(metric.name, cost.needed, cost.what)
+            with memory.working_on(label):
+                memory.plan(cost)
         except memory.MemoryLimitError as exc:
             raise (memory.for_set(exc, label) if label else exc) from None
-        with memory.working_on(label):
-            memory.announce(cost)
     return costly
 
 
