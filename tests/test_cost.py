@@ -181,6 +181,26 @@ def test_refused_before_any_pair(monkeypatch: pytest.MonkeyPatch) -> None:
     assert calls == []  # every set's cost is checked before the first set is scored
 
 
+def test_corpus_mode_checks_the_gathered_corpus() -> None:
+    """Corpus mode gathers homogenization's responses (no exact merge) and checks their cost
+    as one set, with the message and the options that divmeter.score gives."""
+    from divmeter.engine.corpus.stats import make_accumulator
+
+    texts = _texts(60)
+    with pytest.raises(MemoryLimitError) as one:
+        divmeter.score(texts, "homogenization:measure=bleu", max_memory="1K")
+    acc = make_accumulator("homogenization", {"measure": "bleu"})
+    acc.add(texts[:30])
+    acc.add(texts[30:])
+    with memory.memory_limit("1K"), pytest.raises(MemoryLimitError) as corpus:
+        acc.finish()
+    assert str(corpus.value) == str(one.value)
+    assert str(one.value).endswith("(6 x a 60 x 60 pair matrix), above the memory limit of "
+                                   "1.0 KB; raise it with --max-memory (library: "
+                                   "max_memory=...) or score a random sample of the responses.")
+    assert acc.finish().value == divmeter.score(texts, "homogenization:measure=bleu").value
+
+
 def test_cli_refusal_is_one_line_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "sets.jsonl"

@@ -193,6 +193,12 @@ def test_the_judge_without_a_server_is_skipped_with_the_reason(monkeypatch: pyte
          "list/tuple", "order invariance"), why)
     with pytest.raises(InvalidInputError, match=r"^`model` of judge is required"):
         divmeter.score(["a b", "c d"], "judge")  # still bad input to a caller (exit code 2)
+    # a model but no server URL: the same, with the URL's reason
+    named = check_metric("judge", params={"model": "openai:m"})
+    assert named.passed == ["bad values refused at the boundary"]
+    assert set(named.skipped.values()) == {
+        "no server URL: pass base_url= (CLI: --base-url), e.g. http://127.0.0.1:8000/v1, or "
+        "set DIVMETER_BASE_URL."}
 
 
 # --------------------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ class Judge(Metric):
     """The judge's diversity rating of one set: the mean of ``samples`` ratings 1-5.
 
     The judge needs a server: ``model`` names it (``openai:NAME``) and ``base_url`` (or
-    ``$DIVMETER_BASE_URL``) says where it runs. Without a model the metric cannot be planned
+    ``$DIVMETER_BASE_URL``) says where it runs. Without either the metric cannot be planned
     (:class:`~divmeter.core.errors.UnavailableError`, an
     :class:`~divmeter.core.errors.InvalidInputError`), so :func:`divmeter.testing.check_metric`
     reports its checks as skipped with that reason unless it is given a server. Many sets are
@@ -88,7 +88,8 @@ class Judge(Metric):
 
     Raises:
         InvalidInputError: Bad parameters or a set that is not a list of strings;
-            :class:`~divmeter.core.errors.UnavailableError` without a ``model``.
+            :class:`~divmeter.core.errors.UnavailableError` without a ``model`` or a server
+            URL.
 
     Example:
         >>> judge(["a b", "c d"])
@@ -117,6 +118,9 @@ model=openai:gpt-4o (or the name a local server serves); got None.
             raise UnavailableError(
                 "`model` of judge is required, e.g. model=openai:gpt-4o (or the name a local "
                 f"server serves); got {model!r}.")
+        from divmeter.backends.http import resolve_base_url
+
+        resolve_base_url(p["base_url"])  # a server to ask, named before any set is rated
         settings = {**p, "cache": None if p["cache"] in ("none", "off") else p["cache"]}
         self.config = JudgeConfig(**settings)
 

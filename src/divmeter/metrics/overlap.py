@@ -39,13 +39,19 @@ only needs each length's neighbours in the sorted lengths. Everything is a few s
 ROUGE-1/2/L F-measure (Google's ``rouge-score`` definitions and tokenizer) or sentence BLEU
 (``bleu``: both directions averaged; ``bleu-hf``: Hugging Face ``evaluate``'s BLEU with its
 defaults, one direction per pair, as the PATTR paper's Section 3.3 uses it).
+
+Each metric is one definition (:class:`SelfBleu`, :class:`Homogenization`): its declared
+parameters, its signature, its formula on many sets at once, its corpus statistics
+(:class:`SelfBleuStats`, an exact two-pass merge; homogenization has no exact merge, so corpus
+mode gathers the responses and scores them once) and its cost (:meth:`Homogenization.cost`,
+checked and announced by the engine before the first pair).
 """
 
 from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -647,6 +653,14 @@ def _f_from_overlap(overlap: np.ndarray, totals: np.ndarray,
     return np.asarray(f, dtype=float)
 
 
+def _order_overlaps(idx: NgramIndex, n: int, xs: list[sp.csr_matrix | None] | None,
+                    rows: slice | None) -> Iterator[tuple[int, np.ndarray]]:
+    """``(k, O_k)`` for the orders ``k = 1..n``: the :func:`_min_overlap` of every pair (or of
+    the rows ``rows`` against every text, given the level matrices ``xs`` of orders 1..n)."""
+    for k in range(1, n + 1):
+        yield k, (_min_overlap(idx, k) if xs is None else _min_overlap(idx, k, xs[k - 1], rows))
+
+
 def _pairwise_bleu(idx: NgramIndex, n: int, xs: list[sp.csr_matrix | None] | None = None,
                    rows: slice | None = None) -> np.ndarray:
     """``S[i, j]``: sentence BLEU-n of hypothesis ``j`` against the single reference ``i``
@@ -659,8 +673,7 @@ def _pairwise_bleu(idx: NgramIndex, n: int, xs: list[sp.csr_matrix | None] | Non
     r = lengths if rows is None else lengths[rows]
     log_sum = np.zeros((r.size, d))
     all_pos = np.ones((r.size, d), dtype=bool)
-    for k in range(1, n + 1):
-        o = _min_overlap(idx, k) if xs is None else _min_overlap(idx, k, xs[k - 1], rows)
+    for k, o in _order_overlaps(idx, n, xs, rows):
         tot = np.maximum(lengths - k + 1, 0).astype(float)
         all_pos &= o > 0
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -687,9 +700,8 @@ def _pairwise_bleu_hf(idx: NgramIndex, n: int, xs: list[sp.csr_matrix | None] | 
     r = lengths if rows is None else lengths[rows]
     log_sum = np.zeros((r.size, d))
     all_pos = np.ones((r.size, d), dtype=bool)
-    for k in range(1, n + 1):
+    for k, o in _order_overlaps(idx, n, xs, rows):
         # symmetric: min(count_i, count_j) is the clipped match count
-        o = _min_overlap(idx, k) if xs is None else _min_overlap(idx, k, xs[k - 1], rows)
         tot = np.maximum(r - k + 1, 0.0)
         all_pos &= o > 0
         with np.errstate(divide="ignore", invalid="ignore"):
