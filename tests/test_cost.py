@@ -64,13 +64,17 @@ def test_no_note_below_the_threshold_or_without_a_reporter() -> None:
 
 
 def test_estimates_scale_as_pairs() -> None:
-    small = memory.homogenization_cost(10_000, 300_000, "rougeL")
-    big = memory.homogenization_cost(100_000, 3_000_000, "rougeL")
+    small = overlap.homogenization_cost(10_000, 300_000, "rougeL")
+    big = overlap.homogenization_cost(100_000, 3_000_000, "rougeL")
     assert (small.pairs, big.pairs) == (49_995_000, 4_999_950_000)
     assert big.seconds == pytest.approx(small.seconds * big.pairs / small.pairs)
     assert big.seconds > 3600  # the case of the issue: hours, said before the work
-    assert memory.homogenization_cost(100_000, 3_000_000, "rouge1").seconds < big.seconds / 5
-    exact = memory.vendi_ngram_cost(20_000, 20_000, "a kernel", 8 * 20_000**2)
+    assert overlap.homogenization_cost(100_000, 3_000_000, "rouge1").seconds < big.seconds / 5
+    # the metric's own cost of a set: the same estimate, its tokens counted by whitespace
+    texts = ["a b c"] * 10_000
+    assert overlap.Homogenization().cost(10_000, texts) == overlap.homogenization_cost(
+        10_000, 30_000, "rougeL", blocked=True)
+    exact = vendi.vendi_ngram_cost(20_000, 20_000, "a kernel", 8 * 20_000**2)
     assert exact.pairs == 20_000 * 20_001 // 2 and "approx=slq" in exact.cheaper
 
 
@@ -174,7 +178,27 @@ def test_refused_before_any_pair(monkeypatch: pytest.MonkeyPatch) -> None:
     assert heard.steps == [] and heard.notes == []
     with pytest.raises(MemoryLimitError, match=r"^sets\[1\]: homogenization needs about "):
         divmeter.score_many([["a b", "a c"], _texts(60)], "homogenization", max_memory="1K")
-    assert calls == [1]  # the two-response set only
+    assert calls == []  # every set's cost is checked before the first set is scored
+
+
+def test_corpus_mode_checks_the_gathered_corpus() -> None:
+    """Corpus mode gathers homogenization's responses (no exact merge) and checks their cost
+    as one set, with the message and the options that divmeter.score gives."""
+    from divmeter.engine.corpus.stats import make_accumulator
+
+    texts = _texts(60)
+    with pytest.raises(MemoryLimitError) as one:
+        divmeter.score(texts, "homogenization:measure=bleu", max_memory="1K")
+    acc = make_accumulator("homogenization", {"measure": "bleu"})
+    acc.add(texts[:30])
+    acc.add(texts[30:])
+    with memory.memory_limit("1K"), pytest.raises(MemoryLimitError) as corpus:
+        acc.finish()
+    assert str(corpus.value) == str(one.value)
+    assert str(one.value).endswith("(6 x a 60 x 60 pair matrix), above the memory limit of "
+                                   "1.0 KB; raise it with --max-memory (library: "
+                                   "max_memory=...) or score a random sample of the responses.")
+    assert acc.finish().value == divmeter.score(texts, "homogenization:measure=bleu").value
 
 
 def test_cli_refusal_is_one_line_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
+import divmeter
 from divmeter.core.errors import InvalidInputError
-from divmeter.metrics.overlap import homogenization, self_bleu, self_bleu_many, tokenize_13a
+from divmeter.metrics.overlap import homogenization, self_bleu, tokenize_13a
 from divmeter.testing import formula
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -138,9 +139,11 @@ def test_self_bleu_coco_matches_a_literal_scorer_on_random_sets() -> None:
         for _ in range(60)
     ]
     sets = [s for s in sets if any(t.split() for t in s)]
-    # the kernels: the arithmetic on every set, those with one non-blank response included
-    # (the public functions make those null by the rule for degenerate sets)
-    batch = self_bleu_many(sets, n=3, smooth="coco")
+    # the formula: the arithmetic on every set, those with one non-blank response included
+    # (the public functions make those null by the rule for degenerate sets), all sets in one
+    # call and each set alone
+    metric = divmeter.get_metric("self-bleu").plan({"n": 3, "smooth": "coco"})
+    batch = metric.score(tuple(tuple(s) for s in sets))
     for s, b in zip(sets, batch, strict=True):
         ref = _cocoeval_self_bleu(s, 3)
         one = formula(self_bleu, s, n=3, smooth="coco").value

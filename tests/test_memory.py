@@ -272,10 +272,9 @@ def test_homogenization_blocks_equal_whole_matrix(measure: str, block: int | Non
     texts = _homog_texts()
     dense = divmeter.score(texts, "homogenization", measure=measure).value
     assert dense is not None and dense > 0
+    toks = overlap.Homogenization(measure=measure).tokens(texts)
     if measure == "bleu-hf":
-        toks = [overlap.tokenize_13a(t) for t in texts]
-    else:
-        toks = overlap._tokenize(texts, "rouge", True, False, "homogenization")[0]
+        assert toks == [overlap.tokenize_13a(t) for t in texts]
     blocked = overlap._blocked_mean(NgramIndex.from_tokens(toks), measure, 4, block)
     assert blocked == pytest.approx(dense, rel=1e-12)
 

@@ -175,6 +175,33 @@ def test_the_judge_in_logprobs_mode_passes_the_contract(rating_server: Any, tmp_
     assert "|answer:logprobs|top:20|" in r.signature
 
 
+def test_the_judge_without_a_server_is_skipped_with_the_reason(monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    """``check_metric("judge")`` with no arguments: no model, no server. Every check that
+    scores a set is reported as skipped with the reason (not raised); bad values are still
+    refused by the declarations, before the judge looks for its server."""
+    monkeypatch.delenv("DIVMETER_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    report = check_metric("judge")
+    why = ("`model` of judge is required, e.g. model=openai:gpt-4o (or the name a local server "
+           "serves); got None.")
+    assert report.passed == ["bad values refused at the boundary"]
+    assert report.skipped == dict.fromkeys(
+        ("score == score_many == the public function", "values, bounds and signature",
+         "the rule for degenerate sets", "corpus merge",
+         "every parameter changes the value or the signature",
+         "every path gives the one-set value at every parameter alternative", "determinism",
+         "list/tuple", "order invariance"), why)
+    with pytest.raises(InvalidInputError, match=r"^`model` of judge is required"):
+        divmeter.score(["a b", "c d"], "judge")  # still bad input to a caller (exit code 2)
+    # a model but no server URL: the same, with the URL's reason
+    named = check_metric("judge", params={"model": "openai:m"})
+    assert named.passed == ["bad values refused at the boundary"]
+    assert set(named.skipped.values()) == {
+        "no server URL: pass base_url= (CLI: --base-url), e.g. http://127.0.0.1:8000/v1, or "
+        "set DIVMETER_BASE_URL."}
+
+
 # --------------------------------------------------------------------------------------------
 # the checks catch what they claim to
 

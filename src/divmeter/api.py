@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from divmeter.engine.batch import MetricPlan, evaluate
+from divmeter.engine.batch import evaluate, resolve_metrics
 from divmeter.core.errors import InvalidInputError
 from divmeter.core.memory import memory_limit
-from divmeter.engine.registry import column_name, get_metric, parse_metric_arg
+from divmeter.engine.registry import parse_metric_arg
 from divmeter.core.result import MetricResult
 
 __all__ = ["score", "score_many"]
@@ -46,8 +46,7 @@ def score(responses: Any, metric: str, *, max_memory: int | str | None = None,
         0.6666666666666666
     """
     name, inline = parse_metric_arg(metric)
-    merged = {**inline, **params}
-    plan = MetricPlan(get_metric(name).plan(merged), column_name(name, merged))
+    (plan,) = resolve_metrics([(name, {**inline, **params})], named=False)
     with memory_limit(max_memory):
         # the engine applies the one rule for degenerate sets and the cost checks, for score
         # too (one set is a batch of one); names=[""]: a refusal names no set
@@ -103,8 +102,7 @@ def score_many(
     if on_error not in ("raise", "null"):
         raise InvalidInputError(f"`on_error` must be one of raise, null; got {on_error!r}.")
     name, inline = parse_metric_arg(metric)
-    merged = {**inline, **params}
-    plan = MetricPlan(get_metric(name).plan(merged), column_name(name, merged))
+    (plan,) = resolve_metrics([(name, {**inline, **params})], named=False)
     items = list(sets)
     out: list[MetricResult] = []
     with memory_limit(max_memory):

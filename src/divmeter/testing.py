@@ -4,7 +4,8 @@
 (the caller may give its own) and raises :class:`MetricCheckError` (an ``AssertionError``) at the
 first failure, naming the metric, the check and what differed; it returns a
 :class:`CheckReport` listing the checks that ran and those that could not run here (an optional
-extra not installed), with the reason. A third-party metric registered with
+extra not installed, or something the call needs that is absent, such as a judge's server:
+:class:`~divmeter.core.errors.UnavailableError`), with the reason. A third-party metric registered with
 :func:`divmeter.engine.registry.register` is checked the same way::
 
     from divmeter.testing import check_metric
@@ -49,7 +50,7 @@ from typing import Any
 from divmeter.api import score, score_many
 from divmeter.engine.corpus.stats import make_accumulator
 from divmeter.core.degenerate import degenerate_reason
-from divmeter.core.errors import DivmeterError, InvalidInputError, MissingDependencyError
+from divmeter.core.errors import InvalidInputError, MissingDependencyError, UnavailableError
 from divmeter.core.params import UNSET, Param, validate
 from divmeter.engine.registry import MetricSpec, check_params, get_metric
 from divmeter.core.result import MetricResult
@@ -326,6 +327,10 @@ def check_metric(
         NORMAL_SETS if texts else INSTANTIATION_SETS)
     degen = dict(degenerate) if degenerate is not None else (
         DEGENERATE_SETS if texts else DEGENERATE_INSTANTIATIONS)
+    try:
+        spec.plan(base)
+    except UnavailableError as exc:  # e.g. a judge with no server: nothing can be scored here
+        return _check_unavailable(c, normal[0], texts, str(exc))
     _check_agreement(c, normal, degen)
     _check_values(c, normal)
     _check_rule(c, degen)
@@ -335,6 +340,25 @@ def check_metric(
     _check_paths(c, normal[0], dict(exclude or {}), corpus=corpus and texts)
     _check_bad_values(c, normal[0], texts)
     _check_stability(c, normal)
+    return c.report
+
+
+#: The checks that score sets (skipped, with the reason, when the metric needs something absent).
+_SCORING_CHECKS = ("score == score_many == the public function", "values, bounds and signature",
+                   "the rule for degenerate sets", "corpus merge",
+                   "every parameter changes the value or the signature",
+                   "every path gives the one-set value at every parameter alternative",
+                   "determinism", "list/tuple", "order invariance")
+
+
+def _check_unavailable(c: _Checker, items: Any, texts: bool, why: str) -> CheckReport:
+    """The contract of a metric whose parameters in use need something absent (a server, a
+    model nobody gave: :class:`~divmeter.core.errors.UnavailableError`): every check that
+    scores a set is skipped with ``why``; bad values must still be refused for themselves, by
+    the declarations, before the metric looks for what it needs."""
+    _check_bad_values(c, items, texts, unavailable=True)
+    for check in _SCORING_CHECKS:
+        c.report.skipped[check] = why
     return c.report
 
 
@@ -443,17 +467,11 @@ def _check_parameters(c: _Checker, items: Any, exclude: dict[str, str]) -> None:
             continue
         if alt.problem is not None:
             c.fail(check, alt.problem)
-        needs = c.spec.schema[alt.name].requires
         try:
             ref = c.score(items, **alt.companions)
             other = c.score(items, **{**alt.companions, alt.name: alt.value})
-        except MissingDependencyError as exc:
+        except (MissingDependencyError, UnavailableError) as exc:
             c.report.skipped[label] = str(exc)
-            continue
-        except DivmeterError as exc:
-            if needs is None:
-                raise
-            c.report.skipped[label] = f"needs {needs}: {exc}"
             continue
         setting = ", ".join(f"{k}={v!r}" for k, v in {**alt.companions,
                                                       alt.name: alt.value}.items())
@@ -479,7 +497,6 @@ def _check_paths(c: _Checker, items: Any, exclude: dict[str, str], *, corpus: bo
         settings.append((f"{alt.name}={alt.value!r}", {**alt.companions, alt.name: alt.value}))
     for label, extra in settings:
         params = {**c.params, **extra}
-        needs = [c.spec.schema[k].requires for k in extra if c.spec.schema[k].requires]
         try:
             want = c.score(items, **extra)
             if corpus:
@@ -496,12 +513,8 @@ def _check_paths(c: _Checker, items: Any, exclude: dict[str, str], *, corpus: bo
                     continue
                 got = metric.vectors(arrays)[0]
                 _same_value(c, check, f"{label}: precomputed vectors", got, want, False)
-        except MissingDependencyError as exc:
-            c.report.skipped[f"parameter {label.split('=')[0]}"] = str(exc)
-        except DivmeterError as exc:
-            if not needs:
-                raise
-            c.report.skipped[f"parameter {label.split('=')[0]}"] = f"needs {needs[0]}: {exc}"
+        except (MissingDependencyError, UnavailableError) as exc:
+            c.report.skipped[f"{check}: {label}"] = str(exc)
     c.report.passed.append(check)
 
 
@@ -520,7 +533,8 @@ def _same_value(c: _Checker, check: str, where: str, got: MetricResult, want: Me
                  check, f"{where}: value {got.value!r} vs score's {want.value!r}")
 
 
-def _check_bad_values(c: _Checker, items: Any, texts: bool) -> None:
+def _check_bad_values(c: _Checker, items: Any, texts: bool, *, unavailable: bool = False
+                      ) -> None:
     check = "bad values refused at the boundary"
     for key, p in c.spec.schema.items():
         for bad in bad_values(p):
@@ -529,10 +543,13 @@ def _check_bad_values(c: _Checker, items: Any, texts: bool) -> None:
                                                          **{**c.params, k: b})):
                 try:
                     call()
+                except UnavailableError:  # refused for what it lacks, not for the bad value
+                    if not unavailable:
+                        raise
                 except InvalidInputError:
                     continue
                 c.fail(check, f"{key}={bad!r} was not refused")
-    if texts:
+    if texts and not unavailable:
         try:
             c.score("a single text")
         except InvalidInputError as exc:

@@ -19,11 +19,12 @@ Python's own overhead and the inputs come on top.
 
 Estimates per metric (``n`` responses; ``d`` = 1,024 as a bound on an embedding's width):
 
-* ``vendi-ngram`` (checked inside the metric, after its linear-size feature matrix is built):
-  up to 2,000 responses ``3 * 8 m^2`` with ``m = min(n, D)`` (``D`` distinct n-grams); above,
-  ``8 m^2`` with ``m`` the smaller of the number of distinct responses and the number of
-  distinct n-grams once the n-grams of a single response are merged; ``approx="slq"``:
-  ``32 n P`` (``P`` probes); ``approx="nystroem"``: ``32 k^2`` plus two blocks.
+* ``vendi-ngram`` (checked inside the metric, after its linear-size feature matrix is built;
+  :func:`divmeter.metrics.vendi.vendi_ngram_cost`): up to 2,000 responses ``3 * 8 m^2`` with
+  ``m = min(n, D)`` (``D`` distinct n-grams); above, ``8 m^2`` with ``m`` the smaller of the
+  number of distinct responses and the number of distinct n-grams once the n-grams of a single
+  response are merged; ``approx="slq"``: ``32 n P`` (``P`` probes); ``approx="nystroem"``:
+  ``32 k^2`` plus two blocks.
 * ``vendi-embedding``: ``8 n d`` (embeddings) + ``8 min(n, d)^2`` (kernel or dual).
 * ``embedding-cosine``, ``chamfer``, ``chamfer-sqeuclidean``, ``remote-clique``: ``3 * 8 n^2``
   (the distance or similarity matrix and two temporaries).
@@ -32,9 +33,10 @@ Estimates per metric (``n`` responses; ``d`` = 1,024 as a bound on an embedding'
 * ``kmeans-inertia``: ``8 n (d + k)``: linear, listed for completeness.
 * the geometry measures that build ``n x n`` distance or kernel matrices
   (``sum-pairwise-distance``, ``diameter``, ``energy``, ``dcscore``, ...): ``4 * 8 n^2``.
-* ``homogenization`` (checked inside, after tokenizing, before any pair): up to 1,000
-  responses ``6 * 8 n^2``; above, row blocks: ``6 *`` :data:`BLOCK_BYTES` plus its n-gram
-  level matrices (``rougeL``: one row of ``n`` pairs at a time).
+* ``homogenization`` (its ``cost``, :func:`divmeter.metrics.overlap.homogenization_cost`,
+  checked by the engine before the set's work): up to 1,000 responses ``6 * 8 n^2``; above,
+  row blocks: ``6 *`` :data:`BLOCK_BYTES` plus its n-gram level matrices (``rougeL``: one row
+  of ``n`` pairs at a time).
 
 self-BLEU is not among them: it needs each n-gram's top two counts, not the pairs.
 
@@ -81,13 +83,12 @@ __all__ = [
     "Cost",
     "Steps",
     "announce",
+    "progress",
     "plan",
     "reporting",
     "current_reporter",
     "working_on",
     "format_seconds",
-    "homogenization_cost",
-    "vendi_ngram_cost",
 ]
 
 #: The default limit: 4 GiB, enough for an exact n-gram Vendi score of about 20,000 distinct
@@ -305,17 +306,9 @@ def for_set(exc: MemoryLimitError, label: str) -> MemoryLimitError:
 ANNOUNCE_SECONDS = 10.0
 
 #: Rough single-core costs measured on the project's 2-core machine (``benchmarks/bench_cost.py``
-#: checks the estimates against measured times; ``benchmarks/results_speed.md``):
-#: seconds per pair of homogenization (``rougeL``: per pair and token of the shorter side).
-HOMOGENIZATION_PAIR_SECONDS = {"rouge1": 1.2e-7, "rouge2": 8e-8, "bleu": 4e-7,
-                               "bleu-hf": 3.3e-7, "rougeL": 1.6e-7}
-#: vendi-ngram: seconds per entry of the Gram matrix built (lower triangle), per ``m^3`` of
-#: the eigenvalue solver and per row of it (its fixed cost per row, which dominates below
-#: about 5,000 rows on the shared machine), per multiply-add of the Nystroem and SLQ products.
-GRAM_ENTRY_SECONDS = 1e-7
-EIGEN_CUBE_SECONDS = 1e-10
-EIGEN_ROW_SECONDS = 1e-3
-SPARSE_SECONDS = 3e-9
+#: checks the estimates against measured times; ``benchmarks/results_speed.md``; the metrics'
+#: own per-unit costs live with them, e.g. ``HOMOGENIZATION_PAIR_SECONDS`` in
+#: :mod:`divmeter.metrics.overlap`, ``GRAM_ENTRY_SECONDS`` in :mod:`divmeter.metrics.vendi`).
 #: Dense pair matrices of vectors (cosine, distances): seconds per entry.
 MATRIX_ENTRY_SECONDS = 2e-8
 #: BERTScore on the CPU: seconds per ordered pair, plus per multiply-add of its token matrices.
@@ -353,6 +346,8 @@ class Cost:
         pairs: Pairs compared, or entries of the matrix built.
         seconds: Rough time on one core.
         cheaper: How to make it cheaper (an approximate variant, a cheaper setting).
+        hint: The options a refusal above the memory limit names beside ``--max-memory``
+            (empty: none).
     """
 
     metric: str
@@ -362,6 +357,7 @@ class Cost:
     pairs: int
     seconds: float
     cheaper: str = ""
+    hint: str = ""
 
     def note(self) -> str:
         """The one line announcing the cost.
@@ -484,76 +480,26 @@ def announce(cost: Cost) -> Steps:
     label = _LABEL.get()
     if rep.note is not None:
         rep.note(f"{label}: {cost.note()}" if label else cost.note())
-    if rep.progress is None:
+    return progress(cost)
+
+
+def progress(cost: Cost) -> Steps:
+    """The :class:`Steps` that report the progress inside a set of this cost, without the note
+    (a metric's formula asks for them once the engine has announced the set:
+    :func:`divmeter.engine.batch.evaluate`); :data:`NO_STEPS` when nobody listens or the set
+    is below the reporter's threshold."""
+    rep = _REPORTER.get()
+    if rep is None or rep.progress is None or cost.seconds < rep.above:
         return NO_STEPS
+    label = _LABEL.get()
     return Steps(f"{label}: {cost.metric}" if label else cost.metric, rep.progress, rep.every)
 
 
-def plan(cost: Cost, *, hint: str | None = None) -> Steps:
-    """:func:`check` the cost's memory against the limit (``hint``: the options named in a
-    refusal, default ``cost.cheaper``), then :func:`announce` it."""
-    check(cost.metric.split(" ")[0], cost.needed, cost.what,
-          hint=cost.cheaper if hint is None else hint)
+def plan(cost: Cost) -> Steps:
+    """:func:`check` the cost's memory against the limit (a refusal names ``cost.hint``), then
+    :func:`announce` it: what the engine does before a set's work."""
+    check(cost.metric.split(" ")[0], cost.needed, cost.what, hint=cost.hint)
     return announce(cost)
-
-
-def homogenization_cost(n: int, tokens: int, measure: str, *, blocked: bool = True,
-                        orders: int = 4) -> Cost:
-    """The cost of homogenization on ``n`` responses of ``tokens`` tokens in all: every pair
-    once (``bleu``: both directions); whole pair matrices, or (``blocked``, above 1,000
-    responses) row blocks of at most :data:`BLOCK_BYTES` per temporary.
-
-    Example:
-        >>> c = homogenization_cost(20_000, 700_000, "rougeL")
-        >>> c.pairs, format_seconds(c.seconds), c.what
-        (199990000, '18.7 min', 'one row of pairs at a time')
-    """
-    pairs = n * (n - 1) // 2
-    per_pair = HOMOGENIZATION_PAIR_SECONDS[measure]
-    if measure == "rougeL":
-        per_pair *= max(1.0, tokens / max(n, 1))
-    if not blocked:
-        needed, what = 6 * 8 * n * n, f"6 x a {n:,} x {n:,} pair matrix"
-    elif measure == "rougeL":
-        needed, what = 8 * 8 * n, "one row of pairs at a time"
-    else:
-        block = min(BLOCK_BYTES, 8 * n * n)
-        needed = 6 * block + 24 * tokens * (1 if measure in ("rouge1", "rouge2") else orders)
-        what = "row blocks"
-    cheaper = ("use homogenization:measure=rouge1 or rouge2 (tens of times faster), or score "
-               "a random sample of the responses" if measure == "rougeL" else
-               "score a random sample of the responses")
-    return Cost(f"homogenization ({measure})", n, needed, what, pairs, pairs * per_pair, cheaper)
-
-
-def vendi_ngram_cost(n: int, m: int, what: str, needed: int, *, kernel_rows: int | None = None,
-                     approx: str = "none", probes: int = 16, steps: int = 30,
-                     nnz: int = 0) -> Cost:
-    """The cost of vendi-ngram on ``n`` responses whose decomposed matrix is ``m x m`` (exact:
-    the Gram matrix built in row blocks, then the eigenvalue solver; ``approx="slq"``:
-    ``probes x steps`` sparse products over ``nnz`` features; ``nystroem``: ``n x m`` products).
-
-    Example:
-        >>> c = vendi_ngram_cost(20_000, 20_000, "a 20,000 x 20,000 kernel matrix", 8 * 20_000**2)
-        >>> c.pairs, format_seconds(c.seconds)
-        (200010000, '14.0 min')
-    """
-    if approx == "slq":  # Lanczos for the top pairs (about 30 products) and the probes' steps
-        pairs = 0
-        seconds = 2 * probes * (steps + 30) * max(nnz, n) * SPARSE_SECONDS
-        cheaper = "fewer probes or steps"
-    elif approx == "nystroem":  # C = Z Z_L^T in blocks, C^T C, and two k x k solvers
-        pairs = n * m
-        seconds = (2 * pairs * GRAM_ENTRY_SECONDS + n * m * m * FLOP_SECONDS / 4
-                   + 2 * (m**3 * EIGEN_CUBE_SECONDS + m * EIGEN_ROW_SECONDS))
-        cheaper = "fewer landmarks (k)"
-    else:
-        pairs = m * (m + 1) // 2
-        seconds = (pairs * GRAM_ENTRY_SECONDS + m**3 * EIGEN_CUBE_SECONDS
-                   + m * EIGEN_ROW_SECONDS)
-        cheaper = "use vendi-ngram:approx=slq (or approx=nystroem)"
-    name = "vendi-ngram" + (f" (approx={approx})" if approx != "none" else "")
-    return Cost(name, n, needed, what, pairs, seconds, cheaper)
 
 
 def _matrix_cost(metric: str, n: int, params: Mapping[str, Any], texts: Any) -> Cost | None:

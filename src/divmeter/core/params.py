@@ -96,10 +96,6 @@ class Param:
         cap: The largest value allowed for a count that costs time or memory (permutations,
             samples, restarts, window lengths ...): shown by ``divmeter list``, refused before
             any work with its own message (``... must be at most CAP ...``).
-        requires: What the parameter's other values need beyond the install (a server, a
-            model folder, a second model): the contract
-            (:func:`divmeter.testing.check_metric`) reports its alternative as skipped with
-            this reason when the alternative cannot run here, instead of failing.
 
     Example:
         >>> Param(int, ge=1, default=4).expected()
@@ -126,7 +122,6 @@ class Param:
     alternative: Any = UNSET
     runtime: bool = False
     cap: float | None = None
-    requires: str | None = None
 
     # ------------------------------------------------------------------ describing
 

@@ -21,7 +21,7 @@ from divmeter.core.params import UNSET, Param
 from divmeter.core.result import MetricResult
 from divmeter.engine import registry
 from divmeter.engine.batch.evaluate import evaluate
-from divmeter.engine.batch.plan import MetricPlan
+from divmeter.engine.batch.plan import resolve_metrics
 from divmeter.engine.definition import Family, Granularity, Metric, make_public
 
 __all__ = ["register", "register_batch", "register_vectors", "public_function", "FunctionMetric"]
@@ -29,7 +29,7 @@ __all__ = ["register", "register_batch", "register_vectors", "public_function", 
 
 def run_one(cls: type[Metric], responses: Any, params: Mapping[str, Any]) -> MetricResult:
     """Metric ``cls`` with ``params`` on one set, through the engine (the rule, the formula)."""
-    plan = MetricPlan(cls(params), registry.column_name(cls.name, params))
+    (plan,) = resolve_metrics([(cls.name, dict(params))], named=False)
     res = evaluate([responses], [plan], names=[""])[0][0]
     if isinstance(res, InvalidInputError):
         raise res

@@ -786,8 +786,12 @@ def ngram_diversity(
     order with no n-gram adds 0. ``N = 4`` and whitespace tokens by default, as in the
     ``diversity`` package (v0.3.1), which differs in two ways named here: it joins the documents
     with a space and splits on ``' '``, so its n-grams *do* cross document boundaries (and runs of
-    spaces give empty tokens); and it rounds to 3 decimals. Its value equals this metric on the
-    single joined text, ``ngram_diversity([" ".join(docs)])``, for single-spaced texts.
+    spaces give empty tokens); and it rounds to 3 decimals. For single-spaced texts its value is
+    this metric's formula on the single joined text. One text is a set the rule for degenerate
+    sets refuses (``ngram_diversity([" ".join(docs)])`` is ``None``), so call the formula
+    without the rule: ``divmeter.testing.formula("ngram-diversity", [" ".join(docs)])`` (last
+    lines of the example; on the package's README example it gives 3.31495, which the package
+    prints as 3.315).
 
     Args:
         responses: The response set / corpus.
@@ -807,6 +811,12 @@ def ngram_diversity(
         1.0666666666666667
         >>> ngram_diversity(["a b a", "a b"]).signature
         'ngram-diversity|n:1..4|agg:sum|tok:whitespace|case:mixed|v:0.1.0'
+        >>> from divmeter.testing import formula
+        >>> docs = ["the cat sat", "the cat ran"]
+        >>> ngram_diversity(docs).value  # 4/6 + 3/4 + 2/2 + 0: n-grams within each response
+        2.4166666666666665
+        >>> formula("ngram-diversity", [" ".join(docs)]).value  # the diversity package's number
+        3.466666666666667
     """
     texts = as_texts(responses)
     return ngram_diversity_many([texts], n_max=n_max, tokenizer=tokenizer,

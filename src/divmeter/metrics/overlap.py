@@ -39,35 +39,43 @@ only needs each length's neighbours in the sorted lengths. Everything is a few s
 ROUGE-1/2/L F-measure (Google's ``rouge-score`` definitions and tokenizer) or sentence BLEU
 (``bleu``: both directions averaged; ``bleu-hf``: Hugging Face ``evaluate``'s BLEU with its
 defaults, one direction per pair, as the PATTR paper's Section 3.3 uses it).
+
+Each metric is one definition (:class:`SelfBleu`, :class:`Homogenization`): its declared
+parameters, its signature, its formula on many sets at once, its corpus statistics
+(:class:`SelfBleuStats`, an exact two-pass merge; homogenization has no exact merge, so corpus
+mode gathers the responses and scores them once) and its cost (:meth:`Homogenization.cost`,
+checked and announced by the engine before the first pair).
 """
 
 from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from divmeter.core import memory
-from divmeter.engine.corpus.stats import ExactSum, TwoPass
-from divmeter.inputs.data.model import as_texts
 from divmeter.core.errors import InvalidInputError
 from divmeter.core.memory import NO_STEPS, Steps
-from divmeter.metrics._common import check_choice, check_int, undefined
-from divmeter.metrics.reduce import diversity_from_similarity, mean_pairwise
 from divmeter.core.params import LOWERCASE, MAX_ORDER, TEXT_TOKENIZERS, Param, tokenizer_param
-from divmeter.engine.public import register, register_batch
 from divmeter.core.result import MetricResult, make_signature
+from divmeter.engine.corpus.stats import ExactSum, TwoPass
+from divmeter.engine.definition import Metric
+from divmeter.engine.public import public_function, register
 from divmeter.inputs.text import NgramIndex, get_tokenizer, ngram_tuples
 from divmeter.inputs.text.tokenize import porter_stem, rouge_tokenize, tokenize_13a
+from divmeter.metrics.reduce import mean_pairwise
 
 __all__ = [
+    "SelfBleu",
+    "SelfBleuStats",
     "self_bleu",
-    "self_bleu_many",
+    "Homogenization",
     "homogenization",
+    "homogenization_cost",
     "rouge_tokenize",
     "tokenize_13a",
     "lcs_length",
@@ -95,31 +103,8 @@ TOKENIZER_NAMES: tuple[str, ...] = (*TEXT_TOKENIZERS, "rouge")
 EPSILON_METHOD1 = 0.1  # nltk SmoothingFunction().method1 default epsilon
 COCO_TINY = 1e-15  # pycocoevalcap bleu_scorer: added to every order's clipped matches
 COCO_SMALL = 1e-9  # pycocoevalcap bleu_scorer: added to every order's totals and to ref_len
-
-def _tokenize(
-    texts: list[str], tokenizer: str, lowercase: bool, stem: bool, metric: str
-) -> tuple[list[list[str]], str, str]:
-    """Token lists, tokenizer name and case label for the signature: the named tokenizers of
-    :mod:`divmeter.inputs.text.tokenize` (``rouge`` is rouge-score's, with its Porter stemming)."""
-    if not isinstance(tokenizer, str) or tokenizer not in TOKENIZER_NAMES:
-        raise InvalidInputError(
-            f"`tokenizer` of {metric} must be one of {', '.join(TOKENIZER_NAMES)}; "
-            f"got {tokenizer!r}."
-        )
-    if not isinstance(stem, bool):
-        raise InvalidInputError(
-            f"`use_stemmer` of {metric} must be true or false; got {stem!r}."
-        )
-    if stem and tokenizer != "rouge":
-        raise InvalidInputError(
-            f"`use_stemmer` of {metric} applies to the rouge tokenizer only (as in "
-            f"rouge-score); got use_stemmer=True with tokenizer={tokenizer!r}."
-        )
-    tok = get_tokenizer(tokenizer, lowercase)
-    tokens = tok.many(texts)
-    if stem:
-        tokens = [porter_stem(t) for t in tokens]
-    return tokens, tok.name, tok.case
+#: homogenization's BLEU order (``bleu`` and ``bleu-hf``: BLEU-4, as the PATTR paper's HF BLEU).
+_HOMOGENIZATION_ORDER = 4
 
 
 # --------------------------------------------------------------------------------------------
@@ -224,6 +209,33 @@ def _coco_bleu(
     return prod ** (1.0 / n) * bp, prec, bp
 
 
+def _corpus_bleu(c_sum: np.ndarray, t_sum: np.ndarray, sys_len: np.ndarray,
+                 ref_len: np.ndarray, n: int, smooth: str
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Corpus BLEU-n per column from the summed statistics (``(n, g)`` clipped matches and
+    totals, ``(g,)`` hypothesis and closest reference lengths): exact (``none``: 0 as soon as
+    one order has no match) or ``coco``. Returns (value, precisions, bp)."""
+    if smooth == "coco":
+        return _coco_bleu(c_sum, t_sum, sys_len, ref_len, n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        prec = np.where(t_sum > 0, c_sum / np.where(t_sum > 0, t_sum, 1), 0.0)
+        log_mean = np.log(np.where(c_sum > 0, prec, 1.0)).sum(axis=0) / n
+    bp = _brevity_penalty(sys_len, ref_len)
+    return np.where((c_sum > 0).all(axis=0), bp * np.exp(log_mean), 0.0), prec, bp
+
+
+def _sentence_bleu(matches: np.ndarray, totals: np.ndarray, lengths: np.ndarray,
+                   closest: np.ndarray, n: int) -> np.ndarray:
+    """nltk's ``sentence_bleu`` with smoothing method1 of each hypothesis (a column of the
+    ``(n, d)`` clipped matches and totals): a zero match count becomes ``0.1`` over the
+    ``max(1, total)`` denominator; no unigram match scores 0."""
+    den = np.maximum(totals, 1).astype(float)
+    prec = np.where(matches > 0, matches, EPSILON_METHOD1) / den
+    log_mean = np.log(prec).sum(axis=0) / n
+    bp = _brevity_penalty(lengths, closest)
+    return np.asarray(np.where(matches[0] > 0, bp * np.exp(log_mean), 0.0))
+
+
 def _self_bleu_groups(
     token_lists: Sequence[Sequence[str]],
     sizes: Sequence[int],
@@ -246,14 +258,7 @@ def _self_bleu_groups(
         t_sum = np.stack([np.bincount(group, weights=row, minlength=g) for row in totals])
         sys_len = np.bincount(group, weights=lengths, minlength=g)
         ref_len = np.bincount(group, weights=closest, minlength=g)
-        if smooth == "coco":
-            value, prec, bp = _coco_bleu(c_sum, t_sum, sys_len, ref_len, n)
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                prec = np.where(t_sum > 0, c_sum / np.where(t_sum > 0, t_sum, 1), 0.0)
-                log_mean = np.log(np.where(c_sum > 0, prec, 1.0)).sum(axis=0) / n
-            bp = _brevity_penalty(sys_len, ref_len)
-            value = np.where((c_sum > 0).all(axis=0), bp * np.exp(log_mean), 0.0)
+        value, prec, bp = _corpus_bleu(c_sum, t_sum, sys_len, ref_len, n, smooth)
         return {
             "value": value,
             "matches": c_sum,
@@ -264,47 +269,37 @@ def _self_bleu_groups(
             "ref_len": ref_len,
         }
     # sentence: nltk sentence_bleu with method1, per hypothesis, then the mean per group
-    den = np.maximum(totals, 1).astype(float)
-    prec = np.where(matches > 0, matches, EPSILON_METHOD1) / den
-    log_mean = np.log(prec).sum(axis=0) / n
-    bp = _brevity_penalty(lengths, closest)
-    per = np.where(matches[0] > 0, bp * np.exp(log_mean), 0.0)
+    per = _sentence_bleu(matches, totals, lengths, closest, n)
     value = np.bincount(group, weights=per, minlength=g) / sizes_arr
     return {"value": value, "per_response": per, "group": group}
 
 
-def _self_bleu_signature(n: int, variant: str, smooth: str, tok: str, case: str) -> str:
-    return make_signature("self-bleu", n=n, variant=variant, smooth=smooth, tok=tok, case=case)
+def _pair_reason(n_texts: int, has_tokens: bool, what: str) -> str | None:
+    """The pair metrics' own reasons for a set they cannot score (the rule for degenerate sets
+    keeps most such sets from them; the formula still answers them, e.g. in
+    :func:`divmeter.testing.formula`)."""
+    if n_texts == 0:
+        return "empty set"
+    if n_texts == 1:
+        return f"one response: {what} needs at least two"
+    if not has_tokens:
+        return "no tokens in any response"
+    return None
 
 
-def _check_self_bleu_params(n: Any, variant: Any, smooth: Any) -> tuple[int, str, str]:
-    n = check_int(n, "n", "self-bleu", maximum=MAX_ORDER)
-    variant = check_choice(variant, "variant", "self-bleu", VARIANTS)
-    allowed = SMOOTHINGS[variant]
-    if smooth is None:
-        return n, variant, allowed[0]
-    if smooth not in allowed:
-        raise InvalidInputError(
-            f"`smooth` of self-bleu with variant={variant} must be one of "
-            f"{', '.join(allowed)}; got {smooth!r}."
-        )
-    return n, variant, str(smooth)
+class SelfBleuStats(TwoPass):
+    """self-BLEU's corpus statistics, in two passes, read from the metric's resolved settings
+    (order, variant, smoothing, tokenizer). Pass 1: for every n-gram (orders 1..n) the two
+    largest counts any single response has (a multiset top-two, merged exactly) and the
+    multiset of response lengths. Pass 2: each response's clipped matches against the best
+    *other* response (``min(c, top2 if c == top1 else top1)``), its totals and its closest
+    other length, summed as integers (corpus variant) or its sentence BLEU in an
+    :class:`ExactSum` (sentence variant); the value is the metric's arithmetic on those sums."""
 
-
-class SelfBleu(TwoPass):
-    """self-BLEU in two passes. Pass 1: for every n-gram (orders 1..n) the two largest counts
-    any single response has (a multiset top-two, merged exactly) and the multiset of response
-    lengths. Pass 2: each response's clipped matches against the best *other* response
-    (``min(c, top2 if c == top1 else top1)``), its totals and its closest other length,
-    summed as integers (corpus variant) or its sentence BLEU in an :class:`ExactSum`
-    (sentence variant), with the BLEU arithmetic of :func:`self_bleu`."""
+    metric: SelfBleu
 
     def _setup(self) -> None:
-        p = self.params
-        self.n, self.variant, self.smooth = _check_self_bleu_params(
-            p["n"], p["variant"], p["smooth"])
-        _, tok_name, case = _tokenize([], p["tokenizer"], p["lowercase"], False, "self-bleu")
-        self.sig = _self_bleu_signature(self.n, self.variant, self.smooth, tok_name, case)
+        self.n = self.metric.n
         self.top: dict[int, dict[Any, tuple[int, int]]] = {}
         self.lengths: Counter[int] = Counter()
         self.n_docs = self.n_tokens = 0
@@ -320,12 +315,8 @@ class SelfBleu(TwoPass):
         self.sys_len = self.ref_len = 0
         self.sentence = ExactSum()
 
-    def _tokens(self, texts: Sequence[str]) -> list[list[str]]:
-        p = self.params
-        return _tokenize(list(texts), p["tokenizer"], p["lowercase"], False, "self-bleu")[0]
-
     def _add(self, texts: Sequence[str]) -> None:
-        tokens = self._tokens(texts)
+        tokens = self.metric.tok.many(list(texts))
         if self.pass_ == 0:
             for toks in tokens:
                 self.lengths[len(toks)] += 1
@@ -352,18 +343,14 @@ class SelfBleu(TwoPass):
                     m += min(c, t2 if c == t1 else t1)
                 per[k - 1, i] = m
                 tot[k - 1, i] = max(len(toks) - k + 1, 0)
-        if self.variant == "corpus":
+        if self.metric.variant == "corpus":
             for k in range(self.n):
                 self.matches[k] += int(per[k].sum())
                 self.totals[k] += int(tot[k].sum())
             self.sys_len += int(lens.sum())
             self.ref_len += int(closest.sum())
             return
-        den = np.maximum(tot, 1).astype(float)
-        prec = np.where(per > 0, per, EPSILON_METHOD1) / den
-        log_mean = np.log(prec).sum(axis=0) / self.n
-        bp = _brevity_penalty(lens, closest)
-        self.sentence.extend(np.where(per[0] > 0, bp * np.exp(log_mean), 0.0).tolist())
+        self.sentence.extend(_sentence_bleu(per, tot, lens, closest, self.n).tolist())
 
     def _closest(self, length: int) -> int:
         """The length of the other response closest to ``length`` (ties: the shorter)."""
@@ -379,7 +366,7 @@ class SelfBleu(TwoPass):
             return prev
         return nxt
 
-    def _merge(self, other: SelfBleu) -> None:
+    def _merge(self, other: SelfBleuStats) -> None:
         if self.pass_ == 0:
             self.lengths.update(other.lengths)
             self.n_tokens += other.n_tokens
@@ -399,33 +386,21 @@ class SelfBleu(TwoPass):
         self._sorted = sorted(self.lengths)
 
     def result(self) -> MetricResult:
-        if self.n_docs == 0:
-            return undefined(self.name, self.sig, "empty set")
-        if self.n_docs == 1:
-            return undefined(self.name, self.sig, "one response: self-BLEU needs at least two")
-        if self.n_tokens == 0:
-            return undefined(self.name, self.sig, "no tokens in any response")
-        if self.variant == "sentence":
+        metric = self.metric
+        reason = _pair_reason(self.n_docs, self.n_tokens > 0, "self-BLEU")
+        if reason:
+            return metric.result(None, reason)
+        if metric.variant == "sentence":
             value = self.sentence.value() / self.n_docs
-            return MetricResult(self.name, value, self.sig, details={"diversity": 1.0 - value})
+            return metric.result(value, details={"diversity": 1.0 - value})
         c_sum = np.array(self.matches, dtype=np.float64)[:, None]
         t_sum = np.array(self.totals, dtype=np.float64)[:, None]
         sys_len = np.array([float(self.sys_len)])
         ref_len = np.array([float(self.ref_len)])
-        values: np.ndarray
-        if self.smooth == "coco":
-            values, prec, bp = _coco_bleu(c_sum, t_sum, sys_len, ref_len, self.n)
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                prec = np.where(t_sum > 0, c_sum / np.where(t_sum > 0, t_sum, 1), 0.0)
-                log_mean = np.log(np.where(c_sum > 0, prec, 1.0)).sum(axis=0) / self.n
-            bp = _brevity_penalty(sys_len, ref_len)
-            values = np.where((c_sum > 0).all(axis=0), bp * np.exp(log_mean), 0.0)
-        stats: dict[str, np.ndarray] = {
-            "value": values, "matches": c_sum, "totals": t_sum, "precisions": prec, "bp": bp,
-            "sys_len": sys_len, "ref_len": ref_len}
-        res: MetricResult = _self_bleu_pack(stats, 0, self.n, "corpus", self.sig)
-        return res
+        values, prec, bp = _corpus_bleu(c_sum, t_sum, sys_len, ref_len, self.n, metric.smooth)
+        return metric.pack({"value": values, "matches": c_sum, "totals": t_sum,
+                            "precisions": prec, "bp": bp, "sys_len": sys_len,
+                            "ref_len": ref_len}, 0)
 
 
 def _top2(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
@@ -434,36 +409,16 @@ def _top2(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
     return x[0], x[1]
 
 
-@register(
-    "self-bleu", family="form", granularity="set", higher_is_more_diverse=False,
-    bounds=(0.0, 1.0), citation=f"corpus: {COMMONSENSE}; sentence: {ZHU2018}",
-    params={"n": Param(int, ge=1, le=MAX_ORDER, default=4,
-                         doc="highest n-gram order of BLEU"),
-            "variant": Param(str, choices=VARIANTS, default="corpus",
-                             doc="corpus BLEU or mean sentence BLEU"),
-            "tokenizer": tokenizer_param("whitespace", TOKENIZER_NAMES), "lowercase": LOWERCASE,
-            "smooth": Param(
-                str, choices=("none", "coco", "method1"), allow_none=True, default=None,
-                doc="smoothing; none = the variant's own (corpus: none, sentence: method1)",
-                alternative="coco",
-                relation=lambda sm, p: None if sm is None or sm in SMOOTHINGS.get(
-                    p["variant"], ()) else (
-                    f"with variant={p['variant']} must be one of "
-                    f"{', '.join(SMOOTHINGS.get(p['variant'], ()))}; got {sm!r}.")),
-            },
-    description="BLEU-n of each response against all the others (corpus-level or mean "
-    "sentence-level); details['diversity'] = 1 - self-BLEU",
-    corpus=SelfBleu,
-)
-def self_bleu(
-    responses: Sequence[str],
-    *,
-    n: int = 4,
-    variant: str = "corpus",
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-    smooth: str | None = None,
-) -> MetricResult:
+def _smooth_relation(smooth: Any, p: Mapping[str, Any]) -> str | None:
+    """``smooth`` must be one of the variant's smoothings (``None``: the variant's own)."""
+    allowed = SMOOTHINGS.get(p["variant"], ())
+    if smooth is None or smooth in allowed:
+        return None
+    return f"with variant={p['variant']} must be one of {', '.join(allowed)}; got {smooth!r}."
+
+
+@register
+class SelfBleu(Metric):
     """self-BLEU-n: each response is a hypothesis, all the other responses its references.
 
     Uniform weights ``1/n`` over orders ``1..n``. ``variant="corpus"`` aggregates clipped
@@ -471,6 +426,8 @@ def self_bleu(
     smoothing; sacrebleu's numbers exactly); ``variant="sentence"`` averages nltk's
     ``sentence_bleu`` with smoothing method1 (Texygen). See the module docstring for every
     convention, including texts shorter than ``n``. Never quadratic in the number of responses.
+    :func:`divmeter.score_many` scores many sets in one vectorised pass (the same numbers);
+    corpus mode merges the statistics of :class:`SelfBleuStats` exactly, in two passes.
 
     ``smooth="coco"`` (corpus variant only) is the arithmetic of ``pycocoevalcap``'s BLEU
     scorer (nlg-eval), which the commonsense meta-evaluation's code calls: with ``C_k`` and
@@ -500,8 +457,8 @@ def self_bleu(
         ``details["diversity"] = 1 - self-BLEU``. The corpus variant adds the sufficient
         statistics (``matches``, ``totals`` per order, ``sys_len``, ``ref_len``, ``bp``,
         ``precisions``; with ``coco`` the smoothed precisions and its BP); the sentence
-        variant adds ``per_response``. ``value`` is ``None``
-        for an empty set, a single response, or a set without any token.
+        variant adds ``per_response``. ``value`` is ``None`` for a set the rule for degenerate
+        sets refuses (fewer than two non-blank responses) and for a set without any token.
 
     Raises:
         InvalidInputError: For a bad parameter or input.
@@ -515,97 +472,83 @@ def self_bleu(
         >>> f"{self_bleu(['a b', 'c d'], n=2, smooth='coco').value:.4e}"
         '3.5355e-16'
     """
-    texts = as_texts(responses)
-    n, variant, smooth = _check_self_bleu_params(n, variant, smooth)
-    tokens, tok_name, case = _tokenize(texts, tokenizer, lowercase, False, "self-bleu")
-    sig = _self_bleu_signature(n, variant, smooth, tok_name, case)
-    return _self_bleu_result(tokens, n, variant, smooth, sig)
 
+    name = "self-bleu"
+    family = "form"
+    granularity = "set"
+    higher_is_more_diverse = False
+    bounds = (0.0, 1.0)
+    citation = f"corpus: {COMMONSENSE}; sentence: {ZHU2018}"
+    description = ("BLEU-n of each response against all the others (corpus-level or mean "
+                   "sentence-level); details['diversity'] = 1 - self-BLEU")
+    params = {
+        "n": Param(int, ge=1, le=MAX_ORDER, default=4, doc="highest n-gram order of BLEU"),
+        "variant": Param(str, choices=VARIANTS, default="corpus",
+                         doc="corpus BLEU or mean sentence BLEU"),
+        "tokenizer": tokenizer_param("whitespace", TOKENIZER_NAMES),
+        "lowercase": LOWERCASE,
+        "smooth": Param(str, allow_none=True, default=None, alternative="coco",
+                        doc="smoothing: none or coco (corpus), method1 (sentence); none given: "
+                        "the variant's own (corpus: none, sentence: method1)",
+                        relation=_smooth_relation),
+    }
+    statistics = SelfBleuStats
 
-def _self_bleu_result(
-    tokens: list[list[str]], n: int, variant: str, smooth: str, sig: str
-) -> MetricResult:
-    reason = _pair_degenerate(tokens, "self-BLEU")
-    if reason:
-        return undefined("self-bleu", sig, reason)
-    stats = _self_bleu_groups(tokens, [len(tokens)], n, variant, smooth)
-    return _self_bleu_pack(stats, 0, n, variant, sig)
+    def setup(self) -> None:
+        p = self.p
+        self.n: int = p["n"]
+        self.variant: str = p["variant"]
+        self.smooth: str = p["smooth"] or SMOOTHINGS[self.variant][0]
+        self.tok = get_tokenizer(p["tokenizer"], p["lowercase"])
 
+    def signature(self) -> str:
+        return make_signature("self-bleu", n=self.n, variant=self.variant, smooth=self.smooth,
+                              tok=self.tok.name, case=self.tok.case)
 
-def _self_bleu_pack(
-    stats: dict[str, np.ndarray], g: int, n: int, variant: str, sig: str
-) -> MetricResult:
-    value = float(stats["value"][g])
-    details: dict[str, Any] = {"diversity": 1.0 - value}
-    if variant == "corpus":
-        details.update(
-            matches={k + 1: int(stats["matches"][k, g]) for k in range(n)},
-            totals={k + 1: int(stats["totals"][k, g]) for k in range(n)},
-            precisions={k + 1: float(stats["precisions"][k, g]) for k in range(n)},
-            bp=float(stats["bp"][g]),
-            sys_len=int(stats["sys_len"][g]),
-            ref_len=int(stats["ref_len"][g]),
-        )
-    else:
-        details["per_response"] = stats["per_response"][stats["group"] == g].tolist()
-    return MetricResult("self-bleu", value, sig, details=details)
+    def score(self, sets: Sequence[Any], context: Any = None) -> list[MetricResult]:
+        tokens = self.tok.many([t for s in sets for t in s])
+        per_set: list[list[list[str]]] = []
+        pos = 0
+        for s in sets:
+            per_set.append(tokens[pos : pos + len(s)])
+            pos += len(s)
+        results: list[MetricResult | None] = [None] * len(per_set)
+        ok: list[int] = []
+        for i, t in enumerate(per_set):
+            reason = _pair_reason(len(t), any(t), "self-BLEU")
+            if reason:
+                results[i] = self.result(None, reason)
+            else:
+                ok.append(i)
+        if ok:
+            stats = _self_bleu_groups([tok for i in ok for tok in per_set[i]],
+                                      [len(per_set[i]) for i in ok], self.n, self.variant,
+                                      self.smooth)
+            for g, i in enumerate(ok):
+                results[i] = self.pack(stats, g)
+        return [r for r in results if r is not None]
 
-
-def _pair_degenerate(tokens: list[list[str]], what: str) -> str | None:
-    if not tokens:
-        return "empty set"
-    if len(tokens) == 1:
-        return f"one response: {what} needs at least two"
-    if not any(tokens):
-        return "no tokens in any response"
-    return None
-
-
-@register_batch("self-bleu")
-def self_bleu_many(
-    sets: Sequence[Sequence[str]],
-    *,
-    n: int = 4,
-    variant: str = "corpus",
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-    smooth: str | None = None,
-) -> list[MetricResult]:
-    """:func:`self_bleu` of many sets in one vectorised pass (same numbers, less overhead).
-
-    Example:
-        >>> [round(r.value, 4) for r in self_bleu_many([["a b", "a b"], ["a b", "c d"]], n=1)]
-        [1.0, 0.0]
-    """
-    n, variant, smooth = _check_self_bleu_params(n, variant, smooth)
-    all_texts = [as_texts(s) for s in sets]
-    flat = [t for s in all_texts for t in s]
-    tokens, tok_name, case = _tokenize(flat, tokenizer, lowercase, False, "self-bleu")
-    sig = _self_bleu_signature(n, variant, smooth, tok_name, case)
-    per_set: list[list[list[str]]] = []
-    pos = 0
-    for s in all_texts:
-        per_set.append(tokens[pos : pos + len(s)])
-        pos += len(s)
-    results: list[MetricResult | None] = [None] * len(per_set)
-    ok: list[int] = []
-    for i, t in enumerate(per_set):
-        reason = _pair_degenerate(t, "self-BLEU")
-        if reason:
-            results[i] = undefined("self-bleu", sig, reason)
+    def pack(self, stats: Mapping[str, np.ndarray], g: int) -> MetricResult:
+        """The result of group ``g`` of the statistics of :func:`_self_bleu_groups` (or of the
+        corpus accumulator's sums), with its details."""
+        n = self.n
+        value = float(stats["value"][g])
+        details: dict[str, Any] = {"diversity": 1.0 - value}
+        if self.variant == "corpus":
+            details.update(
+                matches={k + 1: int(stats["matches"][k, g]) for k in range(n)},
+                totals={k + 1: int(stats["totals"][k, g]) for k in range(n)},
+                precisions={k + 1: float(stats["precisions"][k, g]) for k in range(n)},
+                bp=float(stats["bp"][g]),
+                sys_len=int(stats["sys_len"][g]),
+                ref_len=int(stats["ref_len"][g]),
+            )
         else:
-            ok.append(i)
-    if ok:
-        stats = _self_bleu_groups(
-            [tok for i in ok for tok in per_set[i]],
-            [len(per_set[i]) for i in ok],
-            n,
-            variant,
-            smooth,
-        )
-        for g, i in enumerate(ok):
-            results[i] = _self_bleu_pack(stats, g, n, variant, sig)
-    return [r for r in results if r is not None]
+            details["per_response"] = stats["per_response"][stats["group"] == g].tolist()
+        return self.result(value, details=details)
+
+
+self_bleu = public_function(SelfBleu)
 
 
 # --------------------------------------------------------------------------------------------
@@ -710,6 +653,14 @@ def _f_from_overlap(overlap: np.ndarray, totals: np.ndarray,
     return np.asarray(f, dtype=float)
 
 
+def _order_overlaps(idx: NgramIndex, n: int, xs: list[sp.csr_matrix | None] | None,
+                    rows: slice | None) -> Iterator[tuple[int, np.ndarray]]:
+    """``(k, O_k)`` for the orders ``k = 1..n``: the :func:`_min_overlap` of every pair (or of
+    the rows ``rows`` against every text, given the level matrices ``xs`` of orders 1..n)."""
+    for k in range(1, n + 1):
+        yield k, (_min_overlap(idx, k) if xs is None else _min_overlap(idx, k, xs[k - 1], rows))
+
+
 def _pairwise_bleu(idx: NgramIndex, n: int, xs: list[sp.csr_matrix | None] | None = None,
                    rows: slice | None = None) -> np.ndarray:
     """``S[i, j]``: sentence BLEU-n of hypothesis ``j`` against the single reference ``i``
@@ -722,8 +673,7 @@ def _pairwise_bleu(idx: NgramIndex, n: int, xs: list[sp.csr_matrix | None] | Non
     r = lengths if rows is None else lengths[rows]
     log_sum = np.zeros((r.size, d))
     all_pos = np.ones((r.size, d), dtype=bool)
-    for k in range(1, n + 1):
-        o = _min_overlap(idx, k) if xs is None else _min_overlap(idx, k, xs[k - 1], rows)
+    for k, o in _order_overlaps(idx, n, xs, rows):
         tot = np.maximum(lengths - k + 1, 0).astype(float)
         all_pos &= o > 0
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -750,9 +700,8 @@ def _pairwise_bleu_hf(idx: NgramIndex, n: int, xs: list[sp.csr_matrix | None] | 
     r = lengths if rows is None else lengths[rows]
     log_sum = np.zeros((r.size, d))
     all_pos = np.ones((r.size, d), dtype=bool)
-    for k in range(1, n + 1):
+    for k, o in _order_overlaps(idx, n, xs, rows):
         # symmetric: min(count_i, count_j) is the clipped match count
-        o = _min_overlap(idx, k) if xs is None else _min_overlap(idx, k, xs[k - 1], rows)
         tot = np.maximum(r - k + 1, 0.0)
         all_pos &= o > 0
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -841,30 +790,8 @@ def _blocked_mean(idx: NgramIndex, measure: str, n: int, block: int | None = Non
     return total / (m * (m - 1) if measure == "bleu" else m * (m - 1) / 2)
 
 
-@register(
-    "homogenization", family="form", granularity="set", higher_is_more_diverse=False,
-    bounds=(0.0, 1.0), citation=SHAIB2024,
-    params={
-        "measure": Param(str, choices=MEASURES, default="rougeL", doc="pairwise similarity"),
-        "tokenizer": tokenizer_param("rouge", TOKENIZER_NAMES),
-        "lowercase": Param(bool, default=True, doc="lowercase before tokenizing"),
-        "use_stemmer": Param(
-            bool, default=False, doc="Porter stemming (rouge tokenizer only)",
-            relation=lambda stem, p: None if not stem or p["tokenizer"] == "rouge" else (
-                "applies to the rouge tokenizer only (as in rouge-score); got use_stemmer=True "
-                f"with tokenizer={p['tokenizer']!r}.")),
-    },
-    description="Mean pairwise ROUGE-1/2/L F-measure or sentence BLEU over the set "
-    "(higher = more homogeneous); details['diversity'] = 1 - score",
-)
-def homogenization(
-    responses: Sequence[str],
-    *,
-    measure: str = "rougeL",
-    tokenizer: str = "rouge",
-    lowercase: bool = True,
-    use_stemmer: bool = False,
-) -> MetricResult:
+@register
+class Homogenization(Metric):
     """Homogenization score: the mean similarity over all pairs of responses.
 
     ``rouge1`` / ``rouge2`` / ``rougeL`` are rouge-score's F-measures (``2PR / (P + R)``,
@@ -909,11 +836,13 @@ def homogenization(
         diverse), with ``details["diversity"] = 1 - value`` and ``details["similarity"]``, the
         symmetric ``(m, m)`` pair matrix (for ``bleu`` the mean of both directions; for
         ``bleu-hf`` entry ``[i, j]`` and ``[j, i]`` hold the BLEU of ``r_min(i,j)`` against
-        ``r_max(i,j)``; the diagonal is not used). ``None`` for an empty set, a single
-        response, or a set without any token. Above 1,000 responses the pairs are scored in
-        row blocks, so memory grows linearly with the set (a 50,000-response set needs no
-        50,000 x 50,000 matrix); ``details["similarity"]`` is then ``None`` and the value
-        equals the whole-matrix mean up to summation order.
+        ``r_max(i,j)``; the diagonal is not used). ``None`` for a set the rule for degenerate
+        sets refuses (fewer than two non-blank responses) and for a set without any token.
+        Above 1,000 responses the pairs are scored in row blocks, so memory grows linearly with
+        the set (a 50,000-response set needs no 50,000 x 50,000 matrix);
+        ``details["similarity"]`` is then ``None`` and the value equals the whole-matrix mean
+        up to summation order. The cost of a large set (:meth:`Homogenization.cost`) is
+        checked against the memory limit and announced before the first pair.
 
     Raises:
         InvalidInputError: For a bad parameter or input.
@@ -926,64 +855,129 @@ def homogenization(
         >>> homogenization(["a b", "a c"], measure="bleu-hf").signature.split("|")[:5]
         ['homogenization', 'measure:bleu-hf', 'n:4', 'smooth:none', 'tok:13a']
     """
-    texts = as_texts(responses)
-    measure = check_choice(measure, "measure", "homogenization", MEASURES)
-    if measure == "bleu-hf":
-        if tokenizer != "rouge" or lowercase is not True or use_stemmer is not False:
-            raise InvalidInputError(
-                "measure bleu-hf of homogenization fixes its tokenization (13a, case kept, no "
-                "stemming); expected tokenizer, lowercase and use_stemmer left at their "
-                f"defaults; got tokenizer={tokenizer!r}, lowercase={lowercase!r}, "
-                f"use_stemmer={use_stemmer!r}."
-            )
-        tok13a = get_tokenizer("13a")
-        tokens, tok_name, case = tok13a.many(texts), tok13a.name, tok13a.case
-    else:
-        tokens, tok_name, case = _tokenize(
-            texts, tokenizer, lowercase, use_stemmer, "homogenization"
-        )
-    n = 4
-    bleu = measure in ("bleu", "bleu-hf")
-    sig = make_signature(
-        "homogenization",
-        measure=measure,
-        n=n if bleu else None,
-        smooth="none" if bleu else None,
-        tok=tok_name,
-        case=case,
-        stem=use_stemmer if tok_name == "rouge" else None,
-    )
-    reason = _pair_degenerate(tokens, "homogenization")
-    if reason:
-        return undefined("homogenization", sig, reason)
-    idx = NgramIndex.from_tokens(tokens)
-    # the cost before any pair: refused above the memory limit, announced when large
-    steps = memory.plan(memory.homogenization_cost(idx.n_docs, int(idx.lengths.sum()), measure,
-                                                   blocked=idx.n_docs > _DENSE_MAX))
-    if idx.n_docs > _DENSE_MAX:
-        value = _blocked_mean(idx, measure, n, steps=steps)
-        return MetricResult("homogenization", value, sig,
-                            details={"diversity": 1.0 - value, "similarity": None})
+
+    name = "homogenization"
+    family = "form"
+    granularity = "set"
+    higher_is_more_diverse = False
+    bounds = (0.0, 1.0)
+    citation = SHAIB2024
+    description = ("Mean pairwise ROUGE-1/2/L F-measure or sentence BLEU over the set "
+                   "(higher = more homogeneous); details['diversity'] = 1 - score")
+    params = {
+        "measure": Param(str, choices=MEASURES, default="rougeL", doc="pairwise similarity"),
+        "tokenizer": tokenizer_param("rouge", TOKENIZER_NAMES),
+        "lowercase": Param(bool, default=True, doc="lowercase before tokenizing"),
+        "use_stemmer": Param(
+            bool, default=False, doc="Porter stemming (rouge tokenizer only)",
+            relation=lambda stem, p: None if not stem or p["tokenizer"] == "rouge" else (
+                "applies to the rouge tokenizer only (as in rouge-score); got use_stemmer=True "
+                f"with tokenizer={p['tokenizer']!r}.")),
+    }
+    #: Scored set by set: a large set's cost note and progress name the set.
+    batched = False
+
+    def setup(self) -> None:
+        p = self.p
+        self.measure: str = p["measure"]
+        if self.measure == "bleu-hf":
+            if p["tokenizer"] != "rouge" or p["lowercase"] is not True or p["use_stemmer"]:
+                raise InvalidInputError(
+                    "measure bleu-hf of homogenization fixes its tokenization (13a, case kept, "
+                    "no stemming); expected tokenizer, lowercase and use_stemmer left at their "
+                    f"defaults; got tokenizer={p['tokenizer']!r}, lowercase={p['lowercase']!r}, "
+                    f"use_stemmer={p['use_stemmer']!r}."
+                )
+            self.tok = get_tokenizer("13a")
+        else:
+            self.tok = get_tokenizer(p["tokenizer"], p["lowercase"])
+        self.stem: bool = p["use_stemmer"]
+
+    def signature(self) -> str:
+        bleu = self.measure in ("bleu", "bleu-hf")
+        return make_signature(
+            "homogenization", measure=self.measure, n=_HOMOGENIZATION_ORDER if bleu else None,
+            smooth="none" if bleu else None, tok=self.tok.name, case=self.tok.case,
+            stem=self.stem if self.tok.name == "rouge" else None)
+
+    def tokens(self, texts: Sequence[str]) -> list[list[str]]:
+        """The texts' tokens as the measure reads them (stemmed with ``use_stemmer``)."""
+        tokens = self.tok.many(list(texts))
+        return [porter_stem(t) for t in tokens] if self.stem else tokens
+
+    def cost(self, n: int, items: Sequence[Any] | None = None) -> memory.Cost:
+        """Every pair once (:func:`homogenization_cost`), its tokens counted by whitespace (a
+        cheap estimate: the tokenizer may split punctuation further)."""
+        tokens = sum(len(t.split()) for t in items) if items is not None else 0
+        return homogenization_cost(n, tokens, self.measure, blocked=n > _DENSE_MAX)
+
+    def score(self, sets: Sequence[Any], context: Any = None) -> list[MetricResult]:
+        return [self._one(s) for s in sets]
+
+    def _one(self, texts: Sequence[str]) -> MetricResult:
+        tokens = self.tokens(texts)
+        reason = _pair_reason(len(tokens), any(tokens), "homogenization")
+        if reason:
+            return self.result(None, reason)
+        idx = NgramIndex.from_tokens(tokens)
+        n, measure = _HOMOGENIZATION_ORDER, self.measure
+        if idx.n_docs > _DENSE_MAX:
+            steps = memory.progress(self.cost(len(texts), texts))
+            value = _blocked_mean(idx, measure, n, steps=steps)
+            return self.result(value, details={"diversity": 1.0 - value, "similarity": None})
+        if measure == "rougeL":
+            sim = _f_from_overlap(_lcs_matrix(_encoded(idx)).astype(float),
+                                  idx.lengths.astype(float))
+        elif measure in ("rouge1", "rouge2"):
+            k = int(measure[-1])
+            sim = _f_from_overlap(_min_overlap(idx, k), idx.doc_totals(k).astype(float))
+        elif measure == "bleu-hf":
+            s = _pairwise_bleu_hf(idx, n)
+            upper = np.triu(s, k=1)
+            sim = upper + upper.T  # one direction: prediction r_i, reference r_j for i < j
+        else:
+            s = _pairwise_bleu(idx, n)
+            sim = (s + s.T) / 2.0  # mean over ordered pairs == mean over unordered of the average
+        value = mean_pairwise(sim)
+        return self.result(value, details={"diversity": 1.0 - value, "similarity": sim})
+
+
+homogenization = public_function(Homogenization)
+
+
+#: Rough single-core seconds per pair of homogenization (``rougeL``: per pair and token of the
+#: shorter side), measured on the project's 2-core machine (``benchmarks/bench_cost.py`` checks
+#: the estimates against measured times; ``benchmarks/results_speed.md``).
+HOMOGENIZATION_PAIR_SECONDS = {"rouge1": 1.2e-7, "rouge2": 8e-8, "bleu": 4e-7,
+                               "bleu-hf": 3.3e-7, "rougeL": 1.6e-7}
+
+
+def homogenization_cost(n: int, tokens: int, measure: str, *, blocked: bool = True,
+                        orders: int = 4) -> memory.Cost:
+    """The cost of homogenization on ``n`` responses of ``tokens`` tokens in all: every pair
+    once (``bleu``: both directions); whole pair matrices, or (``blocked``, above 1,000
+    responses) row blocks of at most :data:`~divmeter.core.memory.BLOCK_BYTES` per temporary.
+
+    Example:
+        >>> from divmeter.core.memory import format_seconds
+        >>> c = homogenization_cost(20_000, 700_000, "rougeL")
+        >>> c.pairs, format_seconds(c.seconds), c.what
+        (199990000, '18.7 min', 'one row of pairs at a time')
+    """
+    pairs = n * (n - 1) // 2
+    per_pair = HOMOGENIZATION_PAIR_SECONDS[measure]
     if measure == "rougeL":
-        sim = _f_from_overlap(_lcs_matrix(_encoded(idx)).astype(float),
-                              idx.lengths.astype(float))
-    elif measure in ("rouge1", "rouge2"):
-        k = int(measure[-1])
-        sim = _f_from_overlap(_min_overlap(idx, k), idx.doc_totals(k).astype(float))
-    elif measure == "bleu-hf":
-        s = _pairwise_bleu_hf(idx, n)
-        upper = np.triu(s, k=1)
-        sim = upper + upper.T  # one direction: prediction r_i, reference r_j for i < j
+        per_pair *= max(1.0, tokens / max(n, 1))
+    if not blocked:
+        needed, what = 6 * 8 * n * n, f"6 x a {n:,} x {n:,} pair matrix"
+    elif measure == "rougeL":
+        needed, what = 8 * 8 * n, "one row of pairs at a time"
     else:
-        s = _pairwise_bleu(idx, n)
-        sim = (s + s.T) / 2.0  # mean over ordered pairs == mean over unordered of the average
-    value = mean_pairwise(sim)
-    return MetricResult(
-        "homogenization",
-        value,
-        sig,
-        details={
-            "diversity": diversity_from_similarity(sim, "one-minus-mean"),
-            "similarity": sim,
-        },
-    )
+        block = min(memory.BLOCK_BYTES, 8 * n * n)
+        needed = 6 * block + 24 * tokens * (1 if measure in ("rouge1", "rouge2") else orders)
+        what = "row blocks"
+    cheaper = ("use homogenization:measure=rouge1 or rouge2 (tens of times faster), or score "
+               "a random sample of the responses" if measure == "rougeL" else
+               "score a random sample of the responses")
+    return memory.Cost(f"homogenization ({measure})", n, needed, what, pairs, pairs * per_pair,
+                       cheaper, hint=cheaper)

@@ -8,25 +8,23 @@ they are named apart:
 * ``one-minus-mean``: ``1 - mean_{i<j} sim(r_i, r_j)`` (self-cosSim / 1 - self-BLEU of the
   commonsense meta-evaluation).
 
-The functions here take a similarity matrix, the pairs' similarities themselves, or a pair
-function, so any metric family (and the annotation app's simHDS) reuses them.
+The functions here take a similarity matrix or the pairs' similarities themselves, so any metric
+family (and the annotation app's simHDS) reuses them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Literal, TypeVar
+from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
 from divmeter.core.errors import InvalidInputError
 
-__all__ = ["REDUCTIONS", "mean_pairwise", "diversity_from_similarity", "reduce_pairs",
-           "pairwise_matrix"]
+__all__ = ["REDUCTIONS", "mean_pairwise", "diversity_from_similarity", "reduce_pairs"]
 
 Reduction = Literal["neg-mean", "one-minus-mean"]
 REDUCTIONS: tuple[str, ...] = ("neg-mean", "one-minus-mean")
-T = TypeVar("T")
 
 
 def mean_pairwise(sim: np.ndarray) -> float:
@@ -86,17 +84,3 @@ def _flip(mean: float, reduction: str) -> float:
         f"`reduction` must be one of {', '.join(REDUCTIONS)}; got {reduction!r}."
     )
 
-
-def pairwise_matrix(items: Sequence[T], sim: Callable[[T, T], float], *, symmetric: bool = True
-                    ) -> np.ndarray:
-    """Fill a similarity matrix from a pair function (upper triangle only when symmetric).
-
-    The diagonal is left at ``nan``: self-similarity never enters the reduction.
-    """
-    n = len(items)
-    out = np.full((n, n), np.nan)
-    for i in range(n):
-        for j in range(i + 1, n):
-            out[i, j] = sim(items[i], items[j])
-            out[j, i] = out[i, j] if symmetric else sim(items[j], items[i])
-    return out

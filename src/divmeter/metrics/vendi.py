@@ -50,14 +50,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from divmeter.backends.device import valid_device
-from divmeter.inputs.data.model import as_texts
+from divmeter.core import memory
 from divmeter.core.errors import InvalidInputError
 from divmeter.core.memory import NO_STEPS, Steps
-from divmeter.metrics._common import check_choice, check_int, check_positive, undefined
 from divmeter.core.params import LOWERCASE, MAX_ORDER, Param, tokenizer_param
-from divmeter.engine.public import register
 from divmeter.core.result import MetricResult, make_signature
+from divmeter.engine.definition import Metric
+from divmeter.engine.public import public_function, register
 from divmeter.inputs.text import NgramIndex, get_tokenizer
+from divmeter.metrics._common import check_positive
 
 __all__ = [
     "vendi_from_eigenvalues",
@@ -65,7 +66,9 @@ __all__ = [
     "vendi_from_features",
     "feature_eigenvalues",
     "ngram_features",
+    "VendiNgram",
     "vendi_ngram",
+    "vendi_ngram_cost",
     "APPROX",
 ]
 
@@ -672,15 +675,13 @@ def _exact_large(holder: list[sp.csr_matrix], n: int, dtype: str = "float64",
     """Eigenvalues of ``Z Z^T / n`` by the bounded exact path (memory-checked first); ``Z`` is
     taken out of ``holder`` so that it is freed once reduced. ``device``: a torch device for
     the groups of at least ``DEVICE_MIN_ITEMS`` rows (:mod:`divmeter.backends.torch_linalg`)."""
-    from divmeter.core import memory
-
     Zr, path = _reduced_features(holder.pop())
     needed, what = vendi_ngram_bytes(Zr, path, dtype)
     hint = ("use vendi-ngram:dtype=float32 (half the memory) or vendi-ngram:approx=slq"
             if dtype == "float64" else "use vendi-ngram:approx=slq")
     memory.check("vendi-ngram", needed, what, hint=hint)
     m = Zr.shape[0] if path == "kernel" else Zr.shape[1]
-    steps = memory.announce(memory.vendi_ngram_cost(n, m, what, needed))
+    steps = memory.announce(vendi_ngram_cost(n, m, what, needed))
     A = Zr if path == "kernel" else sp.csr_matrix(Zr.T)
     del Zr
     parts: list[np.ndarray] = []
@@ -730,8 +731,6 @@ def _nystroem(Z: sp.csr_matrix, k: int, seed: int) -> np.ndarray:
     the span of the landmarks; the part of each row outside that span is lost, so the
     eigenvalues are renormalised to sum to 1 (rather than divided by ``n``).
     """
-    from divmeter.core import memory
-
     n = Z.shape[0]
     k = min(k, n)
     landmarks = np.sort(np.random.default_rng(seed).choice(n, size=k, replace=False))
@@ -847,7 +846,8 @@ _APPROX_PARAMS = {"k": (("nystroem",), 1000), "probes": (("slq",), 16), "steps":
 
 def _approx_relation(name: str) -> Any:
     """A parameter of the approximate modes set while another mode (or exact) is chosen would be
-    silently ignored: it is an error instead (``relation`` of :class:`~divmeter.core.params.Param`)."""
+    silently ignored: it is an error instead (``relation`` of
+    :class:`~divmeter.core.params.Param`)."""
     modes, default = _APPROX_PARAMS[name]
 
     def rel(value: Any, p: Any) -> str | None:
@@ -859,55 +859,8 @@ def _approx_relation(name: str) -> Any:
     return rel
 
 
-@register(
-    "vendi-ngram",
-    family="form",
-    granularity="set",
-    higher_is_more_diverse=True,
-    bounds=(1.0, None),
-    citation=f"{FRIEDMAN2023}; order q: {PASARKAR2024}; n-gram kernel as in {COMMONSENSE}",
-    params={"q": Param(float, gt=0, default=1.0, doc="order of the Vendi score (inf allowed)"),
-            "n_max": Param(int, ge=1, le=MAX_ORDER, default=4,
-                           doc="kernel over n-gram orders 1..n_max"),
-            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE,
-            "approx": Param(str, choices=APPROX, default="none",
-                            doc="none (exact), slq or nystroem (approximate, large sets)"),
-            "k": Param(int, ge=1, cap=10**6, default=1000, doc="landmarks of approx=nystroem",
-                       relation=_approx_relation("k")),
-            "probes": Param(int, ge=1, cap=10**4, default=16, doc="random probes of approx=slq",
-                            relation=_approx_relation("probes")),
-            "steps": Param(int, ge=2, cap=10**4, default=30, doc="Lanczos steps of approx=slq",
-                           relation=_approx_relation("steps")),
-            "seed": Param(int, ge=0, default=0, doc="seed of approx=nystroem or slq",
-                          relation=_approx_relation("seed")),
-            "dtype": Param(str, choices=DTYPES, default="float64",
-                           doc="precision of the exact eigenvalues (float32: half the memory, "
-                           "faster on large sets, within 1e-7 of float64 as measured)",
-                           relation=_approx_relation("dtype")),
-            "device": Param(str, default="cpu", predicate=valid_device,
-                            expect="one of auto, cpu, cuda, cuda:N, mps",
-                            doc="where the exact Gram matrix and eigenvalues are computed "
-                            "(torch; float64 agrees with the CPU to rounding, so not in the "
-                            "signature)", relation=_approx_relation("device"),
-                            runtime=True)},
-    description="Vendi score of order q (effective number of distinct responses) with the mean "
-    "per-order n-gram cosine kernel, n=1..n_max",
-)
-def vendi_ngram(
-    responses: Sequence[str],
-    *,
-    q: float = 1.0,
-    n_max: int = 4,
-    tokenizer: str = "tevet",
-    lowercase: bool = False,
-    approx: str = "none",
-    k: int = 1000,
-    probes: int = 16,
-    steps: int = 30,
-    seed: int = 0,
-    dtype: str = "float64",
-    device: str = "cpu",
-) -> MetricResult:
+@register
+class VendiNgram(Metric):
     """Vendi score of order ``q`` of a response set with an n-gram cosine kernel (VS-ngram-q).
 
     The kernel is the mean over ``n = 1..n_max`` of the cosine similarities of the responses'
@@ -941,6 +894,10 @@ def vendi_ngram(
 
     Its size is checked against the memory limit first (:mod:`divmeter.core.memory`); above it a
     :class:`~divmeter.core.memory.MemoryLimitError` names the estimate and ``--max-memory``.
+    The size is known once the set's feature matrix (linear in its n-grams) is built, so the
+    metric checks it and announces the set's cost (:func:`vendi_ngram_cost`) itself, set by set
+    (each named in the note), and reports its progress over the Gram rows and the eigenvalue
+    stage.
 
     ``dtype="float32"`` (signature ``dtype:float32``) decomposes that matrix in float32: half
     the memory, and 33-45 s instead of 65 s at 10,000 documents of 200 words here. The 8
@@ -1015,90 +972,162 @@ def vendi_ngram(
         >>> vendi_ngram(["a b", "c d"], approx="nystroem", k=2).signature
         'vendi-ngram|q:1|n:1..4|tok:tevet|case:mixed|approx:nystroem|k:2|seed:0|v:0.1.0'
     """
-    texts = as_texts(responses)
-    q = _check_q(q, "vendi-ngram")
-    check_int(n_max, "n_max", "vendi-ngram", maximum=MAX_ORDER)
-    approx = check_choice(approx, "approx", "vendi-ngram", APPROX)
-    check_int(k, "k", "vendi-ngram")
-    check_int(probes, "probes", "vendi-ngram")
-    check_int(steps, "steps", "vendi-ngram", minimum=2)
-    check_int(seed, "seed", "vendi-ngram", minimum=0)
-    dtype = check_choice(dtype, "dtype", "vendi-ngram", DTYPES)
-    given = {"approx": approx}
-    if not valid_device(device):
-        raise InvalidInputError(
-            f"`device` of vendi-ngram must be one of auto, cpu, cuda, cuda:N, mps; got {device!r}.")
-    for name, setting in (("k", k), ("probes", probes), ("steps", steps), ("seed", seed),
-                          ("dtype", dtype), ("device", device)):
-        problem = _approx_relation(name)(setting, given)
-        if problem:
-            raise InvalidInputError(f"`{name}` of vendi-ngram {problem}")
-    tok = get_tokenizer(tokenizer, lowercase)
-    nys, slq = approx == "nystroem", approx == "slq"
-    sig = make_signature("vendi-ngram", q=q, n=f"1..{n_max}", tok=tok.name, case=tok.case,
-                         approx=approx if nys or slq else None, k=k if nys else None,
-                         probes=probes if slq else None, steps=steps if slq else None,
-                         seed=seed if nys or slq else None,
-                         dtype=dtype if dtype != "float64" else None)
-    if not texts:
-        return undefined("vendi-ngram", sig, "empty set")
-    idx = NgramIndex.from_texts(texts, tok)
-    if idx.tokens.size == 0:
-        return undefined("vendi-ngram", sig, "no tokens in any response")
-    n = idx.n_docs
-    from divmeter.backends.torch_linalg import use_device
 
-    on = use_device(device, n)
-    if slq or nys or n > _LARGE or dtype != "float64" or on is not None:
-        # Large or approximate: the features are built one order at a time and only the
-        # feature matrix is kept (the holder list lets _exact_large drop it once reduced).
-        Z, info = _ngram_csr(idx, n_max)
-        del idx
-    if slq:
-        from divmeter.core import memory
-
-        memory.check("vendi-ngram", 8 * n * probes * 4, f"{probes} Lanczos vectors of {n:,}")
-        Zr = _merge_single_columns(_merge_duplicate_rows(Z))
-        memory.announce(memory.vendi_ngram_cost(
-            n, Zr.shape[0], f"{probes} Lanczos vectors of {n:,}", 8 * n * probes * 4,
-            approx="slq", probes=probes, steps=steps, nnz=Zr.nnz))
-        top, theta, tau = _slq(Zr, n, probes, steps, seed)
-        details = {"eigenvalues": np.sort(top[top > 0])[::-1], "ritz": theta, "weights": tau,
-                   "path": "slq", "n_short": info["short"], "n_empty": info["empty"]}
-        value = _slq_vendi(top, theta, tau, q)
-        return MetricResult("vendi-ngram", value, sig, details=details)
-    if nys:
-        from divmeter.core import memory
-
-        memory.check("vendi-ngram", *_nystroem_bytes(n, k))
-        needed, what = _nystroem_bytes(n, k)
-        memory.announce(memory.vendi_ngram_cost(n, min(k, n), what, needed, approx="nystroem"))
-        w, path = _nystroem(Z, k, seed), "nystroem"
-    elif n > _LARGE or dtype != "float64" or on is not None:
-        holder = [Z]
-        del Z
-        w, path = _exact_large(holder, n, dtype, on)
-    else:
-        from divmeter.core import memory
-
-        rows, cols, vals, width, info = _ngram_triples(idx, n_max)
-        m = min(n, width)  # the kernel, its copy divided by n, and the solver's copy
-        memory.check("vendi-ngram", 3 * 8 * m * m, f"3 x a {m:,} x {m:,} matrix",
-                     hint="use vendi-ngram:approx=slq")
-        memory.announce(memory.vendi_ngram_cost(n, m, f"3 x a {m:,} x {m:,} matrix",
-                                                3 * 8 * m * m))
-        K = _gram_from_triples(rows, cols, vals, n) if n <= width else None
-        if K is not None:
-            w, path = _eigvalsh(K / n), "kernel"
-        else:
-            Z = sp.csr_matrix((vals, (rows, cols)), shape=(n, width))
-            w, path = feature_eigenvalues(Z)
-    w = _clean_eigenvalues(w)
-    value = _vendi_q(w, q)
-    details = {
-        "eigenvalues": np.sort(w[w > 0])[::-1],
-        "path": path,
-        "n_short": info["short"],
-        "n_empty": info["empty"],
+    name = "vendi-ngram"
+    family = "form"
+    granularity = "set"
+    higher_is_more_diverse = True
+    bounds = (1.0, None)
+    citation = f"{FRIEDMAN2023}; order q: {PASARKAR2024}; n-gram kernel as in {COMMONSENSE}"
+    description = ("Vendi score of order q (effective number of distinct responses) with the "
+                   "mean per-order n-gram cosine kernel, n=1..n_max")
+    params = {
+        "q": Param(float, gt=0, default=1.0, doc="order of the Vendi score (inf allowed)"),
+        "n_max": Param(int, ge=1, le=MAX_ORDER, default=4,
+                       doc="kernel over n-gram orders 1..n_max"),
+        "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE,
+        "approx": Param(str, choices=APPROX, default="none",
+                        doc="none (exact), slq or nystroem (approximate, large sets)"),
+        "k": Param(int, ge=1, cap=10**6, default=1000, doc="landmarks of approx=nystroem",
+                   relation=_approx_relation("k")),
+        "probes": Param(int, ge=1, cap=10**4, default=16, doc="random probes of approx=slq",
+                        relation=_approx_relation("probes")),
+        "steps": Param(int, ge=2, cap=10**4, default=30, doc="Lanczos steps of approx=slq",
+                       relation=_approx_relation("steps")),
+        "seed": Param(int, ge=0, default=0, doc="seed of approx=nystroem or slq",
+                      relation=_approx_relation("seed")),
+        "dtype": Param(str, choices=DTYPES, default="float64",
+                       doc="precision of the exact eigenvalues (float32: half the memory, "
+                       "faster on large sets, within 1e-7 of float64 as measured)",
+                       relation=_approx_relation("dtype")),
+        "device": Param(str, default="cpu", predicate=valid_device,
+                        expect="one of auto, cpu, cuda, cuda:N, mps",
+                        doc="where the exact Gram matrix and eigenvalues are computed "
+                        "(torch; float64 agrees with the CPU to rounding, so not in the "
+                        "signature)", relation=_approx_relation("device"), runtime=True),
     }
-    return MetricResult("vendi-ngram", value, sig, details=details)
+    #: Scored set by set: the cost note and the progress of a large set name the set.
+    batched = False
+
+    def setup(self) -> None:
+        p = self.p
+        self.q = float(p["q"])
+        self.n_max: int = p["n_max"]
+        self.approx: str = p["approx"]
+        self.tok = get_tokenizer(p["tokenizer"], p["lowercase"])
+
+    def signature(self) -> str:
+        p, nys, slq = self.p, self.approx == "nystroem", self.approx == "slq"
+        return make_signature(
+            "vendi-ngram", q=self.q, n=f"1..{self.n_max}", tok=self.tok.name,
+            case=self.tok.case, approx=self.approx if nys or slq else None,
+            k=p["k"] if nys else None, probes=p["probes"] if slq else None,
+            steps=p["steps"] if slq else None, seed=p["seed"] if nys or slq else None,
+            dtype=p["dtype"] if p["dtype"] != "float64" else None)
+
+    def score(self, sets: Sequence[Any], context: Any = None) -> list[MetricResult]:
+        return [self._one(s) for s in sets]
+
+    def _one(self, texts: Sequence[str]) -> MetricResult:
+        if not texts:
+            return self.result(None, "empty set")
+        idx = NgramIndex.from_texts(list(texts), self.tok)
+        if idx.tokens.size == 0:
+            return self.result(None, "no tokens in any response")
+        p, q, n_max = self.p, self.q, self.n_max
+        dtype, k, probes = p["dtype"], p["k"], p["probes"]
+        nys, slq = self.approx == "nystroem", self.approx == "slq"
+        n = idx.n_docs
+        from divmeter.backends.torch_linalg import use_device
+
+        on = use_device(p["device"], n)
+        if slq or nys or n > _LARGE or dtype != "float64" or on is not None:
+            # Large or approximate: the features are built one order at a time and only the
+            # feature matrix is kept (the holder list lets _exact_large drop it once reduced).
+            Z, info = _ngram_csr(idx, n_max)
+            del idx
+        if slq:
+            memory.check("vendi-ngram", 8 * n * probes * 4, f"{probes} Lanczos vectors of {n:,}")
+            Zr = _merge_single_columns(_merge_duplicate_rows(Z))
+            memory.announce(vendi_ngram_cost(
+                n, Zr.shape[0], f"{probes} Lanczos vectors of {n:,}", 8 * n * probes * 4,
+                approx="slq", probes=probes, steps=p["steps"], nnz=Zr.nnz))
+            top, theta, tau = _slq(Zr, n, probes, p["steps"], p["seed"])
+            details = {"eigenvalues": np.sort(top[top > 0])[::-1], "ritz": theta,
+                       "weights": tau, "path": "slq", "n_short": info["short"],
+                       "n_empty": info["empty"]}
+            return self.result(_slq_vendi(top, theta, tau, q), details=details)
+        if nys:
+            memory.check("vendi-ngram", *_nystroem_bytes(n, k))
+            needed, what = _nystroem_bytes(n, k)
+            memory.announce(vendi_ngram_cost(n, min(k, n), what, needed, approx="nystroem"))
+            w, path = _nystroem(Z, k, p["seed"]), "nystroem"
+        elif n > _LARGE or dtype != "float64" or on is not None:
+            holder = [Z]
+            del Z
+            w, path = _exact_large(holder, n, dtype, on)
+        else:
+            rows, cols, vals, width, info = _ngram_triples(idx, n_max)
+            m = min(n, width)  # the kernel, its copy divided by n, and the solver's copy
+            memory.check("vendi-ngram", 3 * 8 * m * m, f"3 x a {m:,} x {m:,} matrix",
+                         hint="use vendi-ngram:approx=slq")
+            memory.announce(vendi_ngram_cost(n, m, f"3 x a {m:,} x {m:,} matrix",
+                                             3 * 8 * m * m))
+            K = _gram_from_triples(rows, cols, vals, n) if n <= width else None
+            if K is not None:
+                w, path = _eigvalsh(K / n), "kernel"
+            else:
+                Z = sp.csr_matrix((vals, (rows, cols)), shape=(n, width))
+                w, path = feature_eigenvalues(Z)
+        w = _clean_eigenvalues(w)
+        details = {
+            "eigenvalues": np.sort(w[w > 0])[::-1],
+            "path": path,
+            "n_short": info["short"],
+            "n_empty": info["empty"],
+        }
+        return self.result(_vendi_q(w, q), details=details)
+
+
+vendi_ngram = public_function(VendiNgram)
+
+
+#: Rough single-core seconds (measured on the project's 2-core machine; ``benchmarks/
+#: bench_cost.py`` checks the estimates against measured times): per entry of the Gram matrix
+#: built (lower triangle), per ``m^3`` of the eigenvalue solver and per row of it (its fixed
+#: cost per row, which dominates below about 5,000 rows on the shared machine), per
+#: multiply-add of the Nystroem and SLQ products.
+GRAM_ENTRY_SECONDS = 1e-7
+EIGEN_CUBE_SECONDS = 1e-10
+EIGEN_ROW_SECONDS = 1e-3
+SPARSE_SECONDS = 3e-9
+
+
+def vendi_ngram_cost(n: int, m: int, what: str, needed: int, *, approx: str = "none",
+                     probes: int = 16, steps: int = 30, nnz: int = 0) -> memory.Cost:
+    """The cost of vendi-ngram on ``n`` responses whose decomposed matrix is ``m x m`` (exact:
+    the Gram matrix built in row blocks, then the eigenvalue solver; ``approx="slq"``:
+    ``probes x steps`` sparse products over ``nnz`` features; ``nystroem``: ``n x m`` products).
+
+    Example:
+        >>> from divmeter.core.memory import format_seconds
+        >>> c = vendi_ngram_cost(20_000, 20_000, "a 20,000 x 20,000 kernel matrix", 8 * 20_000**2)
+        >>> c.pairs, format_seconds(c.seconds)
+        (200010000, '14.0 min')
+    """
+    if approx == "slq":  # Lanczos for the top pairs (about 30 products) and the probes' steps
+        pairs = 0
+        seconds = 2 * probes * (steps + 30) * max(nnz, n) * SPARSE_SECONDS
+        cheaper = "fewer probes or steps"
+    elif approx == "nystroem":  # C = Z Z_L^T in blocks, C^T C, and two k x k solvers
+        pairs = n * m
+        seconds = (2 * pairs * GRAM_ENTRY_SECONDS + n * m * m * memory.FLOP_SECONDS / 4
+                   + 2 * (m**3 * EIGEN_CUBE_SECONDS + m * EIGEN_ROW_SECONDS))
+        cheaper = "fewer landmarks (k)"
+    else:
+        pairs = m * (m + 1) // 2
+        seconds = (pairs * GRAM_ENTRY_SECONDS + m**3 * EIGEN_CUBE_SECONDS
+                   + m * EIGEN_ROW_SECONDS)
+        cheaper = "use vendi-ngram:approx=slq (or approx=nystroem)"
+    name = "vendi-ngram" + (f" (approx={approx})" if approx != "none" else "")
+    return memory.Cost(name, n, needed, what, pairs, seconds, cheaper)

@@ -129,12 +129,13 @@ def _check_costs(metric: Metric, items: Sequence[Any], labels: list[str]) -> boo
             continue
         costly = costly or cost.seconds >= memory.ANNOUNCE_SECONDS
         try:
-            memory.check(metric.name, cost.needed, cost.what)
+            with memory.working_on(label):
+                if cost.pairs or cost.seconds:  # work beyond linear: checked and announced
+                    memory.plan(cost)
+                else:
+                    memory.check(metric.name, cost.needed, cost.what, hint=cost.hint)
         except memory.MemoryLimitError as exc:
             raise (memory.for_set(exc, label) if label else exc) from None
-        if cost.pairs or cost.seconds:  # work beyond linear: announced
-            with memory.working_on(label):
-                memory.announce(cost)
     return costly
 
 

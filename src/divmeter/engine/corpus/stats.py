@@ -35,6 +35,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from divmeter.core import memory
 from divmeter.core.degenerate import count_non_blank, reason_from_counts
 from divmeter.engine.registry import get_metric
 from divmeter.core.result import MetricResult
@@ -294,6 +295,9 @@ class OneWorker(Accumulator):
 
     def result(self) -> MetricResult:
         texts = [t for k in sorted(self.shards) for t in self.shards[k]]
+        cost = self.metric.cost(len(texts), texts)
+        if cost is not None:  # the gathered corpus is one set: checked and announced first
+            memory.plan(cost)
         return self.metric.score((tuple(texts),))[0]
 
 
