@@ -37,7 +37,7 @@ Example:
     ...         return [self.result(max(map(len, s)) * self.p["scale"]) for s in sets]
     >>> m = FirstLength(scale=2.0)
     >>> m.signature(), [r.value for r in m.score([("ab", "abc")])]
-    ('demo-longest|scale:2.0|v:0.1.0', [6.0])
+    ('demo-longest|scale:2|v:0.1.0', [6.0])
 """
 
 from __future__ import annotations
