@@ -40,12 +40,18 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     debug: Annotated[bool, typer.Option("--debug", help="Show full tracebacks on errors.")] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print version.")
     ] = False,
 ) -> None:
     _state["debug"] = debug
+    from divmeter.inputs.data.outputs import command_paths
+
+    # the paths this command reads and writes, checked by the one guard (inputs/data/paths.py)
+    # until the command ends, however it ends
+    ctx.with_resource(command_paths())
 
 
 _PLAIN_TYPES = {"int": "INT", "int range": "INT", "float": "NUMBER", "float range": "NUMBER",

@@ -250,9 +250,19 @@ def report_cmd(
     verbose: VerboseOpt = False,
 ) -> None:
     """Krippendorff's alpha (ordinal) and Tevet & Berant's Figure 5 stability analysis."""
-    from divmeter.apps.web.analysis import MAIN_ASPECT, alpha, stability, units, write_report
+    from divmeter.inputs.data.paths import report_folder
+    from divmeter.apps.web.analysis import (
+        MAIN_ASPECT,
+        alpha,
+        report_files,
+        stability,
+        units,
+        write_report,
+    )
     from divmeter.apps.web.store import Store
 
+    guard_outputs({"-o": report_folder(out, report_files(out, plot=not no_plots), "-o")},
+                  [db])
     store = Store(db)
     s = store.study(study)
     raw = store.raw(s["name"])

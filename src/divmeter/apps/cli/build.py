@@ -79,7 +79,8 @@ def _run(builder: str, sets_file: str, output: str, pairs: str | None, prefer: s
 
     if prefer not in PREFER:  # fail before any work
         raise InvalidInputError(f"--prefer must be source, perturbed or tie; got {prefer!r}.")
-    guard_outputs({"-o": output, "--pairs": pairs}, [sets_file, kw.get("template")])
+    guard_outputs({"-o": output, "--pairs": pairs, "-o (its rejected sets)": _rejected(output)},
+                  [sets_file, kw.get("template")])
     _check_share(max_rejected)
     sets = list(read_sets(sets_file))  # a bad input is refused before a model or server starts
     if kw.get("template") and builder in ("para", "nonsensical"):  # and so is a bad template
@@ -111,18 +112,26 @@ def _check_share(max_rejected: float) -> None:
                                 f"{max_rejected}.")
 
 
+def _rejected(output: str) -> str:
+    """The sidecar of OUTPUT that gets the sets left out (guarded like any output)."""
+    from divmeter.studies.perturb.build import rejected_path
+
+    return rejected_path(output)
+
+
 def _write_rejected(rows: list[dict[str, Any]], output: str) -> str | None:
     """Write the sets left out beside OUTPUT (or remove a stale file); its path, or None."""
     import os
 
+    from divmeter.inputs.data.paths import claim_write
     from divmeter.studies.perturb import write_jsonl
-    from divmeter.studies.perturb.build import rejected_path
 
-    path = rejected_path(output)
+    path = _rejected(output)
     if rows:
         write_jsonl(rows, path)
         return path
     if os.path.exists(path):
+        claim_write(path, "-o (its rejected sets)")
         os.remove(path)
     return None
 
@@ -285,6 +294,8 @@ def cdm_fillers_cmd(
     from divmeter.studies.perturb.cdm_fillers import cdm_fillers
     from divmeter.studies.perturb.generator import load_template
 
+    guard_outputs({"-o": output, "-o (its rejected sets)": _rejected(output)},
+                  [frames, template])
     _check_share(max_rejected)
     items = _read_frames(frames)
     tpl = load_template("cdm", template)
@@ -366,7 +377,8 @@ def pattr_grid_cmd(
     from divmeter.studies.perturb.generator import load_template
     from divmeter.studies.perturb.pattr_grid import pattr_grid, pattr_pools
 
-    guard_outputs({"-o": output}, [topics, template])
+    guard_outputs({"-o": output, "-o (its rejected sets)": _rejected(output)},
+                  [topics, template])
     from divmeter.inputs.data.lines import text_lines
 
     lines = [ln.strip() for _, ln in text_lines(topics) if ln.strip()]

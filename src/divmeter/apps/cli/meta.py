@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from typing import Annotated, Any
 
@@ -98,18 +99,18 @@ def _fmt(fmt: str | None) -> str:
     return fmt
 
 
-#: The input files of the meta command being run (refused as --html / -o outputs).
-_INPUTS: list[str] = []
-
-
 def _emit(result: Any, fmt: str | None, *, source: str, report: str | None, plots: bool,
           xlabel: str = "parameter", quiet: bool = False, html: str | None = None) -> None:
     from divmeter.report import markdown_table, rich_table, write_report
+    from divmeter.report.writer import report_files
 
     chosen = _fmt(fmt)
-    from divmeter.inputs.data.paths import guard_outputs
+    from divmeter.inputs.data.paths import guard_outputs, report_folder
 
-    guard_outputs({"--html": html}, _INPUTS)
+    # the inputs: every file the command has read (the one guard notes them as they are read)
+    guard_outputs({"--html": html,
+                   "--report": report_folder(
+                       report, report_files(result, report, plot=plots) if report else [])})
     if chosen == "json":
         payload = result.to_dict()
         typer.echo(json.dumps(payload, indent=2, allow_nan=False))
@@ -147,7 +148,6 @@ def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty
         from divmeter.apps.cli.progress import quiet_libraries
 
         quiet_libraries()
-    _INPUTS[:] = [file]
     table = load_table(file)
     with progress_bar(bool(metric) and not quiet, len(table)) as callback:
         res = prepare_scores(table, metrics=metric or (), columns=column or (), empty=empty,
@@ -349,11 +349,10 @@ def nuggets_cmd(
     if len(metric or []) + len(column or []) != 1:
         raise InvalidInputError("nuggets needs exactly one metric (-m) or column (-c).")
     if output:
-        from divmeter.inputs.data.outputs import refuse_input_as_output
+        from divmeter.inputs.data.paths import guard_outputs
 
-        refuse_input_as_output([file], output)
+        guard_outputs({"-o": output}, [file])
     table = load_table(file)
-    _INPUTS[:] = [file]
     res = prepare_scores(table, metrics=metric or (), columns=column or (), empty=empty)
     name, sc = next(iter(res.scores.items()))
     rows = res.rows
@@ -656,7 +655,6 @@ def length_bias_cmd(
 
     rng = parse_length_range(length_range) if length_range is not None else None
 
-    _INPUTS[:] = [file]
     pools = [s.responses for s in read_sets(file)]
     singles = [ResponseSet(f"{p}.{j}", [t]) for p, pool in enumerate(pools)
                for j, t in enumerate(pool)]
@@ -667,7 +665,6 @@ def length_bias_cmd(
     result = length_bias(pools, per_pool, quantile=quantile, top_k=top_k or (), n_pairs=pairs,
                          seed=seed, directions=_directions(metric, None), length_range=rng,
                          bleu=bleu)
-    import os
 
     _emit(result, fmt, source=os.path.basename(file), report=report, plots=not no_plots,
           quiet=quiet, html=html)
@@ -750,6 +747,11 @@ def decan_confound_cmd(
     result = decan_confound(values, labels, lengths, bins=parse_bins(bins),
                             high_label=high_label, low_label=low_label,
                             length_name=info["length"])
+    from divmeter.inputs.data.paths import guard_outputs, report_folder
+    from divmeter.report.decan_plot import confound_report_files
+
+    guard_outputs({"--html": html, "--report": report_folder(
+        report, confound_report_files(report, plots=not no_plots) if report else [])})
     title = f"decan-confound — {info['source']}" + (
         f" ({', '.join(f'{k}={v}' for k, v in conds.items())})" if conds else "")
     if chosen == "json":
@@ -810,13 +812,11 @@ def pattr_sensitivity_cmd(
     from divmeter.studies.meta.pattr import parse_length_range, pattr_sensitivity
 
     rng = parse_length_range(length_range) if length_range is not None else None
-    _INPUTS[:] = [file]
     texts = [t for s in read_sets(file) for t in s.responses]
     result = pattr_sensitivity(
         texts, target_lengths=target_length or (100, 275, 400), windows=window or (32, 128, 512),
         k=k, length_range=rng, bleu=bleu, n_pairs=pairs, seed=seed, equal_var=not welch,
     )
-    import os
 
     _emit(result, fmt, source=os.path.basename(file), report=None, plots=False,
           quiet=quiet, html=html)

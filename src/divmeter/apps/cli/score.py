@@ -171,7 +171,9 @@ def score_cmd(
     _set_max_memory(max_memory)
     from divmeter.inputs.data.paths import guard_outputs
 
-    guard_outputs({"-o": output, "--html": html, "--checkpoint": checkpoint}, input)
+    # --vectors names a .npy file or a field: a file is an input like the others
+    guard_outputs({"-o": output, "--html": html, "--checkpoint": checkpoint},
+                  [*input, vectors if vectors and os.path.isfile(vectors) else None])
     if _corpus_or_one_file(input, corpus, engine, address, checkpoint, memory_budget, vectors):
         _corpus(input, metric, output, fmt, input_format, quiet, engine, address, checkpoint,
                 memory_budget)
@@ -246,9 +248,13 @@ def _finish(run: Any, stats: dict[str, Any], dest: str | None, source: str, outp
 
         records = run.records if dest is None or text_out else None
         sigs = {c: v["signature"] for c, v in stats["metrics"].items() if v.get("signature")}
-        score_report([str(dest) if records is None else source], html, records=records,
-                     columns=run.columns, signatures=sigs, title=f"divmeter score: {source}",
-                     texts=_report_texts(source, input_format))
+        from divmeter.inputs.data.outputs import reading_own_outputs
+
+        with reading_own_outputs():  # the report reads back the scores just written to -o
+            score_report([str(dest) if records is None else source], html, records=records,
+                         columns=run.columns, signatures=sigs,
+                         title=f"divmeter score: {source}",
+                         texts=_report_texts(source, input_format))
         if not quiet:
             typer.echo(f"divmeter: report written to {html}", err=True)
     if not quiet and dest not in (None, "-"):

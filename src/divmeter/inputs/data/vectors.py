@@ -32,6 +32,7 @@ import numpy as np
 
 from divmeter.inputs.data.lines import display_name, json_field
 from divmeter.inputs.data.model import ResponseSet
+from divmeter.inputs.data.outputs import note_read
 from divmeter.core.errors import InvalidInputError
 
 __all__ = [
@@ -125,6 +126,7 @@ def _check_finite(X: np.ndarray, what: str) -> None:
 
 def _load_npy(path: str | os.PathLike[str]) -> np.ndarray:
     name = display_name(path)
+    note_read(path)  # the command's guard knows every file it reads
     try:
         A = np.load(path, allow_pickle=False)
     except FileNotFoundError:
