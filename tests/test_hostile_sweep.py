@@ -227,6 +227,13 @@ def _write_inputs(root: Path) -> dict[str, Path]:
         json.dumps({"a": a, "b": b}) + "\n" for a, b in [(1, 1), (2, 1), (1, 2), (2, 2)]))
     put("frames", "frames.txt", "[[Armin]] walks to [[the station]].\n")
     put("topics", "topics.txt", "Write about cats.\nWrite about rivers.\n")
+    put("paired", "paired.jsonl", "".join(json.dumps(
+        {"set_id": f"s{i}", "prompt_id": i // 2, "stage": "base" if i % 2 else "sft",
+         "responses": [f"the cat {w} on a mat {i}" for w in ("sat", "ran", "lay")]}) + "\n"
+        for i in range(8)))
+    put("decan", "decan.jsonl", "".join(json.dumps(
+        {"set_id": f"s{i}", "label": i % 2, "mean_bytes": 10 + i, "a_1": i / 10,
+         "D": 1 + i / 20}) + "\n" for i in range(12)))
     scores = good / "scores.jsonl"
     code, _, err, _ = invoke(["score", str(paths["sets"]), "-m", "distinct-n", "-m", "ttr",
                               "-o", str(scores), "-q"], root)
@@ -391,3 +398,189 @@ def test_hostile_list_name(name: str, tmp_path: Path) -> None:
     for fmt in ("table", "json"):
         code, _, err, _ = invoke(["list", name, "--format", fmt], tmp_path)
         _check(code, err, f"divmeter list {name[:20]!r}")
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 34: every path a command writes, pointed at every file it reads, through a link
+
+
+#: The options that name a file (or a folder) a command writes, and the suffix a link gets.
+OUTPUT_SUFFIX = {"-o": None, "--output": None, "--html": ".html", "--report": "/",
+                 "--nulls": ".jsonl", "--pairs": ".jsonl", "--db": ".sqlite", "--raw": ".csv",
+                 "--checkpoint": ".json", "--batch-write": ".jsonl"}
+#: Commands whose -o is a folder.
+FOLDER_OUTPUT = {"annotate report"}
+
+
+def _options(func: Any) -> list[str]:
+    """Every name of every text option of a command function."""
+    hints = typing.get_type_hints(func, include_extras=True)
+    names = []
+    for pname in inspect.signature(func).parameters:
+        hint = hints.get(pname)
+        if typing.get_origin(hint) is not typing.Annotated:
+            continue
+        base, *meta = typing.get_args(hint)
+        info = next((m for m in meta if isinstance(m, typer.models.OptionInfo)), None)
+        if info is None or not ({*typing.get_args(base)} or {base}) & {str}:
+            continue
+        decls = [d for d in (info.default, *(info.param_decls or ())) if isinstance(d, str)
+                 and d.startswith("-")]
+        names += decls
+    return names
+
+
+#: Commands whose entry in COMMANDS does not run to its outputs on the good input.
+OUTPUT_COMMANDS: list[tuple[str, list[str], str, str]] = [
+    ("meta-paired", ["meta", "paired", "{IN}", "-m", "distinct-n", "--by", "stage", "--key",
+                     "prompt_id", "--high", "base", "--low", "sft", "-f", "json", "-q"],
+     ".jsonl", "paired"),
+    ("meta-decan-confound", ["meta", "decan-confound", "{IN}", "-f", "json", "-q"], ".jsonl",
+     "decan"),
+]
+
+
+def _output_cases() -> list[tuple[str, list[str], str, str, str]]:
+    """(case id, template, input suffix, good input, output option) for every output option of
+    every command (its first entry in OUTPUT_COMMANDS, else in COMMANDS)."""
+    funcs = _command_functions()
+    cases, seen = [], set()
+    for _cid, template, suffix, good in [*OUTPUT_COMMANDS, *COMMANDS]:
+        key = _command_key(template, funcs)
+        if key in seen or key == "list":
+            continue
+        seen.add(key)
+        opts = set(_options(funcs[key]))
+        for option in OUTPUT_SUFFIX:
+            if option in opts and not (option == "--output" and "-o" in opts):
+                cases.append((f"{key} {option}", template, suffix, good, option))
+    return cases
+
+
+OUTPUT_CASES = _output_cases()
+
+
+def _link_to(target: Path, at: Path, kind: str) -> None:
+    if kind == "symlink":
+        at.symlink_to(target)
+    else:
+        os.link(target, at)
+
+
+def _with_option(argv: list[str], option: str, value: str) -> list[str]:
+    """``argv`` with ``option`` set to ``value`` (its value replaced when it is there)."""
+    alias = {"-o": "--output", "--output": "-o"}.get(option)
+    for i, a in enumerate(argv[:-1]):
+        if a in (option, alias):
+            return [*argv[:i + 1], value, *argv[i + 2:]]
+    return [*argv, option, value]
+
+
+def _refused_intact(argv: list[str], files: list[Path], cwd: Path, what: str) -> None:
+    before = [(p.read_bytes(), p.stat().st_ino) for p in files]
+    code, _, err, _ = invoke(argv, cwd)
+    _check(code, err, what)
+    assert [(p.read_bytes(), p.stat().st_ino) for p in files] == before, \
+        f"{what}: an input changed; stderr: {err[-600:]}"
+    assert code == 2, f"{what}: exit {code}; stderr: {err[-600:]}"
+    assert "would destroy it" in err or "would write over what it reads" in err, err
+
+
+def test_every_output_option_is_swept() -> None:
+    """The matrix below follows the CLI: each command's writing options are in it."""
+    names = {c[0] for c in OUTPUT_CASES}
+    for must in ("score -o", "score --html", "score --checkpoint", "compare --report",
+                 "compare --html", "meta paired --report", "meta decan-confound --report",
+                 "judge --nulls", "judge --batch-write", "annotate export --raw",
+                 "annotate report -o", "annotate init --db", "build para --pairs",
+                 "meta nuggets -o", "report -o", "generate -o"):
+        assert must in names, must
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink"])
+@pytest.mark.parametrize(("case", "template", "suffix", "good", "option"), OUTPUT_CASES,
+                         ids=[c[0] for c in OUTPUT_CASES])
+def test_no_output_reaches_an_input(case: str, template: list[str], suffix: str, good: str,
+                                    option: str, kind: str, inputs: dict[str, Path],
+                                    tmp_path: Path) -> None:
+    """Every output option of every command, given a link (symbolic or hard) to the command's
+    input (for a report folder: a folder whose report.json is the input), is refused with
+    exit 2 before anything is written, and the input keeps its bytes and its inode."""
+    src = tmp_path / f"in{suffix}"
+    src.write_bytes(inputs[good].read_bytes())
+    folder = OUTPUT_SUFFIX[option] == "/" or case.rsplit(" ", 1)[0] in FOLDER_OUTPUT
+    if folder:
+        target = tmp_path / "rep"
+        target.mkdir()
+        _link_to(src, target / "report.json", kind)
+    else:
+        ext = OUTPUT_SUFFIX[option] or next(
+            (Path(a).suffix for a in template if a.startswith("{OUT}")), ".jsonl")
+        target = tmp_path / f"link{ext}"
+        _link_to(src, target, kind)
+    argv = _with_option(_argv(template, str(src), tmp_path / "out", str(inputs["sets"])),
+                        option, str(target))
+    _refused_intact(argv, [src], tmp_path, f"{kind} {case}")
+
+
+def _scores(tmp: Path, inputs: dict[str, Path], name: str) -> Path:
+    p = tmp / name
+    p.write_bytes(inputs["scores"].read_bytes())
+    return p
+
+
+#: Inputs that are not a command's first argument: (id, argv builder) -> (argv, inputs).
+def _extra_cases(tmp: Path, inputs: dict[str, Path], case: str) -> tuple[list[str], list[Path]]:
+    sets = tmp / "sets.jsonl"
+    sets.write_bytes(inputs["sets"].read_bytes())
+    if case.startswith("score --vectors"):
+        vec = tmp / "v.npy"
+        import numpy as np
+
+        rows = [r for r in SET_ROWS]
+        np.save(vec, np.random.default_rng(0).normal(size=(sum(len(r["responses"])
+                                                               for r in rows), 4)))
+        out = str(vec) if case.endswith("same") else str(tmp / "link.jsonl")
+        if not case.endswith("same"):
+            (tmp / "link.jsonl").symlink_to(vec)
+        return (["score", str(sets), "--vectors", str(vec), "-m", "diameter", "-o", out, "-q",
+                 *(["-f", "jsonl"] if case.endswith("same") else [])], [vec])
+    if case.startswith("compare"):
+        a, b = _scores(tmp, inputs, "a.jsonl"), _scores(tmp, inputs, "b.jsonl")
+        (tmp / "r.html").symlink_to(a)
+        extra = ["--baseline", "b"] if case.endswith("baseline") else []
+        return (["compare", str(a), str(b), "-c", "distinct-n", "-f", "json", "-q",
+                 "--html", str(tmp / "r.html"), *extra], [a, b])
+    if case == "meta paired --report .":
+        rep = tmp / "report.json"
+        rep.write_text(json.dumps([{"set_id": f"s{i}", "prompt_id": i // 2,
+                                    "stage": "base" if i % 2 else "sft", "distinct-n": i / 10}
+                                   for i in range(8)]))
+        return (["meta", "paired", str(rep), "-c", "distinct-n", "--by", "stage", "--key",
+                 "prompt_id", "--high", "base", "--low", "sft", "--report", str(tmp), "-f",
+                 "json", "-q"], [rep])
+    if case == "build para --template":
+        tpl = tmp / "tpl.txt"
+        tpl.write_text("Rewrite: {text}\n")
+        return (["build", "para", str(sets), "-o", str(tpl), "--model", "x", "--base-url", DEAD,
+                 "--template", str(tpl), "-q"], [tpl, sets])
+    if case == "build rndshuff rejected sidecar":
+        side = tmp / "out.rejected.jsonl"
+        side.write_bytes(inputs["sets"].read_bytes())
+        return (["build", "rndshuff", str(side), "-o", str(tmp / "out.jsonl"), "-q"], [side])
+    raise AssertionError(case)
+
+
+EXTRA_CASES = ["score --vectors same", "score --vectors link", "compare first system",
+               "compare baseline", "meta paired --report .", "build para --template",
+               "build rndshuff rejected sidecar"]
+
+
+@pytest.mark.parametrize("case", EXTRA_CASES)
+def test_no_output_reaches_another_input(case: str, inputs: dict[str, Path],
+                                         tmp_path: Path) -> None:
+    """The issue's cases: a --html link to the first of several systems' files (each load used
+    to replace the list of inputs), a --report folder holding the input report.json, -o over
+    the --vectors file, over a template, a sidecar over the input."""
+    argv, files = _extra_cases(tmp_path, inputs, case)
+    _refused_intact(argv, files, tmp_path, case)
