@@ -121,11 +121,12 @@ def guard_outputs(outputs: Mapping[str, PathLike | Sequence[PathLike] | None],
     ins += read_paths()
     seen: list[tuple[str, str]] = []
     for opt, value in outputs.items():
-        many = value if isinstance(value, (list, tuple)) else [value]
-        for out in many:
-            if out is None or str(out) == "-":
+        many: Sequence[PathLike | None] = (
+            value if isinstance(value, (list, tuple)) else [value])  # type: ignore[list-item]
+        for item in many:
+            if item is None or str(item) == "-":
                 continue
-            out = os.fspath(out)
+            out = os.fspath(item)
             for what, src in ins:
                 if os.path.exists(src) and same_file(src, out):
                     raise input_refused(opt, out, src, what)
