@@ -584,3 +584,127 @@ def test_no_output_reaches_another_input(case: str, inputs: dict[str, Path],
     the --vectors file, over a template, a sidecar over the input."""
     argv, files = _extra_cases(tmp_path, inputs, case)
     _refused_intact(argv, files, tmp_path, case)
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 34: every count is capped at its declaration (metric parameters and CLI options)
+
+#: Integer parameters that count nothing: a value of any size costs the same.
+NOT_COUNTS = {
+    "n": "one n-gram order: beyond the longest response the set is null at once (checked below)",
+    "label": "the classifier's 'equivalent' label: compared with its answers, never allocated",
+    "seed": "a seed: any size seeds the generator the same way (checked below)",
+}
+
+
+def test_every_count_parameter_of_every_metric_is_capped() -> None:
+    """Walks the registry: every integer parameter declares a cap (or an upper bound), unless
+    it counts nothing (NOT_COUNTS); the cap is refused before any set, in one line."""
+    from divmeter.core.errors import InvalidInputError
+    from divmeter.engine.registry import check_params, list_metrics
+
+    missing = []
+    for spec in list_metrics():
+        for name, p in spec.schema.items():
+            if p.type is not int or p.choices is not None:
+                continue
+            top = p.cap if p.cap is not None else p.le if p.le is not None else (
+                p.lt - 1 if p.lt is not None else None)
+            if top is None:
+                if name not in NOT_COUNTS:
+                    missing.append(f"{spec.name}:{name}")
+                continue
+            with pytest.raises(InvalidInputError, match=f"`{name}` of {spec.name} must be"):
+                check_params(spec, {name: int(top) + 1})
+    assert not missing, f"count parameters without a cap: {missing}"
+
+
+@pytest.mark.parametrize("metric", ["distinct-n", "entropy-n", "ead", "ngram-cosine",
+                                    "self-repetition"])
+def test_an_order_beyond_every_text_is_null_at_once(metric: str) -> None:
+    import divmeter
+
+    r = divmeter.score(["the cat sat", "a dog ran off"], metric, n=2**70)
+    assert r.value is None and "larger than the longest response" in (r.reason or "")
+
+
+@pytest.mark.parametrize(("metric", "params", "data"), [
+    ("vocd-d", {}, "texts"), ("vendi-ngram", {"approx": "slq"}, "texts"),
+    ("kmeans-inertia", {}, "vectors"),
+])
+def test_a_huge_seed_is_a_seed(metric: str, params: dict[str, Any], data: str) -> None:
+    """Seeds are not capped (any size costs the same) and a huge one is used, not a crash."""
+    import numpy as np
+
+    import divmeter
+
+    x: Any = ([" ".join(f"w{(i * 7 + j) % 40}" for j in range(60)) for i in range(3)]
+              if data == "texts" else np.random.default_rng(0).normal(size=(8, 4)))
+    r = divmeter.score(x, metric, seed=2**70, **params)
+    assert r.value is not None and np.isfinite(r.value), r.reason
+
+
+def _int_options() -> list[tuple[str, str, Any]]:
+    """(command, option, OptionInfo) of every integer option of every command."""
+    out = []
+    for key, func in _command_functions().items():
+        hints = typing.get_type_hints(func, include_extras=True)
+        for pname in inspect.signature(func).parameters:
+            hint = hints.get(pname)
+            if typing.get_origin(hint) is not typing.Annotated:
+                continue
+            base, *meta = typing.get_args(hint)
+            info = next((m for m in meta if isinstance(m, typer.models.OptionInfo)), None)
+            kinds = {*typing.get_args(base)} or {base}
+            if info is None or not kinds & {int, list[int]} or bool in kinds:
+                continue
+            decls = [d for d in (info.default, *(info.param_decls or ())) if isinstance(d, str)]
+            out.append((key, max(decls, key=len) if decls else pname, info))
+    return out
+
+
+def test_every_integer_option_of_the_cli_is_capped() -> None:
+    """Walks the typer commands: every integer option declares its cap (options.capped)."""
+    options = _int_options()
+    assert len(options) > 60
+    missing = [f"{k} {o}" for k, o, info in options if getattr(info.callback, "cap", None)
+               is None and info.max is None]
+    assert not missing, f"integer options without a cap: {missing}"
+
+
+def test_the_cli_caps_are_the_library_caps() -> None:
+    from divmeter.apps.cli import annotate, build, meta
+    from divmeter.apps.web import store
+    from divmeter.engine.batch import pool
+    from divmeter.studies.meta import stats
+    from divmeter.studies.perturb import pattr_grid
+
+    assert meta.MAX_RESAMPLES == stats.MAX_RESAMPLES
+    assert meta.MAX_WORKERS == pool.MAX_WORKERS
+    assert build.MAX_STYLES == pattr_grid.MAX_STYLES
+    assert (annotate.MAX_RATINGS, annotate.MAX_INVITES) == (store.MAX_RATINGS, store.MAX_INVITES)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["compare", "{S}", "{S2}", "-c", "distinct-n", "--bootstrap", "-5", "-f", "json"],
+     "`--bootstrap` must be an integer >= 0; got -5."),
+    (["score", "{SETS}", "-m", "vocd-d:samples=1000000000", "-f", "jsonl"],
+     "`samples` of vocd-d must be at most 100000"),
+    (["score", "{SETS}", "-m", "vocd-d:samples=1e20", "-f", "jsonl"],
+     "`samples` of vocd-d must be an integer >= 1; got 1e+20."),
+    (["score", "{SETS}", "-m", "msttr:segment=1000000000000000000000", "-f", "jsonl"],
+     "`segment` of msttr must be at most 10000000"),
+    (["score", "{SETS}", "-m", "vocd-d:max_size=1000000000", "-f", "jsonl"],
+     "`max_size` of vocd-d must be at most 100000"),
+    (["score", "{SETS}", "-m", "vocd-d:samples=100000,trials=100", "-f", "jsonl"],
+     "`trials` of vocd-d with samples=100000 over sizes 35..50 draws 6,800,000,000 tokens"),
+])
+def test_the_issue_counts_are_refused(argv: list[str], message: str, inputs: dict[str, Path],
+                                      tmp_path: Path) -> None:
+    s2 = tmp_path / "b.jsonl"
+    s2.write_bytes(inputs["scores"].read_bytes())
+    argv = [a.replace("{S}", str(inputs["scores"])).replace("{S2}", str(s2))
+            .replace("{SETS}", str(inputs["sets"])) for a in argv]
+    code, out, err, _ = invoke(argv, tmp_path)
+    _check(code, err, " ".join(argv))
+    assert code == 2 and message in err, err

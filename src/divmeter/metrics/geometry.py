@@ -738,7 +738,7 @@ MEASURES: dict[str, _Measure] = {
         _Measure("span-centroid", {**_D, "percentile": Param(
             float, ge=0, le=100, default=90.0, doc="percentile of the distances to the centroid")},
             _k_span_centroid, squares=0),
-        _Measure("kth-neighbor-distance", {**_D, "k": Param(int, ge=1, default=2,
+        _Measure("kth-neighbor-distance", {**_D, "k": Param(int, ge=1, cap=10**7, default=2,
                                                     doc="which nearest neighbour (1 = nearest)")},
                  _dist_kernel(_k_knn), min_n=lambda p: int(p["k"]) + 1),
         _Measure("convex-hull-volume", {
@@ -764,8 +764,8 @@ MEASURES: dict[str, _Measure] = {
             "eps": Param(float, gt=0, default=1e-6, doc="jitter added to the diagonal")},
             _k_logdet),
         _Measure("binned-entropy", {
-            "bins_x": Param(int, ge=1, default=5, doc="grid columns"),
-            "bins_y": Param(int, ge=1, default=5, doc="grid rows"),
+            "bins_x": Param(int, ge=1, cap=1000, default=5, doc="grid columns"),
+            "bins_y": Param(int, ge=1, cap=1000, default=5, doc="grid rows"),
             "normalization": Param(str, choices=("effective", "bins", "none"),
                                    default="effective",
                                    doc="divide by log(min(n, bins)) (effective), log(bins), or "

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from divmeter.apps.cli.options import QuietOpt, VerboseOpt
+from divmeter.apps.cli.options import SEED_CAP, QuietOpt, VerboseOpt, capped
 from divmeter.apps.cli.options import note as _note
 from divmeter.inputs.data.paths import guard_outputs
 from divmeter.core.errors import InvalidInputError
@@ -30,6 +30,10 @@ annotate_app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+#: The most ratings per item and annotator links per call (divmeter.apps.web.store's
+#: MAX_RATINGS and MAX_INVITES, written here so the CLI imports no server code; a test checks).
+MAX_RATINGS = 10_000
+MAX_INVITES = 100_000
 DbArg = Annotated[str, typer.Argument(help="The study database (SQLite).", show_default=False)]
 StudyOpt = Annotated[
     str | None,
@@ -48,7 +52,8 @@ def init_cmd(
                                     show_default=False)],
     kind: Annotated[str, typer.Option("--kind", help="abs, asp, sim, rnk or cs.",
                                       show_default=False)],
-    ratings: Annotated[int, typer.Option("--ratings", help="Ratings wanted per item, from "
+    ratings: Annotated[int, typer.Option("--ratings",
+        callback=capped(MAX_RATINGS, low=1), help="Ratings wanted per item, from "
                                                            "distinct annotators.")] = 10,
     name: Annotated[str | None, typer.Option("--name", help="Study name (default: FILE-KIND).",
                                              show_default=False)] = None,
@@ -111,10 +116,12 @@ def serve_cmd(
     host: Annotated[str, typer.Option("--host", help="Interface to bind; anything but loopback "
                                                      "exposes the study to the network.")]
     = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
+    port: Annotated[int, typer.Option("--port",
+                                      callback=capped(65535, low=0), help="TCP port.")] = 8000,
     lease_minutes: Annotated[float, typer.Option("--lease-minutes", help="How long an assigned "
                                                  "item stays reserved for its annotator.")] = 60.0,
-    max_body: Annotated[int, typer.Option("--max-body", help="Largest request body in bytes.")]
+    max_body: Annotated[int, typer.Option("--max-body",
+        callback=capped(2**30, low=1), help="Largest request body in bytes.")]
     = 65536,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -143,7 +150,8 @@ def serve_cmd(
 @annotate_app.command("invite")
 def invite_cmd(
     db: DbArg,
-    n: Annotated[int, typer.Option("-n", "--annotators", help="Number of new annotator links.")]
+    n: Annotated[int, typer.Option("-n", "--annotators",
+        callback=capped(MAX_INVITES, low=1), help="Number of new annotator links.")]
     = 1,
     study: StudyOpt = None,
     base_url: Annotated[str, typer.Option("--base-url", help="Where the server is reached.")]
@@ -243,8 +251,10 @@ def report_cmd(
     db: DbArg,
     out: Annotated[str, typer.Option("-o", "--output", help="Report folder.")] = "hds-report",
     study: StudyOpt = None,
-    reps: Annotated[int, typer.Option("--reps", help="Resamples per point (Figure 5).")] = 200,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the resampling.", min=0)] = 0,
+    reps: Annotated[int, typer.Option("--reps",
+        callback=capped(10**6, low=1), help="Resamples per point (Figure 5).")] = 200,
+    seed: Annotated[int, typer.Option("--seed",
+        callback=capped(SEED_CAP), help="Seed of the resampling.", min=0)] = 0,
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip stability.png.")] = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,

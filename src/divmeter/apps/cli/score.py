@@ -11,7 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
-from divmeter.apps.cli.options import QuietOpt, VerboseOpt
+from divmeter.apps.cli.meta import MAX_WORKERS
+from divmeter.apps.cli.options import QuietOpt, VerboseOpt, capped
 from divmeter.core.errors import InvalidInputError
 
 __all__ = ["score_cmd"]
@@ -47,7 +48,8 @@ SummaryOpt = Annotated[bool, typer.Option(
 ResumeOpt = Annotated[bool, typer.Option(
     "--resume", help="Skip the sets already in OUTPUT (from an interrupted run) and append.")]
 WorkersOpt = Annotated[int, typer.Option(
-    "--workers", "-j", help="Processes to spread the sets over.", min=1)]
+    "--workers", "-j",
+    callback=capped(MAX_WORKERS, low=1), help="Processes to spread the sets over.", min=1)]
 SignaturesOpt = Annotated[bool, typer.Option(
     "--signatures", help="Add each metric's signature to every record.")]
 SplitOpt = Annotated[str | None, typer.Option(
