@@ -708,3 +708,47 @@ def test_the_issue_counts_are_refused(argv: list[str], message: str, inputs: dic
     code, out, err, _ = invoke(argv, tmp_path)
     _check(code, err, " ".join(argv))
     assert code == 2 and message in err, err
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 34: every value that reaches the terminal is shown, never interpreted
+
+#: Set ids, system names and column names a table must print as they are.
+HOSTILE_NAMES = ["[/INST]", "[bold red]x[/]", "\x1b]0;X\x07\x1b[2J", "a\u202eb", "a|b", "x\ny",
+                 "\x9b31m"]
+
+
+def _terminal_cases(root: Path) -> list[tuple[str, list[str]]]:
+    rows = []
+    for i, name in enumerate(HOSTILE_NAMES * 2):
+        rows.append({"set_id": name, "label": i % 2, "metadata": {"stage": name},
+                     **{n: (i * k) % 5 / 10 for k, n in enumerate(HOSTILE_NAMES)},
+                     "prompt": f"p{i // len(HOSTILE_NAMES)}",
+                     "responses": [f"the cat {w} on a mat {i}" for w in ("sat", "ran", "lay")]})
+    sets = root / "hostile.jsonl"
+    sets.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    cases = []
+    for fmt in ("table", "markdown"):
+        cases += [
+            (f"score {fmt}", ["score", str(sets), "-m", "distinct-n", "-f", fmt, "--summary"]),
+            (f"compare --by {fmt}", ["compare", str(sets), "--by", "stage", "--key", "prompt",
+                                     "-m", "distinct-n", "-f", fmt, "--bootstrap", "0"]),
+            (f"meta contest -c {fmt}", ["meta", "contest", str(sets), *[
+                a for n in HOSTILE_NAMES for a in ("-c", n)], "-f", fmt]),
+        ]
+    return cases
+
+
+def test_no_value_reaches_the_terminal_raw(tmp_path: Path) -> None:
+    """Set ids, system names and column names holding rich markup, escape sequences, bells,
+    bidirectional overrides, pipes and newlines: every table and Markdown output prints them
+    escaped (exit 0, no markup error, no control character but the line ends)."""
+    import re
+
+    control = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+    for what, argv in _terminal_cases(tmp_path):
+        code, out, err, _ = invoke(argv, tmp_path)
+        _check(code, err, what)
+        assert code == 0, f"{what}: {err[-800:]}"
+        assert not control.search(out), f"{what}: {out[:2000]!r}"
+        assert "[/INST]" in out and "\\x1b]0;X\\x07" in out, f"{what}: {out[:2000]}"

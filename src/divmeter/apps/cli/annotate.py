@@ -194,13 +194,15 @@ def status_cmd(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"divmeter annotate: {db}")
+    from divmeter.report.terminal import cell
+
+    table = Table(title=cell(f"divmeter annotate: {db}"))
     cols = ["study", "kind", "items", "ratings_per_item", "answers", "answers_wanted",
             "items_complete", "open_leases", "annotators_active", "annotators_invited", "progress"]
     for c in cols:
         table.add_column(c.replace("_", " "))
     for r in rows:
-        table.add_row(*[f"{100 * r[c]:.1f}%" if c == "progress" else str(r[c]) for c in cols])
+        table.add_row(*[f"{100 * r[c]:.1f}%" if c == "progress" else cell(r[c]) for c in cols])
     Console().print(table)
 
 

@@ -783,7 +783,9 @@ def decan_confound_cmd(
         from rich.console import Console
         from rich.markdown import Markdown
 
-        Console().print(Markdown(result.markdown(title=title)))
+        from divmeter.report.terminal import printable
+
+        Console().print(Markdown(printable(result.markdown(title=title), lines=True)))
     if report:
         from divmeter.report.decan_plot import write_confound_report
 

@@ -171,11 +171,7 @@ def score_cmd(
 
     resolve_metrics(metric)  # bad metrics and parameters before any option problem
     _set_max_memory(max_memory)
-    from divmeter.inputs.data.paths import guard_outputs
-
-    # --vectors names a .npy file or a field: a file is an input like the others
-    guard_outputs({"-o": output, "--html": html, "--checkpoint": checkpoint},
-                  [*input, vectors if vectors and os.path.isfile(vectors) else None])
+    _guard(input, output, html, checkpoint, vectors)
     if _corpus_or_one_file(input, corpus, engine, address, checkpoint, memory_budget, vectors):
         _corpus(input, metric, output, fmt, input_format, quiet, engine, address, checkpoint,
                 memory_budget)
@@ -204,6 +200,16 @@ def score_cmd(
     _print_results(run, stats, dest, text_out=text_out, summary=summary)
     _finish(run, stats, dest, source, output, html=html, text_out=text_out, quiet=quiet,
             input_format=input_format)
+
+
+def _guard(inputs: list[str], output: str | None, html: str | None, checkpoint: str | None,
+           vectors: str | None) -> None:
+    """Every path the run writes, checked against every path it reads before any work
+    (--vectors names a .npy file or a field: a file is an input like the others)."""
+    from divmeter.inputs.data.paths import guard_outputs
+
+    guard_outputs({"-o": output, "--html": html, "--checkpoint": checkpoint},
+                  [*inputs, vectors if vectors and os.path.isfile(vectors) else None])
 
 
 def _set_max_memory(max_memory: str | None) -> None:
