@@ -5,7 +5,6 @@ classes they belong to are swept in ``test_hostile_sweep.py``."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -111,3 +110,123 @@ def test_a_killed_worker_is_said_in_words(tmp_path: Path) -> None:
     assert text.startswith("divmeter: error: a worker process of -j died"), text
     assert "internal error" not in text and "Traceback" not in text
     assert "--resume" in text
+
+
+# ------------------------------------------------------------------------------------------------
+# item 7: each metric's cost is its own; the partition metrics announce theirs
+
+
+@pytest.mark.parametrize("metric", ["geo-mean-std", "span-centroid", "convex-hull-volume",
+                                    "binned-entropy"])
+def test_linear_geometry_is_not_refused_at_30000_rows(metric: str) -> None:
+    """These measures need no n x n matrix: 30,000 vectors under the default 4 GiB limit are
+    scored (refused on 0fca95d: every metric without its own estimate was judged by 4 x 8 n^2
+    bytes, 28.8 GB here), and above GRAM_MAX they run in linear memory."""
+    import numpy as np
+
+    import divmeter
+    from divmeter.core import memory
+
+    X = np.random.default_rng(34).normal(size=(30_000, 6))
+    r = divmeter.score(X, metric)
+    assert r.value is not None and np.isfinite(r.value), r.reason
+    needed, what = memory.estimate(metric, 30_000)
+    assert needed < 2**30 and "vectors" in what
+
+
+@pytest.mark.parametrize("metric", ["span-centroid", "convex-hull-volume", "binned-entropy"])
+def test_the_linear_route_gives_the_gram_route_value(metric: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    import divmeter
+    from divmeter.metrics import geometry
+
+    X = np.random.default_rng(7).normal(size=(400, 9)) * np.linspace(4, 1, 9)
+    gram = divmeter.score(X, metric).value
+    monkeypatch.setattr(geometry, "GRAM_MAX", 10)
+    assert divmeter.score(X, metric).value == pytest.approx(gram, rel=1e-9)
+
+
+def test_each_geometry_measure_declares_its_own_cost() -> None:
+    from divmeter.core import memory
+    from divmeter.metrics.geometry import MEASURES
+
+    for name, m in MEASURES.items():
+        needed, _ = memory.estimate(name, 1000)
+        assert needed == (m.squares * 8 * 1000**2 if m.squares else 8 * 1000 * memory.EMBED_DIM)
+        assert name not in memory.ESTIMATORS  # declared with the metric, not in a side table
+
+
+def test_partition_metrics_announce_their_quadratic_cost() -> None:
+    """distinct-k on 10,000 responses: one note before the work (0fca95d printed nothing for
+    minutes), with the comparisons and a rough time of about ten minutes."""
+    from divmeter.core import memory
+
+    texts = [f"response number {i}" for i in range(10_000)]
+    lines: list[str] = []
+    with memory.reporting(lines.append):
+        memory.precheck("distinct-k", texts, {}, "set 'big' (row 0)")
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("set 'big' (row 0): distinct-k (equivalence=embedding) on "
+                               "10,000 responses: 49,995,000 pairs")
+    assert "min" in lines[0] and "cheaper: score a random sample" in lines[0]
+    for metric in ("novelty-utility", "semantic-entropy"):
+        assert memory.declared_cost(metric, 10_000).pairs == 49_995_000
+
+
+def test_partition_progress_counts_comparisons() -> None:
+    from divmeter.core import memory
+    from divmeter.metrics.partition import CallableEquivalence, partition_many
+
+    seen: list[tuple[str, int, int | None]] = []
+    steps = memory.Steps("distinct-k", lambda *a: seen.append(a), every=0)
+    steps.stage("comparisons (at most)", 10)
+    parts = partition_many([["a1", "b1", "a2", "c1", "b2"]],
+                           CallableEquivalence(lambda a, b: a[0] == b[0]), comparisons=False,
+                           steps=steps)
+    assert parts[0].classes == ((0, 2), (1, 4), (3,)) and parts[0].comparisons == ()
+    assert [s[1] for s in seen[1:]] == list(range(1, 7))  # 6 comparisons, one per round
+
+
+@pytest.mark.embed
+def test_comparisons_only_on_request() -> None:
+    import divmeter
+
+    texts = ["The cat sat.", "The cat sat.", "Stocks fell sharply today.", "Rain again."]
+    plain = divmeter.score(texts, "distinct-k")
+    full = divmeter.score(texts, "distinct-k", comparisons=True)
+    assert "comparisons" not in plain.details and len(full.details["comparisons"]) >= 3
+    assert (plain.value, plain.signature) == (full.value, full.signature)
+
+
+# ------------------------------------------------------------------------------------------------
+# items 9 and 11: a base below 1, qualities at the extremes
+
+
+def test_semantic_entropy_refuses_a_base_below_one() -> None:
+    from divmeter.core.errors import InvalidInputError
+    from divmeter.engine.registry import check_params, get_metric
+
+    spec = get_metric("semantic-entropy")
+    for bad in (0.5, 1, 0.999):
+        with pytest.raises(InvalidInputError, match="must be 'e', 'bits' or a number > 1"):
+            check_params(spec, {"base": bad})
+    check_params(spec, {"base": 2})
+
+
+@pytest.mark.embed
+def test_novelty_utility_qualities_at_the_extremes() -> None:
+    import warnings
+
+    import divmeter
+
+    texts = ["The cat sat.", "Stocks fell sharply today.", "Rain again.", "Trains run late."]
+    neg = divmeter.score(texts, "novelty-utility", quality="field",
+                         fields={"quality": [-5, -9, -4, -8]})
+    assert neg.value is None and "quality -5.0 of response 0 is negative" in neg.reason
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        top = divmeter.score(texts, "novelty-utility", quality="field",
+                             fields={"quality": [1e308] * 4})
+    assert top.value == pytest.approx(1e308)

@@ -17,6 +17,18 @@ The limit is ``DEFAULT_MAX_MEMORY`` = 4 GiB unless set: ``divmeter score --max-m
 the large arrays only (the matrices that grow as n^2), so they are lower bounds of the peak;
 Python's own overhead and the inputs come on top.
 
+**Each metric declares its own cost** next to its definition (issue 34):
+``register(..., cost=fn)`` with ``fn(n, params, items) -> Cost | None`` (``items``: the set's
+texts or vectors when known, else ``None``; ``None`` back: nothing large, no check), which
+:func:`declare_cost` records. :func:`estimate` and :func:`precheck` ask the declared cost
+first, so no metric is judged by another's formula: the linear geometry measures
+(``geo-mean-std``, ``span-centroid``, ``convex-hull-volume``, ``binned-entropy``) declare
+linear costs, the geometry measures that build ``n x n`` matrices their own multiple of
+``8 n^2``, and the partition metrics (``distinct-k``, ``novelty-utility``,
+``semantic-entropy``) their quadratic number of comparisons (with a note and progress, and the
+comparisons kept in the result only with ``comparisons=true``). The metrics below, not yet
+declared, keep the estimators of :data:`ESTIMATORS`.
+
 Estimates per metric (``n`` responses; ``d`` = 1,024 as a bound on an embedding's width):
 
 * ``vendi-ngram`` (checked inside the metric, after its linear-size feature matrix is built):
@@ -88,6 +100,9 @@ __all__ = [
     "format_seconds",
     "homogenization_cost",
     "vendi_ngram_cost",
+    "declare_cost",
+    "declared_cost",
+    "has_cost",
 ]
 
 #: The default limit: 4 GiB, enough for an exact n-gram Vendi score of about 20,000 distinct
@@ -97,7 +112,8 @@ DEFAULT_MAX_MEMORY = 4 * 2**30
 #: Size of one block of a blocked pairwise computation (rows x n float64 entries).
 BLOCK_BYTES = 32 * 2**20
 
-_EMBED_DIM = 1024
+#: A bound on an embedding's width, for estimates made before the vectors exist.
+EMBED_DIM = _EMBED_DIM = 1024
 
 _LIMIT: ContextVar[int | None] = ContextVar("divmeter_max_memory", default=None)
 
@@ -206,6 +222,31 @@ def _kmeans(n: int, params: Mapping[str, Any]) -> tuple[int, str]:
     return 8 * n * (_EMBED_DIM + k), f"{n:,} embeddings and {n:,} x {k} distances"
 
 
+#: A metric's own cost, declared with it (``register(..., cost=fn)``): ``(n responses,
+#: params, the set's texts or vectors or None) -> Cost | None`` (``None``: nothing large).
+CostFn = Callable[[int, Mapping[str, Any], Any], "Cost | None"]
+_DECLARED: dict[str, CostFn] = {}
+
+
+def declare_cost(metric: str, fn: CostFn) -> None:
+    """Record ``metric``'s declared cost (called by ``register(..., cost=fn)``)."""
+    _DECLARED[metric] = fn
+
+
+def has_cost(metric: str) -> bool:
+    """Whether ``metric`` has a cost (declared, or an estimator below); a metric without one
+    is not assumed to build any large array."""
+    return metric in _DECLARED or metric in ESTIMATORS
+
+
+def declared_cost(metric: str, n: int, params: Mapping[str, Any] | None = None,
+                  items: Any = None) -> Cost | None:
+    """The metric's declared :class:`Cost` of a set of ``n`` (``None``: none declared, or
+    nothing large)."""
+    fn = _DECLARED.get(metric)
+    return None if fn is None else fn(n, params or {}, items)
+
+
 #: Estimators run before a metric starts: ``(n responses, params) -> (bytes, what)``.
 #: (``vendi-ngram`` checks inside, where its exact matrix size is known; ``homogenization`` is
 #: blocked.)
@@ -218,12 +259,6 @@ ESTIMATORS: dict[str, Callable[[int, Mapping[str, Any]], tuple[int, str]]] = {
     "ngram-cosine": _square(3, "Gram"),
     "vendi-embedding": _vendi_embedding,
     "kmeans-inertia": _kmeans,
-    # the measures of metrics/geometry.py that build n x n distance or kernel matrices (its
-    # own check, after the encoder, asks the same 4 x 8 n^2; here it comes before the encoder)
-    **{name: _square(4, "distance or kernel") for name in (
-        "sum-pairwise-distance", "hamdiv", "diameter", "bottleneck", "sum-bottleneck",
-        "sum-diameter", "energy", "kth-neighbor-distance", "span-medoid", "renyi-entropy",
-        "dcscore", "log-determinant", "graph-entropy", "mst-dispersion")},
 }
 
 
@@ -238,6 +273,9 @@ def estimate(metric: str, n: int, params: Mapping[str, Any] | None = None
         >>> estimate("distinct-n", 10**6) is None
         True
     """
+    if metric in _DECLARED:
+        cost = declared_cost(metric, n, params)
+        return None if cost is None else (cost.needed, cost.what)
     est = ESTIMATORS.get(metric)
     return None if est is None else est(n, params or {})
 
@@ -270,8 +308,22 @@ max_memory=...).
 
 
 def precheck(metric: str, responses: Any, params: Mapping[str, Any], name: str = "") -> None:
-    """The pre-check of :data:`ESTIMATORS` for one set (before the metric starts); ``name``
-    names the set in the error."""
+    """The pre-check of one set before the metric starts (its declared cost first, else
+    :data:`ESTIMATORS`): the memory against the limit, then the note of a large set; ``name``
+    names the set in the error and the note."""
+    if metric in _DECLARED:
+        if not hasattr(responses, "__len__"):
+            return
+        cost = declared_cost(metric, len(responses), params, responses)
+        if cost is None:
+            return
+        try:
+            check(metric, cost.needed, cost.what, hint=cost.cheaper)
+        except MemoryLimitError as exc:
+            raise (for_set(exc, name) if name else exc) from None
+        with working_on(name):
+            announce(cost)
+        return
     est = ESTIMATORS.get(metric)
     if est is None or not hasattr(responses, "__len__"):
         return
@@ -474,15 +526,16 @@ class Steps:
 NO_STEPS = Steps("", None)
 
 
-def announce(cost: Cost) -> Steps:
+def announce(cost: Cost, *, note: bool = True) -> Steps:
     """Before the work on a set: announce its cost to the reporter in force when the rough time
     reaches its threshold, and return the :class:`Steps` that report the set's progress
-    (:data:`NO_STEPS` when nobody listens or the set is quick)."""
+    (:data:`NO_STEPS` when nobody listens or the set is quick). ``note=False``: the progress
+    only (the note was given before the metric started, by :func:`precheck`)."""
     rep = _REPORTER.get()
     if rep is None or cost.seconds < rep.above:
         return NO_STEPS
     label = _LABEL.get()
-    if rep.note is not None:
+    if note and rep.note is not None:
         rep.note(f"{label}: {cost.note()}" if label else cost.note())
     if rep.progress is None:
         return NO_STEPS

@@ -110,10 +110,8 @@ def vector_outcomes(name: str, params: dict[str, Any], inputs: Sequence[Any],
                 live.append(i)
                 continue
             try:
-                if memory.estimate(name, n, params) is not None:
+                if memory.has_cost(name):  # the metric's own cost, declared with it
                     memory.precheck(name, v, params)
-                else:
-                    memory.check(name, 4 * 8 * n * n, f"4 x a {n:,} x {n:,} matrix")
             except memory.MemoryLimitError as exc:
                 label = set_name(i)
                 raise (memory.for_set(exc, label) if label else exc) from None

@@ -93,6 +93,8 @@ class MetricSpec:
         order_invariant: Whether the value does not depend on the order of the responses
             (checked by :func:`divmeter.testing.check_metric`); ``False`` for metrics that
             read the responses in order (none of the built-in ones).
+        cost: The metric's declared cost, ``(n, params, items) -> Cost | None`` (see
+            :func:`register`), or ``None``.
     """
 
     name: str
@@ -113,6 +115,7 @@ class MetricSpec:
     order_invariant: bool = True
     fn: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
     batch_fn: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
+    cost: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
 
     def load(self) -> Callable[..., Any]:
         """The metric's public function (the rule for degenerate sets applied first)."""
@@ -280,6 +283,7 @@ def register(
     input: str = "texts",
     corpus: Any = None,
     order_invariant: bool = True,
+    cost: Callable[[int, Mapping[str, Any], Any], Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering a metric function under ``name``.
 
@@ -303,6 +307,12 @@ def register(
     (``corpus=ResponseMean`` for a per-response metric). Without one, corpus mode gathers the
     texts and scores them once. ``order_invariant=False`` says the value depends on the order of
     the responses.
+
+    ``cost`` declares what one set of ``n`` responses costs, in the metric's own module: a
+    function ``(n, params, items) -> memory.Cost | None`` (:mod:`divmeter.core.memory`; ``None``:
+    nothing large). The memory check before the work and the note of a large set use it, so
+    no metric is judged by another's formula; without one, a metric is assumed to build no
+    large array (unless an estimator of ``memory.ESTIMATORS`` names it).
 
     Example:
         >>> @register("demo-metric", family="form", granularity="set",
@@ -338,7 +348,12 @@ def register(
             corpus=corpus,
             order_invariant=order_invariant,
             fn=public,
+            cost=cost,
         )
+        if cost is not None:
+            from divmeter.core.memory import declare_cost
+
+            declare_cost(name, cost)
         return public
 
     return deco
