@@ -36,6 +36,8 @@ from typing import Any
 
 import pytest
 import typer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from divmeter.apps.cli import app, main
@@ -752,3 +754,80 @@ def test_no_value_reaches_the_terminal_raw(tmp_path: Path) -> None:
         assert code == 0, f"{what}: {err[-800:]}"
         assert not control.search(out), f"{what}: {out[:2000]!r}"
         assert "[/INST]" in out and "\\x1b]0;X\\x07" in out, f"{what}: {out[:2000]}"
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 34: every vector metric at scales of 1e+-200, qualities at the extremes (hypothesis)
+
+def _vector_metrics() -> list[str]:
+    from divmeter.engine.registry import list_metrics, vector_kernel
+
+    return [s.name for s in list_metrics() if vector_kernel(s.name) is not None]
+
+
+@pytest.mark.parametrize("metric", _vector_metrics())
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(4, 7), d=st.integers(3, 6),
+       power=st.sampled_from([-200, -180, -160, 154, 160, 200]))
+def test_every_vector_metric_at_extreme_scales(metric: str, seed: int, n: int, d: int,
+                                              power: int) -> None:
+    """Vectors scaled by 10^power (1e+-154 and beyond: their squares and Gram products leave
+    float64): a scale-free metric (the value at 3x equals the value at 1x) gives the value of
+    the unscaled vectors; any other gives a finite number within its bounds, the unscaled
+    value times the scale to its degree, or a null with its reason. Never NaN, never the
+    wrong cosine of 0fca95d (-0.0, 1.0, 0.0), never an exception."""
+    import math
+    import warnings
+
+    import numpy as np
+
+    import divmeter
+    from divmeter.engine.registry import get_metric
+
+    X = np.random.default_rng(seed).normal(size=(n, d))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the kernels' own warnings are not the question
+        base, triple, scaled = (divmeter.score(Y, metric) for Y in (X, 3 * X, X * 10.0**power))
+    if base.value is None:
+        assert scaled.value is None and scaled.reason, (scaled, base)
+        return
+    if scaled.value is None:  # a null says why
+        assert scaled.reason and ("float64" in scaled.reason or base.reason is None), scaled
+        free = triple.value is not None and math.isclose(triple.value, base.value,
+                                                         rel_tol=1e-7, abs_tol=1e-12)
+        assert not free, f"{metric} is scale-free but null at 1e{power}: {scaled.reason}"
+        return
+    assert math.isfinite(scaled.value), scaled
+    lo, hi = get_metric(metric).bounds
+    assert (lo is None or scaled.value >= lo - 1e-9) and (hi is None or scaled.value <= hi + 1e-9)
+    if triple.value is not None and math.isclose(triple.value, base.value, rel_tol=1e-7,
+                                                 abs_tol=1e-12):
+        assert scaled.value == pytest.approx(base.value, rel=1e-6, abs=1e-9), (metric, power)
+    else:
+        k = round(math.log(triple.value / base.value) / math.log(3))
+        assert math.log10(abs(scaled.value)) == pytest.approx(
+            math.log10(abs(base.value)) + k * power, abs=1e-6), (metric, power, k)
+
+
+@pytest.mark.embed
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(q=st.lists(st.one_of(st.floats(-1e308, 1e308, allow_nan=False, allow_infinity=False),
+                            st.sampled_from([0.0, 1e308, -1e308, 5e-324, 1.7976931348623157e308])),
+                  min_size=4, max_size=4))
+def test_novelty_utility_qualities_at_the_extremes(q: list[float]) -> None:
+    """Qualities anywhere in float64: a number in [0, max quality] (NoveltyBench's utility is
+    a weighted mean of them), or, with a negative one, a null that says so."""
+    import math
+    import warnings
+
+    import divmeter
+
+    texts = ["The cat sat.", "Stocks fell sharply today.", "The cat sat.", "Rain again."]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = divmeter.score(texts, "novelty-utility", quality="field", fields={"quality": q})
+    if min(q) < 0:
+        assert r.value is None and "is negative" in (r.reason or "")
+        return
+    assert r.value is not None and math.isfinite(r.value), r
+    assert 0.0 <= r.value <= max(q) * (1 + 1e-12)
