@@ -689,7 +689,7 @@ def test_the_cli_caps_are_the_library_caps() -> None:
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["compare", "{S}", "{S2}", "-c", "distinct-n", "--bootstrap", "-5", "-f", "json"],
-     "`--bootstrap` must be an integer >= 0; got -5."),
+     "--bootstrap must be an integer from 0 to 10,000,000; got -5."),
     (["score", "{SETS}", "-m", "vocd-d:samples=1000000000", "-f", "jsonl"],
      "`samples` of vocd-d must be at most 100000"),
     (["score", "{SETS}", "-m", "vocd-d:samples=1e20", "-f", "jsonl"],

@@ -185,7 +185,14 @@ def current_limit() -> int:
     if limit is not None:
         return limit
     env = os.environ.get(ENV)
-    return parse_memory(env) if env else DEFAULT_MAX_MEMORY
+    if not env:
+        return DEFAULT_MAX_MEMORY
+    try:
+        return parse_memory(env)
+    except InvalidInputError:
+        raise InvalidInputError(
+            f"${ENV} must be a size such as 4G, 512M or a number of bytes; got {env!r}. Set "
+            f"it right or unset it (default {format_bytes(DEFAULT_MAX_MEMORY)}).") from None
 
 
 @contextlib.contextmanager

@@ -713,6 +713,7 @@ EQUIVALENCE_PARAMS: dict[str, Param] = {
                    "openai:NAME; classifier/entailment: a local model folder",
                    alternative="glove"),
     "base_url": Param(str, allow_none=True, default=None, runtime=True,
+                      relation=lambda v, p: _server_url(p.get("model"), v),
                       doc="server API root for equivalence=judge (or openai:NAME embeddings)"),
     "label": Param(int, ge=0, allow_none=True, default=None, relation=_label_relation,
                    doc="classifier: the 'equivalent' label (none: 1, NoveltyBench's); "
@@ -727,6 +728,12 @@ EQUIVALENCE_PARAMS: dict[str, Param] = {
                          doc="keep every comparison [representative, i, score, same] in the "
                          "result's details (up to n (n - 1) / 2 of them; the value is the same)"),
 }
+
+
+def _server_url(model: Any, base_url: Any) -> str | None:
+    from divmeter.backends.http import server_url_problem
+
+    return server_url_problem(model, base_url)
 
 
 def _eq_options(params: Mapping[str, Any]) -> dict[str, Any]:

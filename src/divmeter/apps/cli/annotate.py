@@ -123,6 +123,9 @@ def serve_cmd(
     max_body: Annotated[int, typer.Option("--max-body",
         callback=capped(2**30, low=1), help="Largest request body in bytes.")]
     = 65536,
+    base_url: Annotated[str | None, typer.Option(
+        "--base-url", help="Where annotators reach the server, for the invite links of the "
+        "admin page (default: http://HOST:PORT).", show_default=False)] = None,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -136,7 +139,12 @@ def serve_cmd(
         raise InvalidInputError(f"--port must be from 1 to 65535; got {port}.")
     if max_body < 1024:
         raise InvalidInputError(f"--max-body must be at least 1024 bytes; got {max_body}.")
-    app = create_app(db, lease=lease_minutes * 60.0, max_body=max_body)
+    if base_url is not None and not base_url.startswith(("http://", "https://")):
+        raise InvalidInputError(f"--base-url must start with http:// or https://; got "
+                                f"{base_url!r}.")
+    shown = f"[{host}]" if ":" in host else host
+    app = create_app(db, lease=lease_minutes * 60.0, max_body=max_body,
+                     base_url=base_url or f"http://{shown}:{port}")
     _check_bindable(host, port)
     if not _is_loopback(host):
         _note(f"binding {host}: the study is reachable from other machines.")

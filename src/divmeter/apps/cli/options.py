@@ -100,7 +100,8 @@ VerboseOpt = Annotated[bool, typer.Option(
 def capped(cap: int, low: int | None = None) -> Any:
     """The callback of an integer option that counts something costly (resamples, workers,
     samples, tokens, ...): a value above ``cap`` (or below ``low``) is refused in one line
-    before the command runs ("`--bootstrap` must be at most 10,000,000; got 1,000,000,000.").
+    before the command runs ("--bootstrap must be an integer from 0 to 10,000,000; got
+    1,000,000,000.").
     Every integer option of the CLI declares one (``tests/test_hostile_sweep.py`` walks them);
     the cap is the callback's ``cap``.
 
@@ -115,10 +116,10 @@ def capped(cap: int, low: int | None = None) -> Any:
         name = max(param.opts, key=len) if param.opts else str(param.name)
         for v in value if isinstance(value, (list, tuple)) else [value]:
             shown = f"{v:,}" if abs(v) < 10**15 else f"a {len(str(abs(v)))}-digit number"
-            if low is not None and v < low:
-                raise InvalidInputError(f"`{name}` must be an integer >= {low}; got {shown}.")
-            if v > cap:
-                raise InvalidInputError(f"`{name}` must be at most {cap:,}; got {shown}.")
+            if (low is not None and v < low) or v > cap:
+                allowed = f"at most {cap:,}" if low is None else (
+                    f"an integer from {low:,} to {cap:,}")
+                raise InvalidInputError(f"{name} must be {allowed}; got {shown}.")
         return value
 
     check.cap = cap  # type: ignore[attr-defined]

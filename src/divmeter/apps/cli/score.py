@@ -214,10 +214,11 @@ def _guard(inputs: list[str], output: str | None, html: str | None, checkpoint: 
 
 def _set_max_memory(max_memory: str | None) -> None:
     """``--max-memory``: through the environment, so ``-j`` workers inherit the limit."""
-    if max_memory is not None:
-        from divmeter.core.memory import ENV, parse_memory
+    from divmeter.core.memory import ENV, current_limit, parse_memory
 
+    if max_memory is not None:
         os.environ[ENV] = str(parse_memory(max_memory))
+    current_limit()  # a bad $DIVMETER_MAX_MEMORY is refused before any work
 
 
 def _score(path: str, metric: list[str], dest: str | None, *, engine: str, address: str | None,

@@ -98,6 +98,7 @@ def evaluate(
         ...  for per_plan in evaluate([["a b", "a c"], []], resolve_metrics(["distinct-n:n=1"]))]
         [[0.75, None]]
     """
+    memory.current_limit()  # a bad $DIVMETER_MAX_MEMORY stops the run, not each set
     texts: tuple[tuple[str, ...], ...] | None = None
     errors: list[InvalidInputError | None] = []
     text_of: list[tuple[str, ...] | None] = []
