@@ -230,3 +230,176 @@ def test_novelty_utility_qualities_at_the_extremes() -> None:
         top = divmeter.score(texts, "novelty-utility", quality="field",
                              fields={"quality": [1e308] * 4})
     assert top.value == pytest.approx(1e308)
+
+
+# ------------------------------------------------------------------------------------------------
+# items 8, 12, 13, 15: refused before the run, in one line; never an internal error
+
+
+def _main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
+          ) -> tuple[int, str, str]:
+    from cli_util import run_main
+
+    return run_main(monkeypatch, capsys, *args)
+
+
+def test_an_npz_named_npy_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    import numpy as np
+
+    np.savez(tmp_path / "v.npz", a=np.ones((3, 4)))
+    (tmp_path / "v.npz").rename(tmp_path / "v.npy")
+    code, _, err = _main(monkeypatch, capsys, "score", str(tmp_path / "v.npy"), "-m",
+                         "diameter", "-f", "jsonl")
+    assert (code, err) == (2, "divmeter: error: v.npy: is not a .npy array but a NpzFile (an "
+                              ".npz archive?); save one array with numpy.save.\n")
+
+
+def test_a_npy_too_large_is_refused_from_its_header(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The header says one set of 2,048 x 256 float32 vectors: 8 MB as float64 with a working
+    copy, above a 4 MB limit: refused before the data is read (0fca95d read it twice and made a
+    float64 copy before its estimate refused it: a 6.9 GB peak for a 2 GiB file)."""
+    import numpy as np
+
+    np.save(tmp_path / "v.npy", np.ones((2048, 256), dtype=np.float32))
+    monkeypatch.setenv("DIVMETER_MAX_MEMORY", "4M")
+    code, _, err = _main(monkeypatch, capsys, "score", str(tmp_path / "v.npy"), "-m",
+                         "geo-mean-std", "-f", "jsonl")
+    assert code == 2
+    assert err.startswith("divmeter: error: vectors needs about 8.0 MB (one set of 2,048 x 256 "
+                          "vectors of v.npy as float64, and a working copy)")
+
+
+def test_strings_are_not_vectors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    sets = tmp_path / "s.jsonl"
+    sets.write_text('{"set_id": "a", "responses": ["x", "y"], "emb": [["1", "2"], ["3", "4"]]}\n')
+    code, _, err = _main(monkeypatch, capsys, "score", str(sets), "--vectors", "emb", "-m",
+                         "diameter", "-f", "jsonl")
+    assert code == 2 and err.endswith("must be an (n, d) array of numbers (one row per "
+                                      "response); got strings.\n"), err
+
+
+@pytest.mark.parametrize(("env", "metric", "message"), [
+    ({"DIVMETER_MAX_MEMORY": "abc"}, "vendi-ngram",
+     "$DIVMETER_MAX_MEMORY must be a size such as 4G, 512M or a number of bytes; got 'abc'."),
+    ({}, "distinct-k:device=cuda:99", "`device` of distinct-k is not available: torch sees"),
+    ({}, "distinct-k:model=openai:x", "`base_url` of distinct-k is needed by model='openai:x': "
+     "no server URL"),
+    ({}, "embedding-cosine:model=openai:x", "`base_url` of embedding-cosine is needed by"),
+])
+def test_a_run_that_cannot_work_is_refused_before_any_set(
+        env: dict[str, str], metric: str, message: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """0fca95d exited 0 with every set null and the same reason."""
+    pytest.importorskip("torch")
+    for var in ("DIVMETER_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    code, out, err = _main(monkeypatch, capsys, "score", str(EXAMPLE), "-m", metric, "-f",
+                           "jsonl")
+    assert (code, out) == (2, "") and message in err and len(err.splitlines()) == 1, err
+
+
+def _scores(path: Path, values: list[float], **extra: object) -> Path:
+    import json as _json
+
+    path.write_text("".join(_json.dumps({"set_id": f"s{i}", "prompt": f"p{i}", "m": v,
+                                         **extra}) + "\n" for i, v in enumerate(values)))
+    return path
+
+
+def test_compare_at_the_extremes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    a = _scores(tmp_path / "a.jsonl", [1e308, -1e308, 1e308])
+    b = _scores(tmp_path / "b.jsonl", [-1e308, 1e308, -1e308])
+    code, out, err = _main(monkeypatch, capsys, "compare", str(a), str(b), "-c", "m", "-f",
+                           "json")
+    assert (code, out) == (2, "")
+    assert "a difference beyond what the statistics can square in float64" in err
+    assert "internal error" not in err
+
+
+def test_compare_says_why_an_interval_is_null(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    import json as _json
+
+    a = _scores(tmp_path / "a.jsonl", [0.0, 0.1, 0.2])
+    b = _scores(tmp_path / "b.jsonl", [0.3, 0.2, 0.4])
+    code, out, err = _main(monkeypatch, capsys, "compare", str(a), str(b), "-c", "m", "-f",
+                           "json")
+    assert code == 0, err
+    row = _json.loads(out)["m"]
+    assert None in row["cohen_d_ci"]
+    assert row["details"]["reasons"]["cohen_d_ci"].startswith(
+        "undefined end(s) with 3 matched items: resamples whose differences are all equal")
+
+
+def test_compare_refuses_a_row_without_its_system(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    import json as _json
+
+    rows = [{"set_id": f"s{i}", "prompt": f"p{i % 2}", "responses": ["a b", "c d"],
+             "metadata": {"model": ["x", "y", None][i % 3] if i < 5 else "x"}}
+            for i in range(6)]
+    f = tmp_path / "by.jsonl"
+    f.write_text("".join(_json.dumps(r) + "\n" for r in rows))
+    code, out, err = _main(monkeypatch, capsys, "compare", str(f), "--by", "model", "--key",
+                           "prompt", "-m", "distinct-n", "-f", "json", "--bootstrap", "0")
+    assert (code, out) == (2, "")
+    assert err == ("divmeter: error: by.jsonl row 3 (set 's2'): field 'model' is empty; --by "
+                   "needs the system of every row (fill it in, or leave the row out).\n")
+
+
+def test_the_bootstrap_memory_hint_names_what_meta_commands_have() -> None:
+    from divmeter.core.errors import InvalidInputError
+    from divmeter.core.memory import memory_limit
+    from divmeter.studies.meta.stats import check_resample_memory
+
+    with memory_limit("1M"), pytest.raises(InvalidInputError) as exc:
+        check_resample_memory(10_000, 100_000, "--bootstrap")
+    assert "--max-memory" not in str(exc.value)
+    assert "DIVMETER_MAX_MEMORY=16G" in str(exc.value)
+
+
+# ------------------------------------------------------------------------------------------------
+# items 8 and 14: the annotation app
+
+
+def test_annotation_app_csrf_and_invite_links(tmp_path: Path) -> None:
+    """A non-ASCII CSRF token is a 403 (0fca95d: a TypeError and a 500); the admin's invite
+    links use the configured address, not the request's Host header."""
+    pytest.importorskip("starlette")
+    pytest.importorskip("multipart")
+    from starlette.testclient import TestClient
+
+    from divmeter.apps.web.app import create_app
+    from divmeter.apps.web.store import Store, create_study
+
+    db = tmp_path / "s.sqlite"
+    create_study(db, [ResponseSet(f"s{i}", ["one", "two", "three"], prompt="Hi?", label=i % 2)
+                      for i in range(3)], kind="abs", ratings=2, name="a")
+    store = Store(db)
+    client = TestClient(create_app(db, base_url="https://study.example.org"),
+                        raise_server_exceptions=False)
+    tok = store.invite("a", 1)[0]
+    page = client.get(f"/a/{tok}")
+    import re
+
+    assignment = re.search(r'name="assignment" value="(\d+)"', page.text).group(1)
+    r = client.post(f"/a/{tok}/warmup", data={"csrf": "é" * 43, "assignment": assignment,
+                                               "own_response": "me", "quality": "3"})
+    assert r.status_code == 403
+    admin = store.admin_token()
+    admin_page = client.get(f"/admin/{admin}")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', admin_page.text).group(1)
+    r = client.post(f"/admin/{admin}/invite/a", data={"csrf": csrf, "n": "1"},
+                    headers={"host": "evil.example"})
+    assert r.status_code == 200, r.text
+    links = re.findall(r"https?://[^\"<\s]+/a/[A-Za-z0-9_-]+", r.text)
+    assert links and all(x.startswith("https://study.example.org/a/") for x in links), links
+    assert "evil.example" not in r.text
