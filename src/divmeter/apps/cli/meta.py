@@ -64,7 +64,7 @@ NanOpt = Annotated[
 RoundOpt = Annotated[
     int | None,
     typer.Option("--round",
-                 callback=capped(100),
+                 callback=capped(15, low=0),  # float64 holds about 16 digits
         help="Round scores to this many decimals first (Tevet's CSVs hold 3).",
                  show_default=False),
 ]
