@@ -40,8 +40,8 @@ from divmeter.inputs.data.outputs import (
     same_file,
 )
 
-__all__ = ["guard_outputs", "report_folder", "is_stream", "write_whole", "written", "command_paths", "note_read",
-           "claim_write"]
+__all__ = ["guard_outputs", "report_folder", "is_stream", "write_whole", "written",
+           "command_paths", "note_read", "claim_write"]
 
 PathLike = str | os.PathLike[str]
 
