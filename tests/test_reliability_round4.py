@@ -285,7 +285,8 @@ def test_strings_are_not_vectors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 @pytest.mark.parametrize(("env", "metric", "message"), [
     ({"DIVMETER_MAX_MEMORY": "abc"}, "vendi-ngram",
      "$DIVMETER_MAX_MEMORY must be a size such as 4G, 512M or a number of bytes; got 'abc'."),
-    ({}, "distinct-k:device=cuda:99", "`device` of distinct-k is not available: torch sees"),
+    ({}, "distinct-k:device=cuda:99", "`device` of distinct-k is 'cuda:99', which is not "
+     "available here: torch sees"),
     ({}, "distinct-k:model=openai:x", "`base_url` of distinct-k is needed by model='openai:x': "
      "no server URL"),
     ({}, "embedding-cosine:model=openai:x", "`base_url` of embedding-cosine is needed by"),

@@ -61,7 +61,8 @@ def device_problem(device: Any, params: Any = None) -> str | None:
     try:
         resolve_device(device)
     except InvalidInputError as exc:
-        return "is " + str(exc).removeprefix(f"device {device!r} is ")
+        why = str(exc).removeprefix(f"device {device!r} is not available: ")
+        return f"is {device!r}, which is not available here: {why}"
     except ImportError:  # no torch: the run says which extra to install
         return None
     return None
