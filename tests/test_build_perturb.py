@@ -268,7 +268,7 @@ def test_cli_rndshuff_writes_sets_and_pairs_that_meta_pairwise_reads(tmp_path: P
          "--prefer must be source, perturbed or tie; got 'left'."),
         (["build", "rndshuff", "{missing}", "-o", "{out}"], "No such file or directory"),
         (["build", "para", "{sets}", "-o", "{out}", "--model", "m", "--k", "4"],
-         "--k must be 1, 2 or 3; got 4."),
+         "--k must be an integer from 1 to 3; got 4."),
         (["build", "para", "{sets}", "-o", "{out}", "--model", "m", "--base-url",
           "http://127.0.0.1:9/v1"], "Is the server running"),
     ],

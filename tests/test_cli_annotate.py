@@ -73,4 +73,4 @@ def test_counts_above_their_caps_are_refused(tmp_path, monkeypatch, capsys):
                     "--kind", "abs")[0] == 0
     code, out, err = run_main(monkeypatch, capsys, "annotate", "invite", str(db), "-n",
                               "100001")
-    assert code == 2 and "from 1 to 100,000 per call" in err and out == ""
+    assert code == 2 and "from 1 to 100,000" in err and out == ""  # the cap of -n

@@ -360,7 +360,7 @@ def test_cli_judge_dry_run_and_errors(server: FaultServer, tmp_path: Path,
                               "of strings (or an object with 'responses'); got str.")
     code, _, stderr = run_main(monkeypatch, capsys, "judge", str(pairs), "-o", str(out), "--model",
                             "m", "--base-url", server.url, "--samples", "0")
-    assert code == 2 and "`samples` of judge must be an integer >= 1; got 0." in stderr
+    assert code == 2 and "--samples must be an integer from 1 to 100; got 0." in stderr
 
 
 def test_cli_score_with_the_judge_metric(server: FaultServer, tmp_path: Path,

@@ -265,7 +265,8 @@ def test_threshold_changes_classes_and_signature() -> None:
     import divmeter
 
     loose = divmeter.score(PARAPHRASES, "distinct-k")
-    strict = divmeter.score(PARAPHRASES, "distinct-k", threshold=0.95)
+    strict = divmeter.score(PARAPHRASES, "distinct-k", threshold=0.95, comparisons=True)
+    assert "comparisons" not in loose.details  # kept only on request (issue 34)
     assert (loose.details["distinct"], strict.details["distinct"]) == (1, 4)
     assert "|thr:0.95|" in strict.signature
     # every recorded comparison is the cosine the decision was taken on

@@ -119,7 +119,7 @@ def test_distinct_k_over_the_judge_and_cached_rerun(server, tmp_path: Path) -> N
     texts = ["Red apples", "Red cherries", "Blue sea", "Blue sea", "Green grass"]
     kw = dict(equivalence="judge", model="openai:tiny", base_url=server.url,
               cache=str(tmp_path / "cache"), prompt="Name something coloured.")
-    r = divmeter.score(texts, "distinct-k", **kw)
+    r = divmeter.score(texts, "distinct-k", comparisons=True, **kw)
     assert r.details["labels"] == [0, 0, 1, 1, 2]
     assert r.value == pytest.approx(3 / 5)
     # identical responses (2 and 3) are decided without a request; 0 vs 1, 0 vs 2, 0 vs 4 and
@@ -130,7 +130,7 @@ def test_distinct_k_over_the_judge_and_cached_rerun(server, tmp_path: Path) -> N
     assert re.fullmatch(
         r"distinct-k\|eq:judge\|model:openai:tiny@127\.0\.0\.1:\d+/v1\|api:chat-logprobs\|"
         r"top:20\|tmpl:[0-9a-f]{8}\|orders:both\|ident:same\|thr:0\.5\|v:0\.1\.0", r.signature)
-    again = divmeter.score(texts, "distinct-k", **kw)
+    again = divmeter.score(texts, "distinct-k", comparisons=True, **kw)
     assert server.total == 8  # every answer came from the cache
     assert again.details == r.details
 
@@ -175,7 +175,7 @@ def test_judge_on_llama_server(llama_smollm2, tmp_path: Path) -> None:
     kw = dict(equivalence="judge", model=f"openai:{llama_smollm2.model}",
               base_url=llama_smollm2.url, cache=str(tmp_path / "cache"),
               prompt="Write one sentence.")
-    r = divmeter.score_many([texts], "distinct-k", **kw)[0]
+    r = divmeter.score_many([texts], "distinct-k", comparisons=True, **kw)[0]
     if r.value is None and llama_smollm2.process.poll() is not None:
         pytest.skip(f"llama.cpp's server died (exit {llama_smollm2.process.returncode}) "
                     f"answering a request: a build problem of llama-cpp-python, not divmeter's "
@@ -184,7 +184,7 @@ def test_judge_on_llama_server(llama_smollm2, tmp_path: Path) -> None:
     assert 1 <= r.details["distinct"] <= 3
     for _, _, p, same in r.details["comparisons"]:
         assert 0.0 <= p <= 1.0 and same == (p > 0.5)
-    again = divmeter.score_many([texts], "distinct-k", **kw)[0]
+    again = divmeter.score_many([texts], "distinct-k", comparisons=True, **kw)[0]
     assert again.details == r.details
 
 

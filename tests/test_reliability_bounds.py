@@ -67,8 +67,8 @@ def test_resampling_options_are_capped(args: list[str], scores: Path,
     args = [a.format(s=scores) for a in args]
     code, out, err = run_main(monkeypatch, capsys, "meta", *args, "-f", "json")
     assert code == 2 and out == "", err
-    assert err.splitlines()[-1].startswith("divmeter: error: `")
-    assert "must be at most 10,000,000; got 1,000,000,000." in err
+    assert err.splitlines()[-1].startswith("divmeter: error: ")
+    assert "to 10,000,000; got 1,000,000,000." in err  # the option's cap (issue 34)
 
 
 def test_resampling_memory_is_estimated_first(scores: Path, monkeypatch: pytest.MonkeyPatch,

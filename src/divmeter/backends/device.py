@@ -47,12 +47,33 @@ def valid_device(value: Any) -> bool:
     return isinstance(value, str) and _DEVICE_RE.match(value) is not None
 
 
+def device_problem(device: Any, params: Any = None) -> str | None:
+    """Why ``device`` cannot be used on this machine (a CUDA index it does not have, no Apple
+    GPU), or ``None``: the declared parameter's check, so a run is refused before any set
+    rather than each set nulled. ``cpu`` and ``auto`` need no look (nor torch).
+
+    Example:
+        >>> device_problem("cpu") is None
+        True
+    """
+    if not isinstance(device, str) or device in ("cpu", "auto") or not valid_device(device):
+        return None
+    try:
+        resolve_device(device)
+    except InvalidInputError as exc:
+        why = str(exc).removeprefix(f"device {device!r} is not available: ")
+        return f"is {device!r}, which is not available here: {why}"
+    except ImportError:  # no torch: the run says which extra to install
+        return None
+    return None
+
+
 DEVICE = Param(str, default="cpu", predicate=valid_device,
                expect="one of auto, cpu, cuda, cuda:N, mps",
                message="`{name}` of {metric} must be one of auto, cpu, cuda, cuda:N, mps; "
                "got {got}.",
                doc="where the model runs (auto: CUDA when present); not in the signature",
-               runtime=True)
+               runtime=True, relation=device_problem)
 DTYPE = Param(str, choices=DTYPES, default="float32",
               doc="model weights' dtype (in the signature unless float32)")
 

@@ -180,6 +180,24 @@ class _Final(Exception):
         self.message = message
 
 
+def server_url_problem(model: Any, base_url: Any) -> str | None:
+    """Why a server model (``openai:NAME``) cannot be reached with ``base_url`` (none given and
+    none in the environment, or not http(s)), or ``None``: checked with the parameters, so a
+    run is refused before any set rather than each set nulled.
+
+    Example:
+        >>> server_url_problem("minilm", None) is None
+        True
+    """
+    if not (isinstance(model, str) and model.startswith("openai:")):
+        return None
+    try:
+        resolve_base_url(base_url if isinstance(base_url, str) else None)
+    except InvalidInputError as exc:
+        return f"is needed by model={model!r}: {exc}"
+    return None
+
+
 def resolve_base_url(base_url: str | None) -> str:
     """``base_url``, else ``$DIVMETER_BASE_URL``, else ``$OPENAI_BASE_URL``, without a trailing
     slash; an error naming the option when none is given.

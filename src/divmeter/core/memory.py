@@ -17,6 +17,18 @@ The limit is ``DEFAULT_MAX_MEMORY`` = 4 GiB unless set: ``divmeter score --max-m
 the large arrays only (the matrices that grow as n^2), so they are lower bounds of the peak;
 Python's own overhead and the inputs come on top.
 
+**Each metric declares its own cost** next to its definition (issues 30 and 34):
+``Metric.cost(n, items) -> Cost | None`` (``items``: the set's texts or vectors when known;
+``None`` back: nothing large, no check; a function metric's ``register(..., cost=fn)`` with
+``fn(n, params, items)``), which the engine checks and announces before the work
+(:func:`plan`), so no metric is judged by another's formula: the linear geometry measures
+(``geo-mean-std``, ``span-centroid``, ``convex-hull-volume``, ``binned-entropy``) declare
+linear costs, the geometry measures that build ``n x n`` matrices their own multiple of
+``8 n^2``, and the partition metrics (``distinct-k``, ``novelty-utility``,
+``semantic-entropy``) their quadratic number of comparisons (with a note and progress, and the
+comparisons kept in the result only with ``comparisons=true``). The metrics below, not yet
+declared, keep the estimators of :data:`ESTIMATORS`.
+
 Estimates per metric (``n`` responses; ``d`` = 1,024 as a bound on an embedding's width):
 
 * ``vendi-ngram`` (checked inside the metric, after its linear-size feature matrix is built;
@@ -98,7 +110,8 @@ DEFAULT_MAX_MEMORY = 4 * 2**30
 #: Size of one block of a blocked pairwise computation (rows x n float64 entries).
 BLOCK_BYTES = 32 * 2**20
 
-_EMBED_DIM = 1024
+#: A bound on an embedding's width, for estimates made before the vectors exist.
+EMBED_DIM = _EMBED_DIM = 1024
 
 _LIMIT: ContextVar[int | None] = ContextVar("divmeter_max_memory", default=None)
 
@@ -170,7 +183,14 @@ def current_limit() -> int:
     if limit is not None:
         return limit
     env = os.environ.get(ENV)
-    return parse_memory(env) if env else DEFAULT_MAX_MEMORY
+    if not env:
+        return DEFAULT_MAX_MEMORY
+    try:
+        return parse_memory(env)
+    except InvalidInputError:
+        raise InvalidInputError(
+            f"${ENV} must be a size such as 4G, 512M or a number of bytes; got {env!r}. Set "
+            f"it right or unset it (default {format_bytes(DEFAULT_MAX_MEMORY)}).") from None
 
 
 @contextlib.contextmanager
@@ -219,12 +239,6 @@ ESTIMATORS: dict[str, Callable[[int, Mapping[str, Any]], tuple[int, str]]] = {
     "ngram-cosine": _square(3, "Gram"),
     "vendi-embedding": _vendi_embedding,
     "kmeans-inertia": _kmeans,
-    # the measures of metrics/geometry.py that build n x n distance or kernel matrices (its
-    # own check, after the encoder, asks the same 4 x 8 n^2; here it comes before the encoder)
-    **{name: _square(4, "distance or kernel") for name in (
-        "sum-pairwise-distance", "hamdiv", "diameter", "bottleneck", "sum-bottleneck",
-        "sum-diameter", "energy", "kth-neighbor-distance", "span-medoid", "renyi-entropy",
-        "dcscore", "log-determinant", "graph-entropy", "mst-dispersion")},
 }
 
 
@@ -271,8 +285,8 @@ max_memory=...).
 
 
 def precheck(metric: str, responses: Any, params: Mapping[str, Any], name: str = "") -> None:
-    """The pre-check of :data:`ESTIMATORS` for one set (before the metric starts); ``name``
-    names the set in the error."""
+    """The pre-check of :data:`ESTIMATORS` for one set (before the metric starts): the memory
+    against the limit, then the note of a large set; ``name`` names the set in the error."""
     est = ESTIMATORS.get(metric)
     if est is None or not hasattr(responses, "__len__"):
         return
@@ -470,15 +484,16 @@ class Steps:
 NO_STEPS = Steps("", None)
 
 
-def announce(cost: Cost) -> Steps:
+def announce(cost: Cost, *, note: bool = True) -> Steps:
     """Before the work on a set: announce its cost to the reporter in force when the rough time
     reaches its threshold, and return the :class:`Steps` that report the set's progress
-    (:data:`NO_STEPS` when nobody listens or the set is quick)."""
+    (:data:`NO_STEPS` when nobody listens or the set is quick). ``note=False``: the progress
+    only (the note was given before the metric started, by :func:`precheck`)."""
     rep = _REPORTER.get()
     if rep is None or cost.seconds < rep.above:
         return NO_STEPS
     label = _LABEL.get()
-    if rep.note is not None:
+    if note and rep.note is not None:
         rep.note(f"{label}: {cost.note()}" if label else cost.note())
     return progress(cost)
 

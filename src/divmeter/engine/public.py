@@ -79,8 +79,8 @@ def register(
     each a :class:`~divmeter.core.params.Param` (a bare value is an undeclared default); a
     ``Param`` whose default is left unset takes the function's; ``signature(**params)`` gives
     its signature (default: the name and every declared parameter that is not ``runtime``),
-    ``cost(n, params)`` its cost, ``corpus`` its corpus accumulator. The decorator returns the
-    metric's public function: the engine on one set (validation, the rule for degenerate sets,
+    ``cost(n, params, items)`` its cost (a :class:`~divmeter.core.memory.Cost` or ``None``),
+    ``corpus`` its corpus accumulator. The decorator returns the metric's public function: the engine on one set (validation, the rule for degenerate sets,
     then the function).
 
     Example:
@@ -183,7 +183,7 @@ class FunctionMetric(Metric):
 
     def cost(self, n: int, items: Sequence[Any] | None = None) -> Any:
         if self.cost_fn is not None:
-            return self.cost_fn(n, self.p)
+            return self.cost_fn(n, self.p, items)
         return memory.table_cost(self.name, n, self.p, items)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -75,7 +75,13 @@ FRIEDMAN = "Friedman & Dieng 2023, The Vendi Score (TMLR); order q: Pasarkar & D
 DU_BLACK = "Du & Black 2019, Boosting Dialog Response Generation (ACL), k-means inertia"
 BERTSCORE = "Zhang et al. 2020, BERTScore: Evaluating Text Generation with BERT (ICLR)"
 REMOTE_CLIQUE = "Chandra & Halldorsson 2001 (remote-clique dispersion), mean pairwise distance"
-BASE_URL = Param(str, allow_none=True, default=None, runtime=True,
+def _server_url(value: Any, params: Mapping[str, Any]) -> str | None:
+    from divmeter.backends.http import server_url_problem
+
+    return server_url_problem(params.get("model"), value)
+
+
+BASE_URL = Param(str, allow_none=True, default=None, runtime=True, relation=_server_url,
                  doc="server API root for model='openai:NAME' (/v1/embeddings)")
 BACKEND = Param(str, choices=("torch", "onnx"), default="torch",
                 doc="how a sentence model runs: torch (sentence-transformers) or onnx "

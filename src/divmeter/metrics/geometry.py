@@ -170,7 +170,8 @@ _ENCODER_DEFAULTS = {k: p.default for k, p in ENCODER.items()}
 
 
 def _seed_param() -> Param:
-    return Param(int, ge=0, default=42, doc="random state of UMAP (projection=umap only)",
+    return Param(int, ge=0, le=2**32 - 1, default=42,
+                 doc="random state of UMAP (projection=umap only)",
                  relation=lambda v, p: None if v == 42 or p.get("projection") == "umap"
                  else "applies to projection=umap only")
 
@@ -182,6 +183,12 @@ def _projection_param(dims_doc: str) -> Param:
 
 
 # ---------------------------------------------------------------------------- shared pieces
+
+
+#: The largest set whose ``n x n`` Gram matrix the linear measures build (128 MB): above,
+#: span-centroid, the PCA of binned-entropy and convex-hull-volume, and the squared norms work
+#: on the ``n x d`` vectors (linear memory; below, the Gram route, whose numbers are kept).
+GRAM_MAX = 4096
 
 
 class _Stack:
@@ -223,9 +230,13 @@ class _Stack:
 
     @property
     def sq(self) -> np.ndarray:
-        """``|x_i|^2`` of every row, ``(B, n)`` (the Gram diagonal)."""
+        """``|x_i|^2`` of every row, ``(B, n)`` (the Gram diagonal; for a set above
+        :data:`GRAM_MAX` whose Gram matrix is not built, from the vectors)."""
         if self._sq is None:
-            self._sq = np.diagonal(self.gram, axis1=-2, axis2=-1).copy()
+            if self._gram is None and self.arrays[0].shape[0] > GRAM_MAX:
+                self._sq = np.einsum("bij,bij->bi", self.X, self.X)
+            else:
+                self._sq = np.diagonal(self.gram, axis1=-2, axis2=-1).copy()
         return self._sq
 
     def subset(self, keep: Sequence[int]) -> _Stack:
@@ -321,6 +332,8 @@ def _pca(S: _Stack, dims: int) -> np.ndarray:
     scikit-learn's up to rounding. Eigenvalues below ``100 n eps`` of the largest (where the
     Gram form cannot resolve a singular value) count as 0: such a component scores 0.
     """
+    if S.arrays[0].shape[0] > GRAM_MAX:  # a large set: from the d x d covariance instead
+        return _pca_linear(S, dims)
     G = S.gram
     n = G.shape[-1]
     rows = G.mean(axis=-1, keepdims=True)
@@ -340,6 +353,28 @@ def _pca(S: _Stack, dims: int) -> np.ndarray:
     if k < dims:
         Y = np.concatenate([Y, np.zeros(Y.shape[:2] + (dims - k,))], axis=-1)
     return Y  # type: ignore[no-any-return]
+
+
+def _pca_linear(S: _Stack, dims: int) -> np.ndarray:
+    """:func:`_pca` of sets above :data:`GRAM_MAX`: the loadings from the eigenpairs of the
+    centred ``d x d`` scatter matrix, the scores ``X_c`` times them (linear in ``n``; the same
+    components, signs and zero floor)."""
+    out = []
+    for x in S.arrays:
+        n, d = x.shape
+        xc = x - x.mean(axis=0)
+        w, L = np.linalg.eigh(xc.T @ xc)
+        k = min(dims, n, d)
+        w, L = w[::-1][:k], L[:, ::-1][:, :k]
+        floor = 100 * n * _EPS * max(float(w[0]), 0.0) if k else 0.0
+        top = np.argmax(np.abs(L), axis=0)
+        signs = np.sign(L[top, np.arange(k)])
+        signs[signs == 0] = 1.0
+        y = (xc @ L) * signs * (w > floor)
+        if k < dims:
+            y = np.concatenate([y, np.zeros((n, dims - k))], axis=-1)
+        out.append(y)
+    return np.stack(out)
 
 
 def pca_project(X: np.ndarray, dims: int) -> np.ndarray:
@@ -520,7 +555,10 @@ def _k_span_centroid(S: _Stack, p: Mapping[str, Any]) -> list[Outcome]:
     """Distances to the centroid ``c`` from the Gram matrix (``x_i . c`` is the mean of row
     ``i``, ``|c|^2`` the mean of all); a set whose centroid or some distance is small next to
     the norms (where that form cancels) is computed from the vectors."""
-    G, sq, dist = S.gram, S.sq, p["distance"]
+    dist = p["distance"]
+    if S.arrays[0].shape[0] > GRAM_MAX:  # a large set: from the vectors, in linear memory
+        return _span_centroid_linear(S, p)
+    G, sq = S.gram, S.sq
     r = G.mean(axis=-1)
     cc = r.mean(axis=-1)
     exact = cc < 1e-6 * sq.mean(axis=-1)
@@ -539,6 +577,19 @@ def _k_span_centroid(S: _Stack, p: Mapping[str, Any]) -> list[Outcome]:
             zero[b] = True
             continue
         d[b] = _to_point(_Stack(x[None]), c[None], dist)[0]
+    values = np.percentile(d, p["percentile"], axis=-1)
+    return [(None, "the centroid is the zero vector: its cosine distance is undefined "
+             "(use distance=euclidean)", {}) if z else (float(v), None, {})
+            for v, z in zip(values, zero, strict=True)]
+
+
+def _span_centroid_linear(S: _Stack, p: Mapping[str, Any]) -> list[Outcome]:
+    """:func:`_k_span_centroid` of sets above :data:`GRAM_MAX`: the distances to the centroid
+    computed from the vectors (no ``n x n`` matrix)."""
+    C = S.X.mean(axis=1)
+    zero = ~np.any(C != 0, axis=-1) if p["distance"] == "cosine" else np.zeros(len(S), bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = _to_point(S, C, p["distance"])
     values = np.percentile(d, p["percentile"], axis=-1)
     return [(None, "the centroid is the zero vector: its cosine distance is undefined "
              "(use distance=euclidean)", {}) if z else (float(v), None, {})
@@ -739,7 +790,7 @@ MEASURES: dict[str, _Measure] = {
         _Measure("span-centroid", {**_D, "percentile": Param(
             float, ge=0, le=100, default=90.0, doc="percentile of the distances to the centroid")},
             _k_span_centroid, squares=0),
-        _Measure("kth-neighbor-distance", {**_D, "k": Param(int, ge=1, default=2,
+        _Measure("kth-neighbor-distance", {**_D, "k": Param(int, ge=1, cap=10**7, default=2,
                                                     doc="which nearest neighbour (1 = nearest)")},
                  _dist_kernel(_k_knn), min_n=lambda p: int(p["k"]) + 1),
         _Measure("convex-hull-volume", {
@@ -765,8 +816,8 @@ MEASURES: dict[str, _Measure] = {
             "eps": Param(float, gt=0, default=1e-6, doc="jitter added to the diagonal")},
             _k_logdet),
         _Measure("binned-entropy", {
-            "bins_x": Param(int, ge=1, default=5, doc="grid columns"),
-            "bins_y": Param(int, ge=1, default=5, doc="grid rows"),
+            "bins_x": Param(int, ge=1, cap=1000, default=5, doc="grid columns"),
+            "bins_y": Param(int, ge=1, cap=1000, default=5, doc="grid rows"),
             "normalization": Param(str, choices=("effective", "bins", "none"),
                                    default="effective",
                                    doc="divide by log(min(n, bins)) (effective), log(bins), or "
@@ -862,7 +913,8 @@ def geometry_values(name: str, arrays: Sequence[np.ndarray], params: Mapping[str
         else:
             out[i] = (None, why, {})
     for (n, _), idx in by_shape.items():
-        memory.check(name, 4 * 8 * n * n, f"4 x a {n:,} x {n:,} matrix")
+        if m.squares:  # the measure's own temporaries (a linear one has none of n x n)
+            memory.check(name, m.squares * 8 * n * n, f"{m.squares} x a {n:,} x {n:,} matrix")
         for part, S in _chunks(arrays, idx):
             bad = _bad_sets(S, check_zero, params.get("kernel") == "precomputed") \
                 if m.gram else {}
@@ -1003,13 +1055,43 @@ def _one(name: str, responses: Any, **params: Any) -> MetricResult:
     return _score_texts(name, [responses], params)[0]
 
 
+def measure_cost(name: str) -> Callable[[int, Mapping[str, Any], Any], Any]:
+    """The declared cost of a measure (``register(..., cost=...)``): ``squares x 8 n^2`` bytes
+    of ``n x n`` distance or kernel temporaries for the measures that build them; for the
+    linear ones (``squares=0``: geo-mean-std, span-centroid, convex-hull-volume,
+    binned-entropy), the vectors themselves and nothing to announce.
+
+    Example:
+        >>> measure_cost("diameter")(1000, {}, None).what
+        '4 x a 1,000 x 1,000 distance or kernel matrix'
+        >>> measure_cost("geo-mean-std")(30000, {}, None).needed
+        245760000
+    """
+    from divmeter.core import memory
+
+    squares = MEASURES[name].squares
+
+    def cost(n: int, params: Mapping[str, Any], items: Any) -> Any:
+        if squares:
+            return memory.Cost(name, n, squares * 8 * n * n,
+                               f"{squares} x a {n:,} x {n:,} distance or kernel matrix",
+                               n * (n - 1) // 2, 3 * n * n * memory.MATRIX_ENTRY_SECONDS,
+                               "score a random sample of the responses")
+        width = items.shape[1] if isinstance(items, np.ndarray) and items.ndim == 2 else (
+            memory.EMBED_DIM)
+        return memory.Cost(name, n, 8 * n * width, f"{n:,} vectors of {width}", 0,
+                           n * width * memory.FLOP_SECONDS)
+
+    return cost
+
+
 def _register(name: str, fn: Callable[..., MetricResult], *, bounds: tuple[float | None,
               float | None], citation: str, description: str) -> None:
     """Register ``fn`` with its batched text kernel and its precomputed-vector kernel."""
     m = MEASURES[name]
     register(name, family="content", granularity="set", higher_is_more_diverse=True,
              bounds=bounds, citation=citation, params={**m.params, **ENCODER},
-             description=description, extra="embed",
+             description=description, extra="embed", cost=measure_cost(name),
              # HAMDiv's greedy circuit starts at the first response: the order matters there
              order_invariant=name != "hamdiv")(fn)
 

@@ -120,6 +120,15 @@ _SCHEMAS: dict[str, dict[str, Param]] = {}
 _TOK_PARAMS = {"tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE}
 
 
+#: The largest window, segment or factor length of a per-response index, in tokens (a
+#: response is never longer; the values beyond are null at once, the work stays finite).
+MAX_TOKENS = 10**7
+#: The largest sample size of vocd-D, and the most tokens one response may draw in all
+#: (samples x trials x the sum of the sizes; the default draws 204,000).
+VOCD_MAX_SIZE = 10**5
+VOCD_MAX_DRAWS = 10**9
+
+
 def _register(name: str, *, higher: bool, bounds: tuple[float | None, float | None],
               citation: str, description: str, params: Mapping[str, Param] | None = None
               ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -785,7 +794,7 @@ def _msttr_compiled() -> Callable[..., np.ndarray]:
 
 @_register(
     "msttr", higher=True, bounds=(0.0, 1.0), citation=JOHNSON1944,
-    params={"segment": Param(int, ge=1, doc="segment length in tokens"),
+    params={"segment": Param(int, ge=1, cap=MAX_TOKENS, doc="segment length in tokens"),
             "convention": Param(str, choices=CONVENTIONS,
                                 doc="which segments count (drop-remainder: TAALED, "
                                 "lexical-diversity; drop-last, keep-remainder: lexicalrichness "
@@ -967,7 +976,8 @@ _MTLD_MA_PARAMS = {
     "factor": Param(str, choices=FACTOR_RULES,
                     doc="lt: a factor ends at TTR < threshold (lexical-diversity, TAALED); le: "
                     "at TTR <= threshold (lexicalrichness's MTLD)"),
-    "min_length": Param(int, ge=1, doc="tokens a factor needs at least (lexical-diversity: 10)"),
+    "min_length": Param(int, ge=1, cap=MAX_TOKENS,
+                        doc="tokens a factor needs at least (lexical-diversity: 10)"),
 }
 
 
@@ -1385,15 +1395,26 @@ def _vocd_values(enc: TokenKeys, min_size: int, max_size: int, samples: int, tri
     return out
 
 
+def _vocd_draws(trials: int, p: Mapping[str, Any]) -> str | None:
+    """The work of vocd-D per response bounded as a whole (each count is capped, and so is
+    their product)."""
+    lo, hi = p["min_size"], p["max_size"]
+    draws = p["samples"] * trials * (lo + hi) * max(hi - lo + 1, 0) // 2
+    if draws <= VOCD_MAX_DRAWS:
+        return None
+    return (f"with samples={p['samples']} over sizes {lo}..{hi} draws {draws:,} tokens per "
+            f"response, more than {VOCD_MAX_DRAWS:,}; use fewer samples, trials or sizes.")
+
+
 @_register(
     "vocd-d", higher=True, bounds=(0.0, None), citation=MCKEE2000,
     params={
-        "min_size": Param(int, ge=1, doc="smallest sample, in tokens"),
-        "max_size": Param(int, ge=1, doc="largest sample, in tokens",
+        "min_size": Param(int, ge=1, cap=VOCD_MAX_SIZE, doc="smallest sample, in tokens"),
+        "max_size": Param(int, ge=1, cap=VOCD_MAX_SIZE, doc="largest sample, in tokens",
                           relation=lambda v, p: None if v >= p["min_size"] else
                           f"must be >= min_size ({p['min_size']}); got {v!r}."),
-        "samples": Param(int, ge=1, doc="random samples of each size"),
-        "trials": Param(int, ge=1, doc="fits averaged"),
+        "samples": Param(int, ge=1, cap=10**5, doc="random samples of each size"),
+        "trials": Param(int, ge=1, cap=1000, doc="fits averaged", relation=_vocd_draws),
         "seed": Param(int, ge=0, doc="seed of the sampling (with each response's tokens)"),
         "sampling": Param(str, choices=SAMPLINGS,
                           doc="random: McKee et al.'s samples; expected: their exact mean"),

@@ -57,7 +57,8 @@ JUDGE_PARAMS: dict[str, Param] = {
                     doc="how the rating is read: text (parsed JSON answer), logprobs (from the "
                     "log-probabilities of the tokens 1-5 on /completions) or schema (a JSON "
                     "schema the server enforces)"),
-    "top_logprobs": Param(int, ge=1, default=20, doc="logprobs answers: most likely tokens "
+    "top_logprobs": Param(int, ge=1, cap=CAPS["top_logprobs"], default=20,
+                          doc="logprobs answers: most likely tokens "
                           "listed"),
 }
 

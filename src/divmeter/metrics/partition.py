@@ -508,10 +508,15 @@ def make_equivalence(
 
 
 def partition_many(sets: Sequence[Sequence[str]], equivalence: Equivalence,
-                   prompts: Sequence[str | None] | None = None) -> list[Partition | str]:
+                   prompts: Sequence[str | None] | None = None, *,
+                   comparisons: bool = True, steps: Any = None) -> list[Partition | str]:
     """Partition many sets with one equivalence test, in lock-step: each round asks every
     unfinished set's next comparison in one :meth:`Equivalence.decide` call (one embedding
     pass, one batch of model calls or concurrent HTTP requests).
+
+    ``comparisons=False`` keeps no record of the comparisons (``Partition.comparisons`` is
+    empty: up to ``n (n - 1) / 2`` of them per set); ``steps`` (a
+    :class:`divmeter.core.memory.Steps`) is told the comparisons made after each round.
 
     Returns:
         Per set, its :class:`Partition`, or the reason it could not be made (a comparison that
@@ -540,18 +545,23 @@ def partition_many(sets: Sequence[Sequence[str]], equivalence: Equivalence,
             pending[i] = next(gens[i])
         except StopIteration as stop:
             finish(i, stop.value)
+    done = 0
     while pending:
         keys = list(pending)
         p = [None if prompts is None else prompts[i] for i in keys]
         verdicts = equivalence.decide(
             [(p[j], sets[i][pending[i][0]], sets[i][pending[i][1]]) for j, i in enumerate(keys)])
+        done += len(keys)
+        if steps is not None:
+            steps(done)
         for i, v in zip(keys, verdicts, strict=True):
             rep, new = pending.pop(i)
             if v.same is None:
                 results[i] = f"comparison of responses {rep} and {new} failed: {v.reason}"
                 gens[i].close()
                 continue
-            logs[i].append((rep, new, v.score, v.same))
+            if comparisons:
+                logs[i].append((rep, new, v.score, v.same))
             try:
                 pending[i] = gens[i].send(v.same)
             except StopIteration as stop:
@@ -627,7 +637,12 @@ def utility_value(labels: Sequence[int], qualities: Sequence[float] | None = Non
             seen.add(c)
             novel[i] = 1.0
     w = np.power(float(patience), np.arange(k, dtype=np.float64))  # 0**0 = 1
-    return float((w * novel * u).sum() / w.sum())
+    with np.errstate(over="ignore", invalid="ignore"):
+        value = float((w * novel * u).sum() / w.sum())
+    if not math.isfinite(value) and np.isfinite(u).all():  # the sum overflowed (u ~ 1e308):
+        top = float(np.abs(u).max())  # the same weighted mean, of qualities scaled to <= 1
+        value = float((w / w.sum() * novel * (u / top)).sum()) * top
+    return value
 
 
 def entropy_value(labels: Sequence[int], logprobs: Sequence[float] | None = None,
@@ -698,6 +713,7 @@ EQUIVALENCE_PARAMS: dict[str, Param] = {
                    "openai:NAME; classifier/entailment: a local model folder",
                    alternative="glove"),
     "base_url": Param(str, allow_none=True, default=None, runtime=True,
+                      relation=lambda v, p: _server_url(p.get("model"), v),
                       doc="server API root for equivalence=judge (or openai:NAME embeddings)"),
     "label": Param(int, ge=0, allow_none=True, default=None, relation=_label_relation,
                    doc="classifier: the 'equivalent' label (none: 1, NoveltyBench's); "
@@ -708,7 +724,16 @@ EQUIVALENCE_PARAMS: dict[str, Param] = {
                    doc="the judge's request cache: default, none or a folder"),
     "device": DEVICE,
     "dtype": DTYPE,
+    "comparisons": Param(bool, default=False, runtime=True,
+                         doc="keep every comparison [representative, i, score, same] in the "
+                         "result's details (up to n (n - 1) / 2 of them; the value is the same)"),
 }
+
+
+def _server_url(model: Any, base_url: Any) -> str | None:
+    from divmeter.backends.http import server_url_problem
+
+    return server_url_problem(model, base_url)
 
 
 def _eq_options(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -720,21 +745,74 @@ def _check_sets(sets: Sequence[Sequence[str]]) -> list[list[str]]:
     return [as_texts(s) for s in sets]
 
 
+#: Rough seconds per comparison of each equivalence on one CPU core (the embedding one measured
+#: on the project's machine: 3,000 responses, 4.5 million comparisons in 62 s), and per text
+#: encoded by the embedding one; the others are one model call or one server request (both
+#: orders or directions) per comparison.
+COMPARISON_SECONDS = {"embedding": 1.4e-5, "classifier": 2e-2, "entailment": 4e-2,
+                      "judge": 0.5, "callable": 1e-6}
+ENCODE_SECONDS = 5e-3
+#: Bytes of one comparison kept in a result (``comparisons=true``: a list of four numbers).
+COMPARISON_BYTES = 280
+
+
+def partition_cost(metric: str) -> Callable[[int, Mapping[str, Any], Any], Any]:
+    """The declared cost of a partition metric on a set of ``n`` responses: up to
+    ``n (n - 1) / 2`` comparisons (every response new; ``n - 1`` when all are equivalent),
+    the embeddings, and the comparisons themselves when kept (``comparisons=true``).
+
+    Example:
+        >>> c = partition_cost("distinct-k")(10_000, {}, None)
+        >>> c.pairs, c.what
+        (49995000, 'the embeddings of 10,000 responses')
+    """
+    from divmeter.core import memory
+
+    def cost(n: int, params: Mapping[str, Any], items: Any) -> Any:
+        eq = params.get("equivalence", "embedding")
+        pairs = n * (n - 1) // 2
+        needed, what = 4 * 384 * n, f"the embeddings of {n:,} responses"
+        if params.get("comparisons", False):
+            needed += COMPARISON_BYTES * pairs
+            what += f" and up to {pairs:,} comparisons kept in the result"
+        seconds = pairs * COMPARISON_SECONDS.get(str(eq), 1e-3) + (
+            n * ENCODE_SECONDS if eq == "embedding" else 0.0)
+        cheaper = ("score a random sample of the responses" if eq == "embedding" else
+                   "equivalence=embedding (no model call per pair), or score a random sample")
+        return memory.Cost(f"{metric} (equivalence={eq})", n, needed, what, pairs, seconds,
+                           cheaper)
+
+    return cost
+
+
 def _partitions(metric: str, sets: list[list[str]], prompts: Sequence[str | None],
                 params: Mapping[str, Any]) -> tuple[Equivalence, list[Partition | str]]:
+    from divmeter.core import memory
+
     eq = make_equivalence(params.get("equivalence", "embedding"), **_eq_options(params))
     live = [i for i, s in enumerate(sets) if len(s) >= 1]
-    parts = partition_many([sets[i] for i in live], eq, [prompts[i] for i in live])
+    costs = [partition_cost(metric)(len(sets[i]), params, None) for i in live]
+    steps = memory.NO_STEPS
+    if costs:  # progress over the comparisons (the note came before, from the declared cost)
+        whole = memory.Cost(costs[0].metric, sum(c.n for c in costs), 0, "",
+                            sum(c.pairs for c in costs), sum(c.seconds for c in costs))
+        steps = memory.announce(whole, note=False)
+        steps.stage("comparisons (at most)", whole.pairs)
+    parts = partition_many([sets[i] for i in live], eq, [prompts[i] for i in live],
+                           comparisons=bool(params.get("comparisons", False)), steps=steps)
     out: list[Partition | str] = ["empty set"] * len(sets)
     for i, p in zip(live, parts, strict=True):
         out[i] = p
     return eq, out
 
 
-def _partition_details(p: Partition) -> dict[str, Any]:
-    return {"distinct": p.distinct, "k": len(p.labels), "labels": list(p.labels),
-            "classes": [list(c) for c in p.classes],
-            "comparisons": [list(c) for c in p.comparisons]}
+def _partition_details(p: Partition, comparisons: bool = False) -> dict[str, Any]:
+    """The partition in a result's details; every comparison only when asked for."""
+    out = {"distinct": p.distinct, "k": len(p.labels), "labels": list(p.labels),
+           "classes": [list(c) for c in p.classes]}
+    if comparisons:
+        out["comparisons"] = [list(c) for c in p.comparisons]
+    return out
 
 
 def _field(fields: Mapping[str, Any] | None, name: str, k: int, metric: str) -> list[float]:
@@ -766,7 +844,7 @@ def _register(name: str, **info: Any) -> Callable[[Callable[..., Any]], Callable
     content metric, higher is more diverse, and it needs the ``embed`` extra (the default
     equivalence is the embedding one)."""
     return register(name, family="content", granularity="set", higher_is_more_diverse=True,
-                    extra="embed", **info)
+                    extra="embed", cost=partition_cost(name), **info)
 
 
 FIELDS = Param(dict, allow_none=True, default=None,
@@ -792,7 +870,7 @@ def distinct_k(
     responses: Sequence[str], *, equivalence: str = "embedding", threshold: float | None = None,
     model: str = "minilm", base_url: str | None = None, label: int | None = None,
     prompt: str | None = None, cache: str = "default", device: str = "cpu",
-    dtype: str = "float32",
+    dtype: str = "float32", comparisons: bool = False,
 ) -> MetricResult:
     """Functional diversity: the number of equivalence classes over the number of responses.
 
@@ -806,9 +884,10 @@ def distinct_k(
             equivalence test (:data:`EQUIVALENCE_PARAMS`, :func:`make_equivalence`).
 
     Returns:
-        MetricResult with ``details``: ``distinct``, ``k``, ``labels``, ``classes``,
-        ``comparisons`` (``[representative, i, score, same]``). ``value`` is ``None`` with the
-        reason when a comparison failed (the judge's server).
+        MetricResult with ``details``: ``distinct``, ``k``, ``labels``, ``classes`` (and with
+        ``comparisons=True``, ``comparisons``: ``[representative, i, score, same]`` of every
+        comparison made). ``value`` is ``None`` with the reason when a comparison failed (the
+        judge's server).
 
     Example:
         >>> r = distinct_k(["The cat sat.", "The cat sat.", "Stocks fell sharply today."])
@@ -817,7 +896,8 @@ def distinct_k(
     """
     return distinct_k_many([responses], equivalence=equivalence, threshold=threshold,
                            model=model, base_url=base_url, label=label, prompt=prompt,
-                           cache=cache, device=device, dtype=dtype)[0]
+                           cache=cache, device=device, dtype=dtype,
+                           comparisons=comparisons)[0]
 
 
 @register_batch("distinct-k")
@@ -832,7 +912,8 @@ def distinct_k_many(sets: Sequence[Sequence[str]], **params: Any) -> list[Metric
             out.append(undefined("distinct-k", sig, p))
         else:
             out.append(MetricResult("distinct-k", p.distinct / len(p.labels), sig,
-                                    details=_partition_details(p)))
+                                    details=_partition_details(
+                                        p, bool(params.get("comparisons", False)))))
     return out
 
 
@@ -873,7 +954,8 @@ def _quality_relation(value: Any, params: Mapping[str, Any]) -> str | None:
                                "quality=rm: a local reward-model folder"),
         "rm_scale": Param(str, choices=("novelty-bench", "raw"), default="novelty-bench",
                           doc="quality=rm: NoveltyBench's thresholds to 1-10 (set for "
-                          "Skywork-Reward-Gemma-2-27B-v0.2) or the raw reward"),
+                          "Skywork-Reward-Gemma-2-27B-v0.2) or the raw reward (a set with a "
+                          "negative one is null: a repeat counts 0)"),
         "fields": FIELDS,
     },
     description="NoveltyBench's utility_k: patience-discounted quality of the generations "
@@ -886,6 +968,7 @@ def novelty_utility(
     equivalence: str = "embedding", threshold: float | None = None, model: str = "minilm",
     base_url: str | None = None, label: int | None = None, prompt: str | None = None,
     cache: str = "default", device: str = "cpu", dtype: str = "float32",
+    comparisons: bool = False,
 ) -> MetricResult:
     """NoveltyBench's cumulative utility of the set's generations, in order (:func:`utility_value`).
 
@@ -918,7 +1001,8 @@ def novelty_utility(
     params = dict(patience=patience, quality=quality, quality_field=quality_field,
                   quality_model=quality_model, rm_scale=rm_scale, equivalence=equivalence,
                   threshold=threshold, model=model, base_url=base_url, label=label,
-                  prompt=prompt, cache=cache, device=device, dtype=dtype)
+                  prompt=prompt, cache=cache, device=device, dtype=dtype,
+                  comparisons=comparisons)
     eq, parts = _partitions("novelty-utility", [texts], [prompt], params)
     sig = _utility_signature(eq, params)
     p = parts[0]
@@ -927,10 +1011,16 @@ def novelty_utility(
     q = _qualities(texts, prompt, params, fields)
     if isinstance(q, str):
         return undefined("novelty-utility", sig, q)
+    low = next((j for j, u in enumerate(q or ()) if u < 0), None)
+    if low is not None and q is not None:  # a repeat is worth 0: qualities start at 0
+        return undefined("novelty-utility", sig, (
+            f"quality {q[low]!r} of response {low} is negative; the utility counts a repeat as "
+            "0, so qualities must be >= 0 (NoveltyBench's 1-10 scale: rm_scale=novelty-bench, "
+            "or shift the field's values)"))
     value = utility_value(p.labels, q, patience)
     novel = [int(p.classes[lab][0] == i) for i, lab in enumerate(p.labels)]
     return MetricResult("novelty-utility", value, sig, details={
-        **_partition_details(p), "qualities": q, "novel": novel})
+        **_partition_details(p, comparisons), "qualities": q, "novel": novel})
 
 
 def _utility_signature(eq: Equivalence, params: Mapping[str, Any]) -> str:
@@ -1025,12 +1115,13 @@ def _base(base: Any) -> tuple[float, str]:
         "logprob_field": Param(str, default="logprobs",
                                doc="the set's field holding each response's sequence "
                                "log-probability (estimator=weighted)"),
+        # a base below 1 turns every entropy negative (outside [0, inf)): refused
         "base": Param(float, default="e", alternative="bits",
-                      doc="logarithm base: e (nats), bits, or a number",
+                      doc="logarithm base: e (nats), bits, or a number > 1",
                       predicate=lambda b: b in ("e", "nats", "bits") or (
                           isinstance(b, (int, float)) and not isinstance(b, bool)
-                          and 0 < b < float("inf") and b != 1),
-                      expect="'e', 'bits' or a number > 0 other than 1"),
+                          and 1 < b < float("inf")),
+                      expect="'e', 'bits' or a number > 1"),
         "fields": FIELDS,
     },
     description="Entropy over classes of equivalent responses (semantic entropy): class sizes, "
@@ -1042,6 +1133,7 @@ def semantic_entropy(
     equivalence: str = "embedding", threshold: float | None = None, model: str = "minilm",
     base_url: str | None = None, label: int | None = None, prompt: str | None = None,
     cache: str = "default", device: str = "cpu", dtype: str = "float32",
+    comparisons: bool = False,
 ) -> MetricResult:
     """Semantic entropy of a set (Kuhn, Gal & Farquhar 2023): partition the responses into
     meaning classes, then ``-sum_c p(c) log p(c)`` (:func:`entropy_value`).
@@ -1074,7 +1166,8 @@ def semantic_entropy(
     texts = as_texts(responses)
     b, blabel = _base(base)
     params = dict(equivalence=equivalence, threshold=threshold, model=model, base_url=base_url,
-                  label=label, prompt=prompt, cache=cache, device=device, dtype=dtype)
+                  label=label, prompt=prompt, cache=cache, device=device, dtype=dtype,
+                  comparisons=comparisons)
     eq, parts = _partitions("semantic-entropy", [texts], [prompt], params)
     sig = make_signature("semantic-entropy", **dict(eq.items()), est=estimator,
                          lp=logprob_field if estimator == "weighted" else None, base=blabel)
@@ -1085,4 +1178,4 @@ def semantic_entropy(
         if estimator == "weighted" else None
     h, probs = entropy_value(p.labels, lp, b)
     return MetricResult("semantic-entropy", h, sig, details={
-        **_partition_details(p), "class_probabilities": probs.tolist()})
+        **_partition_details(p, comparisons), "class_probabilities": probs.tolist()})

@@ -17,6 +17,7 @@ import numpy as np
 
 from divmeter.core._optional import require
 from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.data.paths import write_whole, written
 
 _HIGH, _LOW = "#1f77b4", "#ff7f0e"  # the class colours of divmeter.report.plots
 
@@ -48,7 +49,9 @@ def _finish(fig: Any, title: str | None, path: str | Path | None, dpi: int) -> A
         fig.suptitle(title)
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path, dpi=dpi)
+        fmt = Path(path).suffix.lstrip(".").lower() or "png"
+        with written(path) as tmp:  # whole, and never over a file the command read
+            fig.savefig(tmp, dpi=dpi, format=fmt)
     return fig
 
 
@@ -229,6 +232,12 @@ def plot_decan_confound(
     return _finish(fig, title, path, 100)
 
 
+def confound_report_files(out_dir: str | Path, *, plots: bool = True) -> list[Path]:
+    """The files :func:`write_confound_report` writes (checked before anything is written)."""
+    out = Path(out_dir)
+    return [out / "report.json", out / "report.md", *([out / "confound.png"] if plots else [])]
+
+
 def write_confound_report(result: Any, out_dir: str | Path, *, info: Mapping[str, Any],
                           title: str, plots: bool = True) -> list[Path]:
     """Write the appendix-E confound report: ``report.json`` (settings, results, input),
@@ -251,8 +260,8 @@ def write_confound_report(result: Any, out_dir: str | Path, *, info: Mapping[str
            "divmeter_version": __version__, "settings": result.settings,
            "results": {**result.to_dict(), "input": dict(info)}, "extra": {}}
     files = [out / "report.json", out / "report.md"]
-    files[0].write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    files[1].write_text(result.markdown(title=title), encoding="utf-8")
+    write_whole(files[0], json.dumps(doc, indent=2, allow_nan=False) + "\n")
+    write_whole(files[1], result.markdown(title=title))
     if plots:
         fig = plot_decan_confound(result, path=out / "confound.png", title=title)
         files.append(out / "confound.png")

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from divmeter.inputs.data.lines import display_name, loads, read_text
+from divmeter.inputs.data.paths import write_whole
 from divmeter.core.errors import InvalidInputError
 from divmeter.report.panels import (
     TEXTS_JS,
@@ -438,7 +439,7 @@ def score_report(results: Sequence[str | os.PathLike[str]], out: str | os.PathLi
     page = _page(title, _subtitle([os.fspath(s) for s in results]),
                  _score_sections(records, cols, sigs, texts))
     p = Path(out)
-    p.write_text(page, encoding="utf-8")
+    write_whole(p, page)  # whole, and never over a file the command read
     return p
 
 
@@ -507,7 +508,7 @@ def meta_report(result: Any, out: str | os.PathLike[str], *, source: str,
     command = "compare" if result.protocol == "compare" else f"meta {result.protocol}"
     page = _page(f"divmeter {command}", _subtitle([source]), sections)
     p = Path(out)
-    p.write_text(page, encoding="utf-8")
+    write_whole(p, page)  # whole, and never over a file the command read
     return p
 
 
@@ -554,7 +555,7 @@ def report_from_files(results: Sequence[str | os.PathLike[str]], out: str | os.P
         raise InvalidInputError("no records to report: the results are empty.")
     page = _page(title, _subtitle([os.fspath(s) for s in results]), sections)
     p = Path(out)
-    p.write_text(page, encoding="utf-8")
+    write_whole(p, page)  # whole, and never over a file the command read
     return p
 
 
@@ -633,5 +634,5 @@ def text_report(markdown: str, out: str | os.PathLike[str], *, title: str, sourc
     check_destination(out)
     page = _page(title, _subtitle([source]), [f"<section>{markdown_html(markdown)}</section>"])
     p = Path(out)
-    p.write_text(page, encoding="utf-8")
+    write_whole(p, page)  # whole, and never over a file the command read
     return p

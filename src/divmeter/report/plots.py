@@ -82,10 +82,15 @@ def _finish(fig: Any, ax: Any, title: str, path: str | os.PathLike[str], dpi: in
 
 
 def _save(fig: Any, path: str | os.PathLike[str], dpi: int) -> Path:
+    from divmeter.inputs.data.paths import written
+
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=dpi, format="png")
-    _plt().close(fig)
+    try:
+        with written(out) as tmp:  # whole, and never over a file the command read
+            fig.savefig(tmp, dpi=dpi, format="png")
+    finally:
+        _plt().close(fig)
     return out
 
 

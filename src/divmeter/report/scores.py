@@ -90,14 +90,16 @@ def records_markdown(records: Sequence[Mapping[str, Any]], columns: Sequence[str
         >>> print(records_markdown(recs, ["ttr"], has_label=False).splitlines()[0])
         | row | set_id | ttr ↑ |
     """
+    from divmeter.report.terminal import md_cell, printable
+
     keys = _keys(records, columns, has_label, metadata)
     head = keys + [f"{c} {_facts(c, plans)[0]}".rstrip() for c in columns]
-    lines = ["| " + " | ".join(head) + " |",
+    lines = ["| " + " | ".join(md_cell(h) for h in head) + " |",
              "|" + "|".join("---:" if h in ("row", "label") or i >= len(keys) else "---"
                             for i, h in enumerate(head)) + "|"]
     for r in records:
         cells = [format_score(r.get(k)) for k in keys] + [format_score(r.get(c)) for c in columns]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append("| " + " | ".join(md_cell(c) for c in cells) + " |")
     lines += ["", "↑: higher = more diverse; ↓: lower = more diverse. Ranges: "
               + "; ".join(f"{c} {_facts(c, plans)[1]}" for c in columns if _facts(c, plans)[1])
               + "."]
@@ -107,13 +109,13 @@ def records_markdown(records: Sequence[Mapping[str, Any]], columns: Sequence[str
     if summary:
         lines += ["", "| metric | mean | std | count | nulls |", "|---|---:|---:|---:|---:|"]
         for name, s in summary["metrics"].items():
-            lines.append(f"| {name} | {format_score(s['mean'])} | {format_score(s['std'])} | "
-                         f"{s['count']} | {s['nulls']} |")
+            lines.append(f"| {md_cell(name)} | {format_score(s['mean'])} | "
+                         f"{format_score(s['std'])} | {s['count']} | {s['nulls']} |")
         sigs = [(n, s.get("signature")) for n, s in summary["metrics"].items()
                 if s.get("signature")]
         if sigs:
             lines += [""] + [f"- `{n}`: `{sig}`" for n, sig in sigs]
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines), lines=True) + "\n"
 
 
 def records_table(records: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
@@ -123,7 +125,7 @@ def records_table(records: Sequence[Mapping[str, Any]], columns: Sequence[str], 
     then its legend). Set ids and values are never split across lines."""
     from rich.text import Text
 
-    from divmeter.report.terminal import folded_tables
+    from divmeter.report.terminal import folded_tables, printable
 
     keys = _keys(records, columns, has_label, metadata)
     cells = [[str(r.get(k)) if k in ("row", "set_id") else format_score(r.get(k)) for k in keys]
@@ -144,18 +146,20 @@ def records_table(records: Sequence[Mapping[str, Any]], columns: Sequence[str], 
         name = f"[{i + 1}] {c}" if numbered else c
         legend.append(f"{name}: " + ("higher" if arrow == "↑" else "lower" if arrow == "↓"
                                       else "?") + f" = more diverse, range {rng or '?'}")
-    out.append(Text("\n".join(legend), style="dim", no_wrap=True, overflow="ignore"))
+    out.append(Text(printable("\n".join(legend), lines=True), style="dim", no_wrap=True,
+                    overflow="ignore"))
     reasons = null_reasons(records)
     if reasons:
-        out.append(Text("null values:\n" + "\n".join(f"  {k} (x{n})"
-                                                     for k, n in reasons.items()),
-                        style="dim"))
+        out.append(Text(printable("null values:\n" + "\n".join(
+            f"  {k} (x{n})" for k, n in reasons.items()), lines=True), style="dim"))
     return out
 
 
 def summary_table(stats: Mapping[str, Any], plans: Sequence[Any] | None = None) -> list[Any]:
     """The ``--summary`` table (metric, mean, std, count, nulls) and the signatures below it."""
     from rich.table import Table
+
+    from divmeter.report.terminal import cell
 
     table = Table(title=f"summary over {stats['sets']} sets", title_justify="left", box=None,
                   pad_edge=False, header_style="bold")
@@ -165,7 +169,7 @@ def summary_table(stats: Mapping[str, Any], plans: Sequence[Any] | None = None) 
     sigs = []
     for name, s in stats["metrics"].items():
         arrow = _facts(name, plans)[0]
-        table.add_row(f"{name} {arrow}".rstrip(), format_score(s["mean"]),
+        table.add_row(cell(f"{name} {arrow}".rstrip()), format_score(s["mean"]),
                       format_score(s["std"]), str(s["count"]), str(s["nulls"]))
         if s.get("signature"):
             sigs.append(f"{name}: {s['signature']}")

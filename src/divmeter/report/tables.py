@@ -171,13 +171,15 @@ def markdown_table(result: ProtocolResult, *, title: str | None = None) -> str:
         >>> print(markdown_table(r).splitlines()[2])
         | m | 0.894 | 1.000 | 1.000 | 1.000 | 4 | 0 |
     """
+    from divmeter.report.terminal import md_cell, printable
+
     header, rows = _rows(result)
     lines = []
     if title:
-        lines += [f"### {title}", ""]
-    lines.append("| " + " | ".join(header) + " |")
+        lines += [f"### {printable(title)}", ""]
+    lines.append("| " + " | ".join(md_cell(h) for h in header) + " |")
     lines.append("|" + "|".join("---" for _ in header) + "|")
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines += ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in rows]
     settings = ", ".join(f"{k}: {format_value(v)}" for k, v in result.settings.items())
     lines += ["", f"Settings: {settings}", ""]
     lines += [f"- `{name}`: `{res.signature}`" for name, res in result.results.items()]
@@ -190,9 +192,9 @@ def markdown_table(result: ProtocolResult, *, title: str | None = None) -> str:
     if result.protocol == "stages" and "stages" in result.extra:
         lines += ["", "| stage | mean | std | n |", "|---|---|---|---|"]
         for s, v in result.extra["stages"].items():
-            lines.append(f"| {s} | {format_value(v['mean'])} | {format_value(v['std'])} | "
-                         f"{v['n']} |")
-    return "\n".join(lines) + "\n"
+            lines.append(f"| {md_cell(s)} | {format_value(v['mean'])} | "
+                         f"{format_value(v['std'])} | {v['n']} |")
+    return printable("\n".join(lines), lines=True) + "\n"
 
 
 def rich_table(result: ProtocolResult, *, title: str | None = None, width: int = 80

@@ -4,6 +4,11 @@ Set ids, numbers and signatures are never split across lines: a table that does 
 terminal is folded by whole columns (the key columns repeat in each part, like a wide data
 frame), and a signature prints whole on its own line (a long one overflows the terminal rather
 than wraps). No printed line ends in spaces.
+
+Every value that reaches the terminal (or a Markdown table) goes through :func:`printable`:
+control characters (escape sequences, bells, carriage returns, bidirectional overrides) are
+shown as escapes, never sent, and table cells are rich ``Text`` (never parsed as markup), so a
+set id ``[/INST]`` or ``\x1b]0;X\x07`` prints as those characters.
 """
 
 from __future__ import annotations
@@ -13,7 +18,42 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["fold_columns", "folded_tables", "print_unbroken"]
+__all__ = ["fold_columns", "folded_tables", "print_unbroken", "printable", "cell", "md_cell"]
+
+#: What a terminal would act on rather than show: C0 (but for the line break where a caller
+#: keeps lines), DEL, C1, and the bidirectional embeddings, overrides and isolates.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_KEEP_LINES = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f"
+                                 "\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    return m.group().encode("unicode_escape").decode("ascii")
+
+
+def printable(value: Any, *, lines: bool = False) -> str:
+    """``str(value)`` safe to print: every control character is written as its escape
+    (``\\x1b``, ``\\n``, ``\\u202e``), so nothing a value holds is interpreted by the
+    terminal; with ``lines``, line breaks are kept (a whole Markdown document).
+
+    Example:
+        >>> printable("a\\x1b[2Jb\\tc")
+        'a\\\\x1b[2Jb\\\\tc'
+    """
+    return (_CONTROL_KEEP_LINES if lines else _CONTROL).sub(_escape, str(value))
+
+
+def md_cell(value: Any) -> str:
+    """A Markdown table cell showing ``value`` as it is: :func:`printable`, ``|`` escaped."""
+    return printable(value).replace("|", "\\|")
+
+
+def cell(value: Any, style: str | None = None) -> Any:
+    """A rich table cell showing ``value`` as it is: :func:`printable`, and never read as
+    markup (``[/INST]`` stays text)."""
+    from rich.text import Text
+
+    return Text(printable(value), style=style or "")
 
 _UNBOUNDED = 4096
 _GAP = 2  # rich's padding between two columns of a box-less table
@@ -52,6 +92,8 @@ def folded_tables(header: Sequence[str], rows: Sequence[Sequence[str]], *, keys:
     from rich.table import Table
 
     n = len(header)
+    header = [printable(h) for h in header]
+    rows = [[printable(c) for c in r] for r in rows]
     right = list(right) if right is not None else [i >= keys for i in range(n)]
     styles = list(styles) if styles is not None else [None] * n
     widths = [max([len(header[i])] + [len(r[i]) for r in rows]) for i in range(n)]
@@ -64,10 +106,10 @@ def folded_tables(header: Sequence[str], rows: Sequence[Sequence[str]], *, keys:
             out.append(((title or "") + part).strip())
         table = Table(box=None, pad_edge=False, header_style="bold")
         for c in cols:
-            table.add_column(header[c], justify="right" if right[c] else "left", no_wrap=True,
-                             min_width=widths[c], style=styles[c])
+            table.add_column(cell(header[c]), justify="right" if right[c] else "left",
+                             no_wrap=True, min_width=widths[c], style=styles[c])
         for r in rows:
-            table.add_row(*[r[c] for c in cols])
+            table.add_row(*[cell(r[c]) for c in cols])
         out.append(table)
     return out
 
@@ -82,7 +124,7 @@ def print_unbroken(console: Any, *items: Any) -> None:
 
     for item in items:
         if isinstance(item, str):
-            for line in item.splitlines() or [""]:
+            for line in printable(item, lines=True).splitlines() or [""]:
                 console.print(line.rstrip(), markup=False, highlight=False, soft_wrap=True,
                               crop=False)
             continue

@@ -5,6 +5,7 @@ Subcommands live in sibling modules (``score``, ``meta``) and are mounted here.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import sys
 from typing import Annotated, Literal
@@ -40,12 +41,18 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     debug: Annotated[bool, typer.Option("--debug", help="Show full tracebacks on errors.")] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print version.")
     ] = False,
 ) -> None:
     _state["debug"] = debug
+    from divmeter.inputs.data.outputs import command_paths
+
+    # the paths this command reads and writes, checked by the one guard (inputs/data/paths.py)
+    # until the command ends, however it ends
+    ctx.with_resource(command_paths())
 
 
 _PLAIN_TYPES = {"int": "INT", "int range": "INT", "float": "NUMBER", "float range": "NUMBER",
@@ -162,7 +169,7 @@ def main() -> None:
         # Without standalone mode typer turns Ctrl-C and typer.Exit into a returned exit code.
         rv = app(standalone_mode=False)
         if rv == 130:
-            typer.echo("divmeter: interrupted (what was written so far is kept).", err=True)
+            _interrupted()
         if isinstance(rv, int) and not isinstance(rv, bool) and rv:
             sys.exit(rv)
     except DivmeterError as exc:
@@ -189,8 +196,7 @@ def main() -> None:
         _fail("not enough memory for this run; use smaller inputs or parameters (see "
               "--max-memory where a command has it).")
     except KeyboardInterrupt:
-        typer.echo("divmeter: interrupted (what was written so far is kept).", err=True)
-        sys.exit(130)
+        _interrupted()
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except Exception as exc:  # usage errors of the CLI framework (typer vendors click)
@@ -208,6 +214,18 @@ def main() -> None:
         typer.echo(_redacted(f"divmeter: internal error: {name}: {text} (rerun with --debug "
                              "for the traceback, and please report it)"), err=True)
         sys.exit(2)
+
+
+def _interrupted() -> None:
+    """Say so and exit 130; a second Ctrl-C while the run winds down changes nothing."""
+    import signal
+
+    # the process is ending: a Ctrl-C still in flight (the second of two) is not raised
+    # while it exits, so the status stays 130
+    with contextlib.suppress(ValueError):  # not the main thread: nothing to hold off
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    typer.echo("divmeter: interrupted (what was written so far is kept).", err=True)
+    sys.exit(130)
 
 
 def _redacted(line: str) -> str:

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from divmeter.apps.cli.options import QuietOpt, VerboseOpt
+from divmeter.apps.cli.options import SEED_CAP, QuietOpt, VerboseOpt, capped
 from divmeter.apps.cli.options import note as _note
 from divmeter.inputs.data.paths import guard_outputs
 from divmeter.core.errors import InvalidInputError
@@ -30,6 +30,10 @@ annotate_app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+#: The most ratings per item and annotator links per call (divmeter.apps.web.store's
+#: MAX_RATINGS and MAX_INVITES, written here so the CLI imports no server code; a test checks).
+MAX_RATINGS = 10_000
+MAX_INVITES = 100_000
 DbArg = Annotated[str, typer.Argument(help="The study database (SQLite).", show_default=False)]
 StudyOpt = Annotated[
     str | None,
@@ -48,7 +52,8 @@ def init_cmd(
                                     show_default=False)],
     kind: Annotated[str, typer.Option("--kind", help="abs, asp, sim, rnk or cs.",
                                       show_default=False)],
-    ratings: Annotated[int, typer.Option("--ratings", help="Ratings wanted per item, from "
+    ratings: Annotated[int, typer.Option("--ratings",
+        callback=capped(MAX_RATINGS, low=1), help="Ratings wanted per item, from "
                                                            "distinct annotators.")] = 10,
     name: Annotated[str | None, typer.Option("--name", help="Study name (default: FILE-KIND).",
                                              show_default=False)] = None,
@@ -111,11 +116,16 @@ def serve_cmd(
     host: Annotated[str, typer.Option("--host", help="Interface to bind; anything but loopback "
                                                      "exposes the study to the network.")]
     = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
+    port: Annotated[int, typer.Option("--port",
+                                      callback=capped(65535, low=0), help="TCP port.")] = 8000,
     lease_minutes: Annotated[float, typer.Option("--lease-minutes", help="How long an assigned "
                                                  "item stays reserved for its annotator.")] = 60.0,
-    max_body: Annotated[int, typer.Option("--max-body", help="Largest request body in bytes.")]
+    max_body: Annotated[int, typer.Option("--max-body",
+        callback=capped(2**30, low=1), help="Largest request body in bytes.")]
     = 65536,
+    base_url: Annotated[str | None, typer.Option(
+        "--base-url", help="Where annotators reach the server, for the invite links of the "
+        "admin page (default: http://HOST:PORT).", show_default=False)] = None,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -129,7 +139,12 @@ def serve_cmd(
         raise InvalidInputError(f"--port must be from 1 to 65535; got {port}.")
     if max_body < 1024:
         raise InvalidInputError(f"--max-body must be at least 1024 bytes; got {max_body}.")
-    app = create_app(db, lease=lease_minutes * 60.0, max_body=max_body)
+    if base_url is not None and not base_url.startswith(("http://", "https://")):
+        raise InvalidInputError(f"--base-url must start with http:// or https://; got "
+                                f"{base_url!r}.")
+    shown = f"[{host}]" if ":" in host else host
+    app = create_app(db, lease=lease_minutes * 60.0, max_body=max_body,
+                     base_url=base_url or f"http://{shown}:{port}")
     _check_bindable(host, port)
     if not _is_loopback(host):
         _note(f"binding {host}: the study is reachable from other machines.")
@@ -143,7 +158,8 @@ def serve_cmd(
 @annotate_app.command("invite")
 def invite_cmd(
     db: DbArg,
-    n: Annotated[int, typer.Option("-n", "--annotators", help="Number of new annotator links.")]
+    n: Annotated[int, typer.Option("-n", "--annotators",
+        callback=capped(MAX_INVITES, low=1), help="Number of new annotator links.")]
     = 1,
     study: StudyOpt = None,
     base_url: Annotated[str, typer.Option("--base-url", help="Where the server is reached.")]
@@ -186,13 +202,15 @@ def status_cmd(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"divmeter annotate: {db}")
+    from divmeter.report.terminal import cell
+
+    table = Table(title=cell(f"divmeter annotate: {db}"))
     cols = ["study", "kind", "items", "ratings_per_item", "answers", "answers_wanted",
             "items_complete", "open_leases", "annotators_active", "annotators_invited", "progress"]
     for c in cols:
         table.add_column(c.replace("_", " "))
     for r in rows:
-        table.add_row(*[f"{100 * r[c]:.1f}%" if c == "progress" else str(r[c]) for c in cols])
+        table.add_row(*[f"{100 * r[c]:.1f}%" if c == "progress" else cell(r[c]) for c in cols])
     Console().print(table)
 
 
@@ -243,16 +261,28 @@ def report_cmd(
     db: DbArg,
     out: Annotated[str, typer.Option("-o", "--output", help="Report folder.")] = "hds-report",
     study: StudyOpt = None,
-    reps: Annotated[int, typer.Option("--reps", help="Resamples per point (Figure 5).")] = 200,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the resampling.", min=0)] = 0,
+    reps: Annotated[int, typer.Option("--reps",
+        callback=capped(10**6, low=1), help="Resamples per point (Figure 5).")] = 200,
+    seed: Annotated[int, typer.Option("--seed",
+        callback=capped(SEED_CAP), help="Seed of the resampling.", min=0)] = 0,
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip stability.png.")] = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Krippendorff's alpha (ordinal) and Tevet & Berant's Figure 5 stability analysis."""
-    from divmeter.apps.web.analysis import MAIN_ASPECT, alpha, stability, units, write_report
+    from divmeter.inputs.data.paths import report_folder
+    from divmeter.apps.web.analysis import (
+        MAIN_ASPECT,
+        alpha,
+        report_files,
+        stability,
+        units,
+        write_report,
+    )
     from divmeter.apps.web.store import Store
 
+    guard_outputs({"-o": report_folder(out, report_files(out, plot=not no_plots), "-o")},
+                  [db])
     store = Store(db)
     s = store.study(study)
     raw = store.raw(s["name"])

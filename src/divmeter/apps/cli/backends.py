@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from divmeter.apps.cli.options import QuietOpt, VerboseOpt
+from divmeter.apps.cli.options import QuietOpt, VerboseOpt, capped
 from divmeter.core.errors import InvalidInputError
 
 
@@ -22,7 +22,8 @@ def embed_parity_cmd(
                         ] = None,
     local: Annotated[str, typer.Option("--local", help="Local model to compare with.")
                      ] = "minilm",
-    sample: Annotated[int, typer.Option("--sample", help="Texts compared (the first N).")] = 64,
+    sample: Annotated[int, typer.Option("--sample",
+        callback=capped(10**6, low=1), help="Texts compared (the first N).")] = 64,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,

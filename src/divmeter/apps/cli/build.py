@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from divmeter.apps.cli.options import QuietOpt, VerboseOpt
+from divmeter.apps.cli.options import SEED_CAP, QuietOpt, VerboseOpt, capped
 from divmeter.inputs.data.paths import guard_outputs
 from divmeter.core.errors import InvalidInputError
 
@@ -31,7 +31,10 @@ SetsArg = Annotated[str, typer.Argument(help="Response sets (.jsonl .json .csv .
                                         "Tevet CSV).", show_default=False)]
 OutOpt = Annotated[str, typer.Option("--output", "-o", help="Built sets, JSONL.",
                                      show_default=False)]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random draw.", min=0)]
+#: The most styles per topic (divmeter.studies.perturb.pattr_grid.MAX_STYLES; a test checks).
+MAX_STYLES = 10_000
+SeedOpt = Annotated[int, typer.Option("--seed",
+    callback=capped(SEED_CAP), help="Seed of every random draw.", min=0)]
 PairsOpt = Annotated[
     str | None,
     typer.Option("--pairs", help="Also write {set1: source, set2: built, label} rows for "
@@ -53,12 +56,15 @@ TemplateOpt = Annotated[
     typer.Option("--template", help="Prompt template file replacing the packaged one.",
                  show_default=False),
 ]
-MaxTokOpt = Annotated[int, typer.Option("--max-tokens", help="Longest generation in tokens.")]
+MaxTokOpt = Annotated[int, typer.Option("--max-tokens",
+    callback=capped(10**6, low=1), help="Longest generation in tokens.")]
 MaxRejectedOpt = Annotated[float, typer.Option(
     "--max-rejected", help="Exit 1 when more than this share of the sets tried was rejected "
     "(a generated text failed the quality gate after its retries).")]
 RetriesOpt = Annotated[int, typer.Option(
-    "--retries", help="New samples (new seed each) for a generated text that fails the "
+    "--retries",
+    callback=capped(100, low=0),
+        help="New samples (new seed each) for a generated text that fails the "
     "quality gate, before its set is rejected.")]
 LengthFactorOpt = Annotated[float, typer.Option(
     "--length-factor", help="Quality gate: a generated text has between source/F and "
@@ -79,7 +85,8 @@ def _run(builder: str, sets_file: str, output: str, pairs: str | None, prefer: s
 
     if prefer not in PREFER:  # fail before any work
         raise InvalidInputError(f"--prefer must be source, perturbed or tie; got {prefer!r}.")
-    guard_outputs({"-o": output, "--pairs": pairs}, [sets_file, kw.get("template")])
+    guard_outputs({"-o": output, "--pairs": pairs, "-o (its rejected sets)": _rejected(output)},
+                  [sets_file, kw.get("template")])
     _check_share(max_rejected)
     sets = list(read_sets(sets_file))  # a bad input is refused before a model or server starts
     if kw.get("template") and builder in ("para", "nonsensical"):  # and so is a bad template
@@ -111,18 +118,26 @@ def _check_share(max_rejected: float) -> None:
                                 f"{max_rejected}.")
 
 
+def _rejected(output: str) -> str:
+    """The sidecar of OUTPUT that gets the sets left out (guarded like any output)."""
+    from divmeter.studies.perturb.build import rejected_path
+
+    return rejected_path(output)
+
+
 def _write_rejected(rows: list[dict[str, Any]], output: str) -> str | None:
     """Write the sets left out beside OUTPUT (or remove a stale file); its path, or None."""
     import os
 
+    from divmeter.inputs.data.paths import claim_write
     from divmeter.studies.perturb import write_jsonl
-    from divmeter.studies.perturb.build import rejected_path
 
-    path = rejected_path(output)
+    path = _rejected(output)
     if rows:
         write_jsonl(rows, path)
         return path
     if os.path.exists(path):
+        claim_write(path, "-o (its rejected sets)")
         os.remove(path)
     return None
 
@@ -192,7 +207,8 @@ def para_cmd(
     sets: SetsArg,
     output: OutOpt,
     model: ModelOpt,
-    k: Annotated[int, typer.Option("--k", "-k", help="Para-k: 1, 2 or 3.")] = 1,
+    k: Annotated[int, typer.Option("--k", "-k",
+                                   callback=capped(3, low=1), help="Para-k: 1, 2 or 3.")] = 1,
     base_url: BaseUrlOpt = None,
     seed: SeedOpt = 0,
     pairs: PairsOpt = None,
@@ -267,7 +283,8 @@ def cdm_fillers_cmd(
     model: ModelOpt,
     base_url: BaseUrlOpt = None,
     seed: SeedOpt = 0,
-    attempts: Annotated[int, typer.Option("--attempts", help="Samples per frame and "
+    attempts: Annotated[int, typer.Option("--attempts",
+                                          callback=capped(100, low=1), help="Samples per frame and "
                                           "condition; the first well-marked one is kept.")] = 3,
     template: TemplateOpt = None,
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
@@ -285,6 +302,8 @@ def cdm_fillers_cmd(
     from divmeter.studies.perturb.cdm_fillers import cdm_fillers
     from divmeter.studies.perturb.generator import load_template
 
+    guard_outputs({"-o": output, "-o (its rejected sets)": _rejected(output)},
+                  [frames, template])
     _check_share(max_rejected)
     items = _read_frames(frames)
     tpl = load_template("cdm", template)
@@ -346,8 +365,10 @@ def pattr_grid_cmd(
     base_url: BaseUrlOpt = None,
     levels: Annotated[str, typer.Option("--levels", help="Instruction counts, LO:HI or a "
                                         "comma list.")] = "0:9",
-    styles: Annotated[int, typer.Option("--styles", help="Styles sampled per topic.")] = 10,
-    n: Annotated[int, typer.Option("-n", help="Responses per prompt.")] = 1,
+    styles: Annotated[int, typer.Option("--styles",
+        callback=capped(MAX_STYLES, low=1), help="Styles sampled per topic.")] = 10,
+    n: Annotated[int, typer.Option("-n",
+        callback=capped(10**6, low=1), help="Responses per prompt.")] = 1,
     seed: SeedOpt = 0,
     template: TemplateOpt = None,
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
@@ -366,7 +387,8 @@ def pattr_grid_cmd(
     from divmeter.studies.perturb.generator import load_template
     from divmeter.studies.perturb.pattr_grid import pattr_grid, pattr_pools
 
-    guard_outputs({"-o": output}, [topics, template])
+    guard_outputs({"-o": output, "-o (its rejected sets)": _rejected(output)},
+                  [topics, template])
     from divmeter.inputs.data.lines import text_lines
 
     lines = [ln.strip() for _, ln in text_lines(topics) if ln.strip()]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import typer
@@ -60,7 +60,7 @@ def _systems(files: list[str], by: str | None, metric: list[str] | None,
                                     "files.")
         table, scores, _, _, _, rows = _scores(files[0], metric, column, empty, None, workers,
                                                quiet, need_labels=False)
-        groups = [_cond(_field(table, i, by)) for i in rows]
+        groups = [_system_of(table, i, by) for i in rows]
         for g in dict.fromkeys(groups):
             mask = np.array([x == g for x in groups])
             systems[g] = {m: v[mask] for m, v in scores.items()}
@@ -79,6 +79,18 @@ def _systems(files: list[str], by: str | None, metric: list[str] | None,
         systems[name] = scores
         keys[name] = [_cond(_field(table, i, key)) for i in rows]
     return systems, keys, " vs ".join(systems)
+
+
+def _system_of(table: Any, i: int, by: str) -> str:
+    """The system a row belongs to (its ``--by`` field); a row without one is refused, never
+    made a system named "None" or "nan"."""
+    value = _field(table, i, by)
+    if value is None or (isinstance(value, float) and value != value) or (
+            isinstance(value, str) and not value.strip()):
+        raise InvalidInputError(
+            f"{table.source} row {i + 1} (set {table.ids[i]!r}): field {by!r} is empty; --by "
+            "needs the system of every row (fill it in, or leave the row out).")
+    return _cond(value)
 
 
 def compare_cmd(

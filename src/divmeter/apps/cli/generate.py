@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from divmeter.apps.cli.options import QuietOpt, VerboseOpt
+from divmeter.apps.cli.options import SEED_CAP, QuietOpt, VerboseOpt, capped
 from divmeter.core.errors import InvalidInputError
 
 __all__ = ["generate_cmd"]
@@ -40,7 +40,8 @@ _GenerateBaseUrl = Annotated[
                      "http://127.0.0.1:8000/v1 (default $DIVMETER_BASE_URL).",
                      show_default=False),
     ]
-_GenerateN = Annotated[int, typer.Option("-n", help="Samples per set.")]
+_GenerateN = Annotated[int, typer.Option("-n",
+                                         callback=capped(10**6, low=1), help="Samples per set.")]
 _GenerateSweep = Annotated[
         str | None,
         typer.Option("--sweep", help="PARAM=LO:HI:STEP or PARAM=V1,V2 with PARAM temperature, "
@@ -50,14 +51,17 @@ _GenerateSweep = Annotated[
 _GenerateTemperature = Annotated[float, typer.Option("--temperature", help="Temperature when not "
                                                "swept (0: greedy).")]
 _GenerateTopP = Annotated[float, typer.Option("--top-p", help="Top-p when not swept (1: off).")]
-_GenerateTopK = Annotated[int, typer.Option("--top-k", help="Top-k when not swept (0: off).")]
-_GenerateMaxTokens = Annotated[int, typer.Option("--max-tokens", help="New tokens per sample.")]
+_GenerateTopK = Annotated[int, typer.Option("--top-k",
+    callback=capped(10**7, low=0), help="Top-k when not swept (0: off).")]
+_GenerateMaxTokens = Annotated[int, typer.Option("--max-tokens",
+    callback=capped(10**6, low=1), help="New tokens per sample.")]
 _GenerateStop = Annotated[
         list[str] | None,
         typer.Option("--stop", help="A string that ends a sample; repeat for several.",
                      show_default=False),
     ]
-_GenerateSeed = Annotated[int, typer.Option("--seed", help="Run seed (per-sample seeds derive from "
+_GenerateSeed = Annotated[int, typer.Option("--seed",
+    callback=capped(SEED_CAP), help="Run seed (per-sample seeds derive from "
                                       "it and are written in each row).")]
 _GenerateChat = Annotated[
         bool | None,
@@ -70,15 +74,19 @@ _GenerateDtype = Annotated[str, typer.Option("--dtype", help="float32, bfloat16 
                      ]
 _GenerateBatchSize = Annotated[
         int | None,
-        typer.Option("--batch-size", help="Local: real sequences per decoding pass, at most "
+        typer.Option("--batch-size",
+            callback=capped(4096, low=1), help="Local: real sequences per decoding pass, at most "
                      "--lanes (default: --lanes); does not change a sample.", show_default=False),
     ]
 _GenerateLanes = Annotated[
         int | None,
-        typer.Option("--lanes", help="Local: rows of every decoding pass (default 16 on the CPU, "
+        typer.Option("--lanes",
+                     callback=capped(4096, low=1),
+            help="Local: rows of every decoding pass (default 16 on the CPU, "
                      "128 on CUDA); in the signature.", show_default=False),
     ]
-_GenerateConcurrency = Annotated[int, typer.Option("--concurrency", help="Server: requests in "
+_GenerateConcurrency = Annotated[int, typer.Option("--concurrency",
+    callback=capped(1024, low=1), help="Server: requests in "
                                              "flight.")]
 _GenerateTimeout = Annotated[float, typer.Option("--timeout", help="Server: seconds per request.")
                        ]

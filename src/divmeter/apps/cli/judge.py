@@ -14,7 +14,8 @@ from typing import Annotated, Any
 
 import typer
 
-from divmeter.apps.cli.options import QuietOpt, VerboseOpt
+from divmeter.apps.cli.options import SEED_CAP, QuietOpt, VerboseOpt, capped
+from divmeter.backends.judge.config import CAPS
 from divmeter.inputs.data.paths import guard_outputs
 from divmeter.core.errors import InvalidInputError
 from divmeter.studies.judge.files import (
@@ -73,21 +74,27 @@ _JudgeBaseUrl = Annotated[str | None, typer.Option(
         "$DIVMETER_BASE_URL / $OPENAI_BASE_URL). The key comes from $DIVMETER_API_KEY / "
         "$OPENAI_API_KEY.", show_default=False)]
 _JudgeTask = Annotated[str, typer.Option("--task", help="pairwise or absolute.")]
-_JudgeSamples = Annotated[int, typer.Option("--samples", "-n", help="Answers per item (and "
+_JudgeSamples = Annotated[int, typer.Option("--samples", "-n",
+    callback=capped(CAPS["samples"], low=1), help="Answers per item (and "
                                          "order), averaged.")]
 _JudgeTemperature = Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
-_JudgeMaxTokens = Annotated[int, typer.Option("--max-tokens", help="Longest answer.")]
+_JudgeMaxTokens = Annotated[int, typer.Option("--max-tokens",
+    callback=capped(CAPS["max_tokens"], low=1), help="Longest answer.")]
 _JudgeTemplate = Annotated[str, typer.Option("--template", help="default or a template file.")]
 _JudgeFewshot = Annotated[str, typer.Option("--fewshot", help="default, none or a JSONL file.")]
-_JudgeRetries = Annotated[int, typer.Option("--retries", help="Re-asks after an unparseable "
+_JudgeRetries = Annotated[int, typer.Option("--retries",
+    callback=capped(CAPS["retries"], low=0), help="Re-asks after an unparseable "
                                          "answer.")]
-_JudgeSeed = Annotated[int | None, typer.Option("--seed", help="Seed sent to the server.",
+_JudgeSeed = Annotated[int | None, typer.Option("--seed",
+    callback=capped(SEED_CAP), help="Seed sent to the server.",
                                              show_default=False)]
 _JudgeOrders = Annotated[str, typer.Option("--orders", help="Pairwise: both (A/B and B/A) or "
                                         "ab.")]
-_JudgeConcurrency = Annotated[int, typer.Option("--concurrency", help="Requests in flight.")]
+_JudgeConcurrency = Annotated[int, typer.Option("--concurrency",
+    callback=capped(CAPS["concurrency"], low=1), help="Requests in flight.")]
 _JudgeTimeout = Annotated[float, typer.Option("--timeout", help="Seconds per request.")]
-_JudgeMaxAttempts = Annotated[int, typer.Option("--max-attempts", help="HTTP attempts per "
+_JudgeMaxAttempts = Annotated[int, typer.Option("--max-attempts",
+    callback=capped(CAPS["max_attempts"], low=1), help="HTTP attempts per "
                                               "request.")]
 _JudgeCache = Annotated[str, typer.Option("--cache", help="default, a folder, or none.")]
 _JudgeNulls = Annotated[str | None, typer.Option(
@@ -100,7 +107,9 @@ _JudgeAnswer = Annotated[str, typer.Option(
         "never unparseable; for base and small models, llama.cpp, vLLM) or schema (a JSON "
         "schema the server enforces through response_format).")]
 _JudgeTopLogprobs = Annotated[int, typer.Option(
-        "--top-logprobs", help="--answer logprobs: most likely tokens the server lists.")]
+        "--top-logprobs",
+        callback=capped(CAPS["top_logprobs"], low=1),
+            help="--answer logprobs: most likely tokens the server lists.")]
 _JudgeMinValid = Annotated[float, typer.Option(
         "--min-valid", help="Fail (exit 1) when fewer answers than this share give a valid "
         "rating.")]
@@ -117,7 +126,8 @@ _JudgeBatchIngest = Annotated[str | None, typer.Option(
 _JudgeConsistency = Annotated[bool, typer.Option(
         "--consistency", help="Add the judge's self-consistency (and, with reference labels, "
         "its accuracy by number of samples) to the summary.")]
-_JudgeChunk = Annotated[int, typer.Option("--chunk", help="Items judged (and written) per "
+_JudgeChunk = Annotated[int, typer.Option("--chunk",
+    callback=capped(10**6, low=1), help="Items judged (and written) per "
                                        "step.")]
 
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from typing import Annotated, Any
 
 import numpy as np
 import typer
 
-from divmeter.apps.cli.options import QuietOpt, VerboseOpt
+from divmeter.apps.cli.options import SEED_CAP, QuietOpt, VerboseOpt, capped
 from divmeter.apps.cli.progress import progress_bar
 from divmeter.core.errors import InvalidInputError
 
@@ -35,6 +36,12 @@ FileArg = Annotated[
     typer.Argument(help="A Tevet CSV / response-set file (.jsonl .json .csv .parquet) or a "
                    "`divmeter score` output.", show_default=False),
 ]
+#: The most resamples or repetitions of any protocol (divmeter.studies.meta.stats.MAX_RESAMPLES,
+#: written here so that mounting the CLI imports no statistics; a test checks they agree).
+MAX_RESAMPLES = 10_000_000
+#: The most worker processes (divmeter.engine.batch.pool.MAX_WORKERS; a test checks).
+MAX_WORKERS = 1024
+
 MetricOpt = Annotated[
     list[str] | None,
     typer.Option("--metric", "-m", help="Registry metric to compute, NAME[:k=v,...]; repeatable.",
@@ -56,7 +63,9 @@ NanOpt = Annotated[
 ]
 RoundOpt = Annotated[
     int | None,
-    typer.Option("--round", help="Round scores to this many decimals first (Tevet's CSVs hold 3).",
+    typer.Option("--round",
+                 callback=capped(15, low=0),  # float64 holds about 16 digits
+        help="Round scores to this many decimals first (Tevet's CSVs hold 3).",
                  show_default=False),
 ]
 FormatOpt = Annotated[
@@ -75,14 +84,18 @@ HtmlOpt = Annotated[
                  "plots) here.", metavar="REPORT.html", show_default=False),
 ]
 NoPlotOpt = Annotated[bool, typer.Option("--no-plots", help="With --report: skip the PNG plots.")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random draw.", min=0)]
+SeedOpt = Annotated[int, typer.Option("--seed",
+    callback=capped(SEED_CAP), help="Seed of every random draw.", min=0)]
 BootOpt = Annotated[
     int | None,
-    typer.Option("--bootstrap", help="Bootstrap resamples for confidence intervals (e.g. 10000).",
+    typer.Option("--bootstrap",
+                 callback=capped(MAX_RESAMPLES, low=0),
+        help="Bootstrap resamples for confidence intervals (e.g. 10000).",
                  show_default=False),
 ]
 CiOpt = Annotated[str, typer.Option("--ci", help="Bootstrap interval: percentile or bca.")]
-WorkersOpt = Annotated[int, typer.Option("--workers", help="Processes for computing metrics.")]
+WorkersOpt = Annotated[int, typer.Option("--workers",
+    callback=capped(MAX_WORKERS, low=1), help="Processes for computing metrics.")]
 
 
 def _note(msg: str, quiet: bool) -> None:
@@ -98,18 +111,18 @@ def _fmt(fmt: str | None) -> str:
     return fmt
 
 
-#: The input files of the meta command being run (refused as --html / -o outputs).
-_INPUTS: list[str] = []
-
-
 def _emit(result: Any, fmt: str | None, *, source: str, report: str | None, plots: bool,
           xlabel: str = "parameter", quiet: bool = False, html: str | None = None) -> None:
     from divmeter.report import markdown_table, rich_table, write_report
+    from divmeter.report.writer import report_files
 
     chosen = _fmt(fmt)
-    from divmeter.inputs.data.paths import guard_outputs
+    from divmeter.inputs.data.paths import guard_outputs, report_folder
 
-    guard_outputs({"--html": html}, _INPUTS)
+    # the inputs: every file the command has read (the one guard notes them as they are read)
+    guard_outputs({"--html": html,
+                   "--report": report_folder(
+                       report, report_files(result, report, plot=plots) if report else [])})
     if chosen == "json":
         payload = result.to_dict()
         typer.echo(json.dumps(payload, indent=2, allow_nan=False))
@@ -147,7 +160,6 @@ def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty
         from divmeter.apps.cli.progress import quiet_libraries
 
         quiet_libraries()
-    _INPUTS[:] = [file]
     table = load_table(file)
     with progress_bar(bool(metric) and not quiet, len(table)) as callback:
         res = prepare_scores(table, metrics=metric or (), columns=column or (), empty=empty,
@@ -256,7 +268,9 @@ def dectest_cmd(
     round_: RoundOpt = None,
     subsample: Annotated[
         int | None,
-        typer.Option("--subsample", help="Tevet's repeated sub-sampling: rows per repetition "
+        typer.Option("--subsample",
+                     callback=capped(10**9, low=1),
+            help="Tevet's repeated sub-sampling: rows per repetition "
                      "(e.g. 200).", show_default=False),
     ] = None,
     sample: Annotated[
@@ -266,9 +280,11 @@ def dectest_cmd(
                      "rows). Default: none, or uniform when --subsample is given.",
                      show_default=False),
     ] = None,
-    per_value: Annotated[int, typer.Option("--per-value", help="Sets drawn per parameter "
+    per_value: Annotated[int, typer.Option("--per-value",
+        callback=capped(10**9, low=1), help="Sets drawn per parameter "
                                            "value with --sample per-temperature.")] = 2,
-    repeats: Annotated[int, typer.Option("--repeats", help="Sub-sampling repetitions.")] = 100,
+    repeats: Annotated[int, typer.Option("--repeats",
+        callback=capped(MAX_RESAMPLES, low=1), help="Sub-sampling repetitions.")] = 100,
     ranking: Annotated[
         bool, typer.Option("--ranking", help="Tevet's ranking test (C.1, Table 5): pairs of sets "
                            "of the same context (--context-field), Spearman of metric vs "
@@ -324,7 +340,8 @@ def nuggets_cmd(
     file: FileArg,
     metric: MetricOpt = None,
     column: ColumnOpt = None,
-    group_size: Annotated[int, typer.Option("--group-size", help="Sets per sorted group.")] = 40,
+    group_size: Annotated[int, typer.Option("--group-size",
+        callback=capped(10**9, low=1), help="Sets per sorted group.")] = 40,
     seed: SeedOpt = 0,
     empty: EmptyOpt = "drop",
     output: Annotated[
@@ -349,11 +366,10 @@ def nuggets_cmd(
     if len(metric or []) + len(column or []) != 1:
         raise InvalidInputError("nuggets needs exactly one metric (-m) or column (-c).")
     if output:
-        from divmeter.inputs.data.outputs import refuse_input_as_output
+        from divmeter.inputs.data.paths import guard_outputs
 
-        refuse_input_as_output([file], output)
+        guard_outputs({"-o": output}, [file])
     table = load_table(file)
-    _INPUTS[:] = [file]
     res = prepare_scores(table, metrics=metric or (), columns=column or (), empty=empty)
     name, sc = next(iter(res.scores.items()))
     rows = res.rows
@@ -580,7 +596,8 @@ def pairwise_cmd(
         typer.Option("--min-rating-diff", help="Drop pairs whose annotator ratings "
                      "(rating1/rating2) differ by less (the paper: 0.5).", show_default=False),
     ] = None,
-    resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples.")] = 10_000,
+    resamples: Annotated[int, typer.Option("--resamples",
+        callback=capped(MAX_RESAMPLES, low=1), help="Bootstrap resamples.")] = 10_000,
     confidence: Annotated[float, typer.Option("--confidence", help="CI level.")] = 0.95,
     seed: SeedOpt = 0,
     nan: NanOpt = "error",
@@ -630,11 +647,14 @@ def length_bias_cmd(
                                             "response within its pool.")] = 25.0,
     top_k: Annotated[
         list[int] | None,
-        typer.Option("--top-k", help="Corpus filtering: keep the k most diverse responses and "
+        typer.Option("--top-k",
+                     callback=capped(10**9, low=1),
+            help="Corpus filtering: keep the k most diverse responses and "
                      "measure ROUGE-1/2/L and BLEU homogenisation; repeatable.",
                      show_default=False),
     ] = None,
-    pairs: Annotated[int, typer.Option("--pairs", help="Pairs sampled for homogenisation.")]
+    pairs: Annotated[int, typer.Option("--pairs",
+        callback=capped(MAX_RESAMPLES, low=1), help="Pairs sampled for homogenisation.")]
     = 1000,
     length_range: LengthRangeOpt = None,
     bleu: BleuOpt = "bleu",
@@ -656,7 +676,6 @@ def length_bias_cmd(
 
     rng = parse_length_range(length_range) if length_range is not None else None
 
-    _INPUTS[:] = [file]
     pools = [s.responses for s in read_sets(file)]
     singles = [ResponseSet(f"{p}.{j}", [t]) for p, pool in enumerate(pools)
                for j, t in enumerate(pool)]
@@ -667,7 +686,6 @@ def length_bias_cmd(
     result = length_bias(pools, per_pool, quantile=quantile, top_k=top_k or (), n_pairs=pairs,
                          seed=seed, directions=_directions(metric, None), length_range=rng,
                          bleu=bleu)
-    import os
 
     _emit(result, fmt, source=os.path.basename(file), report=report, plots=not no_plots,
           quiet=quiet, html=html)
@@ -750,6 +768,11 @@ def decan_confound_cmd(
     result = decan_confound(values, labels, lengths, bins=parse_bins(bins),
                             high_label=high_label, low_label=low_label,
                             length_name=info["length"])
+    from divmeter.inputs.data.paths import guard_outputs, report_folder
+    from divmeter.report.decan_plot import confound_report_files
+
+    guard_outputs({"--html": html, "--report": report_folder(
+        report, confound_report_files(report, plots=not no_plots) if report else [])})
     title = f"decan-confound — {info['source']}" + (
         f" ({', '.join(f'{k}={v}' for k, v in conds.items())})" if conds else "")
     if chosen == "json":
@@ -760,7 +783,9 @@ def decan_confound_cmd(
         from rich.console import Console
         from rich.markdown import Markdown
 
-        Console().print(Markdown(result.markdown(title=title)))
+        from divmeter.report.terminal import printable
+
+        Console().print(Markdown(printable(result.markdown(title=title), lines=True)))
     if report:
         from divmeter.report.decan_plot import write_confound_report
 
@@ -781,20 +806,24 @@ def pattr_sensitivity_cmd(
                                         show_default=False)],
     target_length: Annotated[
         list[int] | None,
-        typer.Option("--target-length", help="PATTR target length L_T; repeatable (default: "
+        typer.Option("--target-length",
+            callback=capped(10**7, low=1), help="PATTR target length L_T; repeatable (default: "
                      "100 275 400, the paper's Table 4).", show_default=False),
     ] = None,
     window: Annotated[
         list[int] | None,
-        typer.Option("--window", help="MATTR window W; repeatable (default: 32 128 512).",
+        typer.Option("--window",
+            callback=capped(10**7, low=1), help="MATTR window W; repeatable (default: 32 128 512).",
                      show_default=False),
     ] = None,
-    k: Annotated[int, typer.Option("--top-k", help="Responses selected per metric.")] = 10,
+    k: Annotated[int, typer.Option("--top-k",
+        callback=capped(10**9, low=1), help="Responses selected per metric.")] = 10,
     length_range: LengthRangeOpt = None,
     bleu: BleuOpt = "hf",
     welch: Annotated[bool, typer.Option("--welch", help="Welch's t-test instead of Student's "
                                         "(scipy's default, used by the paper).")] = False,
-    pairs: Annotated[int, typer.Option("--pairs", help="Pairs per selection (all when fewer).")]
+    pairs: Annotated[int, typer.Option("--pairs",
+        callback=capped(MAX_RESAMPLES, low=1), help="Pairs per selection (all when fewer).")]
     = 1000,
     seed: SeedOpt = 0,
     fmt: FormatOpt = None,
@@ -810,13 +839,11 @@ def pattr_sensitivity_cmd(
     from divmeter.studies.meta.pattr import parse_length_range, pattr_sensitivity
 
     rng = parse_length_range(length_range) if length_range is not None else None
-    _INPUTS[:] = [file]
     texts = [t for s in read_sets(file) for t in s.responses]
     result = pattr_sensitivity(
         texts, target_lengths=target_length or (100, 275, 400), windows=window or (32, 128, 512),
         k=k, length_range=rng, bleu=bleu, n_pairs=pairs, seed=seed, equal_var=not welch,
     )
-    import os
 
     _emit(result, fmt, source=os.path.basename(file), report=None, plots=False,
           quiet=quiet, html=html)

@@ -26,7 +26,11 @@ import typer
 
 from divmeter.core.errors import InvalidInputError
 
-__all__ = ["QuietOpt", "VerboseOpt", "LOGGER", "is_quiet", "note"]
+__all__ = ["QuietOpt", "VerboseOpt", "LOGGER", "is_quiet", "note", "capped", "SEED_CAP"]
+
+#: The largest seed an option takes (every generator divmeter seeds accepts it: numpy, torch,
+#: UMAP and scikit-learn's random states, a server's sampling seed).
+SEED_CAP = 2**32 - 1
 
 #: The logger of the library (``divmeter`` and its children, e.g. ``divmeter.studies.generation``).
 LOGGER = logging.getLogger("divmeter")
@@ -91,6 +95,35 @@ QuietOpt = Annotated[bool, typer.Option(
 VerboseOpt = Annotated[bool, typer.Option(
     "--verbose", "-v", callback=_on_verbose,
     help="Also log details on stderr: models loaded (from where, how long), time taken.")]
+
+
+def capped(cap: int, low: int | None = None) -> Any:
+    """The callback of an integer option that counts something costly (resamples, workers,
+    samples, tokens, ...): a value above ``cap`` (or below ``low``) is refused in one line
+    before the command runs ("--bootstrap must be an integer from 0 to 10,000,000; got
+    1,000,000,000.").
+    Every integer option of the CLI declares one (``tests/test_hostile_sweep.py`` walks them);
+    the cap is the callback's ``cap``.
+
+    Example:
+        >>> capped(10, low=1).cap
+        10
+    """
+
+    def check(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+        if ctx.resilient_parsing or value is None:
+            return value
+        name = max(param.opts, key=len) if param.opts else str(param.name)
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            shown = f"{v:,}" if abs(v) < 10**15 else f"a {len(str(abs(v)))}-digit number"
+            if (low is not None and v < low) or v > cap:
+                allowed = f"at most {cap:,}" if low is None else (
+                    f"an integer from {low:,} to {cap:,}")
+                raise InvalidInputError(f"{name} must be {allowed}; got {shown}.")
+        return value
+
+    check.cap = cap  # type: ignore[attr-defined]
+    return check
 
 
 def is_quiet() -> bool:

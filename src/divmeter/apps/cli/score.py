@@ -11,7 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
-from divmeter.apps.cli.options import QuietOpt, VerboseOpt
+from divmeter.apps.cli.meta import MAX_WORKERS
+from divmeter.apps.cli.options import QuietOpt, VerboseOpt, capped
 from divmeter.core.errors import InvalidInputError
 
 __all__ = ["score_cmd"]
@@ -47,7 +48,8 @@ SummaryOpt = Annotated[bool, typer.Option(
 ResumeOpt = Annotated[bool, typer.Option(
     "--resume", help="Skip the sets already in OUTPUT (from an interrupted run) and append.")]
 WorkersOpt = Annotated[int, typer.Option(
-    "--workers", "-j", help="Processes to spread the sets over.", min=1)]
+    "--workers", "-j",
+    callback=capped(MAX_WORKERS, low=1), help="Processes to spread the sets over.", min=1)]
 SignaturesOpt = Annotated[bool, typer.Option(
     "--signatures", help="Add each metric's signature to every record.")]
 SplitOpt = Annotated[str | None, typer.Option(
@@ -174,7 +176,7 @@ def score_cmd(
         quiet_libraries()
     plans = resolve_metrics(metric)  # once: bad metrics and parameters before anything else
     _set_max_memory(max_memory)
-    guard_outputs({"-o": output, "--html": html, "--checkpoint": checkpoint}, input)
+    _guard(input, output, html, checkpoint, vectors)
     if _corpus_or_one_file(input, corpus, engine, address, checkpoint, memory_budget, vectors):
         _corpus(input, plans, output, fmt, input_format, quiet, engine, address, checkpoint,
                 memory_budget)
@@ -213,12 +215,23 @@ def _input_path(source: str, split: str | None, text: str, by: list[str] | None,
     return source, dict(group_by=by or None, text_column=text, label_column=label)
 
 
+def _guard(inputs: list[str], output: str | None, html: str | None, checkpoint: str | None,
+           vectors: str | None) -> None:
+    """Every path the run writes, checked against every path it reads before any work
+    (--vectors names a .npy file or a field: a file is an input like the others)."""
+    from divmeter.inputs.data.paths import guard_outputs
+
+    guard_outputs({"-o": output, "--html": html, "--checkpoint": checkpoint},
+                  [*inputs, vectors if vectors and os.path.isfile(vectors) else None])
+
+
 def _set_max_memory(max_memory: str | None) -> None:
     """``--max-memory``: through the environment, so ``-j`` workers inherit the limit."""
-    if max_memory is not None:
-        from divmeter.core.memory import ENV, parse_memory
+    from divmeter.core.memory import ENV, current_limit, parse_memory
 
+    if max_memory is not None:
         os.environ[ENV] = str(parse_memory(max_memory))
+    current_limit()  # a bad $DIVMETER_MAX_MEMORY is refused before any work
 
 
 def _score(path: str, metric: list[Any], dest: str | None, *, engine: str, address: str | None,
@@ -258,9 +271,13 @@ def _finish(run: Any, stats: dict[str, Any], dest: str | None, source: str, outp
 
         records = run.records if dest is None or text_out else None
         sigs = {c: v["signature"] for c, v in stats["metrics"].items() if v.get("signature")}
-        score_report([str(dest) if records is None else source], html, records=records,
-                     columns=run.columns, signatures=sigs, title=f"divmeter score: {source}",
-                     texts=_report_texts(source, input_format, grouping=grouping))
+        from divmeter.inputs.data.outputs import reading_own_outputs
+
+        with reading_own_outputs():  # the report reads back the scores just written to -o
+            score_report([str(dest) if records is None else source], html, records=records,
+                         columns=run.columns, signatures=sigs,
+                         title=f"divmeter score: {source}",
+                         texts=_report_texts(source, input_format, grouping=grouping))
         if not quiet:
             typer.echo(f"divmeter: report written to {html}", err=True)
     if not quiet and dest not in (None, "-"):

@@ -22,6 +22,7 @@ import numpy as np
 
 from divmeter.core._optional import require
 from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.data.paths import write_whole, written
 
 __all__ = ["StabilityResult", "alpha", "stability", "units", "write_report"]
 
@@ -228,6 +229,12 @@ def _fmt(x: Any) -> str:
     return "" if x is None else f"{x:.3f}" if isinstance(x, float) else str(x)
 
 
+def report_files(out_dir: str | os.PathLike[str], *, plot: bool = True) -> list[Path]:
+    """Every file :func:`write_report` may write (checked before anything is written)."""
+    out = Path(out_dir)
+    return [out / "report.json", out / "report.md", *([out / "stability.png"] if plot else [])]
+
+
 def write_report(
     out_dir: str | os.PathLike[str],
     *,
@@ -246,7 +253,7 @@ def write_report(
     doc = {"study": dict(study), "krippendorff_alpha": {k: dict(v) for k, v in alphas.items()},
            "stability": stab.to_dict() if stab else None}
     files = [out / "report.json", out / "report.md"]
-    files[0].write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    write_whole(files[0], json.dumps(doc, indent=2) + "\n")
     lines = [f"# HDS study `{study['name']}` ({study['kind']})", "",
              "## Agreement: Krippendorff's alpha (ordinal, 1-5)", "",
              "| aspect | alpha | pairable units | ratings | note |", "|---|---|---|---|---|"]
@@ -264,7 +271,7 @@ def write_report(
                   for r in stab.by_sets]
         if plot:
             files.append(_plot(stab, out / "stability.png"))
-    files[1].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_whole(files[1], "\n".join(lines) + "\n")
     return files
 
 
@@ -287,6 +294,7 @@ def _plot(stab: StabilityResult, path: Path) -> Path:
     axes[0].set_ylabel("Spearman rho with label")
     fig.suptitle(f"HDS stability ({stab.aspect}, {stab.reps} resamples)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with written(path) as tmp:  # whole, and never over a file the command read
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return path

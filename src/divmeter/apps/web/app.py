@@ -165,13 +165,15 @@ def _admin_csrf(admin: str) -> str:
 
 
 def create_app(db: str | os.PathLike[str], *, lease: float = 3600.0,
-               max_body: int = 64 * 1024) -> Any:
+               max_body: int = 64 * 1024, base_url: str = "http://127.0.0.1:8000") -> Any:
     """Build the ASGI application serving one study database.
 
     Args:
         db: The study database (``divmeter annotate init``).
         lease: Seconds an assigned item stays reserved for its annotator.
         max_body: Largest accepted request body in bytes (413 above).
+        base_url: Where annotators reach the server: the invite links the admin page makes
+            start with it (never with a request's ``Host`` header, which anyone can forge).
 
     Returns:
         A Starlette application wrapped in the size-limit / security-header middleware.
@@ -288,7 +290,7 @@ def create_app(db: str | os.PathLike[str], *, lease: float = 3600.0,
             tokens = await run_in_threadpool(store.invite, study, int(n))
         except Exception as exc:
             raise RequestError(404, str(exc)) from None
-        base = str(request.base_url).rstrip("/")
+        base = base_url.rstrip("/")  # the configured address, not the request's Host header
         return page(request, "invited.html", study=study, links=[f"{base}/a/{t}" for t in tokens],
                     admin=request.path_params["admin"])
 

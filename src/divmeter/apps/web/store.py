@@ -494,7 +494,8 @@ class Store:
 
     def _own_assignment(self, con: sqlite3.Connection, ann: sqlite3.Row, csrf: Any,
                         assignment: Any) -> sqlite3.Row:
-        if not isinstance(csrf, str) or not secrets.compare_digest(csrf, ann["csrf"]):
+        if not isinstance(csrf, str) or not secrets.compare_digest(
+                csrf.encode("utf-8", "surrogatepass"), ann["csrf"].encode("utf-8")):
             raise RequestError(403, "missing or wrong CSRF token; reload the page and try again.")
         if not isinstance(assignment, str) or not assignment.isdigit() or len(assignment) > 18:
             raise RequestError(422, f"field 'assignment' must be an item number; got "

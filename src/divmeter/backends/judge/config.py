@@ -29,7 +29,7 @@ ANSWERS = ("text", "logprobs", "schema")
 #: Upper bounds of the counts that multiply requests, time or memory (the judge metric's
 #: declared caps: ``divmeter list judge``).
 CAPS = {"samples": 100, "max_tokens": 10**6, "retries": 100, "concurrency": 1024,
-        "max_attempts": 100}
+        "max_attempts": 100, "top_logprobs": 100}
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,7 @@ def evaluate(
         ...  for per_plan in evaluate([["a b", "a c"], []], resolve_metrics(["distinct-n:n=1"]))]
         [[0.75, None]]
     """
+    memory.current_limit()  # a bad $DIVMETER_MAX_MEMORY stops the run, not each set
     sets = _Sets(inputs, what, instantiations)
 
     def set_name(i: int) -> str:

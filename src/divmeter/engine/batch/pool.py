@@ -15,7 +15,7 @@ from divmeter.engine.batch.plan import MetricArg, resolve_metrics
 from divmeter.engine.batch.records import score_chunk
 from divmeter.engine.batch.summary import ProgressFn, Summary, Tally
 from divmeter.inputs.data.model import ResponseSet
-from divmeter.core.errors import InvalidInputError
+from divmeter.core.errors import DivmeterError, InvalidInputError
 
 __all__ = ["BATCH_SIZE", "MAX_WORKERS", "score_sets", "unscored"]
 
@@ -140,29 +140,89 @@ def score_sets(
     if reporter is not None and reporter.note is not None:  # cost notes from the workers
         notes = ctx.Queue()
         relay = _relay(notes, reporter.note)
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=ctx, initializer=_start_worker,
+        initargs=(os.getpid(), notes, reporter.above if reporter is not None else 0.0),
+    )
+    window: deque[Future[list[dict[str, Any]]]] = deque()
     try:
-        with ProcessPoolExecutor(
-            max_workers=workers, mp_context=ctx, initializer=_start_worker,
-            initargs=(os.getpid(), notes, reporter.above if reporter is not None else 0.0),
-        ) as pool:
-            window: deque[Future[list[dict[str, Any]]]] = deque()
-            try:
-                for chunk in _chunks(pending(), size):
-                    window.append(pool.submit(_score_chunk, chunk, plans))
-                    while len(window) >= 2 * workers:
-                        for rec in window.popleft().result():
-                            yield finish(rec)
-                while window:
-                    for rec in window.popleft().result():
-                        yield finish(rec)
-            finally:
-                for fut in window:
-                    fut.cancel()
+        for chunk in _chunks(pending(), size):
+            with _sigint_blocked():  # a worker started here never sees SIGINT
+                window.append(pool.submit(_score_chunk, chunk, plans))
+            while len(window) >= 2 * workers:
+                for rec in _result(window.popleft()):
+                    yield finish(rec)
+        while window:
+            for rec in _result(window.popleft()):
+                yield finish(rec)
+        pool.shutdown(wait=True)
+    except BaseException:  # an interrupt, an error, or the consumer stopped early (close())
+        _stop(pool, window)
+        raise
     finally:
         if notes is not None and relay is not None:
             notes.put(None)  # after the workers' lines: they flushed them when they exited
             relay.join(timeout=10)
             notes.close()
+
+
+def _result(fut: Future[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """A worker's records; a worker that died (killed by the system, e.g. out of memory, or by
+    a signal) is said in one line, not as a broken pool."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        return fut.result()
+    except BrokenProcessPool:
+        raise DivmeterError(
+            "a worker process of -j died before it finished its sets (killed by a signal, or "
+            "by the system when memory ran out); what was written is kept: rerun with --resume, "
+            "with fewer workers or a lower --max-memory.") from None
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread while inside: a worker process the pool starts here
+    inherits the mask (through fork and exec), so Ctrl-C, which reaches the whole process
+    group, never interrupts a worker while it starts up or while it holds the pool's queues;
+    the parent still gets it (another of its threads takes it, or it waits until the end of
+    the block)."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _stop(pool: ProcessPoolExecutor, window: deque[Future[Any]]) -> None:
+    """Stop the workers now and wait for nothing they were doing: the queued tasks are
+    cancelled, the workers terminated (they ignore SIGINT: the parent owns the interrupt), and
+    further interrupts are held off until the pool is down, so a second Ctrl-C during the
+    teardown cannot leave a half-closed pool that the interpreter then waits on forever."""
+    import signal
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        for fut in window:
+            fut.cancel()
+        processes = dict(getattr(pool, "_processes", None) or {})
+        for proc in processes.values():
+            with contextlib.suppress(Exception):
+                proc.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+        for proc in processes.values():
+            with contextlib.suppress(Exception):
+                proc.join(timeout=5)
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
 
 
 def _relay(notes: Any, note: Callable[[str], None]) -> Any:
@@ -171,7 +231,13 @@ def _relay(notes: Any, note: Callable[[str], None]) -> Any:
     import threading
 
     def run() -> None:
-        for line in iter(notes.get, None):
+        while True:
+            try:
+                line = notes.get()
+            except Exception:  # a worker terminated while it wrote: nothing more to relay
+                return
+            if line is None:
+                return
             with contextlib.suppress(Exception):
                 note(line)
 
@@ -188,8 +254,13 @@ _ABOVE = 0.0
 def _start_worker(parent: int, notes: Any, above: float) -> None:
     """Worker initializer: watch the parent (:func:`_watch_parent`) and keep where the cost
     notes go (``notes``: ``None`` when the parent has no reporter)."""
+    import signal
+
     global _NOTES, _ABOVE
     _NOTES, _ABOVE = notes, above
+    # Ctrl-C reaches the whole process group: the parent stops the workers (terminate), and a
+    # worker interrupted inside the pool's queues could leave them locked
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _watch_parent(parent)
 
 

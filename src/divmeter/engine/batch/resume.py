@@ -10,6 +10,7 @@ from typing import Any
 
 from divmeter.engine.batch.records import RECORD_KEYS
 from divmeter.inputs.data.lines import detect_format
+from divmeter.inputs.data.outputs import reading_own_outputs
 from divmeter.inputs.data.readers import read_records
 from divmeter.core.errors import InvalidInputError
 
@@ -106,7 +107,8 @@ def completed_rows(
             has_header = _check_csv_header(src, refuse, columns)
             _truncate_torn_tail(src, refuse, ours=has_header)
         try:
-            got = list(read_records(src, f))  # JSONL: a torn last line is not read
+            with reading_own_outputs():  # the run's own output, read back
+                got = list(read_records(src, f))  # JSONL: a torn last line is not read
         except InvalidInputError as exc:
             raise InvalidInputError(
                 f"{refuse}: {exc} It is not a complete divmeter score output; use another "

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.data.outputs import note_read
 
 _SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
@@ -190,6 +191,7 @@ def open_source(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     if str(path) == "-":
         yield sys.stdin.buffer
         return
+    note_read(path)  # the command's guard knows every file it reads
     gz = str(path).lower().endswith(".gz")
     if gz:
         fh: IO[bytes] = gzip.open(path, "rb")  # type: ignore[assignment]

@@ -32,6 +32,7 @@ import numpy as np
 
 from divmeter.inputs.data.lines import display_name, json_field
 from divmeter.inputs.data.model import ResponseSet
+from divmeter.inputs.data.outputs import note_read
 from divmeter.core.errors import InvalidInputError
 
 __all__ = [
@@ -100,6 +101,11 @@ def as_vectors(x: Any, *, what: str = "vectors", check_finite: bool = True) -> n
         if check_finite and not math.isfinite(float(x.sum())):  # NaN and inf reach the sum
             _check_finite(x, what)
         return x
+    kind = _leaf_kind(x)
+    if kind is not None and kind not in "biuf":  # strings ("1") are text, never numbers
+        raise InvalidInputError(
+            f"`{what}` must be an (n, d) array of numbers (one row per response); got "
+            f"{'strings' if kind in 'USa' else 'values that are not numbers'}.")
     try:
         X = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError):
@@ -117,6 +123,21 @@ def as_vectors(x: Any, *, what: str = "vectors", check_finite: bool = True) -> n
     return X
 
 
+def _leaf_kind(x: Any) -> str | None:
+    """The numpy kind of what ``x`` holds (``"U"`` for strings, ``"f"`` for floats...), or
+    ``None`` when numpy cannot tell (ragged rows: left to the conversion's own error)."""
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind
+    try:
+        kind: str = np.asarray(x).dtype.kind
+    except (TypeError, ValueError):
+        return None
+    if kind == "O":  # mixed: any string or bytes among the values is text
+        flat = [v for row in x for v in (row if isinstance(row, (list, tuple)) else [row])]
+        return "U" if any(isinstance(v, (str, bytes)) for v in flat) else None
+    return kind
+
+
 def _check_finite(X: np.ndarray, what: str) -> None:
     bad = np.flatnonzero(~np.isfinite(X).all(axis=1))
     if bad.size:
@@ -124,19 +145,35 @@ def _check_finite(X: np.ndarray, what: str) -> None:
 
 
 def _load_npy(path: str | os.PathLike[str]) -> np.ndarray:
+    """The array of a ``.npy`` file, memory-mapped (read as it is used, once): its header is
+    checked first (numbers, 2 or 3 dimensions, and one set's float64 copy within the memory
+    limit), so a file too large is refused before a byte of it is read."""
     name = display_name(path)
+    note_read(path)  # the command's guard knows every file it reads
     try:
-        A = np.load(path, allow_pickle=False)
+        A = np.load(path, mmap_mode="r", allow_pickle=False)
     except FileNotFoundError:
         raise
     except (ValueError, OSError) as exc:
         raise InvalidInputError(f"{name}: not a readable .npy array of numbers ({exc}).") from None
-    if not isinstance(A, np.ndarray) or A.dtype.kind not in "biuf":
+    if not isinstance(A, np.ndarray):  # an .npz archive (or another container) named .npy
+        closer = getattr(A, "close", None)
+        if closer is not None:
+            closer()
+        raise InvalidInputError(
+            f"{name}: is not a .npy array but a {type(A).__name__} (an .npz archive?); save "
+            "one array with numpy.save.")
+    if A.dtype.kind not in "biuf":
         raise InvalidInputError(f"{name}: must hold numbers; got dtype {A.dtype}.")
     if A.ndim not in (2, 3):
         raise InvalidInputError(
             f"{name}: must be (sets, n, d) or (n, d) (one set); got shape {A.shape}."
         )
+    from divmeter.core import memory
+
+    n, d = A.shape[-2:]
+    memory.check("vectors", 16 * n * d,
+                 f"one set of {n:,} x {d:,} vectors of {name} as float64, and a working copy")
     return A
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from divmeter.inputs.data.lines import display_name, loads, text_lines
+from divmeter.inputs.data.outputs import claim_write
 from divmeter.core.errors import InvalidInputError
 from divmeter.studies.generation.base import (
     Decoding,
@@ -335,6 +336,7 @@ def run_sweep(
         breaker.plan((len(plan) - len(done)) * n)
     tokens = 0.0
     seconds = 0.0
+    claim_write(path, "-o")  # never a file the command read
     with path.open("a", encoding="utf-8") as fh:
         for value in sweep.values:
             dec = _with(base, sweep.param, value)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from divmeter.inputs.data.lines import bounded_lines, display_name, open_source
+from divmeter.inputs.data.outputs import claim_write
 from divmeter.core.errors import InvalidInputError
 from divmeter.backends.judge.config import JudgeConfig
 from divmeter.studies.judge.cost import run_jobs
@@ -43,6 +44,7 @@ def write_batch_requests(path: str, task: str, items: Sequence[Any], config: Jud
     url = f"{client.base_url}/{CHAT}"
     n = 0
     seen = set()
+    claim_write(path, "--batch-write")  # never a file the command read
     with open(path, "w", encoding="utf-8") as fh:
         for job in jobs:
             body = payload(config, job, 0, task)

@@ -18,6 +18,7 @@ from divmeter.inputs.data.lines import (
     read_json_lines,
     require_object,
 )
+from divmeter.inputs.data.outputs import claim_write, reading_own_outputs
 from divmeter.core.errors import InvalidInputError
 
 __all__ = ["read_judge_pairs", "read_judge_input", "done_indices", "judge_file",
@@ -73,7 +74,7 @@ def done_indices(path: str) -> set[int]:
     done: set[int] = set()
     if not os.path.exists(path):
         return done
-    with open_source(path) as fh:
+    with reading_own_outputs(), open_source(path) as fh:  # --resume reads back its -o
         for line in bounded_lines(fh, display_name(path)):
             try:
                 row = json.loads(line)
@@ -161,6 +162,8 @@ def judge_file(task: str, rows: list[dict[str, Any]], items: list[Any],
     all_items: list[Any] = []
     run = None
     parse_failures: Any = None
+    claim_write(output, "-o")  # never a file the command read
+    claim_write(nulls_path, "--nulls")
     with open(output, "a" if resume else "w", encoding="utf-8") as out, \
             open(nulls_path, "w", encoding="utf-8") as bad:
         for part in _chunks(todo, chunk):

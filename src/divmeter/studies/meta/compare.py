@@ -132,6 +132,8 @@ def compare(
             )
         a = {m: np.asarray(systems[s][m], dtype=float)[ro] for m in metrics}
         b = {m: np.asarray(systems[base][m], dtype=float)[rb] for m in metrics}
+        for m in metrics:
+            _check_range(m, s, base, a[m], b[m])
         with np.errstate(invalid="ignore", divide="ignore"):  # d of a constant resample
             res = paired(a, b, correction="none", zero_method=zero_method, nan=nan,
                          bootstrap=bootstrap, ci_method=ci_method, confidence=confidence,
@@ -147,7 +149,11 @@ def compare(
                    "ties": float(np.mean(diffs == 0)) if len(diffs) else float("nan"),
                    "p_two_sided": v["p_two_sided"], "direction": v["direction"]}
             name = m if len(others) == 1 else f"{m}: {s}"
-            rows[name] = MetaResult("compare", row, "", res.results[m].details)
+            details = dict(res.results[m].details)
+            undefined = _ci_reasons(row, bootstrap)
+            if undefined:
+                details["reasons"] = {**details.get("reasons", {}), **undefined}
+            rows[name] = MetaResult("compare", row, "", details)
             arrays[name] = {"a": res.arrays[m]["a"], "b": res.arrays[m]["b"],
                             "labels": (s, base)}
     family = list(rows)
@@ -166,3 +172,46 @@ def compare(
     echo = {"baseline": base, "systems": names, "key": key, "correction": "holm",
             **dict(settings or {})}
     return ProtocolResult("compare", rows, echo, arrays)
+
+
+#: The largest score difference compare accepts: its square (Cohen's d, the Wilcoxon ranks'
+#: ties) must stay within float64.
+MAX_DIFFERENCE = 1e150
+
+
+def _check_range(metric: str, system: str, base: str, a: np.ndarray, b: np.ndarray) -> None:
+    """Refuse scores whose differences (or their squares) leave float64, in one line: a mean
+    difference of 1e308 - (-1e308) is no number (issue 34)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = np.abs(a - b)
+    bad = np.isfinite(a) & np.isfinite(b) & ~(d <= MAX_DIFFERENCE)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InvalidInputError(
+            f"{metric!r}: on matched item {i + 1} system {system!r} scores {float(a[i]):.3g} "
+            f"and the baseline {base!r} {float(b[i]):.3g}, a difference beyond what the "
+            f"statistics can square in float64 (|difference| <= {MAX_DIFFERENCE:g}); rescale "
+            "the scores.")
+
+
+def _ci_reasons(row: dict[str, Any], bootstrap: int | None) -> dict[str, str]:
+    """Why an interval of a row has a null end (``cohen_d_ci``: some resamples have no spread),
+    in the row's ``reasons`` (printed under the table)."""
+    out: dict[str, str] = {}
+    n = row["n"]
+    for field in ("mean_diff_ci", "cohen_d_ci", "win_rate_ci"):
+        ci = row.get(field)
+        if not bootstrap or ci is None:
+            continue
+        ends = [c for c in ci if c is not None and np.isfinite(c)]
+        if len(ends) == len(ci):
+            continue
+        if field == "cohen_d_ci":
+            out[field] = (f"undefined end(s) with {n} matched items: resamples whose "
+                          "differences are all equal have no standard deviation, so d is "
+                          "undefined in them and the percentile falls there; more items give "
+                          "the interval")
+        else:
+            out[field] = f"undefined with {n} matched items (the interval needs 2 or more)"
+    return out
+

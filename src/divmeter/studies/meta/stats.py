@@ -870,8 +870,8 @@ def check_resample_memory(rows: int, n: int, what: str, copies: int = 4) -> None
     if need > limit:
         raise InvalidInputError(
             f"{what} {rows} over {n} items needs about {format_bytes(need)} of memory, more than "
-            f"the limit {format_bytes(limit)}; use fewer, or raise the limit with --max-memory "
-            "or DIVMETER_MAX_MEMORY.")
+            f"the limit {format_bytes(limit)}; use fewer, or raise the limit with the "
+            "environment variable DIVMETER_MAX_MEMORY (e.g. DIVMETER_MAX_MEMORY=16G).")
 
 
 def bootstrap_ci(

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from divmeter.inputs.data.model import ResponseSet
+from divmeter.inputs.data.outputs import claim_write
 from divmeter.core.errors import InvalidInputError
 from divmeter.studies.perturb.gate import Gate
 
@@ -271,6 +272,7 @@ def write_jsonl(rows: Iterable[dict[str, Any]], path: str | os.PathLike[str]) ->
     p = Path(path)
     if p.parent and not p.parent.exists():
         raise InvalidInputError(f"output folder {str(p.parent)!r} does not exist.")
+    claim_write(p)  # never a file the command read
     with open(p, "w", encoding="utf-8") as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
