@@ -4,8 +4,8 @@
 ``divmeter score``) asks :func:`vector_outcomes` first, per metric: when the sets come as
 precomputed embeddings (arrays in Python, a ``.npy`` file or ``--vectors`` on the command line,
 :mod:`divmeter.inputs.data.vectors`) and the metric has a vector kernel
-(:func:`divmeter.engine.registry.register_vectors`), the kernel scores them and no encoder runs;
-otherwise the usual text path does. The rules:
+(its definition's :meth:`~divmeter.engine.definition.Metric.vectors`), that formula scores them and
+no encoder runs; otherwise the usual text path does. The rules:
 
 * a metric that takes vectors scores the vectors of every set (a set with texts *and* vectors,
   from ``--vectors``, is scored on its vectors); one call either gives vectors for every set or
@@ -19,15 +19,16 @@ otherwise the usual text path does. The rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from divmeter.core import memory
-from divmeter.inputs.data.vectors import as_vectors, is_vector_input
 from divmeter.core.errors import InvalidInputError
-from divmeter.engine.definition import Metric
 from divmeter.core.result import MetricResult
+from divmeter.engine.definition import Metric
+from divmeter.inputs.data.vectors import as_vectors, is_vector_input
 
 __all__ = ["vector_inputs", "vector_outcomes"]
 
@@ -89,11 +90,11 @@ def vector_outcomes(metric: Metric, inputs: Sequence[Any], vectors: Sequence[Vec
             "content).") for _ in inputs]
     out: list[Outcome | None] = [None] * len(inputs)
     live: list[int] = []
-    checked: set[int] = set()  # set sizes whose cost passed
+    costs: dict[int, Any] = {}  # set size -> its cost (checked against the memory limit)
     for i, v in enumerate(vectors):
         why = _text_rule(inputs[i])
         if why is not None and isinstance(v, np.ndarray):
-            out[i] = metric.null(why)
+            out[i] = replace(metric.null(why), signature=metric.vector_signature())
         elif v is None:
             out[i] = InvalidInputError(
                 f"this call scores precomputed vectors (other sets are arrays); {set_name(i)} "
@@ -103,18 +104,23 @@ def vector_outcomes(metric: Metric, inputs: Sequence[Any], vectors: Sequence[Vec
             out[i] = v
         else:
             n = v.shape[0]
-            if n not in checked:
-                cost = metric.cost(n)
+            if n not in costs:
+                cost = costs[n] = metric.cost(n)
                 if cost is not None:
                     try:
-                        memory.check(metric.name, cost.needed, cost.what, )
+                        memory.check(metric.name, cost.needed, cost.what)
                     except memory.MemoryLimitError as exc:
                         label = set_name(i)
                         raise (memory.for_set(exc, label) if label else exc) from None
-                checked.add(n)
+            if costs[n] is not None:
+                with memory.working_on(set_name(i)):
+                    memory.announce(costs[n])
             live.append(i)
     if live:
         try:
+            conflict = metric.encoder_conflict()
+            if conflict is not None:
+                raise conflict
             results: list[Outcome] = list(metric.vectors([vectors[i] for i in live]))
         except InvalidInputError as exc:
             results = [exc] * len(live)
