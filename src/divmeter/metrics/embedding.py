@@ -652,7 +652,10 @@ class VectorMetric(Metric):
     matrix: ClassVar[str] = "distance"
 
     def setup(self) -> None:
+        from divmeter.backends.embed import check_backend
+
         p = self.p
+        check_backend(p["model"], p["backend"], p["device"], p["dtype"])
         self.enc: tuple[str, str | None, str, str, str] = (
             p["model"], p["base_url"], p["backend"], p["device"], p["dtype"])
         self.device = str(p["device"])
