@@ -319,10 +319,10 @@ def distance_matrix(X: np.ndarray, distance: str | Callable[..., Any] = "euclide
                     ) -> np.ndarray:
     """Pairwise distances of the rows of ``X`` as given, ``(n, n)`` float64, zero diagonal.
 
-    ``cosine``: ``1 - cos`` (:func:`cosine_matrix`); ``euclidean``, ``sqeuclidean`` and
-    ``cityblock`` from explicit differences (a duplicate pair is at exactly 0; the matrix is
-    exactly symmetric); a function ``f(u, v) -> float`` is called once per pair ``i < j`` with
-    the two rows, as :func:`scipy.spatial.distance.pdist` calls it.
+    ``cosine``: ``1 - cos`` (:func:`cosine_matrix`); ``euclidean``, ``sqeuclidean``,
+    ``cityblock`` or a function ``f(u, v) -> float`` of two rows (called once per pair
+    ``i < j``): :func:`scipy.spatial.distance.pdist`'s, from explicit differences (a duplicate
+    pair is at exactly 0), as emb-diversity computes them.
 
     Example:
         >>> X = np.array([[0.0, 0.0], [3.0, 4.0], [3.0, 0.0]])
@@ -331,23 +331,12 @@ def distance_matrix(X: np.ndarray, distance: str | Callable[..., Any] = "euclide
         >>> distance_matrix(X, lambda u, v: float(abs(u - v).max()))[1].tolist()
         [4.0, 0.0, 4.0]
     """
-    X = np.asarray(X, dtype=np.float64)
-    n = X.shape[0]
     if distance == "cosine":
         return 1.0 - cosine_matrix(X)  # type: ignore[no-any-return]
-    D = np.zeros((n, n))
-    if callable(distance):
-        for i in range(n):
-            for j in range(i + 1, n):
-                D[i, j] = D[j, i] = float(distance(X[i], X[j]))
-        return D
-    for i in range(n):
-        diff = X - X[i]
-        if distance == "cityblock":
-            D[i] = np.abs(diff).sum(axis=1)
-        else:
-            D[i] = np.einsum("ij,ij->i", diff, diff)
-    return np.sqrt(D, out=D) if distance == "euclidean" else D
+    from scipy.spatial.distance import pdist, squareform
+
+    X = np.asarray(X, dtype=np.float64)
+    return squareform(pdist(X, metric=distance))  # type: ignore[no-any-return]
 
 
 def remote_clique_value(X: np.ndarray, distance: str = "euclidean") -> float:
