@@ -1,5 +1,9 @@
 """Benchmark: divmeter's embedding-geometry metrics against emb-diversity, measure by measure.
 
+Also emb-diversity's mean pairwise distance, Chamfer distance and k-means inertia on raw vectors
+(``remote-clique:norm=none``, ``chamfer`` with a ``distance``, ``kmeans-inertia:norm=none``), with
+named distances and a Python function of two vectors (both sides call it once per pair).
+
 Run with the venv that holds the peer (``pip install 'divmeter[bench]'``)::
 
     python benchmarks/bench_geometry.py            # 1,000 sets x 20 vectors (384-d)
@@ -74,6 +78,35 @@ CASES: list[tuple[str, str, dict[str, Any], str, dict[str, Any], str]] = [
      "sum_pw_dist", {"metric": "euclidean"}, "384"),
     ("DCScore, rbf kernel", "dcscore", {"kernel": "rbf:gamma=0.001"}, "dcscore",
      {"kernel_type": "rbf", "tau": 0.001}, "384"),
+    # emb-diversity's measures on raw vectors with other distances (issue 30)
+    ("mean pairwise distance (cosine)", "remote-clique", {"norm": "none", "distance": "cosine"},
+     "mean_pw_dist", {}, "384"),
+    ("mean pairwise distance, euclidean", "remote-clique",
+     {"norm": "none", "distance": "euclidean"}, "mean_pw_dist", {"metric": "euclidean"}, "384"),
+    ("mean pairwise distance, cityblock", "remote-clique",
+     {"norm": "none", "distance": "cityblock"}, "mean_pw_dist", {"metric": "cityblock"}, "384"),
+    ("Chamfer (cosine)", "chamfer", {}, "chamfer_dist", {}, "384"),
+    ("Chamfer, euclidean", "chamfer", {"distance": "euclidean"}, "chamfer_dist",
+     {"metric": "euclidean"}, "384"),
+    ("Chamfer, cityblock", "chamfer", {"distance": "cityblock"}, "chamfer_dist",
+     {"metric": "cityblock"}, "384"),
+    ("k-means inertia (k=2), scikit-learn", "kmeans-inertia",
+     {"norm": "none", "solver": "sklearn", "seed": 42, "n_init": 1}, "cluster_inertia",
+     {"n_clusters": 2}, "384"),
+]
+
+
+def chebyshev(u: np.ndarray, v: np.ndarray) -> float:
+    """A distance given as a Python function of two vectors (called once per pair)."""
+    return float(np.abs(u - v).max())
+
+
+#: The same measures with a Python function as the distance, on ``--function-sets`` sets.
+FUNCTION_CASES: list[tuple[str, str, dict[str, Any], str, dict[str, Any]]] = [
+    ("mean pairwise distance, a function", "remote-clique",
+     {"norm": "none", "distance": chebyshev}, "mean_pw_dist", {"metric": chebyshev}),
+    ("Chamfer, a function", "chamfer", {"distance": chebyshev}, "chamfer_dist",
+     {"metric": chebyshev}),
 ]
 UMAP_CASES: list[tuple[str, str, dict[str, Any], str, dict[str, Any]]] = [
     ("convex hull volume, UMAP", "convex-hull-volume", {"projection": "umap"},
@@ -132,12 +165,19 @@ def run_case(label: str, metric: str, params: dict[str, Any], peer: str,
             "peer": t_peer, "ratio": t_peer / t_ours, "worst": worst}
 
 
+def _arg(metric: str, params: dict[str, Any]) -> str:
+    shown = [f"{k}={getattr(v, '__name__', v)}" for k, v in params.items()]
+    return metric + (":" + ",".join(shown) if shown else "")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sets", type=int, default=1000)
     ap.add_argument("--quick", action="store_true", help="100 sets")
     ap.add_argument("--repeat", type=int, default=2, help="best of this many runs per side")
     ap.add_argument("--umap-sets", type=int, default=10, help="sets for the UMAP rows (0: skip)")
+    ap.add_argument("--function-sets", type=int, default=100,
+                    help="sets for the rows with a Python function as the distance (0: skip)")
     ap.add_argument("--only", nargs="*", help="divmeter metric names to run")
     args = ap.parse_args()
     n_sets = 100 if args.quick else args.sets
@@ -161,10 +201,18 @@ def main() -> None:
         for label, metric, params, peer, peer_kw, kind in todo:
             row = run_case(label, metric, params, peer, peer_kw, sets[kind], args.repeat)
             rows.append(row)
-            arg = metric + (":" + ",".join(f"{k}={v}" for k, v in params.items())
-                            if params else "")
+            arg = _arg(metric, params)
             print(f"| {label} | `{arg}` | {row['divmeter']:.3f} ({row['wall']:.3f}) | "
                   f"{row['peer']:.3f} | {row['ratio']:.1f}x | {row['worst']:.1e} |", flush=True)
+        if args.function_sets:
+            fn_sets = sets["384"][: args.function_sets]
+            for label, metric, params, peer, peer_kw in FUNCTION_CASES:
+                if args.only and metric not in args.only:
+                    continue
+                row = run_case(label, metric, params, peer, peer_kw, fn_sets, args.repeat)
+                print(f"| {label} ({len(fn_sets)} sets) | `{_arg(metric, params)}` | "
+                      f"{row['divmeter']:.3f} ({row['wall']:.3f}) | {row['peer']:.3f} | "
+                      f"{row['ratio']:.1f}x | {row['worst']:.1e} |", flush=True)
         if args.umap_sets:
             umap_sets = sets["384"][: args.umap_sets]
             for label, metric, params, peer, peer_kw in UMAP_CASES:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,6 +45,30 @@ def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("DIVMETER_CACHE", str(cache))
         yield cache
+
+
+@pytest.fixture(scope="module")
+def emb_diversity(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """``value(measure, X, kwargs)``: the installed emb-diversity's measure on one set (skipped
+    without the peer), its prints and warnings silenced; run in a temporary folder, since the
+    peer writes its distance cache under ``./.cache``."""
+    import contextlib
+    import importlib.util
+    import io
+    import warnings
+    from importlib import import_module
+
+    if importlib.util.find_spec("emb_diversity") is None:
+        pytest.skip("needs emb-diversity: pip install -e '.[bench]'")
+
+    def value(measure: str, X: Any, kwargs: dict[str, Any]) -> float:
+        fn = getattr(import_module(f"emb_diversity.measures.{measure}"), measure)
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return float(fn(X, **kwargs)["value"])
+
+    with contextlib.chdir(tmp_path_factory.mktemp("peer")):
+        yield value
 
 
 #: ``DIVMETER_CACHE`` as the session found it: the user's cache.

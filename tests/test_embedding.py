@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -271,7 +272,7 @@ def test_order_invariance() -> None:
         assert a == pytest.approx(b, abs=1e-9), metric
 
 
-CONTENT_ALTERNATIVES = {
+CONTENT_ALTERNATIVES: dict[Any, Any] = {
     "model": "glove",
     "reduction": "one-minus-mean",
     "q": 0.5,
@@ -284,6 +285,9 @@ CONTENT_ALTERNATIVES = {
     "backend": "onnx",
     "dtype": "bfloat16",
     "kernel": "rbf:gamma=0.5",
+    "norm": "none",
+    "solver": "sklearn",
+    ("chamfer", "distance"): "euclidean",
 }
 SPREAD = ["A cat sleeps on the sofa.", "The train is late again.", "Prices fell sharply today.",
           "My grandmother bakes bread.", "The cat is asleep on the couch."]
@@ -307,14 +311,15 @@ def test_every_parameter_changes_value_or_signature(name: str) -> None:
             continue  # never in the signature, same numbers on the CPU: test_backends_device.py
         if param == "backend" and importlib.util.find_spec("onnxruntime") is None:
             continue  # needs divmeter[onnx]: tests/test_onnx.py
-        alt = CONTENT_ALTERNATIVES[param]
+        alt = CONTENT_ALTERNATIVES.get((name, param), CONTENT_ALTERNATIVES[param])
         if name == "bertscore" and param == "model":
             continue  # glove has no token embeddings (tested above); mpnet in test_backends
         assert alt != default
         other = divmeter.score(SPREAD, name, **{param: alt})
         assert other.signature != base.signature, f"{name}: {param} not in signature"
-        # restarts find the same optimum on 5 points; ONNX reproduces torch (tests/test_onnx.py)
-        if param not in {"seed", "n_init", "backend"}:
+        # restarts and both k-means solvers find the same optimum on 5 points; ONNX reproduces
+        # torch (tests/test_onnx.py)
+        if param not in {"seed", "n_init", "backend", "solver"}:
             assert other.value != base.value, f"{name}: {param} does not change the value"
 
 
@@ -330,3 +335,30 @@ def test_batched_scoring_matches_set_by_set() -> None:
         assert [(r.value, r.reason, r.signature) for r in many] == [
             (r.value, r.reason, r.signature) for r in one
         ], metric
+
+
+@pytest.mark.embed
+def test_vendi_embedding_corpus_mode_keeps_its_kernel(tmp_path: Any) -> None:
+    """Issue 30's silent wrong answer: corpus mode gave vendi-embedding the cosine kernel
+    whatever the request (1.80 with the signature ``kernel:cosine`` where the one-set value of
+    ``kernel=rbf:gamma=0.5`` is 12.17 on the 35 non-blank responses of the bundled example);
+    its statistics now come from the metric's resolved kernel."""
+    import json
+    from pathlib import Path
+
+    from divmeter.engine.corpus.run import score_corpus
+
+    stories = Path(__file__).resolve().parents[1] / "examples" / "stories.jsonl"
+    texts = [t for line in stories.read_text(encoding="utf-8").splitlines() if line.strip()
+             for t in json.loads(line)["responses"] if t.strip()]
+    assert len(texts) == 35
+    half = len(texts) // 2
+    for i, part in enumerate((texts[:half], texts[half:])):
+        (tmp_path / f"c{i}.txt").write_text("".join(t + "\n" for t in part), encoding="utf-8")
+    metric = "vendi-embedding:model=glove,kernel=rbf:gamma=0.5"
+    run = score_corpus([tmp_path / "c1.txt", tmp_path / "c0.txt"], [metric])
+    (got,) = run.records
+    want = divmeter.score(texts, "vendi-embedding", model="glove", kernel="rbf:gamma=0.5")
+    assert got["signature"] == want.signature and "|kernel:rbf:gamma=0.5|" in want.signature
+    assert round(want.value, 2) == 12.17
+    assert got["value"] == pytest.approx(want.value, rel=1e-12)

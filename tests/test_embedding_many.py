@@ -71,17 +71,25 @@ def test_onnx_backend_many_equals_single_set_calls() -> None:
 
 
 @pytest.mark.embed
-def test_batched_function_direct_call_and_glove_zero_vectors() -> None:
-    sets = SETS[:8] + [["the cat", "qzxqzxq vbnvbnq"], ["the cat sat", "a dog ran", "the dog"]]
-    for fn, single in ((E.embedding_cosine_many, E.embedding_cosine),
-                       (E.chamfer_many, E.chamfer), (E.remote_clique_many, E.remote_clique)):
+def test_the_formula_on_many_sets_and_glove_zero_vectors() -> None:
+    """The definition's formula on many sets in one call (no rule applied before it: its own
+    reasons for the degenerate sets) equals the public function on each set."""
+    sets = SETS[:2] + SETS[6:8] + [["the cat", "qzxqzxq vbnvbnq"],
+                                   ["the cat sat", "a dog ran", "the dog"]]
+    for name, single in (("embedding-cosine", E.embedding_cosine), ("chamfer", E.chamfer),
+                         ("remote-clique", E.remote_clique)):
         for model in ("minilm", "glove"):
-            got = fn(sets, model=model)
+            got = divmeter.get_metric(name).plan({"model": model}).score(
+                tuple(tuple(s) for s in sets))
             want = [single(s, model=model) for s in sets]
-            _assert_identical(got, want, f"{fn.__name__} {model}")
-    zero = E.embedding_cosine_many(sets, model="glove")[8]
-    assert zero.value is None and zero.reason.startswith("response 1 has a zero embedding")
-    assert "truncated" not in E.embedding_cosine_many(sets, model="glove")[9].details
+            _assert_identical(got, want, f"{name} {model}")
+    formula = divmeter.get_metric("embedding-cosine").plan({"model": "glove"})
+    both = formula.score((("the cat", "qzxqzxq vbnvbnq"), ("the cat sat", "a dog ran")))
+    assert both[0].value is None and both[0].reason.startswith("response 1 has a zero embedding")
+    assert "truncated" not in both[1].details
+    degenerate = formula.score(((), ("only one",), ("", " ")))
+    assert [r.reason for r in degenerate] == ["empty set", "needs at least 2 responses; got 1",
+                                              "fewer than two non-blank responses (got 0)"]
 
 
 def test_stacked_cosine_is_the_single_set_cosine_bit_for_bit() -> None:

@@ -128,9 +128,10 @@ def test_chamfer_sqeuclidean_registry_entry() -> None:
     assert spec.extra == "embed" and spec.input == "texts"
     assert "appendix B" in spec.citation and "eq. 3" in spec.citation
     assert spec.definition.batched
-    # the cosine form keeps its entry
+    # the cosine form keeps its entry (other distances, emb-diversity's, are unbounded)
     old = divmeter.get_metric("chamfer")
-    assert old.bounds == (0.0, 2.0) and dict(old.params) == dict(spec.params)
+    assert old.bounds == (0.0, None)
+    assert dict(old.params) == {**dict(spec.params), "distance": "cosine"}
 
 
 SPREAD = ["A cat sleeps on the sofa.", "The train is late again.", "Prices fell sharply today.",

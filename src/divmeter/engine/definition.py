@@ -46,6 +46,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
+from divmeter.core.errors import InvalidInputError
 from divmeter.core.params import Param, validate
 from divmeter.core.result import MetricResult, make_signature
 
@@ -130,6 +131,25 @@ class Metric:
     #: each set (an encoder's embeddings), for metrics whose formula is on vectors; then
     #: precomputed vectors are literally the same input (``None``: the metric does not embed).
     encode: ClassVar[Callable[..., Any] | None] = None
+    #: The parameters only :attr:`encode` reads (which encoder, where it runs): beside
+    #: precomputed vectors, which are already encoded, the engine refuses them when they are
+    #: set to another value than their default (:meth:`encoder_conflict`).
+    encoder_params: ClassVar[tuple[str, ...]] = ()
+
+    def vector_signature(self) -> str:
+        """The signature of results on precomputed vectors (by default :meth:`signature`'s)."""
+        return self._sig()
+
+    def encoder_conflict(self) -> InvalidInputError | None:
+        """The error of a call that gives precomputed vectors and sets a parameter of
+        :attr:`encoder_params` (it would be ignored), or ``None``."""
+        for key in self.encoder_params:
+            if key in self.given and self.given[key] != self.params[key].default:
+                return InvalidInputError(
+                    f"`{key}` of {self.name} picks the encoder; it does not apply to "
+                    f"precomputed vectors (they are already embedded); got {self.given[key]!r}."
+                )
+        return None
 
     def cost(self, n: int, items: Sequence[Any] | None = None) -> Any:
         """What scoring one set of ``n`` responses costs (a :class:`divmeter.core.memory.Cost`),

@@ -4,8 +4,8 @@
 ``divmeter score``) asks :func:`vector_outcomes` first, per metric: when the sets come as
 precomputed embeddings (arrays in Python, a ``.npy`` file or ``--vectors`` on the command line,
 :mod:`divmeter.inputs.data.vectors`) and the metric has a vector kernel
-(``Metric.vectors``), the formula scores them and no encoder runs;
-otherwise the usual text path does. The rules:
+(its definition's :meth:`~divmeter.engine.definition.Metric.vectors`), that formula scores them and
+no encoder runs; otherwise the usual text path does. The rules:
 
 * a metric that takes vectors scores the vectors of every set (a set with texts *and* vectors,
   from ``--vectors``, is scored on its vectors); one call either gives vectors for every set or
@@ -32,10 +32,10 @@ from typing import Any
 import numpy as np
 
 from divmeter.core import memory
-from divmeter.inputs.data.vectors import as_vectors, is_vector_input
 from divmeter.core.errors import InvalidInputError
-from divmeter.engine.definition import Metric
 from divmeter.core.result import MetricResult
+from divmeter.engine.definition import Metric
+from divmeter.inputs.data.vectors import as_vectors, is_vector_input
 
 __all__ = ["vector_inputs", "vector_outcomes", "at_safe_scale", "SAFE_EXPONENT"]
 
@@ -101,7 +101,7 @@ def vector_outcomes(metric: Metric, inputs: Sequence[Any], vectors: Sequence[Vec
             "content).") for _ in inputs]
     out: list[Outcome | None] = [None] * len(inputs)
     live: list[int] = []
-    checked: set[int] = set()  # set sizes whose cost passed
+    costs: dict[int, Any] = {}  # set size -> its cost (checked against the memory limit)
     for i, v in enumerate(vectors):
         why = _text_rule(inputs[i])
         if why is not None and isinstance(v, np.ndarray):
@@ -115,23 +115,25 @@ def vector_outcomes(metric: Metric, inputs: Sequence[Any], vectors: Sequence[Vec
             out[i] = v
         else:
             n = v.shape[0]
-            if n not in checked:
-                cost = metric.cost(n)
+            if n not in costs:
+                cost = costs[n] = metric.cost(n)
                 if cost is not None:
                     label = set_name(i)
                     try:
                         memory.check(metric.name, cost.needed, cost.what, hint=cost.hint)
                     except memory.MemoryLimitError as exc:
                         raise (memory.for_set(exc, label) if label else exc) from None
-                    if cost.pairs or cost.seconds:  # work beyond linear: announced
-                        with memory.working_on(label):
-                            memory.announce(cost)
-                checked.add(n)
+            if costs[n] is not None:
+                with memory.working_on(set_name(i)):
+                    memory.announce(costs[n])
             live.append(i)
     scales = {i: _exponent(vectors[i]) for i in live}  # type: ignore[arg-type]
     plain = [i for i in live if scales[i] == 0]
     if plain:
         try:
+            conflict = metric.encoder_conflict()
+            if conflict is not None:
+                raise conflict
             results: list[Outcome] = list(metric.vectors([vectors[i] for i in plain]))
         except InvalidInputError as exc:
             results = [exc] * len(plain)
@@ -166,7 +168,7 @@ def at_safe_scale(metric: Metric, X: np.ndarray, e: int) -> Outcome:
         >>> from divmeter.engine.registry import get_metric
         >>> X = np.array([[3.0, 4.0], [0.0, 0.0], [6.0, 8.0]]) * 2.0**300
         >>> at_safe_scale(get_metric("diameter").plan({"distance": "euclidean"}), X, 304).value
-        2.0370359763344861e+91
+        2.037035976334486e+91
     """
     import math
 

