@@ -22,6 +22,13 @@ class MissingDependencyError(DivmeterError, ImportError):
     """An optional dependency is not installed; the message gives the pip line that fixes it."""
 
 
+class UnavailableError(InvalidInputError):
+    """What a call needs is not here: a server to ask, a model the call names but nobody gave
+    (the message says what to pass). Still bad input to the caller (exit code 2 on the command
+    line); :func:`divmeter.testing.check_metric` reports the checks that need it as skipped,
+    with the message as the reason, instead of failing."""
+
+
 class UnknownMetricError(DivmeterError, KeyError):
     """A metric name is not in the registry; the message suggests close names."""
 
