@@ -46,7 +46,7 @@ def score(responses: Any, metric: str, *, max_memory: int | str | None = None,
         0.6666666666666666
     """
     name, inline = parse_metric_arg(metric)
-    (plan,) = resolve_metrics([(name, {**inline, **params})])
+    (plan,) = resolve_metrics([(name, {**inline, **params})], named=False)
     with memory_limit(max_memory):
         # the engine applies the one rule for degenerate sets and the cost checks, for score
         # too (one set is a batch of one); names=[""]: a refusal names no set
@@ -102,7 +102,7 @@ def score_many(
     if on_error not in ("raise", "null"):
         raise InvalidInputError(f"`on_error` must be one of raise, null; got {on_error!r}.")
     name, inline = parse_metric_arg(metric)
-    (plan,) = resolve_metrics([(name, {**inline, **params})])
+    (plan,) = resolve_metrics([(name, {**inline, **params})], named=False)
     items = list(sets)
     out: list[MetricResult] = []
     with memory_limit(max_memory):

@@ -4,7 +4,8 @@
 (the caller may give its own) and raises :class:`MetricCheckError` (an ``AssertionError``) at the
 first failure, naming the metric, the check and what differed; it returns a
 :class:`CheckReport` listing the checks that ran and those that could not run here (an optional
-extra not installed), with the reason. A third-party metric registered with
+extra not installed, or something the call needs that is absent, such as a judge's server:
+:class:`~divmeter.core.errors.UnavailableError`), with the reason. A third-party metric registered with
 :func:`divmeter.engine.registry.register` is checked the same way::
 
     from divmeter.testing import check_metric
@@ -49,7 +50,7 @@ from typing import Any
 from divmeter.api import score, score_many
 from divmeter.engine.corpus.stats import make_accumulator
 from divmeter.core.degenerate import degenerate_reason
-from divmeter.core.errors import InvalidInputError, MissingDependencyError
+from divmeter.core.errors import InvalidInputError, MissingDependencyError, UnavailableError
 from divmeter.core.params import UNSET, Param, validate
 from divmeter.engine.registry import MetricSpec, check_params, get_metric
 from divmeter.core.result import MetricResult
@@ -162,8 +163,9 @@ def parameter_alternatives(spec: MetricSpec, params: Mapping[str, Any] | None = 
     :class:`~divmeter.core.params.Param`, relative to the value in use (``params`` over the
     defaults): the declared ``alternative`` unless it is the value in use (then the default);
     without one, another choice, the other boolean or a neighbouring number of the value in
-    use, else the default. An alternative that a relation refuses alone gets the first setting
-    of another parameter with choices that makes it valid.
+    use, else the default. A parameter that matters only with other settings
+    (``Param(applies_with=...)``) gets them as companions; an alternative that a relation
+    refuses alone gets the first setting of another parameter with choices that makes it valid.
 
     Example:
         >>> [(a.name, a.value, dict(a.companions))
@@ -181,9 +183,10 @@ def parameter_alternatives(spec: MetricSpec, params: Mapping[str, Any] | None = 
             out.append(Alternative(key, UNSET, problem=f"no alternative value can be derived "
                                    f"for {key!r}: declare Param(..., alternative=...)"))
             continue
+        with_ = {k: v for k, v in (p.applies_with or {}).items() if resolved.get(k) != v}
         try:
-            validate(spec.name, spec.schema, {**given, key: alt})
-            out.append(Alternative(key, alt))
+            validate(spec.name, spec.schema, {**given, **with_, key: alt})
+            out.append(Alternative(key, alt, with_))
             continue
         except InvalidInputError as exc:
             refused = str(exc)
@@ -326,6 +329,10 @@ def check_metric(
         NORMAL_SETS if texts else INSTANTIATION_SETS)
     degen = dict(degenerate) if degenerate is not None else (
         DEGENERATE_SETS if texts else DEGENERATE_INSTANTIATIONS)
+    try:
+        spec.plan(base)
+    except UnavailableError as exc:  # e.g. a judge with no server: nothing can be scored here
+        return _check_unavailable(c, normal[0], texts, str(exc))
     _check_agreement(c, normal, degen)
     _check_values(c, normal)
     _check_rule(c, degen)
@@ -335,6 +342,25 @@ def check_metric(
     _check_paths(c, normal[0], dict(exclude or {}), corpus=corpus and texts)
     _check_bad_values(c, normal[0], texts)
     _check_stability(c, normal)
+    return c.report
+
+
+#: The checks that score sets (skipped, with the reason, when the metric needs something absent).
+_SCORING_CHECKS = ("score == score_many == the public function", "values, bounds and signature",
+                   "the rule for degenerate sets", "corpus merge",
+                   "every parameter changes the value or the signature",
+                   "every path gives the one-set value at every parameter alternative",
+                   "determinism", "list/tuple", "order invariance")
+
+
+def _check_unavailable(c: _Checker, items: Any, texts: bool, why: str) -> CheckReport:
+    """The contract of a metric whose parameters in use need something absent (a server, a
+    model nobody gave: :class:`~divmeter.core.errors.UnavailableError`): every check that
+    scores a set is skipped with ``why``; bad values must still be refused for themselves, by
+    the declarations, before the metric looks for what it needs."""
+    _check_bad_values(c, items, texts, unavailable=True)
+    for check in _SCORING_CHECKS:
+        c.report.skipped[check] = why
     return c.report
 
 
@@ -446,7 +472,7 @@ def _check_parameters(c: _Checker, items: Any, exclude: dict[str, str]) -> None:
         try:
             ref = c.score(items, **alt.companions)
             other = c.score(items, **{**alt.companions, alt.name: alt.value})
-        except MissingDependencyError as exc:
+        except (MissingDependencyError, UnavailableError) as exc:
             c.report.skipped[label] = str(exc)
             continue
         setting = ", ".join(f"{k}={v!r}" for k, v in {**alt.companions,
@@ -468,7 +494,8 @@ def _check_paths(c: _Checker, items: Any, exclude: dict[str, str], *, corpus: bo
         return
     settings: list[tuple[str, dict[str, Any]]] = [("parameters in use", {})]
     for alt in parameter_alternatives(c.spec, c.params):
-        if alt.name in exclude or alt.problem is not None:
+        if (alt.name in exclude or alt.problem is not None
+                or f"parameter {alt.name}" in c.report.skipped):  # it needs something absent
             continue
         settings.append((f"{alt.name}={alt.value!r}", {**alt.companions, alt.name: alt.value}))
     for label, extra in settings:
@@ -489,7 +516,7 @@ def _check_paths(c: _Checker, items: Any, exclude: dict[str, str], *, corpus: bo
                     continue
                 got = metric.vectors(arrays)[0]
                 _same_value(c, check, f"{label}: precomputed vectors", got, want, False)
-        except MissingDependencyError as exc:
+        except (MissingDependencyError, UnavailableError) as exc:
             c.report.skipped[f"{check}: {label}"] = str(exc)
     c.report.passed.append(check)
 
@@ -509,7 +536,8 @@ def _same_value(c: _Checker, check: str, where: str, got: MetricResult, want: Me
                  check, f"{where}: value {got.value!r} vs score's {want.value!r}")
 
 
-def _check_bad_values(c: _Checker, items: Any, texts: bool) -> None:
+def _check_bad_values(c: _Checker, items: Any, texts: bool, *, unavailable: bool = False
+                      ) -> None:
     check = "bad values refused at the boundary"
     for key, p in c.spec.schema.items():
         for bad in bad_values(p):
@@ -518,10 +546,13 @@ def _check_bad_values(c: _Checker, items: Any, texts: bool) -> None:
                                                          **{**c.params, k: b})):
                 try:
                     call()
+                except UnavailableError:  # refused for what it lacks, not for the bad value
+                    if not unavailable:
+                        raise
                 except InvalidInputError:
                     continue
                 c.fail(check, f"{key}={bad!r} was not refused")
-    if texts:
+    if texts and not unavailable:
         try:
             c.score("a single text")
         except InvalidInputError as exc:

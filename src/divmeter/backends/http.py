@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from divmeter.core._optional import require
-from divmeter.core.errors import DivmeterError, InvalidInputError
+from divmeter.core.errors import DivmeterError, InvalidInputError, UnavailableError
 from divmeter.core.redact import redact, register_secret, strip_userinfo
 
 __all__ = [
@@ -190,7 +190,7 @@ def resolve_base_url(base_url: str | None) -> str:
     """
     url = base_url or os.environ.get("DIVMETER_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
     if not url:
-        raise InvalidInputError(
+        raise UnavailableError(
             "no server URL: pass base_url= (CLI: --base-url), e.g. http://127.0.0.1:8000/v1, "
             "or set DIVMETER_BASE_URL."
         )

@@ -29,7 +29,7 @@ __all__ = ["register", "register_batch", "register_vectors", "public_function", 
 
 def run_one(cls: type[Metric], responses: Any, params: Mapping[str, Any]) -> MetricResult:
     """Metric ``cls`` with ``params`` on one set, through the engine (the rule, the formula)."""
-    (plan,) = resolve_metrics([(cls.name, dict(params))])
+    (plan,) = resolve_metrics([(cls.name, dict(params))], named=False)
     res = evaluate([responses], [plan], names=[""])[0][0]
     if isinstance(res, InvalidInputError):
         raise res

@@ -64,9 +64,13 @@ class MetricPlan:
         return "fields" in self.metric.context and "fields" not in self.metric.given
 
 
-def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
+def resolve_metrics(metrics: Sequence[MetricArg], *, named: bool = True) -> list[MetricPlan]:
     """Resolve ``"name:k=v"`` strings or ``(name, params)`` pairs into :class:`MetricPlan` s:
     each metric's parameters validated once, against its declarations (and its model resolved).
+
+    ``named=False`` leaves errors as the metric words them, without the ``metric '...': ``
+    prefix: for one metric named by the call itself (:func:`divmeter.score`, a metric's public
+    function), where the prefix would only repeat it.
 
     Raises:
         UnknownMetricError: For an unregistered name (with suggestions).
@@ -95,13 +99,15 @@ def resolve_metrics(metrics: Sequence[MetricArg]) -> list[MetricPlan]:
         except UnknownMetricError:
             raise
         except InvalidInputError as exc:
-            if str(exc).startswith("metric ") or label is None:
+            if str(exc).startswith("metric ") or label is None or not named:
                 raise
             raise InvalidInputError(f"metric {label!r}: {exc}") from None
         if "model" in spec.params and spec.family in {"content", "lm"}:
             try:
                 check_model(spec.family, metric.p["model"])
             except InvalidInputError as exc:
+                if not named:
+                    raise
                 raise InvalidInputError(f"metric {label!r}: {exc}") from None
         col = column_name(name, params)
         if col in seen:
