@@ -695,7 +695,7 @@ class Decan(Metric):
     permutations, give the per-byte curve a_1..a_n (eq. 6). Each response is also scored alone
     after the prompt, giving h(r_i|p) and the coherence C (eq. 4). D = C x a_n (eq. 5).
 
-    Many sets: on a GPU (``device`` other than ``cpu``, a local model) the texts of up to
+    Many sets: on a GPU (a local model on a ``device`` other than the CPU) the texts of up to
     :data:`SETS_PER_CALL` sets go to the scorer in one call (its prefix tree and length-sorted
     padded batches span the sets), so a set's value agrees with its value alone on the same
     device to float rounding of the batch shapes; on the CPU and for server models the sets go
@@ -810,8 +810,9 @@ class Decan(Metric):
                                                       p["format"], p["seed"])))
         if ready:
             scorer = self._scorer()
-            # the texts of several sets in one call of the scorer on a GPU (see the docstring)
-            per_call = SETS_PER_CALL if p["device"] != "cpu" and not self.remote else 1
+            # the texts of several sets in one call of the scorer on a GPU (see the docstring);
+            # on the CPU (device="auto" included, where it finds none) one set a call
+            per_call = 1 if self.remote or scorer.device == "cpu" else SETS_PER_CALL
             for a in range(0, len(ready), per_call):
                 group = ready[a:a + per_call]
                 bits = scorer.span_bits([t for *_, inp in group for t in inp[0]],
