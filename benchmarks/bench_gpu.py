@@ -20,7 +20,7 @@ Rows (divmeter vs the reference on the same card):
 * ``pairwise``: vendi-embedding, embedding-cosine, chamfer, chamfer-sqeuclidean, remote-clique
   on one set of 2,048 embeddings and BERTScore's matching on 256 texts, numpy vs the device;
 * ``decan-<model>-<dtype>``: Decan, 24 decTest sets, permutations=10: per-set ``decan`` calls
-  and ``decan_many``, sets/min; the CPU and the GPU on 2 sets for parity; ``host_profile``:
+  and ``Decan.score`` on all the sets, sets/min; the CPU and the GPU on 2 sets for parity; ``host_profile``:
   the host's own time per function over 4 per-set calls (cProfile), to attribute the host work;
 * ``generate-<dtype>``: local generation, 8 prompts x 16 samples x 64 tokens, model loaded once,
   the dynamic KV cache against ``kv_cache="static"`` (CUDA graphs), the same samples checked.
@@ -473,15 +473,15 @@ def row_decan(folder: Path, label: str, sets: list[tuple[str, list[str]]], devic
     import torch
 
     from divmeter.backends import lm
-    from divmeter.metrics.decan import decan, decan_many
+    from divmeter.metrics.decan import Decan, decan
 
     for dtype in dtypes:
         kw = {"model": str(folder), "permutations": perms, "dtype": dtype, "device": device}
         decan(sets[0][1], prompt=sets[0][0], **kw)  # load + warm-up
         t_loop, r_loop = timed(lambda kw=kw: [decan(s, prompt=p, **kw) for p, s in sets])
-        t_many, r_many = timed(lambda kw=kw: decan_many([s for _, s in sets],
-                                                        prompts=[p for p, _ in sets],
-                                                        cross_set=True, **kw))
+        # the definition on all the sets at once (sets share scorer calls on an accelerator)
+        t_many, r_many = timed(lambda kw=kw: Decan(**kw).score(
+            [tuple(s) for _, s in sets], [{"prompt": p} for p, _ in sets]))
         ok = [(a.value, b.value) for a, b in zip(r_loop, r_many, strict=True)
               if a.value is not None and b.value is not None]
         rel = max((abs(a - b) / max(abs(a), 1e-12) for a, b in ok), default=None)

@@ -8,7 +8,9 @@
    always against its outputs frozen in ``fixtures/partition_inspect_evals.json``
    (``fixtures/make_partition_fixtures.py``).
 3. NoveltyBench's utility (section 3, eq. 2) on worked values computed by hand, and against
-   inspect-evals' own scorer arithmetic (frozen); semantic entropy on hand values.
+   inspect-evals' own scorer arithmetic (frozen); its 1-10 reward scales (NoveltyBench's
+   Gemma-2-27B thresholds and inspect-evals' for its default Qwen3-1.7B reward model) on worked
+   values and against the installed inspect-evals; semantic entropy on hand values.
 4. The packaged MiniLM equivalence on sets whose meaning is known (identical, paraphrase,
    different), signatures written out, and ``divmeter score`` passing each set's fields.
 """
@@ -22,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from divmeter.core.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError, UnavailableError
 from divmeter.metrics.partition import (
     CallableEquivalence,
     entropy_value,
@@ -215,6 +217,54 @@ def test_noveltybench_reward_scale_frozen() -> None:
         assert noveltybench_quality(raw) == scaled
 
 
+@pytest.mark.parametrize(("raw", "gemma", "qwen3"), [
+    (-9.0, 1, 1),
+    (-7.71875, 1, 1),             # a tie goes down (bisect_left)
+    (-0.43671875, 10, 1),         # the Qwen3 scale's first threshold, tied
+    (0.0, 10, 2),
+    (1.6730625, 10, 5),           # four Qwen3 thresholds strictly below
+    (1.6730626, 10, 6),
+    (5.0, 10, 9),
+    (6.5, 10, 10),
+])
+def test_noveltybench_reward_scales_worked(raw: float, gemma: int, qwen3: int) -> None:
+    # 1 + the number of the scale's thresholds strictly below the raw reward
+    assert noveltybench_quality(raw) == noveltybench_quality(raw, "novelty-bench") == gemma
+    assert noveltybench_quality(raw, "novelty-bench-qwen3") == qwen3
+
+
+def _inspect_evals_thresholds() -> dict[str, list[float]]:
+    """The reward thresholds in the installed inspect-evals' NoveltyBench scorer, read from its
+    source (importing it needs inspect-ai and torch; the constants are plain lists)."""
+    import ast
+
+    spec = importlib.util.find_spec("inspect_evals")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("needs inspect-evals (pip install -e '.[inspect]')")
+    path = Path(list(spec.submodule_search_locations)[0]) / "novelty_bench" / "score.py"
+    if not path.is_file():
+        pytest.skip(f"this inspect-evals has no {path.name} in novelty_bench/")
+    out = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
+                node.targets[0], ast.Name) and node.targets[0].id.startswith("REWARD_THRESHOLDS"):
+            out[node.targets[0].id] = ast.literal_eval(node.value)
+    return out
+
+
+def test_reward_thresholds_equal_inspect_evals() -> None:
+    """Both calibrations are inspect-evals' numbers: its default small quality model's
+    (Skywork-Reward-V2-Qwen3-1.7B) and NoveltyBench's original Gemma-2-27B ones."""
+    from divmeter.metrics.partition import (
+        NOVELTYBENCH_REWARD_THRESHOLDS,
+        NOVELTYBENCH_REWARD_THRESHOLDS_QWEN3,
+    )
+
+    theirs = _inspect_evals_thresholds()
+    assert list(NOVELTYBENCH_REWARD_THRESHOLDS_QWEN3) == theirs["REWARD_THRESHOLDS_QWEN"]
+    assert list(NOVELTYBENCH_REWARD_THRESHOLDS) == theirs["REWARD_THRESHOLDS_GEMMA"]
+
+
 @pytest.mark.parametrize(("labels", "logprobs", "base", "expected"), [
     ([0, 0, 0], None, math.e, 0.0),
     ([0, 1, 2, 3], None, 2, 2.0),
@@ -303,7 +353,7 @@ def test_semantic_entropy_and_utility_on_minilm() -> None:
 def test_missing_or_bad_fields_are_refused() -> None:
     import divmeter
 
-    with pytest.raises(InvalidInputError, match="needs the set's field 'quality'"):
+    with pytest.raises(UnavailableError, match="needs the set's field 'quality'"):
         divmeter.score(MIXED, "novelty-utility", quality="field")
     with pytest.raises(InvalidInputError, match="one number per response \\(5\\); got 2 values"):
         divmeter.score(MIXED, "semantic-entropy", estimator="weighted",
@@ -323,17 +373,23 @@ def test_parameter_relations_refused() -> None:
         divmeter.score(MIXED, "distinct-k", threshold=1.5)
     with pytest.raises(InvalidInputError, match="`label`.*applies to equivalence=classifier"):
         divmeter.score(MIXED, "distinct-k", label=1)
-    with pytest.raises(InvalidInputError, match="`quality_model`.*is required with quality=rm"):
+    with pytest.raises(UnavailableError, match="`quality_model`.*is required with quality=rm"):
         divmeter.score(MIXED, "novelty-utility", quality="rm")
+    with pytest.raises(UnavailableError, match="quality=judge needs `quality_model`"):
+        divmeter.score(MIXED, "novelty-utility", quality="judge")
     with pytest.raises(InvalidInputError, match="`patience` of novelty-utility must be"):
         divmeter.score(MIXED, "novelty-utility", patience=1.5)
 
 
-def test_model_backed_equivalence_needs_its_model() -> None:
-    with pytest.raises(InvalidInputError, match="needs `model`: a local model folder"):
+def test_model_backed_equivalence_needs_its_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("DIVMETER_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(UnavailableError, match="needs `model`: a local model folder"):
         partition(MIXED, "classifier")
-    with pytest.raises(InvalidInputError, match="needs `model`: openai:NAME"):
+    with pytest.raises(UnavailableError, match="needs `model`: openai:NAME"):
         partition(MIXED, "judge")
+    with pytest.raises(UnavailableError, match="no server URL: pass base_url="):
+        partition(MIXED, "judge", model="openai:judge-model")
 
 
 @pytest.mark.embed

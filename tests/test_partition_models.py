@@ -217,6 +217,13 @@ def test_reward_model_quality(folders: dict[str, Path]) -> None:
                             prompt="paris is the capital", equivalence="entailment",
                             model=str(folders["nli-contra"]))
     assert scaled.details["qualities"] == [float(noveltybench_quality(w)) for w in want]
+    assert "|scale:novelty-bench|" in scaled.signature
+    qwen = divmeter.score(TEXTS, "novelty-utility", quality="rm", quality_model=str(folder),
+                          rm_scale="novelty-bench-qwen3", prompt="paris is the capital",
+                          equivalence="entailment", model=str(folders["nli-contra"]))
+    assert qwen.details["qualities"] == [float(noveltybench_quality(w, "novelty-bench-qwen3"))
+                                         for w in want]
+    assert "|rmfmt:pair|scale:novelty-bench-qwen3|" in qwen.signature
 
 
 def test_bad_folders_are_refused(tmp_path: Path, folders: dict[str, Path]) -> None:

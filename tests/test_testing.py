@@ -46,26 +46,6 @@ pytestmark = pytest.mark.usefixtures("private_cache")
 #: parameter is checked: settings of where and how the work runs are declared ``runtime=True``,
 #: the others change the value or the signature (another installed model for ``model``: glove).
 UNCHECKED: dict[str, dict[str, str]] = {
-    # the partition metrics (distinct-k, novelty-utility, semantic-entropy)
-    "content": {
-        "equivalence": "judge, classifier and entailment need a judge server or a local "
-                       "pair-model folder: tests/test_partition_judge.py, "
-                       "tests/test_partition_models.py",
-        "label": "equivalence=classifier or entailment only (a local model folder): "
-                 "tests/test_partition_models.py::test_entailment_label_is_found_by_name",
-        "prompt": "read by equivalence=judge only (the judge sees it): "
-                  "tests/test_partition_judge.py::test_same_judge_request_and_probability",
-        # per-response data of a set and the settings that read it
-        "fields": "one value per response of the set (not one for every set): "
-                  "tests/test_partition.py::test_divmeter_score_passes_each_sets_fields",
-        **dict.fromkeys(("quality", "quality_field", "estimator", "logprob_field"),
-                        "reads a per-response field of the set: "
-                        "tests/test_partition.py::test_semantic_entropy_and_utility_on_minilm"),
-        **dict.fromkeys(("quality_model", "rm_scale"),
-                        "quality=rm or judge only (a reward-model folder or a judge server): "
-                        "tests/test_partition_models.py::test_reward_model_quality, "
-                        "tests/test_partition_judge.py::test_quality_judge_expected_rating"),
-    },
     "bertscore": {"model": "no second token encoder is installed (glove has no token "
                            "embeddings; mpnet's packages are in no extra): "
                            "tests/test_embedding.py::test_bertscore_identical_and_idf checks "
@@ -78,6 +58,19 @@ UNCHECKED: dict[str, dict[str, str]] = {
     "judge (logprobs)": dict.fromkeys(("max_tokens", "retries"),
                                       "unused by answer=logprobs (one token, no re-ask): "
                                       "checked with text answers"),
+}
+#: Parameters whose alternative needs something absent here, so that the bare contract reports
+#: them as skipped with the metric's own reason (UnavailableError): a judge's server or a local
+#: pair-model folder (the partition metrics' equivalence, label, prompt), the set's own fields
+#: (quality, estimator and the fields' names), a reward-model folder or a quality judge. The
+#: tests named check them with what they need: tests/test_partition_judge.py,
+#: tests/test_partition_models.py, tests/test_partition.py (fields).
+_PARTITION = {"equivalence", "label", "prompt"}
+NEEDS_ABSENT: dict[str, set[str]] = {
+    "distinct-k": _PARTITION,
+    "novelty-utility": _PARTITION | {"quality", "quality_field", "quality_model", "rm_scale",
+                                     "fields"},
+    "semantic-entropy": _PARTITION | {"estimator", "logprob_field", "fields"},
 }
 DECAN_SETS = [["Rain fell.", "Sun shone.", "Wind blew."], ["Snow.", "Hail."]]
 #: vocd-D draws 35..50 tokens per sample: responses of 60 words with repeats (a value exists).
@@ -155,7 +148,10 @@ def test_every_metric_passes_the_contract(spec: MetricSpec, request: pytest.Fixt
     report = check_metric(spec.name, **kwargs)
     assert "the rule for degenerate sets" in report.passed
     assert "score == score_many == the public function" in report.passed
-    assert set(report.skipped) <= {f"parameter {k}" for k in kwargs["exclude"]}, report.skipped
+    needs = {f"parameter {k}" for k in NEEDS_ABSENT.get(spec.name, ())}
+    assert {k for k in needs if report.skipped.get(k)} == needs, report.skipped
+    assert set(report.skipped) <= {f"parameter {k}" for k in kwargs["exclude"]} | needs, \
+        report.skipped
 
 
 @pytest.mark.judge

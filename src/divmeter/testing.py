@@ -163,8 +163,9 @@ def parameter_alternatives(spec: MetricSpec, params: Mapping[str, Any] | None = 
     :class:`~divmeter.core.params.Param`, relative to the value in use (``params`` over the
     defaults): the declared ``alternative`` unless it is the value in use (then the default);
     without one, another choice, the other boolean or a neighbouring number of the value in
-    use, else the default. An alternative that a relation refuses alone gets the first setting
-    of another parameter with choices that makes it valid.
+    use, else the default. A parameter that matters only with other settings
+    (``Param(applies_with=...)``) gets them as companions; an alternative that a relation
+    refuses alone gets the first setting of another parameter with choices that makes it valid.
 
     Example:
         >>> [(a.name, a.value, dict(a.companions))
@@ -182,9 +183,10 @@ def parameter_alternatives(spec: MetricSpec, params: Mapping[str, Any] | None = 
             out.append(Alternative(key, UNSET, problem=f"no alternative value can be derived "
                                    f"for {key!r}: declare Param(..., alternative=...)"))
             continue
+        with_ = {k: v for k, v in (p.applies_with or {}).items() if resolved.get(k) != v}
         try:
-            validate(spec.name, spec.schema, {**given, key: alt})
-            out.append(Alternative(key, alt))
+            validate(spec.name, spec.schema, {**given, **with_, key: alt})
+            out.append(Alternative(key, alt, with_))
             continue
         except InvalidInputError as exc:
             refused = str(exc)
@@ -492,7 +494,8 @@ def _check_paths(c: _Checker, items: Any, exclude: dict[str, str], *, corpus: bo
         return
     settings: list[tuple[str, dict[str, Any]]] = [("parameters in use", {})]
     for alt in parameter_alternatives(c.spec, c.params):
-        if alt.name in exclude or alt.problem is not None:
+        if (alt.name in exclude or alt.problem is not None
+                or f"parameter {alt.name}" in c.report.skipped):  # it needs something absent
             continue
         settings.append((f"{alt.name}={alt.value!r}", {**alt.companions, alt.name: alt.value}))
     for label, extra in settings:

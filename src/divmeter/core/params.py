@@ -96,6 +96,11 @@ class Param:
         cap: The largest value allowed for a count that costs time or memory (permutations,
             samples, restarts, window lengths ...): shown by ``divmeter list``, refused before
             any work with its own message (``... must be at most CAP ...``).
+        applies_with: Settings of other parameters under which this one matters (the set's
+            ``prompt`` of the partition metrics is read by ``equivalence=judge``; a field name
+            by ``quality=field``): the contract checks the alternative with them, and reports
+            the parameter as skipped with the reason where they need something absent (a
+            server, a model folder, the set's fields).
 
     Example:
         >>> Param(int, ge=1, default=4).expected()
@@ -122,6 +127,7 @@ class Param:
     alternative: Any = UNSET
     runtime: bool = False
     cap: float | None = None
+    applies_with: Mapping[str, Any] | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------ describing
 

@@ -15,10 +15,10 @@ Two layers (the same split as vectors/encoders for the content metrics):
   :func:`fit_sigmoid_curve`) with its floor a_inf, E_fit and D_fit = C x E_fit.
   :func:`decan_over_prompts` and :func:`decan_difference` aggregate across prompts (appendix F,
   eqs. 14-15).
-* The **scoring layer** (:func:`decan`, registered as ``decan``) formats the responses (instruct or
-  completion format, appendix A.1), runs a causal LM (:mod:`divmeter.backends.lm`) once per
-  permutation and once per response alone, attributes tokens to responses by character-span
-  overlap, and calls the pure layer.
+* The **scoring layer** (the definition :class:`Decan`, registered as ``decan``; its public
+  function :func:`decan`) formats the responses (instruct or completion format, appendix A.1),
+  runs a causal LM (:mod:`divmeter.backends.lm`) once per permutation and once per response
+  alone, attributes tokens to responses by character-span overlap, and calls the pure layer.
 
 Length matching (section 6): per-byte surprise falls with response length, so compare policies on
 responses cut to a common UTF-8 byte length: :func:`truncate_utf8`, :func:`common_byte_length` and
@@ -30,22 +30,23 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import string
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from divmeter.backends.device import DEVICE
-from divmeter.inputs.data.model import as_texts
 from divmeter.core.errors import InvalidInputError
-from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.core.params import Param
-from divmeter.engine.public import register
 from divmeter.core.result import MetricResult, make_signature
+from divmeter.engine.definition import Metric, SetContext
+from divmeter.engine.public import public_function, register
+from divmeter.inputs.data.model import as_texts
+from divmeter.metrics._common import check_int
 
 __all__ = [
-    "decan_many",
+    "Decan",
     "DecanSurprisal",
     "decan_from_surprisal",
     "SigmoidFit",
@@ -665,48 +666,30 @@ def _surprisal_outputs(bits: Sequence[np.ndarray], permutations: int, nbytes: np
     return perm_bits, nbytes[perms], uncond, perms
 
 
-@register(
-    "decan", family="lm", granularity="set", higher_is_more_diverse=True,
-    bounds=(0.0, None), citation=DECAN,
-    params={
-        "prompt": Param(str, allow_none=True, default="", doc="the prompt (default: the set's)",
-                        alternative="Describe the weather."),
-        "permutations": Param(int, ge=1, cap=10**4, default=50, doc="response orders averaged"),
-        "format": Param(str, choices=FORMATS, default=DEFAULT_FORMAT,
-                        doc="prompt template (appendix A.1)"),
-        "model": Param(str, default="gemma-3-270m",
-                       doc="base LM: alias, GGUF path, or openai:NAME on base_url",
-                       alternative="smollm2-135m-instruct"),
-        "base_url": Param(str, allow_none=True, default=None, runtime=True,
-                          doc="server API root for model='openai:NAME' (completions, echo)"),
-        "seed": Param(int, ge=0, default=0, doc="seed of the permutations"),
-        "max_bytes": Param(int, ge=1, cap=2**50, allow_none=True, default=None,
-                           doc="truncate each response to this many UTF-8 bytes"),
-        "threads": Param(int, ge=1, cap=1024, allow_none=True, default=None, runtime=True,
-                         doc="torch threads"),
-        "dtype": Param(str, choices=("float32", "bfloat16"), default="float32",
-                       doc="LM weights' dtype"),
-        "device": DEVICE,
-    },
-    description="Decan D = C x a_n: residual per-byte surprise of a base LM after in-context "
-    "reading of the other responses, weighted by coherence",
-    extra="lm",
-    order_invariant=False,  # seeded permutations of the responses as given
-)
-def decan(
-    responses: Sequence[str],
-    *,
-    prompt: str | None = "",
-    permutations: int = 50,
-    format: str = DEFAULT_FORMAT,
-    model: str = "gemma-3-270m",
-    seed: int = 0,
-    max_bytes: int | None = None,
-    threads: int | None = None,
-    dtype: str = "float32",
-    base_url: str | None = None,
-    device: str = "cpu",
-) -> MetricResult:
+def _device_relation(value: Any, params: Mapping[str, Any]) -> str | None:
+    from divmeter.backends.server import server_model_name
+
+    if value != "cpu" and server_model_name(params["model"]) is not None:
+        return (f"applies to local models; server model {params['model']!r} runs on its "
+                f"server; got device={value!r}.")
+    return None
+
+
+def _base_url_relation(value: Any, params: Mapping[str, Any]) -> str | None:
+    from divmeter.backends.server import server_model_name
+
+    if value is not None and server_model_name(params["model"]) is None:
+        return f"applies to server models ('openai:NAME'); got model {params['model']!r}."
+    return None
+
+
+#: Decan on a GPU: sets whose texts go through the scorer together (one prefix tree and one set
+#: of padded batches), which keeps the card busy where one set's 10-50 texts cannot.
+SETS_PER_CALL = 64
+
+
+@register
+class Decan(Metric):
     """Decan diversity D = C x a_n of a response set under a base language model.
 
     For ``permutations`` seeded random orderings, the responses are concatenated in the chosen
@@ -715,9 +698,16 @@ def decan(
     permutations, give the per-byte curve a_1..a_n (eq. 6). Each response is also scored alone
     after the prompt, giving h(r_i|p) and the coherence C (eq. 4). D = C x a_n (eq. 5).
 
+    Many sets: on a GPU (a local model on a ``device`` other than the CPU) the texts of up to
+    :data:`SETS_PER_CALL` sets go to the scorer in one call (its prefix tree and length-sorted
+    padded batches span the sets), so a set's value agrees with its value alone on the same
+    device to float rounding of the batch shapes; on the CPU and for server models the sets go
+    one at a time (the same numbers).
+
     Args:
         responses: The response set (n >= 2).
-        prompt: The prompt the responses answer (or continue, in completion format).
+        prompt: The prompt the responses answer (or continue, in completion format); by default
+            the set's own (``divmeter score`` passes each set's), else none.
         permutations: Number of random orderings averaged (paper: 50; 100 for scenarios).
         format: ``completion`` (default: the prompt repeated before each response, appendix
             A.1, the paper's format for Tevet & Berant's sets in section 5, and the one that fits
@@ -753,151 +743,132 @@ def decan(
         >>> 0 < r.details["C"] < 1 and r.value > 0
         True
     """
-    prepared = _decan_prepare(responses, prompt, permutations, format, model, seed, max_bytes,
-                              threads, dtype, base_url, device)
-    if isinstance(prepared, MetricResult):
-        return prepared
-    sig, texts, prompt = prepared
-    perm_bits, perm_bytes, uncond, _ = decan_surprisal(
-        texts, prompt=prompt, permutations=permutations, format=format, model=model, seed=seed,
-        threads=threads, dtype=dtype, base_url=base_url, device=device,
-    )
-    return _decan_result(sig, texts, perm_bits, perm_bytes, uncond)
 
+    name = "decan"
+    family = "lm"
+    granularity = "set"
+    higher_is_more_diverse = True
+    bounds = (0.0, None)
+    citation = DECAN
+    description = ("Decan D = C x a_n: residual per-byte surprise of a base LM after in-context "
+                   "reading of the other responses, weighted by coherence")
+    extra = "lm"
+    order_invariant = False  # seeded permutations of the responses as given
+    context = ("prompt",)
+    params = {
+        "prompt": Param(str, allow_none=True, default="", doc="the prompt (default: the set's)",
+                        alternative="Describe the weather."),
+        "permutations": Param(int, ge=1, cap=10**4, default=50, doc="response orders averaged"),
+        "format": Param(str, choices=FORMATS, default=DEFAULT_FORMAT,
+                        doc="prompt template (appendix A.1)"),
+        "model": Param(str, default="gemma-3-270m",
+                       doc="base LM: alias, GGUF path, or openai:NAME on base_url",
+                       alternative="smollm2-135m-instruct"),
+        "base_url": Param(str, allow_none=True, default=None, runtime=True,
+                          relation=_base_url_relation,
+                          doc="server API root for model='openai:NAME' (completions, echo)"),
+        "seed": Param(int, ge=0, default=0, doc="seed of the permutations"),
+        "max_bytes": Param(int, ge=1, cap=2**50, allow_none=True, default=None,
+                           doc="truncate each response to this many UTF-8 bytes"),
+        "threads": Param(int, ge=1, cap=1024, allow_none=True, default=None, runtime=True,
+                         doc="torch threads"),
+        "dtype": Param(str, choices=("float32", "bfloat16"), default="float32",
+                       doc="LM weights' dtype"),
+        "device": replace(DEVICE, relation=_device_relation),
+    }
 
-def _decan_prepare(responses: Sequence[str], prompt: str | None, permutations: int, format: str,
-                   model: str, seed: int, max_bytes: int | None, threads: int | None,
-                   dtype: str, base_url: str | None, device: str
-                   ) -> MetricResult | tuple[str, list[str], str]:
-    """Checks, signature and the texts to score of :func:`decan`, or its undefined result."""
-    texts = as_texts(responses)
-    if prompt is None:
-        prompt = ""
-    if not isinstance(prompt, str):
-        raise InvalidInputError(f"`prompt` of decan must be a string; got {type(prompt).__name__}.")
-    check_int(permutations, "permutations", "decan")
-    check_choice(format, "format", "decan", FORMATS)
-    check_choice(dtype, "dtype", "decan", ("float32", "bfloat16"))
-    check_int(seed, "seed", "decan", minimum=0)
-    if max_bytes is not None:
-        check_int(max_bytes, "max_bytes", "decan")
-    if threads is not None:
-        check_int(threads, "threads", "decan")
-    from divmeter.backends.server import server_model_name
+    def setup(self) -> None:
+        from divmeter.backends.server import server_model_name
 
-    remote = server_model_name(model) is not None
-    if remote and device != "cpu":
-        raise InvalidInputError(
-            f"`device` of decan applies to local models; server model {model!r} runs on its "
-            f"server; got device={device!r}."
+        self.remote = server_model_name(self.p["model"]) is not None
+
+    def signature(self) -> str:
+        p = self.p
+        torch_v: str | None
+        tf_v: str | None
+        torch_v, tf_v = (None, None) if self.remote else _versions()
+        return make_signature(
+            "decan",
+            fmt=p["format"],
+            perms=p["permutations"],
+            seed=p["seed"],
+            model=_model_signature(p["model"], p["dtype"], p["base_url"]),
+            max_bytes=p["max_bytes"],
+            torch=torch_v,
+            transformers=tf_v,
         )
-    if base_url is not None and not remote:
-        raise InvalidInputError(
-            f"`base_url` of decan applies to server models ('openai:NAME'); got model {model!r}."
-        )
-    torch_v: str | None
-    tf_v: str | None
-    torch_v, tf_v = (None, None) if remote else _versions()
-    sig = make_signature(
-        "decan",
-        fmt=format,
-        perms=permutations,
-        seed=seed,
-        model=_model_signature(model, dtype, base_url),
-        max_bytes=max_bytes,
-        torch=torch_v,
-        transformers=tf_v,
-    )
-    if max_bytes is not None:
-        texts = [truncate_utf8(t, max_bytes) for t in texts]
-    if not texts:
-        return undefined("decan", sig, "empty set")
-    if len(texts) < 2:
-        return undefined("decan", sig, "needs at least 2 responses; got 1")
-    empty = [i for i, t in enumerate(texts) if not t]
-    if empty:
-        return undefined(
-            "decan", sig, f"response {empty[0]} is empty (0 bytes): per-byte surprise undefined"
-        )
-    return sig, texts, prompt
+
+    def score(self, sets: Sequence[Any], context: Sequence[SetContext] | None = None
+              ) -> list[MetricResult]:
+        p = self.p
+        out: list[MetricResult | None] = [None] * len(sets)
+        ready: list[tuple[int, list[str], Any]] = []
+        for i, s in enumerate(sets):
+            texts = self._texts(s)
+            if isinstance(texts, str):
+                out[i] = self.result(None, texts)
+                continue
+            prompt = self._prompt(None if context is None else context[i])
+            ready.append((i, texts, _surprisal_inputs(texts, prompt, p["permutations"],
+                                                      p["format"], p["seed"])))
+        if ready:
+            scorer = self._scorer()
+            # the texts of several sets in one call of the scorer on a GPU (see the docstring);
+            # on the CPU (device="auto" included, where it finds none) one set a call
+            per_call = 1 if self.remote or scorer.device == "cpu" else SETS_PER_CALL
+            for a in range(0, len(ready), per_call):
+                group = ready[a:a + per_call]
+                bits = scorer.span_bits([t for *_, inp in group for t in inp[0]],
+                                        [sp for *_, inp in group for sp in inp[1]])
+                k = 0
+                for i, texts, (tx, _, nbytes, perms) in group:
+                    part = bits[k:k + len(tx)]
+                    k += len(tx)
+                    perm_bits, perm_bytes, uncond, _ = _surprisal_outputs(
+                        part, p["permutations"], nbytes, perms)
+                    out[i] = self._decan_result(texts, perm_bits, perm_bytes, uncond)
+        return [r for r in out if r is not None]
+
+    def _prompt(self, ctx: SetContext | None) -> str:
+        """The prompt of a set: the one given, else the set's own, else none."""
+        prompt = self.p["prompt"]
+        if "prompt" not in self.given and ctx is not None and ctx.get("prompt") is not None:
+            prompt = ctx["prompt"]
+        return "" if prompt is None else str(prompt)
+
+    def _texts(self, responses: Sequence[str]) -> list[str] | str:
+        """The texts to score (cut to ``max_bytes``), or why the set has no value."""
+        texts = list(responses)
+        if self.p["max_bytes"] is not None:
+            texts = [truncate_utf8(t, self.p["max_bytes"]) for t in texts]
+        if not texts:
+            return "empty set"
+        if len(texts) < 2:
+            return "needs at least 2 responses; got 1"
+        empty = [i for i, t in enumerate(texts) if not t]
+        if empty:
+            return f"response {empty[0]} is empty (0 bytes): per-byte surprise undefined"
+        return texts
+
+    def _scorer(self) -> Any:
+        """The causal LM (local) or the server's completions endpoint that scores spans."""
+        p = self.p
+        if self.remote:
+            from divmeter.backends.server import get_completions_scorer
+
+            return get_completions_scorer(p["model"], p["base_url"])
+        from divmeter.backends.lm import get_scorer
+
+        return get_scorer(p["model"], threads=p["threads"], dtype=p["dtype"],
+                          device=p["device"])
+
+    def _decan_result(self, texts: list[str], perm_bits: np.ndarray, perm_bytes: np.ndarray,
+                      uncond: np.ndarray) -> MetricResult:
+        res = decan_from_surprisal(perm_bits, perm_bytes, uncond)
+        details = res.to_dict()
+        details["bytes"] = [len(t.encode("utf-8")) for t in texts]
+        details["perm_bpb"] = res.perm_bpb.tolist()
+        return self.result(res.D, details=details)
 
 
-def _decan_result(sig: str, texts: list[str], perm_bits: np.ndarray, perm_bytes: np.ndarray,
-                  uncond: np.ndarray) -> MetricResult:
-    res = decan_from_surprisal(perm_bits, perm_bytes, uncond)
-    details = res.to_dict()
-    details["bytes"] = [len(t.encode("utf-8")) for t in texts]
-    details["perm_bpb"] = res.perm_bpb.tolist()
-    return MetricResult("decan", res.D, sig, details=details)
-
-
-#: decan_many on a GPU: sets whose texts go through the scorer together (one prefix tree and
-#: one set of padded batches), which keeps the card busy where one set's 10-50 texts cannot.
-SETS_PER_CALL = 64
-
-
-def decan_many(sets: Sequence[Sequence[str]], *, prompts: Sequence[str | None] | None = None,
-               cross_set: bool | None = None, **params: Any) -> list[MetricResult]:
-    """:func:`decan` of many sets (``prompts``: each set's prompt, else ``params["prompt"]``).
-
-    ``cross_set`` (default: on for a GPU device, off on the CPU and for server models): the
-    texts of up to :data:`SETS_PER_CALL` sets go to the scorer in one call (its prefix tree and
-    length-sorted padded batches span the sets), so a set's value agrees with :func:`decan`'s
-    on the same device to float rounding of the batch shapes. Off: one :func:`decan` call per
-    set (the same numbers).
-    """
-    device = params.get("device", "cpu")
-    model = params.get("model", "gemma-3-270m")
-    from divmeter.backends.server import server_model_name
-
-    def prompt_of(i: int) -> str | None:
-        if prompts is not None and prompts[i] is not None:
-            return prompts[i]
-        return params.get("prompt", "")
-
-    rest = {k: v for k, v in params.items() if k != "prompt"}
-    if cross_set is None:
-        cross_set = device != "cpu"
-    if not cross_set or server_model_name(model) is not None:
-        return [decan(s, prompt=prompt_of(i), **rest) for i, s in enumerate(sets)]
-    from divmeter.backends.lm import get_scorer
-
-    get: dict[str, Any] = {"permutations": 50, "format": DEFAULT_FORMAT, "seed": 0,
-                           "max_bytes": None, "threads": None, "dtype": "float32",
-                           "base_url": None}
-    get.update({k: v for k, v in rest.items() if k in get})
-    out: list[MetricResult | None] = [None] * len(sets)
-    ready: list[tuple[int, str, list[str], Any]] = []
-    for i, s in enumerate(sets):
-        prepared = _decan_prepare(s, prompt_of(i), get["permutations"], get["format"], model,
-                                  get["seed"], get["max_bytes"], get["threads"], get["dtype"],
-                                  get["base_url"], device)
-        if isinstance(prepared, MetricResult):
-            out[i] = prepared
-            continue
-        sig, texts, prompt = prepared
-        ready.append((i, sig, texts, _surprisal_inputs(texts, prompt, get["permutations"],
-                                                       get["format"], get["seed"])))
-    if ready:
-        scorer = get_scorer(model, threads=get["threads"], dtype=get["dtype"], device=device)
-    for a in range(0, len(ready), SETS_PER_CALL):
-        group = ready[a:a + SETS_PER_CALL]
-        all_texts = [t for *_, inp in group for t in inp[0]]
-        all_spans = [sp for *_, inp in group for sp in inp[1]]
-        bits = scorer.span_bits(all_texts, all_spans)
-        k = 0
-        for i, sig, texts, (tx, _, nbytes, perms) in group:
-            part = bits[k:k + len(tx)]
-            k += len(tx)
-            perm_bits, perm_bytes, uncond, _ = _surprisal_outputs(
-                part, get["permutations"], nbytes, perms)
-            out[i] = _decan_result(sig, texts, perm_bits, perm_bytes, uncond)
-    return [r for r in out if r is not None]
-
-
-try:  # batched hook (used by score_many when the run fixes one prompt for every set)
-    from divmeter.engine.public import register_batch
-except ImportError:  # pragma: no cover - older registry
-    pass
-else:
-    register_batch("decan")(decan_many)
+decan = public_function(Decan)

@@ -34,18 +34,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
 
 import numpy as np
 
 from divmeter.backends.device import DEVICE, DTYPE
-from divmeter.inputs.data.model import as_texts
-from divmeter.core.errors import InvalidInputError
-from divmeter.metrics._common import undefined
+from divmeter.core import memory
+from divmeter.core.errors import InvalidInputError, UnavailableError
 from divmeter.core.params import Param
-from divmeter.engine.public import register, register_batch
 from divmeter.core.result import MetricResult, make_signature
+from divmeter.engine.definition import Metric, SetContext
+from divmeter.engine.public import public_function, register
+from divmeter.inputs.data.model import as_texts
 
 __all__ = [
     "EQUIVALENCES",
@@ -66,6 +67,14 @@ __all__ = [
     "utility_value",
     "entropy_value",
     "noveltybench_short_rule",
+    "noveltybench_quality",
+    "NOVELTYBENCH_REWARD_THRESHOLDS",
+    "NOVELTYBENCH_REWARD_THRESHOLDS_QWEN3",
+    "EQUIVALENCE_PARAMS",
+    "PartitionMetric",
+    "DistinctK",
+    "NoveltyUtility",
+    "SemanticEntropy",
     "distinct_k",
     "novelty_utility",
     "semantic_entropy",
@@ -99,10 +108,28 @@ JUDGE_THRESHOLD = 0.5
 
 #: NoveltyBench's reward-model calibration: the raw rewards of Skywork-Reward-Gemma-2-27B-v0.2
 #: that separate the 1-10 quality scores (a raw reward r gets 1 + the number of thresholds
-#: below it, ties going down).
+#: below it, ties going down). From NoveltyBench's own scorer (novelty-bench d60518d,
+#: ``src/score.py``), as inspect-evals keeps them (``novelty_bench.score.
+#: REWARD_THRESHOLDS_GEMMA``, its ``quality_model="large"``); ``rm_scale=novelty-bench``.
 NOVELTYBENCH_REWARD_THRESHOLDS: tuple[float, ...] = (
     -7.71875, -6.28125, -6.0, -5.71875, -5.5, -5.0, -4.375, -3.4375, -2.046875,
 )
+
+#: The same 1-10 scale for inspect-evals' default, small quality model,
+#: Skywork-Reward-V2-Qwen3-1.7B (``novelty_bench.score.REWARD_THRESHOLDS_QWEN``, its
+#: ``quality_model="small"``): inspect-evals derived them from 96 sample generations scored with
+#: that model, calibrated to match the distribution of the scores NoveltyBench published for
+#: gemini-1.5-pro on nb-wildchat. ``rm_scale=novelty-bench-qwen3``.
+NOVELTYBENCH_REWARD_THRESHOLDS_QWEN3: tuple[float, ...] = (
+    -0.43671875, 0.95773633, 1.07054688, 1.52291016, 1.6730625, 2.36985938, 3.19824219,
+    4.24545312, 6.41390625,
+)
+
+#: ``rm_scale`` -> its thresholds.
+REWARD_THRESHOLDS: dict[str, tuple[float, ...]] = {
+    "novelty-bench": NOVELTYBENCH_REWARD_THRESHOLDS,
+    "novelty-bench-qwen3": NOVELTYBENCH_REWARD_THRESHOLDS_QWEN3,
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -491,7 +518,7 @@ def make_equivalence(
                                     base_url=base_url, device=device, dtype=dtype)
     if model is None or model == "minilm":  # the embedding default names no judge or folder
         need = "openai:NAME (with base_url)" if equivalence == "judge" else "a local model folder"
-        raise InvalidInputError(f"equivalence={equivalence!r} needs `model`: {need}.")
+        raise UnavailableError(f"equivalence={equivalence!r} needs `model`: {need}.")
     if equivalence == "judge":
         return JudgeEquivalence(model, JUDGE_THRESHOLD if threshold is None else threshold,
                                 base_url=base_url, cache=None if cache == "none" else cache)
@@ -718,7 +745,8 @@ EQUIVALENCE_PARAMS: dict[str, Param] = {
     "label": Param(int, ge=0, allow_none=True, default=None, relation=_label_relation,
                    doc="classifier: the 'equivalent' label (none: 1, NoveltyBench's); "
                    "entailment: the entailment label (none: found by name)"),
-    "prompt": Param(str, allow_none=True, default=None,
+    "prompt": Param(str, allow_none=True, default=None, alternative="Describe the weather.",
+                    applies_with={"equivalence": "judge"},
                     doc="the set's prompt, shown to the judge (divmeter score passes each set's)"),
     "cache": Param(str, default="default", runtime=True,
                    doc="the judge's request cache: default, none or a folder"),
@@ -741,10 +769,6 @@ def _eq_options(params: Mapping[str, Any]) -> dict[str, Any]:
             for k in ("model", "threshold", "base_url", "device", "dtype", "cache", "label")}
 
 
-def _check_sets(sets: Sequence[Sequence[str]]) -> list[list[str]]:
-    return [as_texts(s) for s in sets]
-
-
 #: Rough seconds per comparison of each equivalence on one CPU core (the embedding one measured
 #: on the project's machine: 3,000 responses, 4.5 million comparisons in 62 s), and per text
 #: encoded by the embedding one; the others are one model call or one server request (both
@@ -756,44 +780,38 @@ ENCODE_SECONDS = 5e-3
 COMPARISON_BYTES = 280
 
 
-def partition_cost(metric: str) -> Callable[[int, Mapping[str, Any], Any], Any]:
-    """The declared cost of a partition metric on a set of ``n`` responses: up to
-    ``n (n - 1) / 2`` comparisons (every response new; ``n - 1`` when all are equivalent),
-    the embeddings, and the comparisons themselves when kept (``comparisons=true``).
+def partition_cost(metric: str, n: int, params: Mapping[str, Any]) -> memory.Cost:
+    """The cost of a partition metric on a set of ``n`` responses: up to ``n (n - 1) / 2``
+    comparisons (every response new; ``n - 1`` when all are equivalent), the embeddings, and
+    the comparisons themselves when kept (``comparisons=true``).
 
     Example:
-        >>> c = partition_cost("distinct-k")(10_000, {}, None)
+        >>> c = partition_cost("distinct-k", 10_000, {})
         >>> c.pairs, c.what
         (49995000, 'the embeddings of 10,000 responses')
     """
-    from divmeter.core import memory
-
-    def cost(n: int, params: Mapping[str, Any], items: Any) -> Any:
-        eq = params.get("equivalence", "embedding")
-        pairs = n * (n - 1) // 2
-        needed, what = 4 * 384 * n, f"the embeddings of {n:,} responses"
-        if params.get("comparisons", False):
-            needed += COMPARISON_BYTES * pairs
-            what += f" and up to {pairs:,} comparisons kept in the result"
-        seconds = pairs * COMPARISON_SECONDS.get(str(eq), 1e-3) + (
-            n * ENCODE_SECONDS if eq == "embedding" else 0.0)
-        cheaper = ("score a random sample of the responses" if eq == "embedding" else
-                   "equivalence=embedding (no model call per pair), or score a random sample")
-        return memory.Cost(f"{metric} (equivalence={eq})", n, needed, what, pairs, seconds,
-                           cheaper)
-
-    return cost
+    eq = params.get("equivalence", "embedding")
+    pairs = n * (n - 1) // 2
+    needed, what = 4 * 384 * n, f"the embeddings of {n:,} responses"
+    if params.get("comparisons", False):
+        needed += COMPARISON_BYTES * pairs
+        what += f" and up to {pairs:,} comparisons kept in the result"
+    seconds = pairs * COMPARISON_SECONDS.get(str(eq), 1e-3) + (
+        n * ENCODE_SECONDS if eq == "embedding" else 0.0)
+    cheaper = ("score a random sample of the responses" if eq == "embedding" else
+               "equivalence=embedding (no model call per pair), or score a random sample")
+    return memory.Cost(f"{metric} (equivalence={eq})", n, needed, what, pairs, seconds, cheaper)
 
 
-def _partitions(metric: str, sets: list[list[str]], prompts: Sequence[str | None],
-                params: Mapping[str, Any]) -> tuple[Equivalence, list[Partition | str]]:
-    from divmeter.core import memory
-
-    eq = make_equivalence(params.get("equivalence", "embedding"), **_eq_options(params))
+def _partitions(metric: str, eq: Equivalence, sets: list[list[str]],
+                prompts: Sequence[str | None], params: Mapping[str, Any]
+                ) -> list[Partition | str]:
+    """Every set partitioned in lock-step, with progress over the comparisons (the note came
+    before, from the metric's declared cost)."""
     live = [i for i, s in enumerate(sets) if len(s) >= 1]
-    costs = [partition_cost(metric)(len(sets[i]), params, None) for i in live]
+    costs = [partition_cost(metric, len(sets[i]), params) for i in live]
     steps = memory.NO_STEPS
-    if costs:  # progress over the comparisons (the note came before, from the declared cost)
+    if costs:
         whole = memory.Cost(costs[0].metric, sum(c.n for c in costs), 0, "",
                             sum(c.pairs for c in costs), sum(c.seconds for c in costs))
         steps = memory.announce(whole, note=False)
@@ -803,7 +821,7 @@ def _partitions(metric: str, sets: list[list[str]], prompts: Sequence[str | None
     out: list[Partition | str] = ["empty set"] * len(sets)
     for i, p in zip(live, parts, strict=True):
         out[i] = p
-    return eq, out
+    return out
 
 
 def _partition_details(p: Partition, comparisons: bool = False) -> dict[str, Any]:
@@ -818,7 +836,7 @@ def _partition_details(p: Partition, comparisons: bool = False) -> dict[str, Any
 def _field(fields: Mapping[str, Any] | None, name: str, k: int, metric: str) -> list[float]:
     """One number per response from the set's field ``name``."""
     if fields is None or name not in fields:
-        raise InvalidInputError(
+        raise UnavailableError(
             f"{metric} needs the set's field {name!r} (one number per response); the set has "
             f"{'no fields' if not fields else 'only ' + ', '.join(map(repr, sorted(fields)))}."
         )
@@ -839,39 +857,78 @@ def _field(fields: Mapping[str, Any] | None, name: str, k: int, metric: str) -> 
     return out
 
 
-def _register(name: str, **info: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """:func:`divmeter.engine.registry.register` for this module's metrics: each one is a set-level
-    content metric, higher is more diverse, and it needs the ``embed`` extra (the default
-    equivalence is the embedding one)."""
-    return register(name, family="content", granularity="set", higher_is_more_diverse=True,
-                    extra="embed", cost=partition_cost(name), **info)
-
-
 FIELDS = Param(dict, allow_none=True, default=None,
                predicate=lambda v: v is None or isinstance(v, Mapping),
-               expect="a mapping of the set's field names to values",
+               expect="a mapping of the set's field names to values", alternative={},
                doc="the set's other fields (a JSONL record's extra keys, passed by divmeter "
                "score): where quality / log-probability columns are read from")
+
+
+class PartitionMetric(Metric):
+    """What the partition metrics share: the equivalence test (:data:`EQUIVALENCE_PARAMS`,
+    resolved once by :func:`make_equivalence`), the signature (the metric's name, the test's
+    settings, then the metric's own :meth:`settings`), and the partition of every set in
+    lock-step (:func:`partition_many`); each metric reads its value off a set's partition
+    (:meth:`value`). Each set's ``prompt`` (and ``fields``, for the metrics that read them) comes
+    from the set when the call does not fix it."""
+
+    family = "content"
+    granularity = "set"
+    higher_is_more_diverse = True
+    extra = "embed"
+    context: ClassVar[tuple[str, ...]] = ("prompt",)
+    params: ClassVar[Mapping[str, Param]] = EQUIVALENCE_PARAMS
+
+    def setup(self) -> None:
+        self.eq = self.equivalence()
+
+    def equivalence(self) -> Equivalence:
+        """The equivalence test of the resolved parameters (a new one: an embedding test keeps
+        the vectors of the texts it has seen, so each call of :meth:`score` gets its own)."""
+        return make_equivalence(self.p["equivalence"], **_eq_options(self.p))
+
+    def settings(self) -> dict[str, Any]:
+        """The metric's own signature items, after the equivalence test's."""
+        return {}
+
+    def signature(self) -> str:
+        return make_signature(self.name, **dict(self.eq.items()), **self.settings())
+
+    def of_set(self, key: str, ctx: SetContext | None) -> Any:
+        """Parameter ``key`` as given, else the set's own (its context), else the default."""
+        if key not in self.given and ctx is not None and ctx.get(key) is not None:
+            return ctx[key]
+        return self.p[key]
+
+    def score(self, sets: Sequence[Any], context: Sequence[SetContext] | None = None
+              ) -> list[MetricResult]:
+        texts = [list(s) for s in sets]
+        ctx: list[SetContext | None] = list(context) if context is not None else [None] * len(
+            texts)
+        prompts = [self.of_set("prompt", c) for c in ctx]
+        parts = _partitions(self.name, self.equivalence(), texts, prompts, self.p)
+        return [self.result(None, p) if isinstance(p, str) else self.value(t, p, prompt, c)
+                for t, p, prompt, c in zip(texts, parts, prompts, ctx, strict=True)]
+
+    def cost(self, n: int, items: Sequence[Any] | None = None) -> memory.Cost:
+        return partition_cost(self.name, n, self.p)
+
+    def details(self, p: Partition) -> dict[str, Any]:
+        """The partition in a result's details (every comparison with ``comparisons=true``)."""
+        return _partition_details(p, bool(self.p["comparisons"]))
+
+    def value(self, texts: list[str], p: Partition, prompt: str | None,
+              ctx: SetContext | None) -> MetricResult:
+        """The metric's result on one set's partition."""
+        raise NotImplementedError
 
 
 # --------------------------------------------------------------------------------------------
 # distinct-k
 
 
-@_register(
-    "distinct-k",
-    bounds=(0.0, 1.0),
-    citation=f"{NOVELTYBENCH}, section 3 (distinct_k), greedy partition of section 3",
-    params=dict(EQUIVALENCE_PARAMS),
-    description="Share of meaningfully different responses: equivalence classes / k "
-    "(NoveltyBench's distinct_k is the count, in details)",
-)
-def distinct_k(
-    responses: Sequence[str], *, equivalence: str = "embedding", threshold: float | None = None,
-    model: str = "minilm", base_url: str | None = None, label: int | None = None,
-    prompt: str | None = None, cache: str = "default", device: str = "cpu",
-    dtype: str = "float32", comparisons: bool = False,
-) -> MetricResult:
+@register
+class DistinctK(PartitionMetric):
     """Functional diversity: the number of equivalence classes over the number of responses.
 
     The set is partitioned with NoveltyBench's greedy algorithm (:func:`partition`) under the
@@ -894,27 +951,19 @@ def distinct_k(
         >>> r.value, r.details["distinct"]
         (0.6666666666666666, 2)
     """
-    return distinct_k_many([responses], equivalence=equivalence, threshold=threshold,
-                           model=model, base_url=base_url, label=label, prompt=prompt,
-                           cache=cache, device=device, dtype=dtype,
-                           comparisons=comparisons)[0]
+
+    name = "distinct-k"
+    bounds = (0.0, 1.0)
+    citation = f"{NOVELTYBENCH}, section 3 (distinct_k), greedy partition of section 3"
+    description = ("Share of meaningfully different responses: equivalence classes / k "
+                   "(NoveltyBench's distinct_k is the count, in details)")
+
+    def value(self, texts: list[str], p: Partition, prompt: str | None,
+              ctx: SetContext | None) -> MetricResult:
+        return self.result(p.distinct / len(p.labels), details=self.details(p))
 
 
-@register_batch("distinct-k")
-def distinct_k_many(sets: Sequence[Sequence[str]], **params: Any) -> list[MetricResult]:
-    """:func:`distinct_k` on many sets, compared in lock-step (one batch per round)."""
-    texts = _check_sets(sets)
-    eq, parts = _partitions("distinct-k", texts, [params.get("prompt")] * len(texts), params)
-    sig = make_signature("distinct-k", **dict(eq.items()))
-    out = []
-    for p in parts:
-        if isinstance(p, str):
-            out.append(undefined("distinct-k", sig, p))
-        else:
-            out.append(MetricResult("distinct-k", p.distinct / len(p.labels), sig,
-                                    details=_partition_details(
-                                        p, bool(params.get("comparisons", False)))))
-    return out
+distinct_k = public_function(DistinctK)
 
 
 # --------------------------------------------------------------------------------------------
@@ -922,54 +971,20 @@ def distinct_k_many(sets: Sequence[Sequence[str]], **params: Any) -> list[Metric
 
 QUALITIES = ("uniform", "field", "judge", "rm")
 
+#: ``rm_scale``: how a raw reward becomes NoveltyBench's 1-10 quality (1 plus the number of
+#: thresholds below it), per reward model; ``raw`` keeps the reward.
+RM_SCALES = ("novelty-bench", "novelty-bench-qwen3", "raw")
+
 
 def _quality_relation(value: Any, params: Mapping[str, Any]) -> str | None:
     q = params.get("quality", "uniform")
     if value is not None and q not in ("judge", "rm"):
         return "applies to quality=judge (openai:NAME) or quality=rm (a reward-model folder)"
-    if value is None and q == "rm":
-        return "is required with quality=rm: a local reward-model folder"
     return None
 
 
-@_register(
-    "novelty-utility",
-    order_invariant=False,  # the utility discounts classes in the order generations came
-    bounds=(0.0, None),
-    citation=f"{NOVELTYBENCH}, section 3, eq. 2 (utility_k, patience p = 0.8)",
-    params={
-        **EQUIVALENCE_PARAMS,
-        "patience": Param(float, ge=0, le=1, default=0.8,
-                          doc="p: chance the user asks for one more generation (NoveltyBench: "
-                          "0.8)"),
-        "quality": Param(str, choices=QUALITIES, default="uniform",
-                         doc="u_i: uniform (1 each: discounted share of novel generations), field "
-                         "(from the set's quality_field), judge (LLM 1-10 from log-probs), rm "
-                         "(reward-model folder, NoveltyBench's 1-10 scale)"),
-        "quality_field": Param(str, default="quality",
-                               doc="the set's field holding one quality per response "
-                               "(quality=field)"),
-        "quality_model": Param(str, allow_none=True, default=None, relation=_quality_relation,
-                               doc="quality=judge: openai:NAME (none: the equivalence's judge); "
-                               "quality=rm: a local reward-model folder"),
-        "rm_scale": Param(str, choices=("novelty-bench", "raw"), default="novelty-bench",
-                          doc="quality=rm: NoveltyBench's thresholds to 1-10 (set for "
-                          "Skywork-Reward-Gemma-2-27B-v0.2) or the raw reward (a set with a "
-                          "negative one is null: a repeat counts 0)"),
-        "fields": FIELDS,
-    },
-    description="NoveltyBench's utility_k: patience-discounted quality of the generations "
-    "that are new (equivalent repeats count 0)",
-)
-def novelty_utility(
-    responses: Sequence[str], *, patience: float = 0.8, quality: str = "uniform",
-    quality_field: str = "quality", quality_model: str | None = None,
-    rm_scale: str = "novelty-bench", fields: Mapping[str, Any] | None = None,
-    equivalence: str = "embedding", threshold: float | None = None, model: str = "minilm",
-    base_url: str | None = None, label: int | None = None, prompt: str | None = None,
-    cache: str = "default", device: str = "cpu", dtype: str = "float32",
-    comparisons: bool = False,
-) -> MetricResult:
+@register
+class NoveltyUtility(PartitionMetric):
     """NoveltyBench's cumulative utility of the set's generations, in order (:func:`utility_value`).
 
     Args:
@@ -978,11 +993,13 @@ def novelty_utility(
         quality: Where ``u_i`` comes from: ``uniform`` (1 each), ``field`` (the set's
             ``quality_field``), ``judge`` (an LLM's 1-10 rating, expected value from its
             log-probabilities), ``rm`` (a reward-model folder, mapped to 1-10 with NoveltyBench's
-            thresholds under ``rm_scale=novelty-bench``).
+            thresholds under ``rm_scale``).
         quality_field: The field read by ``quality=field``.
         quality_model: ``openai:NAME`` for ``quality=judge`` (default: the judge of
             ``equivalence=judge``), a folder for ``quality=rm``.
-        rm_scale: ``novelty-bench`` or ``raw``.
+        rm_scale: ``novelty-bench`` (the thresholds of NoveltyBench's reward model,
+            Skywork-Reward-Gemma-2-27B-v0.2), ``novelty-bench-qwen3`` (inspect-evals' thresholds
+            for its default small reward model, Skywork-Reward-V2-Qwen3-1.7B) or ``raw``.
         fields: The set's other fields (``divmeter score`` passes them).
         equivalence, threshold, model, base_url, label, prompt, cache, device, dtype: The
             equivalence test (:func:`make_equivalence`).
@@ -997,30 +1014,66 @@ def novelty_utility(
         >>> r.details["novel"], round(r.value, 6)  # (5 + 0 + 0.64 * 7) / (1 + 0.8 + 0.64)
         ([1, 0, 1], 3.885246)
     """
-    texts = as_texts(responses)
-    params = dict(patience=patience, quality=quality, quality_field=quality_field,
-                  quality_model=quality_model, rm_scale=rm_scale, equivalence=equivalence,
-                  threshold=threshold, model=model, base_url=base_url, label=label,
-                  prompt=prompt, cache=cache, device=device, dtype=dtype,
-                  comparisons=comparisons)
-    eq, parts = _partitions("novelty-utility", [texts], [prompt], params)
-    sig = _utility_signature(eq, params)
-    p = parts[0]
-    if isinstance(p, str):
-        return undefined("novelty-utility", sig, p)
-    q = _qualities(texts, prompt, params, fields)
-    if isinstance(q, str):
-        return undefined("novelty-utility", sig, q)
-    low = next((j for j, u in enumerate(q or ()) if u < 0), None)
-    if low is not None and q is not None:  # a repeat is worth 0: qualities start at 0
-        return undefined("novelty-utility", sig, (
-            f"quality {q[low]!r} of response {low} is negative; the utility counts a repeat as "
-            "0, so qualities must be >= 0 (NoveltyBench's 1-10 scale: rm_scale=novelty-bench, "
-            "or shift the field's values)"))
-    value = utility_value(p.labels, q, patience)
-    novel = [int(p.classes[lab][0] == i) for i, lab in enumerate(p.labels)]
-    return MetricResult("novelty-utility", value, sig, details={
-        **_partition_details(p, comparisons), "qualities": q, "novel": novel})
+
+    name = "novelty-utility"
+    order_invariant = False  # the utility discounts classes in the order generations came
+    bounds = (0.0, None)
+    citation = f"{NOVELTYBENCH}, section 3, eq. 2 (utility_k, patience p = 0.8)"
+    description = ("NoveltyBench's utility_k: patience-discounted quality of the generations "
+                   "that are new (equivalent repeats count 0)")
+    context = ("prompt", "fields")
+    params = {
+        **EQUIVALENCE_PARAMS,
+        "patience": Param(float, ge=0, le=1, default=0.8,
+                          doc="p: chance the user asks for one more generation (NoveltyBench: "
+                          "0.8)"),
+        "quality": Param(str, choices=QUALITIES, default="uniform",
+                         doc="u_i: uniform (1 each: discounted share of novel generations), field "
+                         "(from the set's quality_field), judge (LLM 1-10 from log-probs), rm "
+                         "(reward-model folder, NoveltyBench's 1-10 scale)"),
+        "quality_field": Param(str, default="quality", alternative="score",
+                               applies_with={"quality": "field"},
+                               doc="the set's field holding one quality per response "
+                               "(quality=field)"),
+        "quality_model": Param(str, allow_none=True, default=None, relation=_quality_relation,
+                               alternative="openai:quality-judge",
+                               applies_with={"quality": "judge"},
+                               doc="quality=judge: openai:NAME (none: the equivalence's judge); "
+                               "quality=rm: a local reward-model folder"),
+        "rm_scale": Param(str, choices=RM_SCALES, default="novelty-bench",
+                          applies_with={"quality": "rm"},
+                          doc="quality=rm: NoveltyBench's thresholds to 1-10 (novelty-bench: set "
+                          "for Skywork-Reward-Gemma-2-27B-v0.2; novelty-bench-qwen3: "
+                          "inspect-evals' for Skywork-Reward-V2-Qwen3-1.7B) or the raw reward"),
+        "fields": replace(FIELDS, applies_with={"quality": "field"}),
+    }
+
+    def setup(self) -> None:
+        super().setup()
+        if self.p["quality"] in ("judge", "rm"):  # what the ratings need, before any set
+            self._sig()
+
+    def signature(self) -> str:
+        return _utility_signature(self.eq, self.p)
+
+    def value(self, texts: list[str], p: Partition, prompt: str | None,
+              ctx: SetContext | None) -> MetricResult:
+        q = _qualities(texts, prompt, self.p, self.of_set("fields", ctx))
+        if isinstance(q, str):
+            return self.result(None, q)
+        low = next((j for j, u in enumerate(q or ()) if u < 0), None)
+        if low is not None and q is not None:  # a repeat is worth 0: qualities start at 0
+            return self.result(None, (
+                f"quality {q[low]!r} of response {low} is negative; the utility counts a repeat "
+                "as 0, so qualities must be >= 0 (NoveltyBench's 1-10 scale: "
+                "rm_scale=novelty-bench, or shift the field's values)"))
+        value = utility_value(p.labels, q, self.p["patience"])
+        novel = [int(p.classes[lab][0] == i) for i, lab in enumerate(p.labels)]
+        return self.result(value, details={
+            **self.details(p), "qualities": q, "novel": novel})
+
+
+novelty_utility = public_function(NoveltyUtility)
 
 
 def _utility_signature(eq: Equivalence, params: Mapping[str, Any]) -> str:
@@ -1034,7 +1087,7 @@ def _utility_signature(eq: Equivalence, params: Mapping[str, Any]) -> str:
         qmodel = params["quality_model"] or (params["model"] if params["equivalence"] == "judge"
                                              else None)
         if qmodel is None:
-            raise InvalidInputError(
+            raise UnavailableError(
                 "quality=judge needs `quality_model` (openai:NAME), or equivalence=judge whose "
                 "model then rates quality too."
             )
@@ -1042,6 +1095,9 @@ def _utility_signature(eq: Equivalence, params: Mapping[str, Any]) -> str:
     elif quality == "rm":
         from divmeter.backends.pairs import get_reward_model
 
+        if params["quality_model"] is None:
+            raise UnavailableError("`quality_model` of novelty-utility is required with "
+                                   "quality=rm: a local reward-model folder")
         rm = get_reward_model(params["quality_model"], device=params["device"],
                               dtype=params["dtype"])
         qsig.update({"rm": rm.signature, "rmfmt": rm.input_format,
@@ -1074,20 +1130,29 @@ def _qualities(texts: list[str], prompt: str | None, params: Mapping[str, Any],
     raw = rm.rewards(prompt, texts)
     if params["rm_scale"] == "raw":
         return [float(r) for r in raw]
-    return [float(noveltybench_quality(r)) for r in raw]
+    return [float(noveltybench_quality(r, params["rm_scale"])) for r in raw]
 
 
-def noveltybench_quality(reward: float) -> int:
-    """A raw reward of Skywork-Reward-Gemma-2-27B-v0.2 on NoveltyBench's 1-10 scale: 1 plus the
-    number of :data:`NOVELTYBENCH_REWARD_THRESHOLDS` strictly below it.
+def noveltybench_quality(reward: float, scale: str = "novelty-bench") -> int:
+    """A raw reward on NoveltyBench's 1-10 scale: 1 plus the number of the scale's thresholds
+    strictly below it (NoveltyBench's ``bisect_left``).
+
+    Args:
+        reward: The reward model's raw reward.
+        scale: ``novelty-bench``: :data:`NOVELTYBENCH_REWARD_THRESHOLDS`, NoveltyBench's own,
+            for Skywork-Reward-Gemma-2-27B-v0.2; ``novelty-bench-qwen3``:
+            :data:`NOVELTYBENCH_REWARD_THRESHOLDS_QWEN3`, inspect-evals' for its default small
+            reward model Skywork-Reward-V2-Qwen3-1.7B.
 
     Example:
         >>> noveltybench_quality(-9.0), noveltybench_quality(-6.0), noveltybench_quality(0.0)
         (1, 3, 10)
+        >>> noveltybench_quality(0.0, "novelty-bench-qwen3")
+        2
     """
     import bisect
 
-    return bisect.bisect_left(NOVELTYBENCH_REWARD_THRESHOLDS, reward) + 1
+    return bisect.bisect_left(REWARD_THRESHOLDS[scale], reward) + 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -1103,38 +1168,8 @@ def _base(base: Any) -> tuple[float, str]:
     return b, (str(int(b)) if b.is_integer() else repr(b))
 
 
-@_register(
-    "semantic-entropy",
-    bounds=(0.0, None),
-    citation=KUHN,
-    params={
-        **EQUIVALENCE_PARAMS,
-        "estimator": Param(str, choices=("discrete", "weighted"), default="discrete",
-                           doc="discrete: class sizes / k; weighted: sums of the responses' "
-                           "sequence probabilities (from the set's logprob_field)"),
-        "logprob_field": Param(str, default="logprobs",
-                               doc="the set's field holding each response's sequence "
-                               "log-probability (estimator=weighted)"),
-        # a base below 1 turns every entropy negative (outside [0, inf)): refused
-        "base": Param(float, default="e", alternative="bits",
-                      doc="logarithm base: e (nats), bits, or a number > 1",
-                      predicate=lambda b: b in ("e", "nats", "bits") or (
-                          isinstance(b, (int, float)) and not isinstance(b, bool)
-                          and 1 < b < float("inf")),
-                      expect="'e', 'bits' or a number > 1"),
-        "fields": FIELDS,
-    },
-    description="Entropy over classes of equivalent responses (semantic entropy): class sizes, "
-    "or sequence probabilities",
-)
-def semantic_entropy(
-    responses: Sequence[str], *, estimator: str = "discrete", logprob_field: str = "logprobs",
-    base: float | str = "e", fields: Mapping[str, Any] | None = None,
-    equivalence: str = "embedding", threshold: float | None = None, model: str = "minilm",
-    base_url: str | None = None, label: int | None = None, prompt: str | None = None,
-    cache: str = "default", device: str = "cpu", dtype: str = "float32",
-    comparisons: bool = False,
-) -> MetricResult:
+@register
+class SemanticEntropy(PartitionMetric):
     """Semantic entropy of a set (Kuhn, Gal & Farquhar 2023): partition the responses into
     meaning classes, then ``-sum_c p(c) log p(c)`` (:func:`entropy_value`).
 
@@ -1163,19 +1198,48 @@ def semantic_entropy(
         >>> round(r.value, 6)  # p = 2/3, 1/3
         0.636514
     """
-    texts = as_texts(responses)
-    b, blabel = _base(base)
-    params = dict(equivalence=equivalence, threshold=threshold, model=model, base_url=base_url,
-                  label=label, prompt=prompt, cache=cache, device=device, dtype=dtype,
-                  comparisons=comparisons)
-    eq, parts = _partitions("semantic-entropy", [texts], [prompt], params)
-    sig = make_signature("semantic-entropy", **dict(eq.items()), est=estimator,
-                         lp=logprob_field if estimator == "weighted" else None, base=blabel)
-    p = parts[0]
-    if isinstance(p, str):
-        return undefined("semantic-entropy", sig, p)
-    lp = _field(fields, logprob_field, len(texts), "semantic-entropy") \
-        if estimator == "weighted" else None
-    h, probs = entropy_value(p.labels, lp, b)
-    return MetricResult("semantic-entropy", h, sig, details={
-        **_partition_details(p, comparisons), "class_probabilities": probs.tolist()})
+
+    name = "semantic-entropy"
+    bounds = (0.0, None)
+    citation = KUHN
+    description = ("Entropy over classes of equivalent responses (semantic entropy): class "
+                   "sizes, or sequence probabilities")
+    context = ("prompt", "fields")
+    params = {
+        **EQUIVALENCE_PARAMS,
+        "estimator": Param(str, choices=("discrete", "weighted"), default="discrete",
+                           doc="discrete: class sizes / k; weighted: sums of the responses' "
+                           "sequence probabilities (from the set's logprob_field)"),
+        "logprob_field": Param(str, default="logprobs", alternative="logprob",
+                               applies_with={"estimator": "weighted"},
+                               doc="the set's field holding each response's sequence "
+                               "log-probability (estimator=weighted)"),
+        # a base below 1 turns every entropy negative (outside [0, inf)): refused
+        "base": Param(float, default="e", alternative="bits",
+                      doc="logarithm base: e (nats), bits, or a number > 1",
+                      predicate=lambda b: b in ("e", "nats", "bits") or (
+                          isinstance(b, (int, float)) and not isinstance(b, bool)
+                          and 1 < b < float("inf")),
+                      expect="'e', 'bits' or a number > 1"),
+        "fields": replace(FIELDS, applies_with={"estimator": "weighted"}),
+    }
+
+    def setup(self) -> None:
+        super().setup()
+        self.b, self.blabel = _base(self.p["base"])
+
+    def settings(self) -> dict[str, Any]:
+        weighted = self.p["estimator"] == "weighted"
+        return {"est": self.p["estimator"], "lp": self.p["logprob_field"] if weighted else None,
+                "base": self.blabel}
+
+    def value(self, texts: list[str], p: Partition, prompt: str | None,
+              ctx: SetContext | None) -> MetricResult:
+        lp = _field(self.of_set("fields", ctx), self.p["logprob_field"], len(texts),
+                    "semantic-entropy") if self.p["estimator"] == "weighted" else None
+        h, probs = entropy_value(p.labels, lp, self.b)
+        return self.result(h, details={
+            **self.details(p), "class_probabilities": probs.tolist()})
+
+
+semantic_entropy = public_function(SemanticEntropy)

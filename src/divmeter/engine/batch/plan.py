@@ -71,6 +71,10 @@ def resolve_metrics(metrics: Sequence[MetricArg], *, named: bool = True) -> list
     prefix: for one metric named by the call itself (:func:`divmeter.score`, a metric's public
     function), where the prefix would only repeat it.
 
+    ``named=False`` leaves errors as the metric words them, without the ``metric '...': ``
+    prefix: for one metric named by the call itself (:func:`divmeter.score`, a metric's public
+    function), where the prefix would only repeat it.
+
     Raises:
         UnknownMetricError: For an unregistered name (with suggestions).
         InvalidInputError: For undeclared or bad parameters (``"metric 'distinct-n:n=0': `n` of
