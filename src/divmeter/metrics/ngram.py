@@ -49,7 +49,8 @@ from divmeter.inputs.text import interned as _interned  # noqa: F401  (tests che
 from divmeter.inputs.text import longest_response as _longest_response
 from divmeter.inputs.text import set_ngram_keys as _set_ngram_keys
 
-TEVET = "Tevet & Berant 2021, Evaluating the Evaluation of Diversity in NLG (EACL)"
+TEVET = ("Tevet & Berant 2021, Evaluating the Evaluation of Diversity in Natural Language "
+         "Generation (EACL)")
 
 #: The order parameters shared by the metrics that take one order ``n`` or average over
 #: ``1..n_max`` (distinct-n, entropy-n, EAD, n-gram cosine).
