@@ -340,7 +340,7 @@ def _score_sections(records: Sequence[Mapping[str, Any]], columns: Sequence[str]
     for c in columns:
         sig = signatures.get(c)
         out.append(f"<li><b>{_e(c)}</b>: <span class=\"sig\">"
-                   + (_e(sig) if sig else "not stored (score with --signatures or --html)")
+                   + (_e(sig) if sig else "not stored in the file (scored with --no-signatures?)")
                    + "</span></li>")
     out.append("</ul></section>")
     levels = numeric_levels(labels) if has_label else None
@@ -419,11 +419,14 @@ def score_report(results: Sequence[str | os.PathLike[str]], out: str | os.PathLi
     sigs = dict(signatures or {})
     if records is None:
         from divmeter.inputs.data import read_records
+        from divmeter.inputs.data.signatures import read_signatures
 
         recs: list[dict[str, Any]] = []
         for src in results:
-            recs.extend(read_records(src))
-            sigs.update(_json_summary_signatures(src))
+            got = list(read_records(src))
+            recs.extend(got)
+            for c, s in read_signatures(src, got).items():  # the file's own
+                sigs.setdefault(c, s)
         records = recs
     for r in records:
         for c, s in (r.get("signatures") or {}).items():
@@ -436,20 +439,6 @@ def score_report(results: Sequence[str | os.PathLike[str]], out: str | os.PathLi
     p = Path(out)
     p.write_text(page, encoding="utf-8")
     return p
-
-
-def _json_summary_signatures(path: str | os.PathLike[str]) -> dict[str, str]:
-
-    if not os.fspath(path).endswith(".json"):
-        return {}
-    try:
-        doc = loads(read_text(path, "a JSON file"), display_name(path))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(doc, dict):
-        return {}
-    metrics = (doc.get("summary") or {}).get("metrics") or {}
-    return {k: v["signature"] for k, v in metrics.items() if v.get("signature")}
 
 
 def _png(path: Path) -> str:
@@ -471,7 +460,16 @@ def meta_sections(result: Any, *, source: str, xlabel: str = "parameter",
            "<ul>"]
     out += [f"<li><b>{_e(n)}</b>: <span class=\"sig\">{_e(r.signature)}</span></li>"
             for n, r in result.results.items()]
-    out.append("</ul></section>")
+    out.append("</ul>")
+    from divmeter.report.tables import metric_signatures
+
+    metric_sigs = metric_signatures(result)
+    if metric_sigs:
+        out.append('<h3>Metric signatures</h3><ul class="metric-signatures">')
+        out += [f"<li><b>{_e(n)}</b>: <span class=\"sig\">{_e(s)}</span></li>"
+                for n, s in metric_sigs]
+        out.append("</ul>")
+    out.append("</section>")
     if plots:
         with tempfile.TemporaryDirectory() as tmp:
             files = [f for f in write_report(result, tmp, source=source, plot=True,
@@ -533,13 +531,13 @@ def report_from_files(results: Sequence[str | os.PathLike[str]], out: str | os.P
     sigs: dict[str, str] = {}
     if score_files:
         from divmeter.inputs.data import read_records
+        from divmeter.inputs.data.signatures import read_signatures
 
         records: list[dict[str, Any]] = []
         for f in score_files:
-            records.extend(read_records(f))
-            sigs.update(_json_summary_signatures(f))
-        for r in records:
-            for c, s in (r.get("signatures") or {}).items():
+            got = list(read_records(f))
+            records.extend(got)
+            for c, s in read_signatures(f, got).items():  # the file's own, never recomputed
                 sigs.setdefault(c, s)
         if records:
             sections += _score_sections(records, _metric_columns(records), sigs)
@@ -569,7 +567,16 @@ def _meta_json_section(doc: Mapping[str, Any], path: str) -> list[str]:
                f"{k}={v}" for k, v in (doc.get("settings") or {}).items())) + "</p><ul>"]
     out += [f"<li><b>{_e(n)}</b>: <span class=\"sig\">{_e(r.get('signature', ''))}</span></li>"
             for n, r in results.items()]
-    out.append("</ul></section>")
+    metric_sigs = [(n, (r.get("details") or {}).get("metric_signature")) for n, r in
+                   results.items() if isinstance(r, Mapping)]
+    metric_sigs = [(n, s) for n, s in metric_sigs if isinstance(s, str)]
+    out.append("</ul>")
+    if metric_sigs:
+        out.append('<h3>Metric signatures</h3><ul class="metric-signatures">')
+        out += [f"<li><b>{_e(n)}</b>: <span class=\"sig\">{_e(s)}</span></li>"
+                for n, s in metric_sigs]
+        out.append("</ul>")
+    out.append("</section>")
     return out
 
 

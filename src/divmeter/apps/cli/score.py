@@ -16,8 +16,6 @@ from divmeter.core.errors import InvalidInputError
 
 __all__ = ["score_cmd"]
 
-_OUT_FORMATS = ("table", "json", "jsonl", "csv", "parquet", "markdown")
-
 InputArg = Annotated[list[str], typer.Argument(
     help="Response sets: .jsonl, .json, .csv (long or Tevet wide form), .parquet, "
     "optionally .gz; '-' reads stdin. With -m cdm: a JSONL of instantiations. With --corpus: "
@@ -49,7 +47,8 @@ ResumeOpt = Annotated[bool, typer.Option(
 WorkersOpt = Annotated[int, typer.Option(
     "--workers", "-j", help="Processes to spread the sets over.", min=1)]
 SignaturesOpt = Annotated[bool, typer.Option(
-    "--signatures", help="Add each metric's signature to every record.")]
+    "--signatures/--no-signatures", help="Keep each metric's signature in every record "
+    "(a 'signatures' field; Parquet also in its schema metadata). --resume checks them.")]
 SplitOpt = Annotated[str | None, typer.Option(
     "--split", help="hf: inputs: the split (default: test if there is one, else the first).",
     metavar="SPLIT")]
@@ -98,10 +97,12 @@ def _destination(output: str | None, fmt: str | None, resume: bool,
         from divmeter.report.html import check_destination
 
         check_destination(html)
-    if fmt is not None and fmt.lower() not in _OUT_FORMATS:
-        raise InvalidInputError(f"--format must be one of {', '.join(_OUT_FORMATS)}; got {fmt!r}.")
-    markdown = (fmt or "").lower() == "markdown" or (
-        fmt is None and output is not None and output.lower().endswith(".md"))
+    from divmeter.inputs.data.formats import check_format, default_format, format_from_extension
+
+    if fmt is not None:
+        fmt = check_format(fmt, "score")
+    markdown = fmt == "markdown" or (
+        fmt is None and output is not None and format_from_extension(output) == "markdown")
     if markdown:
         if resume:
             raise InvalidInputError("--resume needs a jsonl, json, csv or parquet output.")
@@ -114,7 +115,7 @@ def _destination(output: str | None, fmt: str | None, resume: bool,
         return output, (fmt or "").lower()
     if resume:
         raise InvalidInputError("--resume needs an output file (-o OUT) to resume from.")
-    chosen = (fmt or ("table" if sys.stdout.isatty() else "jsonl")).lower()
+    chosen = fmt or default_format("score", terminal=sys.stdout.isatty())
     if chosen == "parquet":
         raise InvalidInputError("Parquet output needs a file: add -o OUT.parquet.")
     return (None if chosen == "table" else "-"), chosen
@@ -129,7 +130,7 @@ def score_cmd(
     summary: SummaryOpt = False,
     resume: ResumeOpt = False,
     workers: WorkersOpt = 1,
-    signatures: SignaturesOpt = False,
+    signatures: SignaturesOpt = True,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
     html: HtmlOpt = None,
@@ -266,9 +267,11 @@ def _print_results(run: Any, stats: dict[str, Any], dest: str | None, *, text_ou
     from divmeter.report.scores import records_markdown, records_table, summary_table
     from divmeter.report.terminal import print_unbroken
 
+    sigs = {c: v["signature"] for c, v in stats["metrics"].items() if v.get("signature")}
     if text_out:
         text = records_markdown(run.records, run.columns, has_label=run.has_label,
-                                metadata=run.metadata, summary=stats if summary else None)
+                                metadata=run.metadata, summary=stats if summary else None,
+                                signatures=sigs)
         if dest is None or dest == "-":
             typer.echo(text, nl=False)
         else:
@@ -278,9 +281,9 @@ def _print_results(run: Any, stats: dict[str, Any], dest: str | None, *, text_ou
         console = Console()
         print_unbroken(console, *records_table(run.records, run.columns,
                                                has_label=run.has_label, metadata=run.metadata,
-                                               width=console.width))
+                                               width=console.width, signatures=sigs))
         if summary:
-            print_unbroken(console, *summary_table(stats))
+            print_unbroken(console, *summary_table(stats, signatures=False))
     elif summary:
         print_unbroken(Console(stderr=True), *summary_table(stats))
 
