@@ -343,6 +343,7 @@ def _score_sections(records: Sequence[Mapping[str, Any]], columns: Sequence[str]
                    + (_e(sig) if sig else "not stored in the file (scored with --no-signatures?)")
                    + "</span></li>")
     out.append("</ul></section>")
+    out.append(evidence_section(columns))
     levels = numeric_levels(labels) if has_label else None
     xlabel = next((str(r["label_name"]) for r in records if r.get("label_name")), "label")
     if levels is not None:
@@ -385,6 +386,25 @@ def _score_sections(records: Sequence[Mapping[str, Any]], columns: Sequence[str]
                + _table(head, body, text_cols=2, sortable=True, cls="records") + more
                + "</section>")
     return out
+
+
+def evidence_section(columns: Sequence[str]) -> str:
+    """What the benchmarks say about the metric behind each column (divmeter's evidence
+    table: conTest, decTest, McDiv_nuggets), one line per metric; empty when no column is a
+    registered metric."""
+    from divmeter.report.evidence import column_evidence, provenance
+    from divmeter.studies.reproduce.evidence import load_evidence
+
+    lines = [(c, column_evidence(c)) for c in columns]
+    lines = [(c, s) for c, s in lines if s]
+    if not lines:
+        return ""
+    return ('<section id="evidence"><h2>What the benchmarks say</h2><ul>'
+            + "".join(f"<li><b>{_e(c)}</b>: {_e(s)}</li>" for c, s in lines)
+            + '</ul><p class="note">conTest OCA, decTest ρ with temperature and '
+            "McDiv_nuggets OCA on prompt/resp/story, with the metric's rank by their mean; "
+            "details: divmeter list NAME; ranking: divmeter list --evidence. "
+            f"{_e(provenance(load_evidence()))}</p></section>")
 
 
 def _subtitle(sources: Sequence[str]) -> str:
@@ -470,6 +490,7 @@ def meta_sections(result: Any, *, source: str, xlabel: str = "parameter",
                 for n, s in metric_sigs]
         out.append("</ul>")
     out.append("</section>")
+    out.append(evidence_section(list(result.results)))
     if plots:
         with tempfile.TemporaryDirectory() as tmp:
             files = [f for f in write_report(result, tmp, source=source, plot=True,

@@ -128,6 +128,9 @@ def _mount() -> None:
     from divmeter.apps.cli.data import data_app
 
     app.add_typer(data_app, name="data")
+    from divmeter.apps.cli.reproduce import reproduce_cmd
+
+    app.command("reproduce")(reproduce_cmd)
     if importlib.util.find_spec("divmeter.apps.cli.backends") is not None:
         from divmeter.apps.cli.backends import embed_parity_cmd
 
