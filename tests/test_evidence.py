@@ -26,7 +26,6 @@ from divmeter.studies.reproduce.evidence import (
 )
 
 ROOT = SHARED / "data" / "upstream" / "icl-diversity" / "results" / "tevet" / "gpt2"
-EXAMPLE = SHARED.parent / "main" / "examples" / "stories.jsonl"
 
 #: (metric, benchmark, task): cheap form metrics over the three benchmarks and tasks.
 SAMPLE = [
@@ -158,3 +157,43 @@ def test_score_html_shows_evidence_beside_each_metric(tmp_path, monkeypatch, cap
     assert '<section id="evidence">' in page
     assert "<b>distinct-n</b>: conTest OCA " in page
     assert "<b>self-bleu:n=3</b>: conTest OCA " in page and "(at its defaults" in page
+
+
+@pytest.fixture()
+def fetched(tmp_path, monkeypatch, capsys):
+    upstream = SHARED / "data" / "upstream" / "icl-diversity"
+    if not (upstream / "manifest.json").is_file():
+        pytest.skip(f"the shared upstream copy is not at {upstream}")
+    monkeypatch.setenv("DIVMETER_CACHE", str(tmp_path / "cache"))
+    code, _, err = run_main(monkeypatch, capsys, "data", "fetch", "tevet", "--from",
+                            str(upstream), "-q")
+    assert code == 0, err
+    return tmp_path / "cache" / "data" / "tevet"
+
+
+def test_cli_evidence_writes_after_each_metric_and_goes_on(fetched, tmp_path, monkeypatch,
+                                                            capsys):
+    out = tmp_path / "ev.json"
+    code, _, err = run_main(monkeypatch, capsys, "reproduce", "--evidence", "-m", "ttr", "-o",
+                            str(out), "-q")
+    assert code == 0, err
+    first = json.loads(out.read_text())
+    assert list(first["metrics"]) == ["ttr"]
+    assert first["metrics"]["ttr"] == load_evidence().entry("ttr")  # the shipped numbers
+    # a second run adds a metric and keeps the first one's numbers as they were
+    code, _, err = run_main(monkeypatch, capsys, "reproduce", "--evidence", "-m", "length", "-o",
+                            str(out), "-q")
+    assert code == 0, err
+    both = json.loads(out.read_text())
+    assert list(both["metrics"]) == ["length", "ttr"]  # registry order
+    assert both["metrics"]["ttr"] == first["metrics"]["ttr"]
+    # a table of another signature is not reused
+    stale = dict(both, signature="evidence|data:tevet@000000000000|v:0.0.1")
+    out.write_text(json.dumps(stale))
+    code, _, _ = run_main(monkeypatch, capsys, "reproduce", "--evidence", "-m", "ttr", "-o",
+                          str(out), "-q")
+    assert code == 0 and list(json.loads(out.read_text())["metrics"]) == ["ttr"]
+    out.write_text("[1, 2]")
+    code, _, err = run_main(monkeypatch, capsys, "reproduce", "--evidence", "-m", "ttr", "-o",
+                            str(out), "-q")
+    assert code == 2 and "exists and is not an evidence table" in err

@@ -257,4 +257,15 @@ def test_compare_html(tmp_path, monkeypatch, capsys):
     html = tmp_path / "c.html"
     _meta(monkeypatch, capsys, "compare", f"base={base}", f"new={new}", "-c", "distinct-n",
           "-f", "json", "--bootstrap", "100", "--html", str(html), "--no-plots")
-    assert FOREIGN in html.read_text(encoding="utf-8")
+    page = html.read_text(encoding="utf-8")
+    assert FOREIGN in page
+    assert '<section id="evidence">' in page and "<li><b>distinct-n</b>: " in page
+
+
+def test_meta_nuggets_shows_the_metric_signature(monkeypatch, capsys):
+    out = _meta(monkeypatch, capsys, "meta", "nuggets", str(EXAMPLE), "-m", "distinct-n",
+                "--group-size", "4", "-f", "json")
+    assert json.loads(out)["distinct-n"]["details"]["metric_signature"] == SIG
+    out = _meta(monkeypatch, capsys, "meta", "nuggets", str(EXAMPLE), "-m", "distinct-n",
+                "--group-size", "4", "-f", "table")
+    assert f"distinct-n: {SIG}" in out

@@ -490,7 +490,11 @@ def meta_sections(result: Any, *, source: str, xlabel: str = "parameter",
                 for n, s in metric_sigs]
         out.append("</ul>")
     out.append("</section>")
-    out.append(evidence_section(list(result.results)))
+    names = []  # the metric behind each row (compare: "<metric>: <system>" with several)
+    for n, r in result.results.items():
+        system = f": {r.values.get('system')}" if result.protocol == "compare" else ""
+        names.append(n.removesuffix(system) if system and n.endswith(system) else n)
+    out.append(evidence_section(list(dict.fromkeys(names))))
     if plots:
         with tempfile.TemporaryDirectory() as tmp:
             files = [f for f in write_report(result, tmp, source=source, plot=True,

@@ -18,7 +18,7 @@ def _num(v: float | None, digits: int = 4) -> str:
 
 
 def _signed(v: float | None) -> str:
-    return "–" if v is None else f"{v:+.4f}"
+    return "–" if v is None else f"{v:+.4f}".replace("-0.0000", "+0.0000")
 
 
 def _scores(row: Any) -> str:
@@ -102,7 +102,8 @@ def reproduction_markdown(rep: Any) -> str:
 
 def reproduction_tables(rep: Any, *, width: int = 100, off_only: bool = False) -> list[Any]:
     """Terminal renderables: one table per paper table (only the rows off their tolerance
-    or not reproducible with ``off_only``), the notes and the summary line."""
+    or not reproducible with ``off_only``), the notes and the summary line (the papers left
+    out are said on stderr by the command)."""
     from divmeter.report.terminal import folded_tables
 
     out: list[Any] = []
@@ -113,7 +114,6 @@ def reproduction_tables(rep: Any, *, width: int = 100, off_only: bool = False) -
         out += folded_tables(list(HEAD), [_cells(r) for r in shown], keys=3, width=width,
                              title=title, right=[False] * 4 + [True] * 4 + [False])
     out += ["notes:", *[f"  {n}" for n in _notes(rep)]] if _notes(rep) else []
-    out += [f"not reproduced: {p} ({why})" for p, why in rep.skipped.items()]
     out += [f"data: {name} from {d['repository']} at {d['commit'][:12]} ({d['path']})"
             for name, d in rep.data.items()]
     out += [f"signature: {rep.signature}", summary_line(rep)]

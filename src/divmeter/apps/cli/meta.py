@@ -373,8 +373,10 @@ def nuggets_cmd(
     r = nuggets_resample(sc, res.labels, group_size=group_size, seed=seed)
     selected = rows[r.details["indices"]]
     out = {name: {**r.to_dict(), **res.settings, "rows": selected.tolist()}}
-    if "reason" in r.details:
-        out[name]["details"] = {"reason": r.details["reason"]}
+    details = {k: v for k, v in (("reason", r.details.get("reason")),
+                                 ("metric_signature", res.signatures.get(name))) if v}
+    if details:
+        out[name]["details"] = details
     if output:
         if table.sets is None:
             raise InvalidInputError("-o needs a response-set input (this file holds scores).")
@@ -392,6 +394,7 @@ def nuggets_cmd(
             f"{name}: kept {r.n_selected} of {r.n_input} sets ({r.n_groups} groups of "
             f"{group_size}); Spearman with the label {r.spearman_before:.3f} -> "
             f"{r.spearman_after:.3f}  [{r.signature}]"
+            + (f"\n{name}: {res.signatures[name]}" if name in res.signatures else "")
         )
 
 

@@ -50,7 +50,9 @@ def reproduce_cmd(
         "repeatable. Default: all (the LM and judge families are recorded as not covered).",
         metavar="NAME", show_default=False)] = None,
     output: Annotated[str | None, typer.Option(
-        "--output", "-o", help="With --evidence: write the table (JSON) here.",
+        "--output", "-o", help="With --evidence: write the table (JSON) here, after every "
+        "metric; the metrics a table already in FILE holds for the same data and divmeter "
+        "version are kept (an interrupted run goes on; -m adds metrics to it).",
         metavar="FILE.json", show_default=False)] = None,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
@@ -113,6 +115,24 @@ def _print(rep: object, chosen: str, brief: bool) -> None:
         print_unbroken(console, *reproduction_tables(rep, width=console.width, off_only=brief))
 
 
+def _previous(output: str | None) -> dict | None:
+    """The table an earlier run wrote to ``output`` (``None``: none, or not a table)."""
+    import os
+
+    if output is None or not os.path.isfile(output):
+        return None
+    try:
+        with open(output, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        raise InvalidInputError(f"{output}: exists and is not an evidence table; name another "
+                                "file.") from None
+    if not isinstance(doc, dict) or "metrics" not in doc:
+        raise InvalidInputError(f"{output}: exists and is not an evidence table; name another "
+                                "file.")
+    return doc
+
+
 def _evidence(metrics: list[str], output: str | None, chosen: str, quiet: bool) -> None:
     from divmeter.apps.cli.progress import progress_bar
     from divmeter.studies.datasets import dataset_path
@@ -128,8 +148,11 @@ def _evidence(metrics: list[str], output: str | None, chosen: str, quiet: bool) 
         if not quiet:
             typer.echo(f"divmeter: note: {name} not covered: {why}", err=True)
 
+    previous = _previous(output)
     with progress_bar(not quiet, label="evidence", within_sets=True) as callback:
-        table = compute_evidence(root, metrics=metrics, progress=callback, on_error=note)
+        table = compute_evidence(
+            root, metrics=metrics, progress=callback, on_error=note, previous=previous,
+            on_metric=(lambda t: write_evidence(t, output)) if output is not None else None)
     if output is not None:
         write_evidence(table, output)
         if not quiet:

@@ -160,7 +160,10 @@ NOT_BY_DEFAULT = {
 
 def compute_evidence(root: str | os.PathLike[str], *, metrics: Sequence[str] = (),
                      progress: Callable[[int, int | None], None] | None = None,
-                     on_error: Callable[[str, str], None] | None = None) -> dict[str, Any]:
+                     on_error: Callable[[str, str], None] | None = None,
+                     previous: dict[str, Any] | None = None,
+                     on_metric: Callable[[dict[str, Any]], object] | None = None
+                     ) -> dict[str, Any]:
     """The evidence table of ``metrics`` (default: every registered metric; the LM and judge
     families are recorded as not covered, with the reason) from the ``tevet`` data set at
     ``root``.
@@ -172,6 +175,12 @@ def compute_evidence(root: str | os.PathLike[str], *, metrics: Sequence[str] = (
         on_error: Called as ``on_error(metric, reason)`` when a metric cannot be computed
             (a missing extra, a model that cannot be loaded); it is then recorded as not
             covered with that reason.
+        previous: A table written before (an interrupted run, or one computed elsewhere,
+            e.g. the LM metrics on a GPU): its metrics with numbers are kept as they are when
+            its signature is this run's (same data, same divmeter version), the others are
+            computed; a table with another signature is not reused.
+        on_metric: Called with the table so far after each metric (``-o`` writes it, so an
+            interrupted run keeps what it computed).
 
     Returns:
         The table as a JSON-ready dict (see :func:`write_evidence`).
@@ -187,12 +196,28 @@ def compute_evidence(root: str | os.PathLike[str], *, metrics: Sequence[str] = (
     ds = get_dataset("tevet")
     files = {b.file.format(task=t) for b in BENCHMARKS.values() for t in TASKS}
     hashes = {ds.local(f): f.sha256 for f in ds.files if ds.local(f) in files}
+    sig = make_signature("evidence", data=f"tevet@{ds.commit[:12]}",
+                         benchmarks="+".join(BENCHMARKS), params="defaults",
+                         orient="direction", empty="drop")
+    kept = dict((previous or {}).get("metrics") or {}) \
+        if (previous or {}).get("signature") == sig else {}
     total = len(names) * len(BENCHMARKS) * len(TASKS)
     done = 0
     tables: dict[str, Any] = {}
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {m: e for m, e in kept.items() if m not in names}
+    table = {"signature": sig, "divmeter": __version__, "date": date.today().isoformat(),
+             "data": {"tevet": {"repository": ds.repository, "commit": ds.commit,
+                                "files": dict(sorted(hashes.items()))}},
+             "benchmarks": {b.name: {"file": b.file, "protocol": b.protocol,
+                                     "statistics": list(b.statistics), "headline": b.headline,
+                                     "what": b.what} for b in BENCHMARKS.values()},
+             "metrics": out}
     for name in names:
         spec = get_metric(name)
+        if "cells" in (kept.get(name) or {}):  # computed by an earlier run of this table
+            out[name] = kept[name]
+            done += len(BENCHMARKS) * len(TASKS)
+            continue
         if not metrics and spec.family in NOT_BY_DEFAULT:
             out[name] = {"not_covered": NOT_BY_DEFAULT[spec.family].format(name=name)}
             done += len(BENCHMARKS) * len(TASKS)
@@ -202,11 +227,11 @@ def compute_evidence(root: str | os.PathLike[str], *, metrics: Sequence[str] = (
             for b in BENCHMARKS:
                 for t in TASKS:
                     try:
-                        cells, sig = benchmark_cells(name, b, t, root=root, tables=tables)
+                        cells, msig = benchmark_cells(name, b, t, root=root, tables=tables)
                     except InvalidInputError as exc:  # undefined on (nearly) every set
-                        cells, sig = {"n": 0, "reason": _why(exc)}, None
+                        cells, msig = {"n": 0, "reason": _why(exc)}, None
                     entry["cells"].setdefault(b, {})[t] = cells
-                    entry["signature"] = entry["signature"] or sig
+                    entry["signature"] = entry["signature"] or msig
                     done += 1
                     if progress is not None:
                         progress(done, total)
@@ -219,16 +244,18 @@ def compute_evidence(root: str | os.PathLike[str], *, metrics: Sequence[str] = (
             first = next(c["reason"] for per in entry["cells"].values() for c in per.values())
             entry = {"not_covered": f"undefined on every benchmark set ({first})"}
         out[name] = entry
-    sig = make_signature("evidence", data=f"tevet@{ds.commit[:12]}",
-                         benchmarks="+".join(BENCHMARKS), params="defaults",
-                         orient="direction", empty="drop")
-    return {"signature": sig, "divmeter": __version__, "date": date.today().isoformat(),
-            "data": {"tevet": {"repository": ds.repository, "commit": ds.commit,
-                               "files": dict(sorted(hashes.items()))}},
-            "benchmarks": {b.name: {"file": b.file, "protocol": b.protocol,
-                                    "statistics": list(b.statistics), "headline": b.headline,
-                                    "what": b.what} for b in BENCHMARKS.values()},
-            "metrics": out}
+        if on_metric is not None:
+            on_metric(table)
+    table["metrics"] = dict(sorted(out.items(), key=lambda kv: _order(kv[0])))
+    return table
+
+
+def _order(name: str) -> tuple[int, str]:
+    """Registry order (family, then name) for the written table."""
+    from divmeter.engine.registry import list_metrics
+
+    names = [s.name for s in list_metrics()]
+    return (names.index(name), name) if name in names else (len(names), name)
 
 
 def _why(exc: BaseException) -> str:
