@@ -53,7 +53,9 @@ def metric_evidence(table: EvidenceTable, metric: str) -> list[Any]:
             rank = table.rank(metric, b) if stat == bench.headline else None
             grid.add_row(b if i == 0 else "", STAT_NAMES[stat], *(_f(v) for v in per),
                          _f(mean), f"{rank[0]} of {rank[1]}" if rank else "")
-    out: list[Any] = [grid, Text(
+    notes = [f"not ranked on {b}: {why}" for b in BENCHMARKS
+             if (why := table.coverage(metric, b)) is not None]
+    out: list[Any] = [grid, *notes, Text(
         "ρ and AUC oriented: positive = agrees with the benchmark; OCA is direction-blind. "
         + "; ".join(f"{b}: {bench.what}" for b, bench in BENCHMARKS.items()), style="dim")]
     if entry.get("signature"):
@@ -95,6 +97,7 @@ def ranking_tables(table: EvidenceTable, *, benchmark: str | None = None,
         out += ["", f"{b}: {bench.what}"]
         out += folded_tables(_ranking_head(b), _ranking_rows(table, b, metrics), keys=2,
                              width=width)
+        out += [f"not ranked: {m} ({why})" for m, why in table.unranked(b, metrics)]
     not_covered = [(m, table.why_not(m)) for m in (metrics or table.metrics())
                    if table.why_not(m)]
     if not_covered:
@@ -113,6 +116,9 @@ def ranking_markdown(table: EvidenceTable, *, benchmark: str | None = None,
                   "|" + "|".join("---" if i == 1 else "---:" for i in range(len(head))) + "|"]
         lines += ["| " + " | ".join(r) + " |" for r in _ranking_rows(table, b, metrics)]
         lines.append("")
+        unranked = table.unranked(b, metrics)
+        if unranked:
+            lines += ["Not ranked: " + "; ".join(f"`{m}` ({why})" for m, why in unranked), ""]
     not_covered = [(m, table.why_not(m)) for m in (metrics or table.metrics())
                    if table.why_not(m)]
     if not_covered:

@@ -53,6 +53,9 @@ __all__ = [
 TASKS = ("prompt_gen", "resp_gen", "story_gen")
 #: Rounding of the shipped numbers (the drift test compares to this).
 DECIMALS = 6
+#: A metric is ranked on a benchmark only where it is defined on at least this share of the
+#: sets of every task (a statistic over 5 of 1,008 sets says nothing about the metric).
+MIN_COVERAGE = 0.5
 
 
 @dataclass(frozen=True)
@@ -210,7 +213,8 @@ def compute_evidence(root: str | os.PathLike[str], *, metrics: Sequence[str] = (
                                 "files": dict(sorted(hashes.items()))}},
              "benchmarks": {b.name: {"file": b.file, "protocol": b.protocol,
                                      "statistics": list(b.statistics), "headline": b.headline,
-                                     "what": b.what} for b in BENCHMARKS.values()},
+                                     "what": b.what, "sets": _sets(root, b, tables)}
+                            for b in BENCHMARKS.values()},
              "metrics": out}
     for name in names:
         spec = get_metric(name)
@@ -242,7 +246,7 @@ def compute_evidence(root: str | os.PathLike[str], *, metrics: Sequence[str] = (
         if "cells" in entry and not any(c.get("n") for per in entry["cells"].values()
                                         for c in per.values()):
             first = next(c["reason"] for per in entry["cells"].values() for c in per.values())
-            entry = {"not_covered": f"undefined on every benchmark set ({first})"}
+            entry = {"not_covered": f"undefined on every set of the benchmarks; first: {first}"}
         out[name] = entry
         if on_metric is not None:
             on_metric(table)
@@ -256,6 +260,21 @@ def _order(name: str) -> tuple[int, str]:
 
     names = [s.name for s in list_metrics()]
     return (names.index(name), name) if name in names else (len(names), name)
+
+
+def _sets(root: str | os.PathLike[str], b: Benchmark, tables: dict[str, Any]) -> dict[str, int]:
+    """Sets per task a metric can be measured on (the file's, less its all-empty sets)."""
+    from divmeter.inputs.data.tables import load_table
+    from divmeter.studies.meta.loaders import is_empty_set
+
+    out = {}
+    for t in TASKS:
+        path = str(Path(root) / b.file.format(task=t))
+        if path not in tables:
+            tables[path] = load_table(path)
+        sets = tables[path].sets or []
+        out[t] = len(sets) - sum(is_empty_set(s) for s in sets)
+    return out
 
 
 def _why(exc: BaseException) -> str:
@@ -308,20 +327,43 @@ class EvidenceTable:
                     f"--evidence -m {metric}")
         return e.get("not_covered")
 
+    def coverage(self, metric: str, benchmark: str) -> str | None:
+        """Why a metric is not ranked on a benchmark although it has numbers (defined on
+        fewer than :data:`MIN_COVERAGE` of the sets of a task); ``None`` when it is."""
+        e = self.entry(metric) or {}
+        sets = ((self.doc.get("benchmarks") or {}).get(benchmark) or {}).get("sets") or {}
+        for t in TASKS:
+            cell = ((e.get("cells") or {}).get(benchmark) or {}).get(t) or {}
+            n, total = cell.get("n", 0), sets.get(t)
+            if total and n < MIN_COVERAGE * total:
+                return f"defined on {n} of {total} {t} sets"
+        return None
+
     def headline(self, metric: str, benchmark: str) -> tuple[float | None, list[float | None]]:
-        """``(mean over tasks, per task)`` of the benchmark's headline statistic."""
+        """``(mean over tasks, per task)`` of the benchmark's headline statistic; the mean is
+        ``None`` where a task has no number or too few sets (:meth:`coverage`)."""
         stat = BENCHMARKS[benchmark].headline
         e = self.entry(metric) or {}
         per = [((e.get("cells") or {}).get(benchmark) or {}).get(t, {}).get(stat)
                for t in TASKS]
         got = [v for v in per if v is not None]
-        return (sum(got) / len(got) if len(got) == len(TASKS) else None), per
+        ok = len(got) == len(TASKS) and self.coverage(metric, benchmark) is None
+        return (sum(got) / len(got) if ok else None), per
 
     def mean(self, metric: str, benchmark: str, stat: str) -> float | None:
         e = self.entry(metric) or {}
         per = [((e.get("cells") or {}).get(benchmark) or {}).get(t, {}).get(stat)
                for t in TASKS]
         return None if any(v is None for v in per) else sum(per) / len(per)  # type: ignore[arg-type]
+
+    def unranked(self, benchmark: str, metrics: Iterable[str] | None = None
+                 ) -> list[tuple[str, str]]:
+        """``(metric, why)`` for the metrics with numbers that :meth:`ranking` leaves out."""
+        out = []
+        for m in metrics if metrics is not None else self.metrics():
+            if self.why_not(m) is None and self.headline(m, benchmark)[0] is None:
+                out.append((m, self.coverage(m, benchmark) or "undefined on a task"))
+        return out
 
     def ranking(self, benchmark: str, metrics: Iterable[str] | None = None
                 ) -> list[tuple[str, float, list[float | None]]]:
@@ -351,6 +393,8 @@ class EvidenceTable:
         for b in BENCHMARKS:
             mean, per = self.headline(metric, b)
             if mean is None:
+                why = self.coverage(metric, b) or "undefined on a task"
+                parts.append(f"{b}: not ranked ({why})")
                 continue
             stat = STAT_NAMES[BENCHMARKS[b].headline]
             rank = self.rank(metric, b)
