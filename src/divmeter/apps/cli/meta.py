@@ -687,7 +687,8 @@ def length_bias_cmd(
 
     from divmeter.studies.meta.protocols import attach_metric_signatures
 
-    _emit(attach_metric_signatures(result, sigs), fmt, source=os.path.basename(file), report=report, plots=not no_plots,
+    _emit(attach_metric_signatures(result, sigs), fmt, source=os.path.basename(file),
+          report=report, plots=not no_plots,
           quiet=quiet, html=html)
 
 
