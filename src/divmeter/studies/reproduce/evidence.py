@@ -222,6 +222,11 @@ def compute_evidence(root: str | os.PathLike[str], *, metrics: Sequence[str] = (
             out[name] = kept[name]
             done += len(BENCHMARKS) * len(TASKS)
             continue
+        if spec.input != "texts":
+            out[name] = {"not_covered": f"scores {spec.input}, which these benchmarks' sets of "
+                                        "free texts do not have"}
+            done += len(BENCHMARKS) * len(TASKS)
+            continue
         if not metrics and spec.family in NOT_BY_DEFAULT:
             out[name] = {"not_covered": NOT_BY_DEFAULT[spec.family].format(name=name)}
             done += len(BENCHMARKS) * len(TASKS)
