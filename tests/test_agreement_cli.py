@@ -72,7 +72,8 @@ def test_table_and_markdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     [
         (["-r", "a", "-r", "zz"], "ratings.csv: no column 'zz'; columns: item, a, b, llm."),
         (["-r", "a", "--sheet", "x"], "--sheet applies to Excel files; got ratings.csv."),
-        (["-r", "a", "--format", "yaml"], "--format must be table, json or markdown; got 'yaml'."),
+        (["-r", "a", "--format", "yaml"],
+         "--format must be one of table, json, markdown; got 'yaml'."),
     ],
 )
 def test_errors_are_one_line(args: list[str], message: str, tmp_path: Path,

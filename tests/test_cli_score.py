@@ -27,6 +27,7 @@ def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[b
 
 
 def expected() -> list[dict]:
+    """The records of the example, with each metric's signature (kept in every output)."""
     out = []
     for row, s in enumerate(read_sets(EXAMPLE)):
         a = divmeter.score(s.responses, "distinct-n")
@@ -41,6 +42,7 @@ def expected() -> list[dict]:
                 "distinct-n": a.value,
                 "distinct-n:n=2": b.value,
                 "reasons": reasons,
+                "signatures": {"distinct-n": a.signature, "distinct-n:n=2": b.signature},
             }
         )
     return out
@@ -71,6 +73,7 @@ def test_stdin_csv_with_input_format() -> None:
         "row": 0,
         "distinct-n:n=1": 0.75,
         "reasons": {},
+        "signatures": {"distinct-n:n=1": "distinct-n|n:1|tok:tevet|case:mixed|v:0.1.0"},
     }
 
 
@@ -139,7 +142,8 @@ def test_workers_two_equals_one(tmp_path: Path) -> None:
         (["-m", "distinct"],
          "Unknown metric 'distinct'. Did you mean 'distinct-n' or 'distinct-k'?"),
         (["-m", "distinct-n:n=0"], "metric 'distinct-n:n=0': `n` of distinct-n must be"),
-        (["-m", "distinct-n", "-f", "xml"], "--format must be one of table, json, jsonl"),
+        (["-m", "distinct-n", "-f", "xml"],
+         "--format must be one of table, markdown, json, jsonl, csv, parquet; got 'xml'"),
         (["-m", "distinct-n", "--resume"], "--resume needs an output file"),
         (["-m", "distinct-n", "-f", "parquet"], "Parquet output needs a file"),
     ],
@@ -218,7 +222,8 @@ def test_ctrl_c_keeps_what_was_written_and_resume_finishes(tmp_path: Path) -> No
         "score", str(src), "-m", "homogenization:measure=rougeL", "-o", str(out), "--resume"
     )
     assert again.returncode == 0, again.stderr
-    assert list(read_records(out)) == list(score_sets(sets, ["homogenization:measure=rougeL"]))
+    assert list(read_records(out)) == list(score_sets(sets, ["homogenization:measure=rougeL"],
+                                                      with_signatures=True))
 
 
 @pytest.mark.parametrize(
@@ -279,7 +284,8 @@ def test_score_file_is_what_the_command_runs(tmp_path: Path) -> None:
     proc = run("score", str(EXAMPLE), *METRICS, "-o", str(cli), "-q")
     assert proc.returncode == 0, proc.stderr
     assert lib.read_bytes() == cli.read_bytes()
-    assert score_file(EXAMPLE, ["distinct-n", "distinct-n:n=2"]).records == expected()
+    collected = score_file(EXAMPLE, ["distinct-n", "distinct-n:n=2"], signatures=True).records
+    assert collected == expected()
 
 
 def test_commands_stay_thin() -> None:

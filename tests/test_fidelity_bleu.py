@@ -1,7 +1,7 @@
 """Fidelity of BLEU variants to the papers that use them (issue 8).
 
-* self-BLEU ``smooth="coco"``: the commonsense meta-evaluation (Bollegala et al. 2025, Section 3
-  "Form-based Diversity", footnote 1, Figure 1) computes self-BLEU with nlg-eval's
+* self-BLEU ``smooth="coco"``: the commonsense meta-evaluation (Zhang, Peng & Bollegala 2025,
+  Section 3 "Form-based Diversity", footnote 1, Figure 1) computes self-BLEU with nlg-eval's
   ``pycocoevalcap`` BLEU scorer, whose corpus score is
   ``(prod_k (C_k + 1e-15) / (T_k + 1e-9)) ** (1/n) * BP`` with
   ``BP = exp(1 - 1/ratio)`` when ``ratio = (c + 1e-15) / (r + 1e-9) < 1``.

@@ -90,8 +90,8 @@ def test_empty_policy_error_exit_code_and_message(monkeypatch, capsys, small_set
 def test_bad_options_exit_2(monkeypatch, capsys, small_sets):
     code, _, err = run_main(monkeypatch, capsys, "meta", "contest", str(small_sets), "-m",
                             "distinct-n", "--format", "xml")
-    assert (code, err.strip()) == (2, "divmeter: error: --format must be table, json or "
-                                   "markdown; got 'xml'.")
+    assert (code, err.strip()) == (2, "divmeter: error: --format must be one of table, "
+                                   "json, markdown; got 'xml'.")
     code, _, err = run_main(monkeypatch, capsys, "meta", "contest", str(small_sets), "-c", "nope")
     assert code == 2 and "column 'nope' not found in sets.jsonl; available: temp" in err
 

@@ -106,15 +106,20 @@ def test_metadata_carried_and_meta_paired_by_stage(tmp_path: Path, ext: str) -> 
     if ext == "jsonl":
         first = json.loads(out.read_text().splitlines()[0])
         # scalar metadata after the label position, lists left out
-        assert list(first) == ["set_id", "row", "stage", "prompt_id", "distinct-n", "reasons"]
+        assert list(first) == ["set_id", "row", "stage", "prompt_id", "distinct-n", "reasons",
+                               "signatures"]
         assert (first["stage"], first["prompt_id"]) == ("base", 0)
     else:
-        assert out.read_text().splitlines()[0] == "set_id,row,stage,prompt_id,distinct-n,reasons"
+        assert out.read_text().splitlines()[0] == (
+            "set_id,row,stage,prompt_id,distinct-n,reasons,signatures")
     proc = run("meta", "paired", str(out), "-c", "distinct-n", "--by", "stage", "--key",
                "set_id" if False else "prompt_id", "--contrast", "base>sft", "-f", "json")
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)["base>sft"]
     assert res["n"] == 7
+    # the metric's signature comes from the score file, beside the protocol's
+    assert res["details"]["metric_signature"] == (
+        "distinct-n|n:1..5|avg:mean|tok:tevet|case:mixed|v:0.1.0")
     # every sft set repeats two responses: fewer distinct n-grams than the base set
     base = [divmeter.score(s.responses, "distinct-n").value
             for s in read_sets(staged) if s.metadata["stage"] == "base"]

@@ -201,7 +201,7 @@ def score_file(
     input_format: str | None = None,
     resume: bool = False,
     workers: int = 1,
-    signatures: bool = False,
+    signatures: bool | None = None,
     summary_in_output: bool = False,
     progress: ProgressFn | None = None,
     scorer: Callable[..., Iterator[dict[str, Any]]] | None = None,
@@ -224,7 +224,10 @@ def score_file(
         input_format: Input format (default: from the extension).
         resume: Skip the sets already in ``output`` (from an interrupted run) and append.
         workers: Processes to spread the sets over.
-        signatures: Keep each metric's signature in every record.
+        signatures: Keep each metric's signature in every record (a ``signatures`` field;
+            Parquet also in its schema metadata). Default: yes when writing ``output``, no
+            when collecting records. With ``resume``, the output's signatures must be this
+            run's (a file written with other settings or another divmeter version is refused).
         summary_in_output: Kept for compatibility: JSON output always has one shape,
             ``{"results": [...], "summary": {...}}``.
         progress: Called as ``progress(done, total)`` after each set (resumed ones included).
@@ -259,6 +262,8 @@ def score_file(
     plans = resolve_metrics(metrics)
     columns = [p.column for p in plans]
     src = os.fspath(input)
+    if signatures is None:
+        signatures = output is not None
     if resume and (output is None or output == "-"):
         raise InvalidInputError("resuming needs an output file to resume from.")
     out_fmt = None if output is None else _output_format(output, fmt)
@@ -320,6 +325,42 @@ def _from(kept: list[Any]) -> Callable[..., Any]:
         return iter(kept)
 
     return read
+def _old_signatures(output: str, old: Sequence[dict[str, Any]], signatures: bool
+                    ) -> dict[str, str] | None:
+    """``{column: signature}`` of the records an interrupted run wrote (the first of each
+    column), for :func:`_check_resumed_signatures`; ``None`` when there is nothing to check
+    (the file holds no signatures and this run writes none either).
+
+    Raises:
+        InvalidInputError: The file holds no signatures but this run writes them (its records
+            cannot be shown to come from the same settings).
+    """
+    found: dict[str, str] = {}
+    for rec in old:
+        for c, sig in (rec.get("signatures") or {}).items():
+            found.setdefault(c, sig)
+    if found:
+        return found
+    if signatures:
+        raise InvalidInputError(
+            f"cannot resume {Path(output).name}: its records carry no signatures (written with "
+            "--no-signatures or by an older divmeter), so they cannot be shown to come from "
+            "this run's settings; score into a new file, or add --no-signatures to extend it "
+            "unchecked.")
+    return None
+
+
+def _check_resumed_signatures(output: str | None, old: dict[str, str], new: dict[str, str]
+                              ) -> None:
+    """Refuse to extend a file whose records were made with other settings (another
+    tokenizer, model or divmeter version): their signatures differ from this run's."""
+    for column, sig in new.items():
+        was = old.get(column)
+        if was is not None and was != sig:
+            raise InvalidInputError(
+                f"cannot resume {Path(str(output)).name}: its {column!r} was scored as {was!r}, "
+                f"this run scores it as {sig!r}; score into a new file (or rerun with the "
+                "settings and divmeter version that wrote it).")
 
 
 def _remove_if_failed(path: Path) -> Callable[..., bool]:
@@ -348,11 +389,14 @@ def _run(run: FileRun, src: str, reader: Any, input_format: str | None, total: i
     run.metadata = carried_fields(first, run.columns, names)
     skip: dict[int, str] = {}
     appending = False
+    old_sigs: dict[str, str] | None = None
     if resume and output is not None:
         skip, old = completed_rows(output, out_fmt, columns=run.metadata + run.columns)
         for rec in old:
             run.summary.add(rec)
         appending = bool(old) or (Path(output).exists() and Path(output).stat().st_size > 0)
+        if old:
+            old_sigs = _old_signatures(output, old, signatures)
     run.skipped = len(skip)
     meta_rows: dict[int, dict[str, Any]] = {}
 
@@ -374,7 +418,12 @@ def _run(run: FileRun, src: str, reader: Any, input_format: str | None, total: i
             progress(len(skip), total)
         for rec in scorer(sets, plans, workers=workers,
                           progress=progress, total=total, skip=skip, summary=run.summary,
-                          with_signatures=signatures):
+                          with_signatures=True):
+            if old_sigs is not None:  # --resume: the first new record proves the settings
+                _check_resumed_signatures(output, old_sigs, rec.get("signatures") or {})
+                old_sigs = None
+            if not signatures:
+                rec.pop("signatures", None)
             run.scored += 1
             rec = with_metadata(rec, meta_rows.pop(rec["row"], {}), run.metadata)
             if writer is None:

@@ -82,10 +82,11 @@ __all__ = [
     "bertscore",
 ]
 
-TEVET = "Tevet & Berant 2021, Evaluating the Evaluation of Diversity in NLG (EACL)"
+TEVET = ("Tevet & Berant 2021, Evaluating the Evaluation of Diversity in Natural Language "
+         "Generation (EACL)")
 COMMONSENSE = (
-    "the commonsense-generation diversity meta-evaluation (self-cosSim; Chamfer, appendix B; "
-    "VS-embed, appendix A)"
+    "Zhang, Peng & Bollegala 2025, Evaluating the Evaluation of Diversity in Commonsense "
+    "Generation (self-cosSim; Chamfer, appendix B; VS-embed, appendix A)"
 )
 SBERT = "Reimers & Gurevych 2019, Sentence-BERT"
 FRIEDMAN = "Friedman & Dieng 2023, The Vendi Score (TMLR); order q: Pasarkar & Dieng 2024"

@@ -49,7 +49,8 @@ from divmeter.inputs.text import interned as _interned  # noqa: F401  (tests che
 from divmeter.inputs.text import longest_response as _longest_response
 from divmeter.inputs.text import set_ngram_keys as _set_ngram_keys
 
-TEVET = "Tevet & Berant 2021, Evaluating the Evaluation of Diversity in NLG (EACL)"
+TEVET = ("Tevet & Berant 2021, Evaluating the Evaluation of Diversity in Natural Language "
+         "Generation (EACL)")
 
 #: ``n_max``'s default: Tevet & Berant's averaged distinct-n takes orders 1..5.
 N_MAX = 5

@@ -83,8 +83,8 @@ __all__ = [
 
 ZHU2018 = "Zhu et al. 2018, Texygen: A Benchmarking Platform for Text Generation Models (SIGIR)"
 COMMONSENSE = (
-    "Bollegala et al. 2025, Evaluating the Evaluation of Diversity in Commonsense Generation "
-    "(corpus-level self-BLEU, footnote 1: diversity = 1 - self-BLEU)"
+    "Zhang, Peng & Bollegala 2025, Evaluating the Evaluation of Diversity in Commonsense "
+    "Generation (corpus-level self-BLEU, footnote 1: diversity = 1 - self-BLEU)"
 )
 PATTR2025 = (
     "Deshpande et al. 2025, A Penalty Goes a Long Way: Measuring Lexical Diversity in Synthetic "

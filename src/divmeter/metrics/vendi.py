@@ -81,8 +81,8 @@ PASARKAR2024 = (
     "Metrics for Science and Machine Learning (AISTATS)"
 )
 COMMONSENSE = (
-    "Zhang, Peng & Bollegala, Evaluating the Evaluation of Diversity in Commonsense Generation, "
-    "appendix A (VS-ngram-q)"
+    "Zhang, Peng & Bollegala 2025, Evaluating the Evaluation of Diversity in Commonsense "
+    "Generation, appendix A (VS-ngram-q)"
 )
 
 _EPS = float(np.finfo(np.float64).eps)

@@ -342,9 +342,10 @@ def _score_sections(records: Sequence[Mapping[str, Any]], columns: Sequence[str]
     for c in columns:
         sig = signatures.get(c)
         out.append(f"<li><b>{_e(c)}</b>: <span class=\"sig\">"
-                   + (_e(sig) if sig else "not stored (score with --signatures or --html)")
+                   + (_e(sig) if sig else "not stored in the file (scored with --no-signatures?)")
                    + "</span></li>")
     out.append("</ul></section>")
+    out.append(evidence_section(columns))
     levels = numeric_levels(labels) if has_label else None
     xlabel = next((str(r["label_name"]) for r in records if r.get("label_name")), "label")
     if levels is not None:
@@ -392,6 +393,25 @@ def _score_sections(records: Sequence[Mapping[str, Any]], columns: Sequence[str]
     return out
 
 
+def evidence_section(columns: Sequence[str]) -> str:
+    """What the benchmarks say about the metric behind each column (divmeter's evidence
+    table: conTest, decTest, McDiv_nuggets), one line per metric; empty when no column is a
+    registered metric."""
+    from divmeter.report.evidence import column_evidence, provenance
+    from divmeter.studies.reproduce.evidence import load_evidence
+
+    lines = [(c, column_evidence(c)) for c in columns]
+    lines = [(c, s) for c, s in lines if s]
+    if not lines:
+        return ""
+    return ('<section id="evidence"><h2>What the benchmarks say</h2><ul>'
+            + "".join(f"<li><b>{_e(c)}</b>: {_e(s)}</li>" for c, s in lines)
+            + '</ul><p class="note">conTest OCA, decTest ρ with temperature and '
+            "McDiv_nuggets OCA on prompt/resp/story, with the metric's rank by their mean; "
+            "details: divmeter list NAME; ranking: divmeter list --evidence. "
+            f"{_e(provenance(load_evidence()))}</p></section>")
+
+
 def _subtitle(sources: Sequence[str]) -> str:
     from divmeter.core._version import __version__
 
@@ -424,11 +444,14 @@ def score_report(results: Sequence[str | os.PathLike[str]], out: str | os.PathLi
     sigs = dict(signatures or {})
     if records is None:
         from divmeter.inputs.data import read_records
+        from divmeter.inputs.data.signatures import read_signatures
 
         recs: list[dict[str, Any]] = []
         for src in results:
-            recs.extend(read_records(src))
-            sigs.update(_json_summary_signatures(src))
+            got = list(read_records(src))
+            recs.extend(got)
+            for c, s in read_signatures(src, got).items():  # the file's own
+                sigs.setdefault(c, s)
         records = recs
     for r in records:
         for c, s in (r.get("signatures") or {}).items():
@@ -441,20 +464,6 @@ def score_report(results: Sequence[str | os.PathLike[str]], out: str | os.PathLi
     p = Path(out)
     write_whole(p, page)  # whole, and never over a file the command read
     return p
-
-
-def _json_summary_signatures(path: str | os.PathLike[str]) -> dict[str, str]:
-
-    if not os.fspath(path).endswith(".json"):
-        return {}
-    try:
-        doc = loads(read_text(path, "a JSON file"), display_name(path))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(doc, dict):
-        return {}
-    metrics = (doc.get("summary") or {}).get("metrics") or {}
-    return {k: v["signature"] for k, v in metrics.items() if v.get("signature")}
 
 
 def _png(path: Path) -> str:
@@ -478,7 +487,20 @@ def meta_sections(result: Any, *, source: str, xlabel: str = "parameter",
             for n, r in result.results.items()]
     out.append("</ul>")
     out += [f'<p class="note">{_e(n)}</p>' for n in notes(result)]
+    from divmeter.report.tables import metric_signatures
+
+    metric_sigs = metric_signatures(result)
+    if metric_sigs:
+        out.append('<h3>Metric signatures</h3><ul class="metric-signatures">')
+        out += [f"<li><b>{_e(n)}</b>: <span class=\"sig\">{_e(s)}</span></li>"
+                for n, s in metric_sigs]
+        out.append("</ul>")
     out.append("</section>")
+    names = []  # the metric behind each row (compare: "<metric>: <system>" with several)
+    for n, r in result.results.items():
+        system = f": {r.values.get('system')}" if result.protocol == "compare" else ""
+        names.append(n.removesuffix(system) if system and n.endswith(system) else n)
+    out.append(evidence_section(list(dict.fromkeys(names))))
     if plots:
         with tempfile.TemporaryDirectory() as tmp:
             files = [f for f in write_report(result, tmp, source=source, plot=True,
@@ -540,13 +562,13 @@ def report_from_files(results: Sequence[str | os.PathLike[str]], out: str | os.P
     sigs: dict[str, str] = {}
     if score_files:
         from divmeter.inputs.data import read_records
+        from divmeter.inputs.data.signatures import read_signatures
 
         records: list[dict[str, Any]] = []
         for f in score_files:
-            records.extend(read_records(f))
-            sigs.update(_json_summary_signatures(f))
-        for r in records:
-            for c, s in (r.get("signatures") or {}).items():
+            got = list(read_records(f))
+            records.extend(got)
+            for c, s in read_signatures(f, got).items():  # the file's own, never recomputed
                 sigs.setdefault(c, s)
         if records:
             sections += _score_sections(records, _metric_columns(records), sigs)
@@ -576,7 +598,16 @@ def _meta_json_section(doc: Mapping[str, Any], path: str) -> list[str]:
                f"{k}={v}" for k, v in (doc.get("settings") or {}).items())) + "</p><ul>"]
     out += [f"<li><b>{_e(n)}</b>: <span class=\"sig\">{_e(r.get('signature', ''))}</span></li>"
             for n, r in results.items()]
-    out.append("</ul></section>")
+    metric_sigs = [(n, (r.get("details") or {}).get("metric_signature")) for n, r in
+                   results.items() if isinstance(r, Mapping)]
+    metric_sigs = [(n, s) for n, s in metric_sigs if isinstance(s, str)]
+    out.append("</ul>")
+    if metric_sigs:
+        out.append('<h3>Metric signatures</h3><ul class="metric-signatures">')
+        out += [f"<li><b>{_e(n)}</b>: <span class=\"sig\">{_e(s)}</span></li>"
+                for n, s in metric_sigs]
+        out.append("</ul>")
+    out.append("</section>")
     return out
 
 

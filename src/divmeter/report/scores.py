@@ -82,8 +82,10 @@ def _keys(records: Sequence[Mapping[str, Any]], columns: Sequence[str], has_labe
 def records_markdown(records: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
                      has_label: bool, metadata: Sequence[str] = (),
                      summary: Mapping[str, Any] | None = None,
-                     plans: Sequence[Any] | None = None) -> str:
-    """A Markdown table of score records, a line on direction/range, null reasons, summary.
+                     plans: Sequence[Any] | None = None,
+                     signatures: Mapping[str, str] | None = None) -> str:
+    """A Markdown table of score records, a line on direction/range, each metric's signature
+    (``signatures``: ``{column: signature}``), null reasons, summary.
 
     Example:
         >>> recs = [{"set_id": "a", "row": 0, "ttr": 0.5, "reasons": {}}]
@@ -103,6 +105,9 @@ def records_markdown(records: Sequence[Mapping[str, Any]], columns: Sequence[str
     lines += ["", "↑: higher = more diverse; ↓: lower = more diverse. Ranges: "
               + "; ".join(f"{c} {_facts(c, plans)[1]}" for c in columns if _facts(c, plans)[1])
               + "."]
+    if signatures:
+        lines += ["", "Signatures:", ""] + [f"- `{c}`: `{signatures[c]}`" for c in columns
+                                            if signatures.get(c)]
     reasons = null_reasons(records)
     if reasons:
         lines += ["", "null values:"] + [f"- {k} (x{n})" for k, n in reasons.items()]
@@ -113,16 +118,18 @@ def records_markdown(records: Sequence[Mapping[str, Any]], columns: Sequence[str
                          f"{format_score(s['std'])} | {s['count']} | {s['nulls']} |")
         sigs = [(n, s.get("signature")) for n, s in summary["metrics"].items()
                 if s.get("signature")]
-        if sigs:
+        if sigs and not signatures:
             lines += [""] + [f"- `{n}`: `{sig}`" for n, sig in sigs]
     return printable("\n".join(lines), lines=True) + "\n"
 
 
 def records_table(records: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
                   has_label: bool, metadata: Sequence[str] = (), width: int = 80,
-                  plans: Sequence[Any] | None = None) -> list[Any]:
+                  plans: Sequence[Any] | None = None,
+                  signatures: Mapping[str, str] | None = None) -> list[Any]:
     """Rich renderables (the table, folded by whole columns where it does not fit ``width``,
-    then its legend). Set ids and values are never split across lines."""
+    then its legend and each metric's signature, from ``signatures``). Set ids, values and
+    signatures are never split across lines."""
     from rich.text import Text
 
     from divmeter.report.terminal import folded_tables, printable
@@ -148,6 +155,9 @@ def records_table(records: Sequence[Mapping[str, Any]], columns: Sequence[str], 
                                       else "?") + f" = more diverse, range {rng or '?'}")
     out.append(Text(printable("\n".join(legend), lines=True), style="dim", no_wrap=True,
                     overflow="ignore"))
+    sigs = [printable(f"{c}: {s}") for c in columns if (s := (signatures or {}).get(c))]
+    if sigs:  # plain strings: printed whole, one per line (print_unbroken), never wrapped
+        out += ["signatures:", *sigs]
     reasons = null_reasons(records)
     if reasons:
         out.append(Text(printable("null values:\n" + "\n".join(
@@ -155,8 +165,10 @@ def records_table(records: Sequence[Mapping[str, Any]], columns: Sequence[str], 
     return out
 
 
-def summary_table(stats: Mapping[str, Any], plans: Sequence[Any] | None = None) -> list[Any]:
-    """The ``--summary`` table (metric, mean, std, count, nulls) and the signatures below it."""
+def summary_table(stats: Mapping[str, Any], plans: Sequence[Any] | None = None, *,
+                  signatures: bool = True) -> list[Any]:
+    """The ``--summary`` table (metric, mean, std, count, nulls) and the signatures below it
+    (not with ``signatures=False``: the records' table above shows them)."""
     from rich.table import Table
 
     from divmeter.report.terminal import cell
@@ -174,6 +186,6 @@ def summary_table(stats: Mapping[str, Any], plans: Sequence[Any] | None = None) 
         if s.get("signature"):
             sigs.append(f"{name}: {s['signature']}")
     out: list[Any] = [table]
-    if sigs:  # plain strings: printed whole, one per line (print_unbroken), never wrapped
+    if sigs and signatures:  # plain strings: printed whole, one per line, never wrapped
         out += ["signatures:", *sigs]
     return out

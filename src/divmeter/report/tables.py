@@ -8,7 +8,7 @@ from typing import Any
 from divmeter.studies.meta.protocols import ProtocolResult
 
 __all__ = ["COLUMNS", "GLOSSARY", "columns_for", "markdown_table", "rich_table", "format_value",
-           "notes", "small_sample_note", "SMALL_SAMPLE"]
+           "notes", "small_sample_note", "SMALL_SAMPLE", "metric_signatures"]
 
 #: Columns shown per protocol: (value key, header). Keys absent from every row are skipped.
 COLUMNS: dict[str, list[tuple[str, str]]] = {
@@ -147,6 +147,31 @@ def _rows(result: ProtocolResult) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def metric_signatures(result: ProtocolResult) -> list[tuple[str, str]]:
+    """``(row, text)`` per row whose numbers come from a metric with a signature: the metric's
+    own signature (``details["metric_signature"]``), and for ``compare`` the baseline's where
+    it differs (the two were scored with different settings).
+
+    Example:
+        >>> from divmeter.studies.meta.protocols import attach_metric_signatures, contest
+        >>> r = contest({"m": [0.1, 0.5, 0.2, 0.9]}, [0, 1, 0, 1])
+        >>> metric_signatures(attach_metric_signatures(r, {"m": "m|n:1|v:1"}))
+        [('m', 'm|n:1|v:1')]
+    """
+    out = []
+    for name, res in result.results.items():
+        details = res.details or {}
+        sig = details.get("metric_signature")
+        base = details.get("baseline_metric_signature")
+        if isinstance(sig, str):
+            text = sig if not isinstance(base, str) else (
+                f"{sig} (DIFFERS from the baseline's {base})")
+            out.append((name, text))
+        elif isinstance(base, str):
+            out.append((name, f"none stored (the baseline's: {base})"))
+    return out
+
+
 def undefined_reasons(result: ProtocolResult) -> list[str]:
     """``"name: reason"`` for every null statistic of the result that says why (the
     ``details`` keys ``reason``, ``reason_*``, ``*_reason`` and the ``reasons`` mapping)."""
@@ -183,6 +208,9 @@ def markdown_table(result: ProtocolResult, *, title: str | None = None) -> str:
     settings = ", ".join(f"{k}: {format_value(v)}" for k, v in result.settings.items())
     lines += ["", f"Settings: {settings}", ""]
     lines += [f"- `{name}`: `{res.signature}`" for name, res in result.results.items()]
+    metric_sigs = metric_signatures(result)
+    if metric_sigs:
+        lines += ["", "Metric signatures:", ""] + [f"- `{n}`: `{s}`" for n, s in metric_sigs]
     reasons = undefined_reasons(result)
     if reasons:
         lines += ["", "Undefined (null):", ""] + [f"- {r}" for r in reasons]
@@ -210,6 +238,9 @@ def rich_table(result: ProtocolResult, *, title: str | None = None, width: int =
                                    title=title or result.protocol)
     out += [f"settings: {settings}", "signatures:"]
     out += [f"{name}: {res.signature}" for name, res in result.results.items()]
+    metric_sigs = metric_signatures(result)
+    if metric_sigs:
+        out += ["metric signatures:"] + [f"{n}: {s}" for n, s in metric_sigs]
     reasons = undefined_reasons(result)
     if reasons:
         out += ["undefined (null):"] + [f"  {r}" for r in reasons]

@@ -132,6 +132,12 @@ def _mount() -> None:
         from divmeter.apps.cli.generate import generate_cmd
 
         app.command("generate")(generate_cmd)
+    from divmeter.apps.cli.data import data_app
+
+    app.add_typer(data_app, name="data")
+    from divmeter.apps.cli.reproduce import reproduce_cmd
+
+    app.command("reproduce")(reproduce_cmd)
     if importlib.util.find_spec("divmeter.apps.cli.backends") is not None:
         from divmeter.apps.cli.backends import embed_parity_cmd
 

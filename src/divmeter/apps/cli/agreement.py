@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -231,11 +230,10 @@ def agreement_cmd(
 ) -> None:
     """Accuracy and Cohen's kappa (with CIs) per rater against --reference; Fleiss' kappa,
     Krippendorff's alpha (nominal, ordinal) and mean pairwise agreement among the raters."""
+    from divmeter.apps.cli.meta import _fmt
     from divmeter.studies.meta.agreement import agreement
 
-    chosen = fmt or ("table" if sys.stdout.isatty() else "json")
-    if chosen not in ("table", "json", "markdown"):
-        raise InvalidInputError(f"--format must be table, json or markdown; got {fmt!r}.")
+    chosen = _fmt(fmt)  # the one registry of formats (divmeter.inputs.data.formats)
     cols = list(dict.fromkeys(rater + ([reference] if reference else [])))
     table = read_rating_table(file, cols, sheet)
     _check_measurable(table, rater, reference, os.path.basename(file))

@@ -49,21 +49,25 @@ def _named(arg: str) -> tuple[str, str]:
 
 
 def _systems(files: list[str], by: str | None, metric: list[str] | None,
-             column: list[str] | None, empty: str, key: str, workers: int, quiet: bool
+             column: list[str] | None, empty: str, key: str, workers: int, quiet: bool,
+             signatures: dict[str, dict[str, str]]
              ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, list[str]], str]:
-    """Scores and keys per system: one file per system, or one file split by the field ``by``."""
+    """Scores and keys per system: one file per system, or one file split by the field ``by``;
+    each system's metric signatures (computed, or read from its score file) go into
+    ``signatures``."""
     systems: dict[str, dict[str, np.ndarray]] = {}
     keys: dict[str, list[str]] = {}
     if by is not None:
         if len(files) != 1:
             raise InvalidInputError(f"--by {by} splits one file into systems; got {len(files)} "
                                     "files.")
-        table, scores, _, _, _, rows = _scores(files[0], metric, column, empty, None, workers,
-                                               quiet, need_labels=False)
+        table, scores, _, _, sigs, rows = _scores(files[0], metric, column, empty, None,
+                                                  workers, quiet, need_labels=False)
         groups = [_system_of(table, i, by) for i in rows]
         for g in dict.fromkeys(groups):
             mask = np.array([x == g for x in groups])
             systems[g] = {m: v[mask] for m, v in scores.items()}
+            signatures[g] = sigs
             keys[g] = [_cond(_field(table, i, key)) for i, hit in zip(rows, mask, strict=True)
                        if hit]
         return systems, keys, table.source
@@ -74,9 +78,10 @@ def _systems(files: list[str], by: str | None, metric: list[str] | None,
         name, path = _named(arg)
         if name in systems:
             raise InvalidInputError(f"two systems are named {name!r}; name them NAME=PATH.")
-        table, scores, _, _, _, rows = _scores(path, metric, column, empty, None, workers, quiet,
-                                               need_labels=False)
+        table, scores, _, _, sigs, rows = _scores(path, metric, column, empty, None, workers,
+                                                  quiet, need_labels=False)
         systems[name] = scores
+        signatures[name] = sigs
         keys[name] = [_cond(_field(table, i, key)) for i in rows]
     return systems, keys, " vs ".join(systems)
 
@@ -130,15 +135,16 @@ def compare_cmd(
     Examples: `divmeter compare base.jsonl sft.jsonl -m distinct-n -m self-bleu`;
     `divmeter compare scores.jsonl --by model --baseline base -c distinct-n`.
     """
-    _fmt(fmt)
+    _fmt(fmt, "compare")
     from divmeter.studies.meta.compare import compare
 
     if bootstrap is not None and bootstrap < 1:
         bootstrap = None
-    systems, keys, source = _systems(files, by, metric, column, empty, key, workers, quiet)
+    sigs: dict[str, dict[str, str]] = {}
+    systems, keys, source = _systems(files, by, metric, column, empty, key, workers, quiet, sigs)
     first = next(iter(systems.values()))
     dirs = _directions(metric, lower_is_diverse, list(first))
     result = compare(systems, keys, baseline=baseline, directions=dirs, bootstrap=bootstrap,
-                     ci_method=ci, seed=seed, key=key)
+                     ci_method=ci, seed=seed, key=key, metric_signatures=sigs)
     _emit(result, fmt, source=source, report=report, plots=not no_plots, quiet=quiet, html=html)
 

@@ -185,6 +185,11 @@ def _details(spec: Any) -> list[Any]:
         lines.append("parameters   none")
     lines += ["", Text("citation", style="bold"), Text(spec.citation), "",
               Text("example", style="bold"), Text(example_command(spec))]
+    from divmeter.report.evidence import metric_evidence
+    from divmeter.studies.reproduce.evidence import load_evidence
+
+    lines += ["", Text("evidence (what the benchmarks say; ranking: divmeter list --evidence)",
+                       style="bold"), *metric_evidence(load_evidence(), spec.name)]
     return lines
 
 
@@ -199,6 +204,11 @@ def list_cmd(
     update: Annotated[str | None, typer.Option(
         "--update", help="With --format markdown: replace the table between this file's "
         "metrics-table markers.", metavar="FILE")] = None,
+    evidence: Annotated[bool, typer.Option(
+        "--evidence", help="Rank the metrics per benchmark (conTest, decTest, McDiv_nuggets) "
+        "by divmeter's evidence table: which metric to trust.")] = False,
+    benchmark: Annotated[str | None, typer.Option(
+        "--benchmark", help="With --evidence: only this benchmark.", metavar="NAME")] = None,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -209,9 +219,14 @@ def list_cmd(
     """
     from divmeter.core._version import __version__
     from divmeter.engine.registry import get_metric, list_metrics
+    from divmeter.inputs.data.formats import check_format
 
-    if fmt not in ("table", "json", "markdown"):
-        raise InvalidInputError(f"--format must be table, json or markdown; got {fmt!r}.")
+    fmt = check_format(fmt, "list")
+    if benchmark is not None and not evidence:
+        raise InvalidInputError("--benchmark goes with --evidence.")
+    if evidence:
+        _evidence(name, family, fmt, benchmark)
+        return
     if update is not None and (fmt != "markdown" or name or family):
         raise InvalidInputError("--update goes with --format markdown, for all metrics.")
     if family is not None and family not in FAMILIES:
@@ -228,10 +243,15 @@ def list_cmd(
             typer.echo(markdown_table([spec]), nl=False)
             return
         if fmt == "json":
-            typer.echo(json.dumps(spec.to_dict(), indent=2))
+            from divmeter.studies.reproduce.evidence import load_evidence
+
+            ev = load_evidence()
+            typer.echo(json.dumps({**spec.to_dict(), "evidence": ev.entry(spec.name) or {
+                "not_covered": ev.why_not(spec.name)}}, indent=2))
             return
-        for item in _details(spec):
-            console.print(item)
+        from divmeter.report.terminal import print_unbroken
+
+        print_unbroken(console, *_details(spec))
         return
     specs = list_metrics(family)
     if fmt == "markdown":
@@ -252,6 +272,38 @@ def list_cmd(
         console.print(item)
     console.print("\ndetails: divmeter list NAME" + ("" if family else
                                                        "; one family: --family form"))
+
+
+def _evidence(name: str | None, family: str | None, fmt: str, benchmark: str | None) -> None:
+    """``divmeter list --evidence``: the metrics ranked per benchmark."""
+    from divmeter.engine.registry import list_metrics
+    from divmeter.report.evidence import ranking_markdown, ranking_tables
+    from divmeter.studies.reproduce.evidence import BENCHMARKS, load_evidence
+
+    if name is not None:
+        raise InvalidInputError("--evidence ranks every metric; for one metric's evidence use "
+                                "divmeter list NAME.")
+    if benchmark is not None and benchmark not in BENCHMARKS:
+        raise InvalidInputError(f"--benchmark must be one of {', '.join(BENCHMARKS)}; got "
+                                f"{benchmark!r}.")
+    ev = load_evidence()
+    metrics = [s.name for s in list_metrics(family)]
+    if fmt == "json":
+        typer.echo(json.dumps({b: [{"metric": m, "mean": mean, "per_task": per}
+                                   for m, mean, per in ev.ranking(b, metrics)]
+                               for b in ([benchmark] if benchmark else BENCHMARKS)}
+                              | {"signature": ev.signature, "date": ev.date}, indent=2))
+        return
+    if fmt == "markdown":
+        typer.echo(ranking_markdown(ev, benchmark=benchmark, metrics=metrics), nl=False)
+        return
+    from rich.console import Console
+
+    from divmeter.report.terminal import print_unbroken
+
+    console = Console()
+    print_unbroken(console, *ranking_tables(ev, benchmark=benchmark, metrics=metrics,
+                                            width=console.width))
 
 
 def _update_file(path: str, table: str) -> None:

@@ -103,12 +103,13 @@ def _note(msg: str, quiet: bool) -> None:
         typer.echo(f"divmeter: note: {msg}", err=True)
 
 
-def _fmt(fmt: str | None) -> str:
+def _fmt(fmt: str | None, command: str = "meta") -> str:
+    """The format to print (:mod:`divmeter.inputs.data.formats`: the one registry)."""
+    from divmeter.inputs.data.formats import check_format, default_format
+
     if fmt is None:
-        return "table" if sys.stdout.isatty() else "json"
-    if fmt not in ("table", "json", "markdown"):
-        raise InvalidInputError(f"--format must be table, json or markdown; got {fmt!r}.")
-    return fmt
+        return default_format(command, terminal=sys.stdout.isatty())
+    return check_format(fmt, command)
 
 
 def _emit(result: Any, fmt: str | None, *, source: str, report: str | None, plots: bool,
@@ -207,13 +208,18 @@ BleuOpt = Annotated[
 ]
 
 
-def _score_columns(sets: list[Any], metric: list[str], workers: int) -> dict[str, np.ndarray]:
-    """Each metric's column of values over ``sets`` (NaN where a set's value is null)."""
+def _score_columns(sets: list[Any], metric: list[str], workers: int,
+                   signatures: dict[str, str] | None = None) -> dict[str, np.ndarray]:
+    """Each metric's column of values over ``sets`` (NaN where a set's value is null); each
+    metric's signature goes into ``signatures``."""
     from divmeter.engine.batch import resolve_metrics, score_sets
 
     plans = resolve_metrics(list(metric))
     vals = {p.column: np.full(len(sets), math.nan) for p in plans}
-    for rec in score_sets(sets, list(metric), workers=workers):
+    for rec in score_sets(sets, list(metric), workers=workers, with_signatures=True):
+        for c, sig in (rec.get("signatures") or {}).items():
+            if signatures is not None:
+                signatures.setdefault(c, sig)
         for p in plans:
             v = rec.get(p.column)
             vals[p.column][rec["row"]] = math.nan if v is None else float(v)
@@ -383,8 +389,10 @@ def nuggets_cmd(
     r = nuggets_resample(sc, res.labels, group_size=group_size, seed=seed)
     selected = rows[r.details["indices"]]
     out = {name: {**r.to_dict(), **res.settings, "rows": selected.tolist()}}
-    if "reason" in r.details:
-        out[name]["details"] = {"reason": r.details["reason"]}
+    details = {k: v for k, v in (("reason", r.details.get("reason")),
+                                 ("metric_signature", res.signatures.get(name))) if v}
+    if details:
+        out[name]["details"] = details
     if output:
         if table.sets is None:
             raise InvalidInputError("-o needs a response-set input (this file holds scores).")
@@ -402,6 +410,7 @@ def nuggets_cmd(
             f"{name}: kept {r.n_selected} of {r.n_input} sets ({r.n_groups} groups of "
             f"{group_size}); Spearman with the label {r.spearman_before:.3f} -> "
             f"{r.spearman_after:.3f}  [{r.signature}]"
+            + (f"\n{name}: {res.signatures[name]}" if name in res.signatures else "")
         )
 
 
@@ -480,11 +489,15 @@ def paired_cmd(
     metrics (self-BLEU, homogenization) are negated first; each row echoes its direction.
     """
     _fmt(fmt)  # fail on a bad --format before any work
-    from divmeter.studies.meta.protocols import paired_matched, paired_stages
+    from divmeter.studies.meta.protocols import (
+        attach_metric_signatures,
+        paired_matched,
+        paired_stages,
+    )
 
-    table, scores, _, settings, _, kept_rows = _scores(file, metric, column, empty, round_,
-                                                       workers, quiet,
-                                                       need_labels=by == "label")
+    table, scores, _, settings, sigs, kept_rows = _scores(file, metric, column, empty, round_,
+                                                          workers, quiet,
+                                                          need_labels=by == "label")
     conds = [_cond(_field(table, i, by)) for i in kept_rows]
     keys = [_cond(_field(table, i, key)) for i in kept_rows]
     dirs = _directions(metric, lower_is_diverse, list(scores))
@@ -497,8 +510,8 @@ def paired_cmd(
                                 directions=dirs, settings=settings, correction=correction,
                                 zero_method=zero_method, nan=nan, bootstrap=bootstrap,
                                 ci_method=ci, seed=seed)
-    _emit(result, fmt, source=table.source, report=report, plots=not no_plots,
-          quiet=quiet, html=html)
+    _emit(attach_metric_signatures(result, sigs), fmt, source=table.source, report=report,
+          plots=not no_plots, quiet=quiet, html=html)
 
 
 def _field(table: Any, i: int, name: str) -> Any:
@@ -523,7 +536,8 @@ def _field(table: Any, i: int, name: str) -> Any:
 
 
 def _pair_scores(pairs: Any, metric: list[str] | None, column: list[str] | None, workers: int,
-                 quiet: bool) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+                 quiet: bool, signatures: dict[str, str] | None = None
+                 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Each pair's two score vectors per metric/column: precomputed columns from the rows,
     metrics computed on both sets; pairs on which a computed metric is undefined are excluded
     (``pairs`` is filtered in place), counted and noted."""
@@ -542,7 +556,7 @@ def _pair_scores(pairs: Any, metric: list[str] | None, column: list[str] | None,
         n = len(pairs.labels)
         sets = [ResponseSet(f"pair{i}.set1", r) for i, r in enumerate(pairs.set1)] + [
             ResponseSet(f"pair{i}.set2", r) for i, r in enumerate(pairs.set2)]
-        for col, vals in _score_columns(sets, metric, workers).items():
+        for col, vals in _score_columns(sets, metric, workers, signatures).items():
             s1[col], s2[col] = vals[:n], vals[n:]
     if not s1:
         raise InvalidInputError("give at least one metric (-m) or column (-c).")
@@ -617,17 +631,18 @@ def pairwise_cmd(
     """
     _fmt(fmt)  # fail on a bad --format before any work
     from divmeter.inputs.data.tables import read_pairs
-    from divmeter.studies.meta.protocols import pairwise
+    from divmeter.studies.meta.protocols import attach_metric_signatures, pairwise
 
     pairs = read_pairs(file)
-    s1, s2 = _pair_scores(pairs, metric, column, workers, quiet)
+    sigs: dict[str, str] = {}
+    s1, s2 = _pair_scores(pairs, metric, column, workers, quiet, sigs)
     result = pairwise(s1, s2, pairs.labels, metric_ties=metric_ties, label_ties=label_ties,
                       rating1=pairs.rating1, rating2=pairs.rating2,
                       min_rating_diff=min_rating_diff, confidence=confidence,
                       n_resamples=resamples, seed=seed, nan=nan,
                       directions=_directions(metric, lower_is_diverse))
-    _emit(result, fmt, source=pairs.source, report=report, plots=not no_plots,
-          quiet=quiet, html=html)
+    _emit(attach_metric_signatures(result, sigs), fmt, source=pairs.source, report=report,
+          plots=not no_plots, quiet=quiet, html=html)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -679,7 +694,8 @@ def length_bias_cmd(
     pools = [s.responses for s in read_sets(file)]
     singles = [ResponseSet(f"{p}.{j}", [t]) for p, pool in enumerate(pools)
                for j, t in enumerate(pool)]
-    flat = _score_columns(singles, metric, workers)
+    sigs: dict[str, str] = {}
+    flat = _score_columns(singles, metric, workers, sigs)
     bounds = np.cumsum([0] + [len(p) for p in pools])
     per_pool = {k: [v[bounds[i]:bounds[i + 1]] for i in range(len(pools))]
                 for k, v in flat.items()}
@@ -687,7 +703,10 @@ def length_bias_cmd(
                          seed=seed, directions=_directions(metric, None), length_range=rng,
                          bleu=bleu)
 
-    _emit(result, fmt, source=os.path.basename(file), report=report, plots=not no_plots,
+    from divmeter.studies.meta.protocols import attach_metric_signatures
+
+    _emit(attach_metric_signatures(result, sigs), fmt, source=os.path.basename(file),
+          report=report, plots=not no_plots,
           quiet=quiet, html=html)
 
 

@@ -17,8 +17,6 @@ from divmeter.core.errors import InvalidInputError
 
 __all__ = ["score_cmd"]
 
-_OUT_FORMATS = ("table", "json", "jsonl", "csv", "parquet", "markdown")
-
 InputArg = Annotated[list[str], typer.Argument(
     help="Response sets: .jsonl, .json, .csv (long or Tevet wide form), .parquet, "
     "optionally .gz; '-' reads stdin. With -m cdm: a JSONL of instantiations. With --corpus: "
@@ -51,7 +49,8 @@ WorkersOpt = Annotated[int, typer.Option(
     "--workers", "-j",
     callback=capped(MAX_WORKERS, low=1), help="Processes to spread the sets over.", min=1)]
 SignaturesOpt = Annotated[bool, typer.Option(
-    "--signatures", help="Add each metric's signature to every record.")]
+    "--signatures/--no-signatures", help="Keep each metric's signature in every record "
+    "(a 'signatures' field; Parquet also in its schema metadata). --resume checks them.")]
 SplitOpt = Annotated[str | None, typer.Option(
     "--split", help="hf: inputs: the split (default: test if there is one, else the first).",
     metavar="SPLIT")]
@@ -102,10 +101,12 @@ def _destination(output: str | None, fmt: str | None, resume: bool,
         from divmeter.report.html import check_destination
 
         check_destination(html)
-    if fmt is not None and fmt.lower() not in _OUT_FORMATS:
-        raise InvalidInputError(f"--format must be one of {', '.join(_OUT_FORMATS)}; got {fmt!r}.")
-    markdown = (fmt or "").lower() == "markdown" or (
-        fmt is None and output is not None and output.lower().endswith(".md"))
+    from divmeter.inputs.data.formats import check_format, default_format, format_from_extension
+
+    if fmt is not None:
+        fmt = check_format(fmt, "score")
+    markdown = fmt == "markdown" or (
+        fmt is None and output is not None and format_from_extension(output) == "markdown")
     if markdown:
         if resume:
             raise InvalidInputError("--resume needs a jsonl, json, csv or parquet output.")
@@ -118,7 +119,7 @@ def _destination(output: str | None, fmt: str | None, resume: bool,
         return output, (fmt or "").lower()
     if resume:
         raise InvalidInputError("--resume needs an output file (-o OUT) to resume from.")
-    chosen = (fmt or ("table" if sys.stdout.isatty() else "jsonl")).lower()
+    chosen = fmt or default_format("score", terminal=sys.stdout.isatty())
     if chosen == "parquet":
         raise InvalidInputError("Parquet output needs a file: add -o OUT.parquet.")
     return (None if chosen == "table" else "-"), chosen
@@ -133,7 +134,7 @@ def score_cmd(
     summary: SummaryOpt = False,
     resume: ResumeOpt = False,
     workers: WorkersOpt = 1,
-    signatures: SignaturesOpt = False,
+    signatures: SignaturesOpt = True,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
     html: HtmlOpt = None,
@@ -297,11 +298,11 @@ def _print_results(run: Any, stats: dict[str, Any], dest: str | None, *, text_ou
     from divmeter.report.terminal import print_unbroken
 
     shown = table_fields(run.metadata)  # the records keep every input field; tables the short
-
+    sigs = {c: v["signature"] for c, v in stats["metrics"].items() if v.get("signature")}
     if text_out:
         text = records_markdown(run.records, run.columns, has_label=run.has_label,
                                 metadata=shown, summary=stats if summary else None,
-                                plans=run.plans)
+                                plans=run.plans, signatures=sigs)
         if dest is None or dest == "-":
             typer.echo(text, nl=False)
         else:
@@ -311,9 +312,10 @@ def _print_results(run: Any, stats: dict[str, Any], dest: str | None, *, text_ou
         console = Console()
         print_unbroken(console, *records_table(run.records, run.columns,
                                                has_label=run.has_label, metadata=shown,
-                                               width=console.width, plans=run.plans))
+                                               width=console.width, plans=run.plans,
+                                               signatures=sigs))
         if summary:
-            print_unbroken(console, *summary_table(stats, run.plans))
+            print_unbroken(console, *summary_table(stats, run.plans, signatures=False))
     elif summary:
         print_unbroken(Console(stderr=True), *summary_table(stats, run.plans))
 

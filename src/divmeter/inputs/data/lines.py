@@ -31,6 +31,7 @@ from typing import IO, Any
 
 from divmeter.core.errors import InvalidInputError
 from divmeter.inputs.data.outputs import note_read
+from divmeter.inputs.data.formats import RECORD_FORMATS
 
 _SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
@@ -62,7 +63,7 @@ __all__ = [
 ]
 
 #: Formats understood by the readers and writers.
-FORMATS: tuple[str, ...] = ("jsonl", "json", "csv", "parquet")
+FORMATS: tuple[str, ...] = RECORD_FORMATS
 
 _EXTENSIONS = {
     ".jsonl": "jsonl",

@@ -32,6 +32,7 @@ from divmeter.inputs.data.lines import (
 from divmeter.inputs.data.lines import require_object as _require_object
 from divmeter.inputs.data.model import ResponseSet
 from divmeter.inputs.data.readers import read_records, read_sets
+from divmeter.inputs.data.signatures import read_signatures
 from divmeter.core.errors import InvalidInputError
 
 __all__ = ["MetaTable", "load_table", "label_array", "Pairs", "read_pairs", "as_float"]
@@ -55,6 +56,8 @@ class MetaTable:
             ``divmeter score`` output), as float arrays with NaN for missing values.
         sets: The response sets, or ``None`` for a scored file (no texts).
         metadata: Other per-row metadata values (strings kept), for grouping (``--by stage``).
+        signatures: ``{column: signature}`` of the columns a ``divmeter score`` output holds,
+            read from the file (its records' ``signatures``, JSON summary, Parquet metadata).
     """
 
     source: str
@@ -64,6 +67,7 @@ class MetaTable:
     columns: dict[str, np.ndarray] = field(default_factory=dict)
     sets: list[ResponseSet] | None = None
     metadata: list[dict[str, Any]] = field(default_factory=list)
+    signatures: dict[str, str] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -190,7 +194,8 @@ def load_table(path: str | os.PathLike[str]) -> MetaTable:
         else:
             for i, v in enumerate(vals):
                 meta_rows[i][k] = v
-    return MetaTable(name, ids, labels, None, columns, None, meta_rows)
+    sigs = {c: s for c, s in read_signatures(path, records).items() if c in columns}
+    return MetaTable(name, ids, labels, None, columns, None, meta_rows, sigs)
 
 
 # --------------------------------------------------------------------------------------------

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from divmeter.core._optional import require
+from divmeter.inputs.data.formats import PARQUET_SIGNATURES_KEY
 from divmeter.inputs.data.lines import FORMATS, detect_format, display_name
 from divmeter.inputs.data.model import ResponseSet
 from divmeter.inputs.data.outputs import replace_atomically
 from divmeter.inputs.data.readers import read_records
+from divmeter.inputs.data.signatures import record_signatures
 from divmeter.core.errors import InvalidInputError
 
 __all__ = ["dumps", "write_sets", "RecordWriter", "open_record_writer"]
@@ -380,5 +382,9 @@ def _write_records_parquet(
         if any(isinstance(v, (dict, list)) for v in values):
             values = [None if v is None else dumps(v) for v in values]
         data[c] = _arrow_column(pa, values)
-    pq.write_table(pa.table(data), str(path))
+    table = pa.table(data)
+    sigs = record_signatures(records)
+    if sigs:  # the signatures also in the schema: readable without reading a row
+        table = table.replace_schema_metadata({PARQUET_SIGNATURES_KEY: dumps(sigs)})
+    pq.write_table(table, str(path))
 

@@ -69,6 +69,7 @@ def compare(
     nan: str = "omit",
     key: str = "set_id",
     settings: Mapping[str, Any] | None = None,
+    metric_signatures: Mapping[str, Mapping[str, str]] | None = None,
 ) -> ProtocolResult:
     """Each system against the baseline, per metric, on items matched by key.
 
@@ -89,6 +90,11 @@ def compare(
             ``n_excluded``); ``error`` refuses them.
         key: Name of the matching key (echoed in the settings and the signature).
         settings: Extra settings to echo.
+        metric_signatures: System name -> {metric -> the signature of the metric that made
+            its scores} (read from each system's score file). Each row keeps its system's in
+            ``details["metric_signature"]`` and, where it differs, the baseline's in
+            ``details["baseline_metric_signature"]``: numbers made with different settings
+            are not comparable, and the tables say so.
 
     Returns:
         A :class:`ProtocolResult` named ``compare``; one row per (metric, system), keyed by the
@@ -149,10 +155,16 @@ def compare(
                    "ties": float(np.mean(diffs == 0)) if len(diffs) else float("nan"),
                    "p_two_sided": v["p_two_sided"], "direction": v["direction"]}
             name = m if len(others) == 1 else f"{m}: {s}"
-            details = dict(res.results[m].details)
+            details = dict(res.results[m].details or {})
             undefined = _ci_reasons(row, bootstrap)
             if undefined:
                 details["reasons"] = {**details.get("reasons", {}), **undefined}
+            sig = (metric_signatures or {}).get(s, {}).get(m)
+            base_sig = (metric_signatures or {}).get(base, {}).get(m)
+            if sig is not None:
+                details["metric_signature"] = sig
+            if base_sig is not None and base_sig != sig:
+                details["baseline_metric_signature"] = base_sig
             rows[name] = MetaResult("compare", row, "", details)
             arrays[name] = {"a": res.arrays[m]["a"], "b": res.arrays[m]["b"],
                             "labels": (s, base)}

@@ -161,6 +161,8 @@ def resolve_scores(
                 f"{', '.join(table.columns) or 'none'}."
             )
         scores[c] = table.columns[c].copy()
+        if c in table.signatures:  # a `divmeter score` output: the file's own signature
+            sigs[c] = table.signatures[c]
     if metrics:
         from divmeter.engine.batch import resolve_metrics, score_sets
 
@@ -262,7 +264,8 @@ class PreparedScores:
         scores: One array per metric column or precomputed column, over the kept rows.
         labels: The kept rows' labels.
         settings: Echoed in every output: ``empty``, ``n_empty``, ``n_undefined``, ``round``.
-        signatures: ``{column: signature}`` of the computed metrics.
+        signatures: ``{column: signature}`` of the computed metrics, and of the columns of a
+            ``divmeter score`` output (read from the file).
         rows: Indices of the kept rows in the table.
         n_dropped_empty: Empty sets dropped (``empty="drop"``).
         undefined: The items excluded because a computed metric is undefined there.

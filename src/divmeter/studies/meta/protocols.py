@@ -79,6 +79,43 @@ class ProtocolResult:
         return out
 
 
+def metric_signature_of(res: MetaResult) -> str | None:
+    """The signature of the metric whose scores a protocol row is about (``None``: a
+    precomputed column that carries none, such as Tevet's ``metric_*``)."""
+    sig = (res.details or {}).get("metric_signature")
+    return sig if isinstance(sig, str) else None
+
+
+def attach_metric_signatures(result: ProtocolResult, signatures: Mapping[str, str]
+                             ) -> ProtocolResult:
+    """``result`` with each row's ``details["metric_signature"]``: the signature of the metric
+    (or ``divmeter score`` column) its numbers come from, which every table, JSON and HTML
+    report shows beside the protocol's own signature (issue 31).
+
+    Rows are named by their metric (contest, dectest, paired, pairwise, length bias),
+    ``"<metric> <contrast>"`` or, with one metric, the contrast alone (stages). A row whose
+    metric has no signature (a precomputed column) is left as it is.
+
+    Example:
+        >>> r = contest({"m": [0.1, 0.5, 0.2, 0.9]}, [0, 1, 0, 1])
+        >>> attach_metric_signatures(r, {"m": "m|n:1|v:1"}).results["m"].details
+        {'metric_signature': 'm|n:1|v:1'}
+    """
+    if not signatures:
+        return result
+    longest = sorted(signatures, key=len, reverse=True)
+    for row, res in list(result.results.items()):
+        metric = row if row in signatures else next(
+            (m for m in longest if row.startswith((f"{m} ", f"{m}: "))), None)
+        if metric is None and len(signatures) == 1 and result.protocol == "stages":
+            metric = longest[0]
+        if metric is None:
+            continue
+        details = {**dict(res.details or {}), "metric_signature": signatures[metric]}
+        result.results[row] = MetaResult(res.name, res.values, res.signature, details)
+    return result
+
+
 def _data_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
     """The data-preparation settings that change numbers (empty-set policy, rounding)."""
     s = settings or {}
