@@ -30,11 +30,20 @@ import math
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from divmeter.engine.corpus.stats import Accumulator, ExactSum, TwoPass
+from divmeter.engine.corpus.stats import Accumulator, TwoPass
+from divmeter.inputs.text.table import (
+    COUNT,
+    DOCS,
+    FrozenRun,
+    NgramTable,
+    hashed_chunks,
+    order_keys,
+)
 from divmeter.inputs.data.model import as_texts
 from divmeter.core.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
@@ -177,73 +186,135 @@ def _sep_label(separator: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# the corpus accumulator of the pooled-count metrics (distinct-n, entropy-n, EAD, n-gram diversity)
+# the pooled-count metrics' statistics and finishing (one formula for sets and corpora)
+#
+# Per order, distinct-n, entropy-n, EAD and n-gram diversity are functions of three numbers: the
+# distinct n-grams, the n-gram occurrences and ``sum c ln c`` over the n-grams' counts ``c``,
+# all three functions of the count spectrum (how many n-grams occur ``c`` times). The many-set
+# kernels get them from one sort per order (:func:`_pooled_set_stats`); corpus mode from the
+# merged :class:`divmeter.inputs.text.table.NgramTable` (:meth:`PooledCounts.result`); both
+# finish with :func:`_finish_rows`.
+
+
+def _xlogx_spectrum(values: Sequence[int], mult: Sequence[int]) -> float:
+    """``sum c ln c`` from a count spectrum (count ``values`` in increasing order, each with
+    its multiplicity): ``h_v * (v ln v)`` added by increasing ``v`` (counts of 1 add 0), the
+    canonical order of :func:`_xlogx_sums`."""
+    acc = 0.0
+    for v, h in zip(values, mult, strict=True):
+        if v > 1:
+            acc += h * (v * math.log(v))
+    return acc
+
+
+def _finish_rows(rows: list[list[float]], agg: str) -> list[float]:
+    """The head value of each row of per-order values: their mean (``np.mean`` of each row, as
+    one reshape reduces it) or their sum."""
+    if agg == "mean":
+        out: list[float] = np.array(rows, dtype=np.float64).reshape(
+            len(rows), len(rows[0]) if rows else 0).mean(axis=1).tolist()
+        return out
+    return [float(sum(r)) for r in rows]
+
+
+def _pooled_spec(name: str, p: dict[str, Any]
+                 ) -> tuple[Tokenizer, list[int], str, Callable[[int, int, float], float], str,
+                            bool]:
+    """``(tokenizer, orders, signature, per_order(distinct, total, sum c ln c), agg, xlogx)`` of
+    one of the pooled-count metrics with parameters ``p``."""
+    if name == "distinct-n":
+        tok, orders, sig = _distinct_setup(p["n"], p["n_max"], p["tokenizer"], p["lowercase"])
+        return tok, orders, sig, _distinct_value, "mean", False
+    if name == "entropy-n":
+        tok, orders, b, sig = _entropy_setup(p["n"], p["n_max"], p["base"], p["tokenizer"],
+                                             p["lowercase"])
+        return tok, orders, sig, lambda _, t, s: _entropy_value(t, s, b), "mean", True
+    if name == "ead":
+        tok, orders, v, sig = _ead_setup(p["n"], p["n_max"], p["vocab_size"], p["tokenizer"],
+                                         p["lowercase"])
+        return tok, orders, sig, lambda u, t, _: _ead_one(u, t, v), "mean", False
+    tok, orders, sig = _ngram_diversity_setup(p["n_max"], p["tokenizer"], p["lowercase"])
+    return tok, orders, sig, _distinct_value, "sum", False
+
+
+#: One order's corpus statistics: the count spectrum ``{count: n-grams with that count}``, the
+#: distinct n-grams and the occurrences.
+_Spectrum = tuple[dict[int, int], int, int]
 
 
 class PooledCounts(Accumulator):
-    """distinct-n, entropy-n, EAD and n-gram diversity: per order, the count of every n-gram
-    pooled over the corpus (n-grams never cross response boundaries), and the token total."""
+    """distinct-n, entropy-n, EAD and n-gram diversity in corpus mode: per order, the count of
+    every n-gram pooled over the corpus (n-grams never cross response boundaries) as an
+    :class:`divmeter.inputs.text.table.NgramTable` (24 bytes a distinct n-gram, spilled to
+    disk past the run's memory budget), and the token total. The value is finished from each
+    order's count spectrum with the per-set formula (:func:`_finish_rows`)."""
 
     def _setup(self) -> None:
-        p = self.params
-        if self.name == "distinct-n":
-            self.tok, self.orders, self.sig = _distinct_setup(
-                p["n"], p["n_max"], p["tokenizer"], p["lowercase"])
-            self._per_order = _distinct_value
-            self.agg, self.xlogx = "mean", False
-        elif self.name == "entropy-n":
-            self.tok, self.orders, b, self.sig = _entropy_setup(
-                p["n"], p["n_max"], p["base"], p["tokenizer"], p["lowercase"])
-            self._base = b
-            self.agg, self.xlogx = "mean", True
-        elif self.name == "ead":
-            self.tok, self.orders, self._v, self.sig = _ead_setup(
-                p["n"], p["n_max"], p["vocab_size"], p["tokenizer"], p["lowercase"])
-            self.agg, self.xlogx = "mean", False
-        else:  # ngram-diversity
-            self.tok, self.orders, self.sig = _ngram_diversity_setup(
-                p["n_max"], p["tokenizer"], p["lowercase"])
-            self._per_order = _distinct_value
-            self.agg, self.xlogx = "sum", False
+        (self.tok, self.orders, self.sig, self._per_order, self.agg,
+         self.xlogx) = _pooled_spec(self.name, self.params)
 
     def _reset(self) -> None:
-        self.counts: dict[int, Counter[Any]] = {k: Counter() for k in self.orders}
+        self.table = NgramTable(self.orders, COUNT, self.budget, self.spill_dir)
         self.n_tokens = 0
+        self.spectra: dict[int, _Spectrum] | None = None
+
+    def _configure(self) -> None:
+        self.table.budget, self.table.spill_dir = self.budget, self.spill_dir
 
     def _add(self, texts: Sequence[str]) -> None:
-        for toks in self.tok.each(texts):
-            self.n_tokens += len(toks)
-            for k in self.orders:
-                self.counts[k].update(ngram_tuples(toks, k))
+        before = self.table.tokens
+        self.table.add_texts(texts, self.tok)
+        self.n_tokens += self.table.tokens - before
 
     def _merge(self, other: PooledCounts) -> None:
         self.n_tokens += other.n_tokens
-        for k in self.orders:
-            self.counts[k].update(other.counts[k])
+        self.table.merge(other.table)
 
-    def _order_value(self, k: int) -> float:
-        c = self.counts[k]
-        unique, total = len(c), sum(c.values())
-        if self.name == "entropy-n":
-            # sum c ln c by increasing count value: the single-set branch of _xlogx_sums
-            acc = 0.0
-            for v, h in sorted(Counter(x for x in c.values() if x > 1).items()):
-                acc += h * (v * math.log(v))
-            return _entropy_value(total, acc, self._base)
-        if self.name == "ead":
-            return _ead_one(unique, total, self._v)
-        return self._per_order(unique, total, 0.0)
+    def close(self) -> None:
+        self.table.close()
+
+    def split(self, parts: int) -> list[Any] | None:
+        out: list[Any] = self.table.split(parts)
+        self.table.close()
+        self.table = NgramTable(self.orders, COUNT, self.budget, self.spill_dir)
+        return out
+
+    def reduce_part(self, parts: Sequence[Any]) -> Any:
+        t = NgramTable(self.orders, COUNT, self.budget, self.spill_dir)
+        for part in parts:
+            t.merge(part)
+        try:
+            return {n: t.spectrum(n) for n in self.orders}
+        finally:
+            t.close()
+
+    def absorb(self, summaries: Sequence[Any]) -> None:
+        spectra: dict[int, _Spectrum] = {}
+        for n in self.orders:
+            spec: dict[int, int] = {}
+            distinct = total = 0
+            for summary in summaries:
+                s, d, t = summary[n]
+                for v, m in s.items():
+                    spec[v] = spec.get(v, 0) + m
+                distinct += d
+                total += t
+            spectra[n] = (spec, distinct, total)
+        self.spectra = spectra
 
     def result(self) -> MetricResult:
         if self.n_responses == 0:
             return undefined(self.name, self.sig, "empty set")
         if self.n_tokens == 0:
             return undefined(self.name, self.sig, "no tokens in any response")
-        row = [self._order_value(k) for k in self.orders]
-        if self.agg == "mean":
-            head = float(np.array([row], dtype=np.float64).mean(axis=1)[0])
-        else:
-            head = float(sum(row))
+        spectra = self.spectra or {n: self.table.spectrum(n) for n in self.orders}
+        row = []
+        for n in self.orders:
+            spec, distinct, total = spectra[n]
+            vals = sorted(spec)
+            s = _xlogx_spectrum(vals, [spec[v] for v in vals]) if self.xlogx else 0.0
+            row.append(self._per_order(distinct, total, s))
+        head = _finish_rows([row], self.agg)[0]
         return MetricResult(self.name, head, self.sig,
                             details={"per_n": dict(zip(self.orders, row, strict=True))})
 
@@ -343,11 +414,8 @@ def _xlogx_sums(group: np.ndarray, counts: np.ndarray, n_groups: int) -> np.ndar
     if c.size == 0:
         return np.zeros(n_groups)
     if n_groups == 1:  # small-input branch: the same sum, term by term, without the pairing
-        acc = 0.0
         vals, mult = np.unique(c, return_counts=True)
-        for v, h in zip(vals.tolist(), mult.tolist(), strict=True):
-            acc += h * (v * math.log(v))
-        return np.array([acc])
+        return np.array([_xlogx_spectrum(vals.tolist(), mult.tolist())])
     g = group[sel]
     m = int(c.max()) + 1
     pair, h = np.unique(g * m + c, return_counts=True)  # sorted by (group, count value)
@@ -907,37 +975,86 @@ def _log1p_ints(x: np.ndarray) -> np.ndarray:
     return out
 
 
+def exact_weighted_log1p(counts: dict[int, int]) -> float:
+    """``sum_s h_s * ln(1 + s)`` over a spectrum ``{s: h_s}`` of integers, exactly, rounded
+    once (the correctly rounded sum of every term, as :class:`ExactSum` of the terms one by one
+    gives it, in any order)."""
+    total = Fraction(0)
+    for s, h in counts.items():
+        if s:
+            total += Fraction(math.log1p(float(s))) * h
+    return float(total)
+
+
 class SelfRepetition(TwoPass):
-    """Self-repetition in two passes: document frequencies, then each response's
-    ``ln(1 + s_d)`` against the merged frequencies (an :class:`ExactSum` of them)."""
+    """Self-repetition in two passes. Pass 1: each n-gram's document frequency (an
+    :class:`divmeter.inputs.text.table.NgramTable` of responses holding it, spilled past the
+    memory budget), frozen as the n-grams of two or more responses (only they add to any
+    ``s_d``). Pass 2: each response's ``s_d`` against it, kept as the spectrum ``{s_d:
+    responses}``; the value is ``sum ln(1 + s_d)`` over it, exactly rounded, over the responses."""
 
     def _setup(self) -> None:
         p = self.params
         self.tok, self.n, self.sig = _self_repetition_setup(
             p["n"], p["tokenizer"], p["lowercase"])
-        self.df: Counter[Any] = Counter()
+        self.frozen: FrozenRun | None = None
         self.n_docs = 0
 
     def _reset(self) -> None:
         if self.pass_ == 0:
-            self.df = Counter()
-        self.total = ExactSum()
+            self.table = NgramTable((self.n,), DOCS, self.budget, self.spill_dir)
+            self.frozen = None
+        self.s_counts: dict[int, int] = {}
+
+    def _configure(self) -> None:
+        self.table.budget, self.table.spill_dir = self.budget, self.spill_dir
 
     def _add(self, texts: Sequence[str]) -> None:
-        for toks in self.tok.each(texts):
-            grams = set(ngram_tuples(toks, self.n))
-            if self.pass_ == 0:
-                self.df.update(grams)
-            else:
-                df = self.df
-                s = sum(df[g] for g in grams) - len(grams)
-                self.total.add(math.log1p(float(s)))
+        if self.pass_ == 0:
+            self.table.add_texts(texts, self.tok)
+            return
+        frozen = self.frozen
+        assert frozen is not None  # set by next_pass
+        for chunk in hashed_chunks(texts, self.tok):
+            s = np.zeros(chunk.lengths.size, np.int64)
+            for _, hi, lo, doc in order_keys(chunk, (self.n,)):
+                s = frozen.doc_sums(hi, lo, doc, chunk.lengths.size, DOCS)
+            _add_spectrum(self.s_counts, s)
 
     def _merge(self, other: SelfRepetition) -> None:
         if self.pass_ == 0:
-            self.df.update(other.df)
+            self.table.merge(other.table)
         else:
-            self.total.merge(other.total)
+            for v, h in other.s_counts.items():
+                self.s_counts[v] = self.s_counts.get(v, 0) + h
+
+    def _freeze(self) -> None:
+        if self.frozen is None:
+            self.frozen = self.table.frozen(self.n)
+        self.table.close()
+
+    def close(self) -> None:
+        self.table.close()
+
+    def split(self, parts: int) -> list[Any] | None:
+        if self.pass_ != 0:
+            return None
+        out: list[Any] = self.table.split(parts)
+        self.table.close()
+        self.table = NgramTable((self.n,), DOCS, self.budget, self.spill_dir)
+        return out
+
+    def reduce_part(self, parts: Sequence[Any]) -> Any:
+        t = NgramTable((self.n,), DOCS, self.budget, self.spill_dir)
+        for part in parts:
+            t.merge(part)
+        try:
+            return np.asarray(t.frozen(self.n).run).copy()
+        finally:
+            t.close()
+
+    def absorb(self, summaries: Sequence[Any]) -> None:
+        self.frozen = FrozenRun(np.concatenate([np.asarray(x) for x in summaries], axis=1))
 
     def result(self) -> MetricResult:
         if self.n_docs == 0:
@@ -945,8 +1062,15 @@ class SelfRepetition(TwoPass):
         if self.n_docs == 1:
             return undefined(self.name, self.sig,
                              "needs at least 2 responses (repetition across responses); got 1")
-        return MetricResult(self.name, self.total.value() / self.n_docs, self.sig,
-                            details={"n_responses": self.n_docs})
+        return MetricResult(self.name, exact_weighted_log1p(self.s_counts) / self.n_docs,
+                            self.sig, details={"n_responses": self.n_docs})
+
+
+def _add_spectrum(spec: dict[int, int], values: np.ndarray) -> None:
+    """Count each value of ``values`` (integers) into ``spec``."""
+    vals, mult = np.unique(values, return_counts=True)
+    for v, h in zip(vals.tolist(), mult.tolist(), strict=True):
+        spec[v] = spec.get(v, 0) + h
 
 
 @_register(
@@ -1113,11 +1237,7 @@ def _pooled_many(
         cols = [stats[k] for k in orders]
         rows = [[per_order(d[j], t[j], 0.0 if s is None else s[j]) for d, t, s in cols]
                 for j in range(b - a)]
-        if agg == "mean":
-            values = np.array(rows, dtype=np.float64).reshape(b - a, len(orders))
-            heads = values.mean(axis=1).tolist()  # == np.mean(row) for each row
-        else:
-            heads = [float(sum(r)) for r in rows]
+        heads = _finish_rows(rows, agg)  # == np.mean(row) (or the sum) of each row
         for j, (row, head) in enumerate(zip(rows, heads, strict=True)):
             if results[a + j] is None:
                 results[a + j] = MetricResult(metric, head, sig,

@@ -406,10 +406,16 @@ class TokenIds:
     ids: np.ndarray
     lengths: np.ndarray
     n_types: int
+    #: With ``types=True`` (:func:`_jit_map`): each type's first byte offset and byte length
+    #: in ``words``, the chunk's bytes as 8-byte little-endian words from every offset.
+    starts: np.ndarray | None = None
+    sizes: np.ndarray | None = None
+    words: np.ndarray | None = None
 
 
 def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int], Any],
-             groups: np.ndarray | None = None) -> list[Any] | None:
+             groups: np.ndarray | None = None, *, types: bool = False,
+             eager: bool = False) -> list[Any] | None:
     """``fn(chunk, g0, g1)`` of each chunk of :func:`divmeter.inputs.text.jit.scan_tokens` of
     ``texts`` (cased as the tokenizer wants; a tokenizer of :data:`_BYTE_SPLITS`), right after
     the chunk is scanned (so its buffers are reused for the next). Chunks hold about
@@ -418,12 +424,14 @@ def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int],
     groups. ``None`` for no text, a batch under :data:`_JIT_MIN_CHARS` characters, until
     :data:`_JIT_LOAD_CHARS` characters have passed, without numba, and wherever the numpy byte
     path declines too (a NUL or separator character, non-ASCII whitespace for ``whitespace``, a
-    token over 64 bytes)."""
+    token over 64 bytes). With ``types``, each chunk also holds its types' first occurrences
+    (:func:`divmeter.inputs.text.jit.scan_types`); ``eager`` loads the kernels at once (corpus
+    mode: a long job by design) instead of after :data:`_JIT_LOAD_CHARS` characters."""
     global _chars_before_jit
     chars = sum(map(len, texts))
     if not texts or chars < _JIT_MIN_CHARS:
         return None
-    if _JIT is None:  # not loaded yet
+    if _JIT is None and not eager:  # not loaded yet
         _chars_before_jit += chars
         if _chars_before_jit < _JIT_LOAD_CHARS:
             return None
@@ -450,11 +458,17 @@ def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int],
             return None
         buf = joined[0]
         words = np.ndarray(buffer=buf, dtype="<u8", shape=(buf.size - 7,), strides=(1,))
-        ids, lengths, n_types = jit.scan_tokens(buf, words, _SPACE_RANGES[name], end, 0,
-                                                len(part), _MAX_PACK)
+        if types:
+            ids, lengths, n_types, starts, sizes = jit.scan_types(
+                buf, words, _SPACE_RANGES[name], end, 0, len(part), _MAX_PACK)
+            chunk = TokenIds(ids, lengths, n_types, starts, sizes, words)
+        else:
+            ids, lengths, n_types = jit.scan_tokens(buf, words, _SPACE_RANGES[name], end, 0,
+                                                    len(part), _MAX_PACK)
+            chunk = TokenIds(ids, lengths, n_types)
         if n_types < 0:
             return None
-        out.append(fn(TokenIds(ids, lengths, n_types), g0, g1))
+        out.append(fn(chunk, g0, g1))
     return out
 
 

@@ -29,7 +29,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["scan_tokens", "set_local_ids", "group_order", "ttr_values", "mtld_values"]
+__all__ = ["scan_tokens", "scan_types", "set_local_ids", "group_order", "ttr_values",
+           "mtld_values"]
 
 _U1 = np.uint64(1)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: slot = (key * _GOLD) >> (64 - bits)
@@ -226,7 +227,18 @@ def _scan_words(words: np.ndarray, sep: np.ndarray, ends: np.ndarray, w0: int,
 def scan_tokens(buf: np.ndarray, words: np.ndarray, spaces: tuple[int, int, int, int],
                 end: int, nul: int, n_texts: int, max_len: int
                 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Tokens of ``n_texts`` texts joined in ``buf`` (UTF-8), interned to exact ids.
+    """Tokens of ``n_texts`` texts joined in ``buf`` (UTF-8), interned to exact ids: the first
+    three results of :func:`scan_types`."""
+    ids, lengths, n_types, _, _ = scan_types(buf, words, spaces, end, nul, n_texts, max_len)
+    return ids, lengths, n_types
+
+
+@njit(cache=True, nogil=True)
+def scan_types(buf: np.ndarray, words: np.ndarray, spaces: tuple[int, int, int, int],
+               end: int, nul: int, n_texts: int, max_len: int
+               ) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]:
+    """Tokens of ``n_texts`` texts joined in ``buf`` (UTF-8), interned to exact ids, with the
+    first occurrence of each type (its byte offset in ``buf`` and its length).
 
     A token is a maximal run of bytes that are not separators. Separators are flagged 64 bytes
     to a word; tokens are then read off the flags' edges (no branch per byte). A token of up to
@@ -248,15 +260,18 @@ def scan_tokens(buf: np.ndarray, words: np.ndarray, spaces: tuple[int, int, int,
         max_len: Longest token accepted, in bytes.
 
     Returns:
-        ``(ids, lengths, n_types)``: the type of every token in order (types numbered
-        0, 1, ... by first occurrence; equal ids iff equal bytes), the token count of each
-        text and the number of types; ``n_types = -1`` (and no ids) when a token is longer
-        than ``max_len`` or a text holds ``end`` or ``nul`` (more than ``n_texts + 8`` of them).
+        ``(ids, lengths, n_types, starts, sizes)``: the type of every token in order (types
+        numbered 0, 1, ... by first occurrence; equal ids iff equal bytes), the token count of
+        each text, the number of types, and each type's first byte offset in ``buf`` and byte
+        length (the first ``n_types`` entries); ``n_types = -1`` (and no ids) when a token is
+        longer than ``max_len`` or a text holds ``end`` or ``nul`` (more than ``n_texts + 8``
+        of them).
     """
     sep, ends, n_end = _masks(buf, spaces, end, nul)
     lengths = np.zeros(n_texts, np.int64)
+    none = np.empty(0, np.int64)
     if n_end != n_texts + 8:  # a text holds the end byte or a NUL
-        return np.empty(0, np.int64), lengths, -1
+        return none, lengths, -1, none, none
     n_tok = np.int64(0)
     carry = _U1  # the byte before the buffer counts as a separator
     for w in range(sep.size):
@@ -275,9 +290,9 @@ def scan_tokens(buf: np.ndarray, words: np.ndarray, spaces: tuple[int, int, int,
         w = _scan_words(words, sep, ends, w, state, table, t_start, t_len, ids, lengths,
                         max_len)
         if w == -1:
-            return ids, lengths, state[5]
+            return ids, lengths, state[5], t_start, t_len
         if w == -2:
-            return np.empty(0, np.int64), lengths, -1
+            return none, lengths, -1, none, none
         bits += 1
         table, t_start, t_len = _grow(table, t_start, t_len, state[5], bits)
 
