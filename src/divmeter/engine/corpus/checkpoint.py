@@ -123,6 +123,8 @@ def _bad(where: str, tag: str) -> Any:
 def _accumulator_state(acc: Accumulator) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in acc.__dict__.items():
+        if name in ("budget", "spill_dir"):  # the run's settings, given again on resume
+            continue
         try:
             out[name] = _enc(value)
         except _Skip:
