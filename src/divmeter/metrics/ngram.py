@@ -36,6 +36,10 @@ from typing import Any
 import numpy as np
 
 from divmeter.engine.corpus.stats import Accumulator, TwoPass
+from divmeter.inputs.text.keys import KEY_SCHEME
+from divmeter.inputs.text.sketch import LABEL as SKETCH_LABEL
+from divmeter.inputs.text.sketch import RSE as SKETCH_RSE
+from divmeter.inputs.text.sketch import HyperLogLog
 from divmeter.inputs.text.table import (
     COUNT,
     DOCS,
@@ -67,6 +71,12 @@ ORDERS: dict[str, Param] = {
                doc="one n-gram order (None: mean over 1..n_max)"),
     "n_max": Param(int, ge=1, le=MAX_ORDER, default=5, doc="highest n-gram order when n is None"),
 }
+#: ``approx`` of the metrics that need only distinct and total n-gram counts (distinct-n, EAD,
+#: n-gram diversity): ``None`` (exact) or ``hll`` (distinct counts from a HyperLogLog sketch:
+#: constant memory, relative standard error in the signature).
+APPROX = Param(str, choices=("hll",), allow_none=True, default=None,
+               doc="None: exact counts; hll: distinct n-grams from a HyperLogLog sketch "
+               "(16 KiB per order, relative standard error 0.81%)", alternative="hll")
 LI2016 = "Li et al. 2016, A Diversity-Promoting Objective Function for Neural Conversation Models"
 LIU2022 = "Liu et al. 2022, Rethinking and Refining the Distinct Metric (ACL)"
 KIRK2023 = "Kirk et al. 2023, Understanding the Effects of RLHF on LLM Generalisation and Diversity"
@@ -96,6 +106,31 @@ def _orders(metric: str, n: int | None, n_max: int) -> tuple[list[int], str, str
         return [k], str(k), None
     check_int(n_max, "n_max", metric, maximum=MAX_ORDER)
     return list(range(1, n_max + 1)), f"1..{n_max}", "mean"
+
+
+def _approx_fields(approx: str | None, metric: str) -> dict[str, str | None]:
+    """The signature fields of ``approx``: the sketch, its relative standard error and the key
+    scheme it hashes (none for exact counts)."""
+    if approx is None:
+        return {}
+    check_choice(approx, "approx", metric, ("hll",))
+    return {"approx": SKETCH_LABEL, "rse": f"{SKETCH_RSE:.4f}", "key": KEY_SCHEME}
+
+
+def _sketch_stats(texts: Sequence[str], tok: Tokenizer, orders: Sequence[int]
+                  ) -> tuple[dict[int, HyperLogLog], dict[int, int], int]:
+    """The HyperLogLog sketch of each order's n-gram keys over ``texts``, the exact number of
+    n-gram occurrences of each order, and the token count (the statistics of ``approx=hll``,
+    for one set and for a corpus alike)."""
+    sketches = {n: HyperLogLog() for n in orders}
+    totals = dict.fromkeys(orders, 0)
+    tokens = 0
+    for chunk in hashed_chunks(texts, tok):
+        tokens += int(chunk.ids.size)
+        for n, hi, lo, _ in order_keys(chunk, orders):
+            sketches[n].add(hi, lo)
+            totals[n] += int(hi.size)
+    return sketches, totals, tokens
 
 
 def _beyond_longest(text_sets: Sequence[Sequence[str]], tok: Tokenizer, n: int, metric: str,
@@ -223,7 +258,8 @@ def _pooled_spec(name: str, p: dict[str, Any]
     """``(tokenizer, orders, signature, per_order(distinct, total, sum c ln c), agg, xlogx)`` of
     one of the pooled-count metrics with parameters ``p``."""
     if name == "distinct-n":
-        tok, orders, sig = _distinct_setup(p["n"], p["n_max"], p["tokenizer"], p["lowercase"])
+        tok, orders, sig = _distinct_setup(p["n"], p["n_max"], p["tokenizer"], p["lowercase"],
+                                           p.get("approx"))
         return tok, orders, sig, _distinct_value, "mean", False
     if name == "entropy-n":
         tok, orders, b, sig = _entropy_setup(p["n"], p["n_max"], p["base"], p["tokenizer"],
@@ -231,9 +267,10 @@ def _pooled_spec(name: str, p: dict[str, Any]
         return tok, orders, sig, lambda _, t, s: _entropy_value(t, s, b), "mean", True
     if name == "ead":
         tok, orders, v, sig = _ead_setup(p["n"], p["n_max"], p["vocab_size"], p["tokenizer"],
-                                         p["lowercase"])
+                                         p["lowercase"], p.get("approx"))
         return tok, orders, sig, lambda u, t, _: _ead_one(u, t, v), "mean", False
-    tok, orders, sig = _ngram_diversity_setup(p["n_max"], p["tokenizer"], p["lowercase"])
+    tok, orders, sig = _ngram_diversity_setup(p["n_max"], p["tokenizer"], p["lowercase"],
+                                              p.get("approx"))
     return tok, orders, sig, _distinct_value, "sum", False
 
 
@@ -252,16 +289,27 @@ class PooledCounts(Accumulator):
     def _setup(self) -> None:
         (self.tok, self.orders, self.sig, self._per_order, self.agg,
          self.xlogx) = _pooled_spec(self.name, self.params)
+        self.approx = self.params.get("approx")
 
     def _reset(self) -> None:
         self.table = NgramTable(self.orders, COUNT, self.budget, self.spill_dir)
         self.n_tokens = 0
         self.spectra: dict[int, _Spectrum] | None = None
+        # approx=hll: one sketch and the exact occurrence count per order (constant memory)
+        self.sketches = {n: HyperLogLog() for n in self.orders} if self.approx else {}
+        self.totals = dict.fromkeys(self.orders, 0)
 
     def _configure(self) -> None:
         self.table.budget, self.table.spill_dir = self.budget, self.spill_dir
 
     def _add(self, texts: Sequence[str]) -> None:
+        if self.approx:
+            sketches, totals, tokens = _sketch_stats(texts, self.tok, self.orders)
+            for n in self.orders:
+                self.sketches[n].merge(sketches[n])
+                self.totals[n] += totals[n]
+            self.n_tokens += tokens
+            return
         before = self.table.tokens
         self.table.add_texts(texts, self.tok)
         self.n_tokens += self.table.tokens - before
@@ -269,11 +317,17 @@ class PooledCounts(Accumulator):
     def _merge(self, other: PooledCounts) -> None:
         self.n_tokens += other.n_tokens
         self.table.merge(other.table)
+        for n in self.orders:
+            if self.approx:
+                self.sketches[n].merge(other.sketches[n])
+            self.totals[n] += other.totals[n]
 
     def close(self) -> None:
         self.table.close()
 
     def split(self, parts: int) -> list[Any] | None:
+        if self.approx:
+            return None  # a sketch is a few KiB: merged on the driver
         out: list[Any] = self.table.split(parts)
         self.table.close()
         self.table = NgramTable(self.orders, COUNT, self.budget, self.spill_dir)
@@ -307,6 +361,11 @@ class PooledCounts(Accumulator):
             return undefined(self.name, self.sig, "empty set")
         if self.n_tokens == 0:
             return undefined(self.name, self.sig, "no tokens in any response")
+        if self.approx:
+            row = [self._per_order(self.sketches[n].estimate(), self.totals[n], 0.0)  # type: ignore[arg-type]
+                   for n in self.orders]
+            return MetricResult(self.name, _finish_rows([row], self.agg)[0], self.sig,
+                                details={"per_n": dict(zip(self.orders, row, strict=True))})
         spectra = self.spectra or {n: self.table.spectrum(n) for n in self.orders}
         row = []
         for n in self.orders:
@@ -329,11 +388,12 @@ def _register(name: str, **info: Any) -> Callable[[Callable[..., Any]], Callable
     return register(name, family="form", **info)
 
 
-def _distinct_setup(n: int | None, n_max: int, tokenizer: str, lowercase: bool
-                    ) -> tuple[Tokenizer, list[int], str]:
+def _distinct_setup(n: int | None, n_max: int, tokenizer: str, lowercase: bool,
+                    approx: str | None = None) -> tuple[Tokenizer, list[int], str]:
     tok = get_tokenizer(tokenizer, lowercase)
     orders, n_label, avg = _orders("distinct-n", n, n_max)
-    sig = make_signature("distinct-n", n=n_label, avg=avg, tok=tok.name, case=tok.case)
+    sig = make_signature("distinct-n", n=n_label, avg=avg, **_approx_fields(approx, "distinct-n"),
+                         tok=tok.name, case=tok.case)
     return tok, orders, sig
 
 
@@ -344,7 +404,7 @@ def _distinct_setup(n: int | None, n_max: int, tokenizer: str, lowercase: bool
     bounds=(0.0, 1.0),
     citation=f"{LI2016}; averaged over n=1..5 as in {TEVET}",
     params={**ORDERS,
-            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
+            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE, "approx": APPROX},
     description="Unique n-grams / all n-grams pooled over the set; mean over n=1..n_max "
     "unless `n` is given",
     corpus=PooledCounts,
@@ -356,6 +416,7 @@ def distinct_n(
     n_max: int = 5,
     tokenizer: str = "tevet",
     lowercase: bool = False,
+    approx: str | None = None,
 ) -> MetricResult:
     """Distinct-n: unique n-grams over all n-grams, pooled over the whole set.
 
@@ -369,6 +430,10 @@ def distinct_n(
         n_max: Highest order averaged when ``n`` is ``None``.
         tokenizer: ``tevet``, ``whitespace`` or ``word``.
         lowercase: Lowercase before tokenizing.
+        approx: ``None`` (exact) or ``"hll"``: the distinct n-grams of each order estimated
+            by a HyperLogLog sketch of their 128-bit keys (:mod:`divmeter.inputs.text.sketch`:
+            16 KiB per order whatever the corpus, relative standard error 0.81%, written in
+            the signature); the n-gram totals stay exact.
 
     Returns:
         MetricResult with ``details["per_n"]`` (distinct-k for each k averaged). ``value`` is
@@ -382,7 +447,7 @@ def distinct_n(
     """
     texts = as_texts(responses)
     return distinct_n_many([texts], n=n, n_max=n_max, tokenizer=tokenizer,
-                           lowercase=lowercase)[0]
+                           lowercase=lowercase, approx=approx)[0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -500,12 +565,13 @@ def entropy_n(
 # expectation-adjusted distinct
 
 
-def _ead_setup(n: int | None, n_max: int, vocab_size: int, tokenizer: str, lowercase: bool
-               ) -> tuple[Tokenizer, list[int], int, str]:
+def _ead_setup(n: int | None, n_max: int, vocab_size: int, tokenizer: str, lowercase: bool,
+               approx: str | None = None) -> tuple[Tokenizer, list[int], int, str]:
     tok = get_tokenizer(tokenizer, lowercase)
     orders, n_label, avg = _orders("ead", n, n_max)
     v = check_int(vocab_size, "vocab_size", "ead")
-    sig = make_signature("ead", n=n_label, avg=avg, V=v, tok=tok.name, case=tok.case)
+    sig = make_signature("ead", n=n_label, avg=avg, V=v, **_approx_fields(approx, "ead"),
+                         tok=tok.name, case=tok.case)
     return tok, orders, v, sig
 
 
@@ -527,7 +593,7 @@ def _ead_one(unique: int, total: int, v: int) -> float:
     params={**ORDERS,
             "vocab_size": Param(int, ge=1, cap=10**12, default=GPT2_VOCAB,
                                  doc="vocabulary size V"),
-            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
+            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE, "approx": APPROX},
     description="Expectation-adjusted distinct: unique n-grams / V(1-((V-1)/V)^C); mean over "
     "n=1..n_max unless `n` is given",
     corpus=PooledCounts,
@@ -540,6 +606,7 @@ def ead(
     vocab_size: int = GPT2_VOCAB,
     tokenizer: str = "tevet",
     lowercase: bool = False,
+    approx: str | None = None,
 ) -> MetricResult:
     """Expectation-adjusted distinct n-grams (EAD, Liu et al. 2022).
 
@@ -564,6 +631,8 @@ def ead(
         vocab_size: ``V``, the vocabulary size of the expectation.
         tokenizer: ``tevet``, ``whitespace`` or ``word``.
         lowercase: Lowercase before tokenizing.
+        approx: ``None`` (exact) or ``"hll"`` (distinct n-grams from a HyperLogLog sketch;
+            see :func:`distinct_n`).
 
     Returns:
         MetricResult with ``details["per_n"]``. ``value`` is ``None`` for an empty set or a set
@@ -580,7 +649,7 @@ def ead(
     """
     texts = as_texts(responses)
     return ead_many([texts], n=n, n_max=n_max, vocab_size=vocab_size, tokenizer=tokenizer,
-                    lowercase=lowercase)[0]
+                    lowercase=lowercase, approx=approx)[0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -791,11 +860,12 @@ def _cosine_one_set(texts: Sequence[str], tok: Tokenizer, orders: Sequence[int],
 # n-gram diversity score (Shaib et al. 2024)
 
 
-def _ngram_diversity_setup(n_max: int, tokenizer: str, lowercase: bool
-                           ) -> tuple[Tokenizer, list[int], str]:
+def _ngram_diversity_setup(n_max: int, tokenizer: str, lowercase: bool,
+                           approx: str | None = None) -> tuple[Tokenizer, list[int], str]:
     tok = get_tokenizer(tokenizer, lowercase)
     n_max = check_int(n_max, "n_max", "ngram-diversity", maximum=MAX_ORDER)
-    sig = make_signature("ngram-diversity", n=f"1..{n_max}", agg="sum", tok=tok.name,
+    sig = make_signature("ngram-diversity", n=f"1..{n_max}", agg="sum",
+                         **_approx_fields(approx, "ngram-diversity"), tok=tok.name,
                          case=tok.case)
     return tok, list(range(1, n_max + 1)), sig
 
@@ -808,7 +878,8 @@ def _ngram_diversity_setup(n_max: int, tokenizer: str, lowercase: bool
     citation=f"{SHAIB2024} (NGD; `diversity` package's ngram_diversity_score)",
     params={"n_max": Param(int, ge=1, le=MAX_ORDER, default=4,
                            doc="sum over n-gram orders 1..n_max"),
-            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
+            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE,
+            "approx": APPROX},
     description="N-gram diversity score: sum over n=1..n_max of unique/total n-grams, "
     "n-grams not crossing response boundaries",
     corpus=PooledCounts,
@@ -819,6 +890,7 @@ def ngram_diversity(
     n_max: int = 4,
     tokenizer: str = "whitespace",
     lowercase: bool = False,
+    approx: str | None = None,
 ) -> MetricResult:
     """N-gram diversity score (NGD, Shaib et al. 2024): ``sum_{n=1}^{N} unique_n / total_n``.
 
@@ -834,6 +906,8 @@ def ngram_diversity(
         n_max: ``N``, the highest order summed.
         tokenizer: ``whitespace`` (default), ``tevet`` or ``word``.
         lowercase: Lowercase before tokenizing.
+        approx: ``None`` (exact) or ``"hll"`` (distinct n-grams from a HyperLogLog sketch;
+            see :func:`distinct_n`).
 
     Returns:
         MetricResult with ``details["per_n"]`` (unique/total per order). ``value`` is ``None``
@@ -850,7 +924,7 @@ def ngram_diversity(
     """
     texts = as_texts(responses)
     return ngram_diversity_many([texts], n_max=n_max, tokenizer=tokenizer,
-                                lowercase=lowercase)[0]
+                                lowercase=lowercase, approx=approx)[0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1215,13 +1289,17 @@ def _pooled_many(
     per_order: Callable[[int, int, float], float],
     agg: str,
     xlogx: bool,
+    approx: str | None = None,
 ) -> list[MetricResult]:
     """The kernel of the pooled-count metrics (distinct-n, entropy-n, EAD, n-gram diversity):
     ``per_order(distinct, total, sum c ln c)`` gives one order's value, ``agg`` (``mean`` or
-    ``sum``) combines the orders."""
+    ``sum``) combines the orders; with ``approx``, each set's distinct counts come from its
+    sketch (:func:`_sketch_stats`, as in corpus mode)."""
     results: list[MetricResult | None] = [None] * len(text_sets)
     if len(orders) == 1 and _beyond_longest(text_sets, tok, orders[0], metric, sig, results):
         return results  # type: ignore[return-value]
+    if approx is not None:
+        return _sketched_many(text_sets, metric, tok, orders, sig, per_order, agg, results)
     st = _encode_sets(text_sets, tok, max(orders))
     n_tok = st.n_tokens().tolist()
     for i, (k, t) in enumerate(zip(st.n_texts.tolist(), n_tok, strict=True)):
@@ -1246,6 +1324,26 @@ def _pooled_many(
     return results  # type: ignore[return-value]
 
 
+def _sketched_many(text_sets: Sequence[Sequence[str]], metric: str, tok: Tokenizer,
+                   orders: list[int], sig: str, per_order: Callable[[Any, int, float], float],
+                   agg: str, results: list[MetricResult | None]) -> list[MetricResult]:
+    """:func:`_pooled_many` with ``approx=hll``: each set's sketch, one set at a time."""
+    for i, texts in enumerate(text_sets):
+        if results[i] is not None:
+            continue
+        if not texts:
+            results[i] = undefined(metric, sig, "empty set")
+            continue
+        sketches, totals, tokens = _sketch_stats(texts, tok, orders)
+        if tokens == 0:
+            results[i] = undefined(metric, sig, "no tokens in any response")
+            continue
+        row = [per_order(sketches[n].estimate(), totals[n], 0.0) for n in orders]
+        results[i] = MetricResult(metric, _finish_rows([row], agg)[0], sig,
+                                  details={"per_n": dict(zip(orders, row, strict=True))})
+    return results  # type: ignore[return-value]
+
+
 @register_batch("distinct-n")
 def distinct_n_many(
     text_sets: Sequence[Sequence[str]],
@@ -1254,6 +1352,7 @@ def distinct_n_many(
     n_max: int = 5,
     tokenizer: str = "tevet",
     lowercase: bool = False,
+    approx: str | None = None,
 ) -> list[MetricResult]:
     """The kernel of :func:`distinct_n` (same parameters): one result per set of ``text_sets``
     (validated lists or tuples of strings), as ``distinct_n(set)``.
@@ -1262,10 +1361,10 @@ def distinct_n_many(
         >>> [r.value for r in distinct_n_many([["a b a b", "a b c"], []], n=2)]
         [0.6, None]
     """
-    tok, orders, sig = _distinct_setup(n, n_max, tokenizer, lowercase)
+    tok, orders, sig = _distinct_setup(n, n_max, tokenizer, lowercase, approx)
     return _pooled_many(
         text_sets, metric="distinct-n", tok=tok, orders=orders, sig=sig,
-        per_order=_distinct_value, agg="mean", xlogx=False,
+        per_order=_distinct_value, agg="mean", xlogx=False, approx=approx,
     )
 
 
@@ -1302,6 +1401,7 @@ def ead_many(
     vocab_size: int = GPT2_VOCAB,
     tokenizer: str = "tevet",
     lowercase: bool = False,
+    approx: str | None = None,
 ) -> list[MetricResult]:
     """The kernel of :func:`ead` (same parameters): one result per set of ``text_sets``
     (validated lists or tuples of strings), as ``ead(set)``.
@@ -1310,10 +1410,10 @@ def ead_many(
         >>> [r.value for r in ead_many([["a b", "a c"], [""]], n=1, vocab_size=2)]
         [1.6, None]
     """
-    tok, orders, v, sig = _ead_setup(n, n_max, vocab_size, tokenizer, lowercase)
+    tok, orders, v, sig = _ead_setup(n, n_max, vocab_size, tokenizer, lowercase, approx)
     return _pooled_many(
         text_sets, metric="ead", tok=tok, orders=orders, sig=sig,
-        per_order=lambda u, t, _: _ead_one(u, t, v), agg="mean", xlogx=False,
+        per_order=lambda u, t, _: _ead_one(u, t, v), agg="mean", xlogx=False, approx=approx,
     )
 
 
@@ -1324,6 +1424,7 @@ def ngram_diversity_many(
     n_max: int = 4,
     tokenizer: str = "whitespace",
     lowercase: bool = False,
+    approx: str | None = None,
 ) -> list[MetricResult]:
     """The kernel of :func:`ngram_diversity` (same parameters): one result per set of ``text_sets``
     (validated lists or tuples of strings), as ``ngram_diversity(set)``.
@@ -1332,10 +1433,10 @@ def ngram_diversity_many(
         >>> [r.value for r in ngram_diversity_many([["a b a", "a b"]], n_max=2)]
         [1.0666666666666667]
     """
-    tok, orders, sig = _ngram_diversity_setup(n_max, tokenizer, lowercase)
+    tok, orders, sig = _ngram_diversity_setup(n_max, tokenizer, lowercase, approx)
     return _pooled_many(
         text_sets, metric="ngram-diversity", tok=tok, orders=orders, sig=sig,
-        per_order=_distinct_value, agg="sum", xlogx=False,
+        per_order=_distinct_value, agg="sum", xlogx=False, approx=approx,
     )
 
 
