@@ -1072,6 +1072,7 @@ class SelfRepetition(TwoPass):
         self.tok, self.n, self.sig = _self_repetition_setup(
             p["n"], p["tokenizer"], p["lowercase"])
         self.frozen: FrozenRun | None = None
+        self.owns_frozen = False
         self.n_docs = 0
 
     def _reset(self) -> None:
@@ -1106,9 +1107,17 @@ class SelfRepetition(TwoPass):
         if self.frozen is None:
             self.frozen = self.table.frozen(self.n)
         self.table.close()
+        self.owns_frozen = True
+
+    def spawn(self) -> SelfRepetition:
+        new = super().spawn()
+        new.owns_frozen = False  # shards read the run's frozen table; the run closes it
+        return new  # type: ignore[return-value]
 
     def close(self) -> None:
         self.table.close()
+        if self.frozen is not None and getattr(self, "owns_frozen", False):
+            self.frozen.close()
 
     def split(self, parts: int) -> list[Any] | None:
         if self.pass_ != 0:
@@ -1129,6 +1138,7 @@ class SelfRepetition(TwoPass):
 
     def absorb(self, summaries: Sequence[Any]) -> None:
         self.frozen = FrozenRun(np.concatenate([np.asarray(x) for x in summaries], axis=1))
+        self.owns_frozen = True
 
     def result(self) -> MetricResult:
         if self.n_docs == 0:

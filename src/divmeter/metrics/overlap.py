@@ -318,6 +318,7 @@ class SelfBleu(TwoPass):
         self.tok = get_tokenizer(p["tokenizer"], p["lowercase"])
         self.orders = tuple(range(1, self.n + 1))
         self.frozen: dict[int, FrozenRun] | None = None
+        self.owns_frozen = False
         self.lengths: Counter[int] = Counter()
         self.n_docs = self.n_tokens = 0
         self._sorted: list[int] = []
@@ -402,9 +403,18 @@ class SelfBleu(TwoPass):
         if self.frozen is None:
             self.frozen = {k: self.table.frozen(k) for k in self.orders}
         self.table.close()
+        self.owns_frozen = True
+
+    def spawn(self) -> SelfBleu:
+        new = super().spawn()
+        new.owns_frozen = False  # shards read the run's frozen tables; the run closes them
+        return new  # type: ignore[return-value]
 
     def close(self) -> None:
         self.table.close()
+        if self.frozen is not None and getattr(self, "owns_frozen", False):
+            for f in self.frozen.values():
+                f.close()
 
     def split(self, parts: int) -> list[Any] | None:
         if self.pass_ != 0:
@@ -426,6 +436,7 @@ class SelfBleu(TwoPass):
     def absorb(self, summaries: Sequence[Any]) -> None:
         self.frozen = {k: FrozenRun(np.concatenate([np.asarray(x[k]) for x in summaries],
                                                     axis=1)) for k in self.orders}
+        self.owns_frozen = True
 
     def result(self) -> MetricResult:
         if self.n_docs == 0:

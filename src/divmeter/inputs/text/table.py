@@ -404,8 +404,11 @@ class FrozenRun:
     """A merged, read-only run (in memory, or memory-mapped from the spill folder) with a table
     of bucket starts, to look many keys up at once (:meth:`lookup`, :meth:`doc_sums`)."""
 
-    def __init__(self, run: np.ndarray) -> None:
+    def __init__(self, run: np.ndarray, path: str | None = None,
+                 own_dir: str | None = None) -> None:
         self.run = run
+        self.path = path  # the file of a memory-mapped run, removed by close()
+        self.own_dir = own_dir
         m = run.shape[1]
         self.bits = max(1, min(26, int(m).bit_length() - 2))
         hi = np.asarray(run[0])
@@ -419,6 +422,26 @@ class FrozenRun:
     @property
     def size(self) -> int:
         return int(self.run.shape[1])
+
+    def close(self) -> None:
+        """Remove the file of a memory-mapped run (the run is empty afterwards)."""
+        self.run = _EMPTY.copy()
+        self.starts = np.zeros((1 << self.bits) + 1, np.int64)
+        for f in [self.path] if self.path else []:
+            try:
+                os.remove(f)
+            except OSError:
+                pass
+        if self.own_dir is not None:
+            shutil.rmtree(self.own_dir, ignore_errors=True)
+        self.path = self.own_dir = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled with its run in memory (another process cannot map this one's file)."""
+        state = dict(self.__dict__)
+        state["run"] = np.array(self.run)
+        state["path"] = state["own_dir"] = None
+        return state
 
     def lookup(self, qh: np.ndarray, ql: np.ndarray) -> np.ndarray:
         """The value of each key (0 where absent)."""
@@ -654,14 +677,17 @@ class NgramTable:
             kept.append(np.ascontiguousarray(b))
             size += b.shape[1]
             if self.budget is not None and RECORD_BYTES * size > self.budget and path is None:
-                path = os.path.join(self._dir(), f"frozen-{n}-{uuid.uuid4().hex}.bin")
+                own = None if self.spill_dir is not None else tempfile.mkdtemp(
+                    prefix="divmeter-frozen-")
+                folder = own if own is not None else self._dir()
+                path = os.path.join(folder, f"frozen-{n}-{uuid.uuid4().hex}.bin")
             if path is not None:
                 _append_raw(path, kept)
                 kept = []
         if path is None:
             run = np.concatenate(kept, axis=1) if kept else _EMPTY.copy()
             return FrozenRun(run)
-        return FrozenRun(_raw_to_run(path, size))
+        return FrozenRun(_raw_to_run(path, size), path + ".npy", own)
 
     # partitions (the distributed reduce) ------------------------------------------------------
 
