@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["type_hashes", "extend_keys", "window_index", "sort_run", "merge_runs", "lookup",
+__all__ = ["type_hashes", "extend_keys", "step_take", "window_index", "run_of_sorted", "sort_run", "merge_runs", "lookup",
            "bucket_starts", "doc_sums"]
 
 _F1 = np.uint64(0xFF51AFD7ED558CCD)
@@ -88,6 +88,41 @@ def extend_keys(ka: np.ndarray, kb: np.ndarray, ids: np.ndarray, lengths: np.nda
             ka[q] = _fmix(ka[q] * st0 + ha[g])
             kb[q] = _fmix(kb[q] * st1 + hb[g])
         p = end
+
+
+@njit(cache=True, nogil=True)
+def step_take(ka: np.ndarray, kb: np.ndarray, ids: np.ndarray, lengths: np.ndarray,
+              ha: np.ndarray, hb: np.ndarray, n: int, steps: tuple[int, int], want_doc: bool
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`extend_keys` to order ``n`` (for ``n > 1``) and the keys of every n-gram of the
+    chunk taken in one pass: ``(hi, lo, doc)`` (``doc`` empty unless ``want_doc``)."""
+    st0, st1 = np.uint64(steps[0]), np.uint64(steps[1])
+    total = 0
+    for d in range(lengths.size):
+        if lengths[d] >= n:
+            total += lengths[d] - n + 1
+    hi = np.empty(total, np.uint64)
+    lo = np.empty(total, np.uint64)
+    doc = np.empty(total if want_doc else 0, np.int64)
+    k = 0
+    p = 0
+    for d in range(lengths.size):
+        end = p + lengths[d]
+        for q in range(p, end - n + 1):
+            a, b = ka[q], kb[q]
+            if n > 1:
+                g = ids[q + n - 1]
+                a = _fmix(a * st0 + ha[g])
+                b = _fmix(b * st1 + hb[g])
+                ka[q] = a
+                kb[q] = b
+            hi[k] = a
+            lo[k] = b
+            if want_doc:
+                doc[k] = d
+            k += 1
+        p = end
+    return hi, lo, doc
 
 
 @njit(cache=True, nogil=True)
@@ -226,6 +261,77 @@ def sort_run(hi: np.ndarray, lo: np.ndarray, aux: np.ndarray, mode: int) -> np.n
     return out[:, :m + 1].copy()
 
 
+@njit(cache=True, nogil=True)
+def run_of_sorted(packed: np.ndarray, bits: int, hi: np.ndarray, lo: np.ndarray,
+                  doc: np.ndarray, mode: int) -> tuple[np.ndarray, bool]:
+    """The run of occurrences in the order of ``packed`` (sorted ``hi``'s top bits | index, the
+    index in the low ``bits``), in one pass: records of equal keys, with values by ``mode`` as
+    :func:`sort_run`; ``False`` (and no run) if that order is not sorted by the full keys."""
+    n = packed.size
+    mask = np.uint64((1 << bits) - 1)
+    out = np.empty((3, n), np.uint64)
+    oh, ol, ov = out[0], out[1], out[2]
+    m = -1
+    ph = np.uint64(0)
+    pl = np.uint64(0)
+    prev_doc = np.int64(-1)
+    run = np.uint64(0)
+    t1 = np.uint64(0)
+    t2 = np.uint64(0)
+    for i in range(n):
+        j = np.int64(packed[i] & mask)
+        h, lw = hi[j], lo[j]
+        new = i == 0
+        if not new:
+            if h < ph or (h == ph and lw < pl):
+                return out[:, :0], False
+            new = h != ph or lw != pl
+        if new:
+            if mode == 2 and m >= 0:
+                if run > t1:
+                    t2 = t1
+                    t1 = run
+                elif run > t2:
+                    t2 = run
+                ov[m] = (t1 << _S32) | t2
+            m += 1
+            oh[m] = h
+            ol[m] = lw
+            ov[m] = 0
+            prev_doc = -1
+            run = np.uint64(0)
+            t1 = np.uint64(0)
+            t2 = np.uint64(0)
+            ph, pl = h, lw
+        if mode == 0:
+            ov[m] += np.uint64(1)
+        else:
+            d = doc[j]
+            if mode == 1:
+                if d != prev_doc:
+                    ov[m] += np.uint64(1)
+                    prev_doc = d
+            else:
+                if d != prev_doc:
+                    if prev_doc >= 0:
+                        if run > t1:
+                            t2 = t1
+                            t1 = run
+                        elif run > t2:
+                            t2 = run
+                    run = np.uint64(0)
+                    prev_doc = d
+                run += np.uint64(1)
+    if mode == 2 and m >= 0:
+        if run > t1:
+            t2 = t1
+            t1 = run
+        elif run > t2:
+            t2 = run
+        ov[m] = (t1 << _S32) | t2
+    return out[:, :m + 1].copy(), True
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _top2(a: np.uint64, b: np.uint64) -> np.uint64:
     a1, a2 = a >> _S32, a & _LOW32
@@ -239,41 +345,47 @@ def _top2(a: np.uint64, b: np.uint64) -> np.uint64:
 
 @njit(cache=True, nogil=True)
 def merge_runs(x: np.ndarray, y: np.ndarray, mode: int) -> np.ndarray:
-    """Two sorted runs merged into one (values of equal keys added, ``mode`` 0; or their top
-    two kept, ``mode`` 2)."""
-    nx, ny = x.shape[1], y.shape[1]
+    """Two sorted runs merged into one (values of equal keys added, ``mode`` 0 or 1; or their
+    top two kept, ``mode`` 2)."""
+    xh, xl, xv = x[0], x[1], x[2]
+    yh, yl, yv = y[0], y[1], y[2]
+    nx, ny = xh.size, yh.size
     out = np.empty((3, nx + ny), np.uint64)
+    oh, ol, ov = out[0], out[1], out[2]
     i = j = k = 0
     while i < nx and j < ny:
-        if x[0, i] == y[0, j] and x[1, i] == y[1, j]:
-            out[0, k] = x[0, i]
-            out[1, k] = x[1, i]
-            out[2, k] = x[2, i] + y[2, j] if mode != 2 else _top2(x[2, i], y[2, j])
+        a, b = xh[i], yh[j]
+        if a < b or (a == b and xl[i] < yl[j]):
+            oh[k] = a
+            ol[k] = xl[i]
+            ov[k] = xv[i]
+            i += 1
+        elif a == b and xl[i] == yl[j]:
+            oh[k] = a
+            ol[k] = xl[i]
+            ov[k] = xv[i] + yv[j] if mode != 2 else _top2(xv[i], yv[j])
             i += 1
             j += 1
-        elif _less(x[0, i], x[1, i], y[0, j], y[1, j]):
-            out[0, k] = x[0, i]
-            out[1, k] = x[1, i]
-            out[2, k] = x[2, i]
-            i += 1
         else:
-            out[0, k] = y[0, j]
-            out[1, k] = y[1, j]
-            out[2, k] = y[2, j]
+            oh[k] = b
+            ol[k] = yl[j]
+            ov[k] = yv[j]
             j += 1
         k += 1
     while i < nx:
-        out[0, k] = x[0, i]
-        out[1, k] = x[1, i]
-        out[2, k] = x[2, i]
+        oh[k] = xh[i]
+        ol[k] = xl[i]
+        ov[k] = xv[i]
         i += 1
         k += 1
     while j < ny:
-        out[0, k] = y[0, j]
-        out[1, k] = y[1, j]
-        out[2, k] = y[2, j]
+        oh[k] = yh[j]
+        ol[k] = yl[j]
+        ov[k] = yv[j]
         j += 1
         k += 1
+    if k == nx + ny:
+        return out
     return out[:, :k].copy()
 
 

@@ -16,9 +16,9 @@ of those keys; see there for the collision bound). A run is a ``(3, m)`` uint64 
 combined by addition) or the two largest per-document counts packed as ``top1 << 32 | top2``
 (combined by keeping the two largest).
 
-Memory: a table holds its in-memory runs (24 bytes a record); :meth:`NgramTable.add` keeps them
-few by merging the newest two while the newer is at least half the older (each record is
-merged O(log) times), and past ``budget`` bytes every order's runs are merged into one and
+Memory: a table holds its in-memory runs (24 bytes a record); :meth:`NgramTable.add_run` keeps
+them few by merging the newest two while the newer is at least as large as the older (each
+record is merged O(log) times), and past ``budget`` bytes every order's runs are merged into one and
 written to ``spill_dir`` (a sorted run on disk, read back memory-mapped). Finishing streams all
 runs of an order through a k-way merge in blocks, so memory stays bounded by the budget plus a
 block per run.
@@ -65,6 +65,7 @@ CHUNK_CHARS = 1 << 20
 #: Records read from each run per step of the k-way merge.
 BLOCK = 1 << 18
 _EMPTY = np.zeros((3, 0), np.uint64)
+_NO_DOC = np.zeros(1, np.int64)
 _S32 = np.uint64(32)
 _LOW32 = np.uint64(0xFFFFFFFF)
 
@@ -188,30 +189,32 @@ def _window_index(lengths: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return pos[keep], doc_of[keep]
 
 
-def order_keys(chunk: HashedChunk, orders: Sequence[int]
+def order_keys(chunk: HashedChunk, orders: Sequence[int], want_doc: bool = True
                ) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
     """``(n, hi, lo, doc)`` for each order of ``orders`` (ascending): the key of every n-gram
-    occurrence of the chunk (n-grams never cross texts) and the text it is in (nondecreasing)."""
+    occurrence of the chunk (n-grams never cross texts) and the text it is in (nondecreasing;
+    an empty array unless ``want_doc``)."""
     jit = compiled_ngrams()
     ka = chunk.ha[chunk.ids]
     kb = chunk.hb[chunk.ids]
     top = max(orders)
     for n in range(1, top + 1):
-        if n > 1:
-            if jit is not None:
+        if jit is not None:
+            if n in orders:
+                hi, lo, doc = jit.step_take(ka, kb, chunk.ids, chunk.lengths, chunk.ha,
+                                            chunk.hb, n, STEPS, want_doc)
+                yield n, hi, lo, doc
+            elif n > 1:
                 jit.extend_keys(ka, kb, chunk.ids, chunk.lengths, chunk.ha, chunk.hb, n, STEPS)
-            else:
-                pos, _ = _window_index(chunk.lengths, n)
-                nxt = chunk.ids[pos + n - 1]
-                sub_a, sub_b = ka[pos], kb[pos]
-                step_keys(sub_a, sub_b, chunk.ha[nxt], chunk.hb[nxt])
-                ka[pos], kb[pos] = sub_a, sub_b
+            continue
+        pos, doc = _window_index(chunk.lengths, n)
+        if n > 1:
+            nxt = chunk.ids[pos + n - 1]
+            sub_a, sub_b = ka[pos], kb[pos]
+            step_keys(sub_a, sub_b, chunk.ha[nxt], chunk.hb[nxt])
+            ka[pos], kb[pos] = sub_a, sub_b
         if n in orders:
-            if jit is not None:
-                pos, doc = jit.window_index(chunk.lengths, n)
-            else:
-                pos, doc = _window_index(chunk.lengths, n)
-            yield n, ka[pos], kb[pos], doc
+            yield n, ka[pos], kb[pos], doc if want_doc else doc[:0]
 
 
 def sorted_order(hi: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -246,6 +249,17 @@ def sort_run(hi: np.ndarray, lo: np.ndarray, doc: np.ndarray, mode: int) -> np.n
     by ``mode`` (:data:`COUNT`, :data:`DOCS` or :data:`TOP2`)."""
     if hi.size == 0:
         return _EMPTY.copy()
+    jit = compiled_ngrams()
+    bits = max(1, int(hi.size - 1).bit_length())
+    if jit is not None and bits <= 40:  # sort the packed words, then one compiled pass
+        packed = hi >> np.uint64(bits)
+        packed <<= np.uint64(bits)
+        packed |= np.arange(hi.size, dtype=np.uint64)
+        packed.sort()
+        run, ok = jit.run_of_sorted(packed, bits, hi, lo, doc if doc.size else _NO_DOC, mode)
+        if ok:
+            out: np.ndarray = run
+            return out
     order, sh, sl = sorted_order(hi, lo)  # stable: texts stay in order within a key
     new = np.empty(sh.size, dtype=bool)
     new[0] = True
@@ -284,7 +298,7 @@ def sort_run(hi: np.ndarray, lo: np.ndarray, doc: np.ndarray, mode: int) -> np.n
 def chunk_runs(chunk: HashedChunk, orders: Sequence[int], mode: int) -> dict[int, np.ndarray]:
     """The sorted run of every order of ``orders`` over one chunk (see :func:`sort_run`)."""
     out: dict[int, np.ndarray] = {}
-    for n, hi, lo, doc in order_keys(chunk, orders):
+    for n, hi, lo, doc in order_keys(chunk, orders, want_doc=mode != COUNT):
         if n == 1 and mode == COUNT:  # unigrams: counted by type, no sort of occurrences
             counts = np.bincount(chunk.ids, minlength=chunk.ha.size)
             live = np.flatnonzero(counts)
@@ -536,13 +550,14 @@ class NgramTable:
             self.add_run(n, run)
 
     def add_run(self, n: int, run: np.ndarray) -> None:
-        """Add one sorted run of order ``n``; merge the newest runs while the newer is at least
-        half the older; spill past the budget."""
+        """Add one sorted run of order ``n``; merge the newest two runs while the newer is at
+        least as large as the older (a binary counter: a record is merged O(log) times); spill
+        past the budget."""
         if run.shape[1] == 0:
             return
         runs = self.runs[n]
         runs.append(run)
-        while len(runs) >= 2 and 2 * runs[-1].shape[1] >= runs[-2].shape[1]:
+        while len(runs) >= 2 and runs[-1].shape[1] >= runs[-2].shape[1]:
             y = runs.pop()
             x = runs.pop()
             runs.append(merge_runs(x, y, self.mode))
