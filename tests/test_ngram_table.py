@@ -270,3 +270,22 @@ def test_approx_is_refused_where_it_does_not_apply() -> None:
                        else ValueError, match="approx"):
         divmeter.score(["a b", "c d"], "distinct-n", approx="count-min")
     assert os.environ.get("DIVMETER_NO_JIT", "") in ("", "0", "1")
+
+
+def test_long_tokens_and_odd_texts(path: str) -> None:
+    """Tokens of 100 bytes, a NUL inside a text, a no-break space (whitespace to str.split)
+    and a tab, among 2,000 ordinary texts (over the compiled scan's minimum): the counts are
+    str.split()'s, whatever path each part of the batch took."""
+    texts = texts_of(7, 2000)
+    texts[10] = "a " + "x" * 100 + " b " + "y" * 100
+    texts[500] = "the\x00cat sat"
+    texts[1500] = "big\u00a0red tree\tand stone"
+    tok = get_tokenizer("whitespace")
+    for n in (1, 2):
+        t = T.NgramTable((n,))
+        t.add_texts(texts, tok)
+        want = ngram_counts(texts, n)
+        keys = {bigram_key(*(w.encode() for w in g)): g for g in want}
+        got = {keys[(int(h), int(lw))]: int(v) for b in t.blocks(n)
+               for h, lw, v in zip(*b, strict=True)}
+        assert got == want

@@ -415,7 +415,7 @@ class TokenIds:
 
 def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int], Any],
              groups: np.ndarray | None = None, *, types: bool = False,
-             eager: bool = False) -> list[Any] | None:
+             eager: bool = False, max_len: int = 0) -> list[Any] | None:
     """``fn(chunk, g0, g1)`` of each chunk of :func:`divmeter.inputs.text.jit.scan_tokens` of
     ``texts`` (cased as the tokenizer wants; a tokenizer of :data:`_BYTE_SPLITS`), right after
     the chunk is scanned (so its buffers are reused for the next). Chunks hold about
@@ -426,7 +426,8 @@ def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int],
     path declines too (a NUL or separator character, non-ASCII whitespace for ``whitespace``, a
     token over 64 bytes). With ``types``, each chunk also holds its types' first occurrences
     (:func:`divmeter.inputs.text.jit.scan_types`); ``eager`` loads the kernels at once (corpus
-    mode: a long job by design) instead of after :data:`_JIT_LOAD_CHARS` characters."""
+    mode: a long job by design) instead of after :data:`_JIT_LOAD_CHARS` characters;
+    ``max_len`` accepts tokens up to that many bytes (default: the numpy byte path's 64)."""
     global _chars_before_jit
     chars = sum(map(len, texts))
     if not texts or chars < _JIT_MIN_CHARS:
@@ -460,7 +461,7 @@ def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int],
         words = np.ndarray(buffer=buf, dtype="<u8", shape=(buf.size - 7,), strides=(1,))
         if types:
             ids, lengths, n_types, starts, sizes = jit.scan_types(
-                buf, words, _SPACE_RANGES[name], end, 0, len(part), _MAX_PACK)
+                buf, words, _SPACE_RANGES[name], end, 0, len(part), max_len or _MAX_PACK)
             chunk = TokenIds(ids, lengths, n_types, starts, sizes, words)
         else:
             ids, lengths, n_types = jit.scan_tokens(buf, words, _SPACE_RANGES[name], end, 0,

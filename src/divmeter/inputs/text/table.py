@@ -62,6 +62,9 @@ RECORD_BYTES = 24
 COUNT, DOCS, TOP2 = 0, 1, 2
 #: Characters of text hashed and counted at a time (bounds the working arrays of a batch).
 CHUNK_CHARS = 1 << 20
+#: Longest token the compiled scan takes (bytes); a text with a longer one is tokenized by
+#: the dictionary path.
+_MAX_TOKEN = 1 << 24
 #: Records read from each run per step of the k-way merge.
 BLOCK = 1 << 18
 _EMPTY = np.zeros((3, 0), np.uint64)
@@ -156,15 +159,20 @@ def hashed_chunks(texts: Sequence[str], tok: Tokenizer) -> Iterator[HashedChunk]
 
 
 def _hash_part(part: list[str], tok: Tokenizer) -> HashedChunk:
+    """The hashed tokens of ``part``: the compiled scan where it applies (any token length);
+    where it declines (a NUL or separator character in a text, non-ASCII whitespace for
+    ``whitespace``), the part is halved and each half tried again, down to the dictionary path
+    for the few texts that need it."""
     if tok.name in _intern._BYTE_SPLITS and compiled_ngrams() is not None:
         cased = [t.lower() for t in part] if tok.lowercase else part
         jit = compiled_ngrams()
         got = _intern._jit_map(cased, tok.name, lambda c, g0, g1: _jit_hashes(c, jit),
-                               types=True, eager=True)
-        if got is not None and len(got) == 1:
-            return got[0]
-        if got is not None:  # several chunks of one part: their ids are chunk-local
-            return _concat_chunks(got)
+                               types=True, eager=True, max_len=_MAX_TOKEN)
+        if got is not None:
+            return got[0] if len(got) == 1 else _concat_chunks(got)
+        if len(part) > 64:
+            half = len(part) // 2
+            return _concat_chunks([_hash_part(part[:half], tok), _hash_part(part[half:], tok)])
     return _dict_chunk(part, tok)
 
 
@@ -304,7 +312,15 @@ def chunk_runs(chunk: HashedChunk, orders: Sequence[int], mode: int) -> dict[int
             live = np.flatnonzero(counts)
             ha, hb = chunk.ha[live], chunk.hb[live]
             o = np.lexsort((hb, ha))
-            out[1] = np.stack([ha[o], hb[o], counts[live][o].astype(np.uint64)])
+            run = np.stack([ha[o], hb[o], counts[live][o].astype(np.uint64)])
+            # a chunk joined from several scans holds a type once per scan: add those up
+            new = np.ones(run.shape[1], dtype=bool)
+            new[1:] = (run[0, 1:] != run[0, :-1]) | (run[1, 1:] != run[1, :-1])
+            if not new.all():
+                starts = np.flatnonzero(new)
+                run = np.stack([run[0, starts], run[1, starts],
+                                np.add.reduceat(run[2], starts)])
+            out[1] = run
             continue
         out[n] = sort_run(hi, lo, doc, mode)
     return out
