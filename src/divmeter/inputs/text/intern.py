@@ -228,9 +228,10 @@ def _joined_bytes(texts: Sequence[str], name: str, check: bool = True
     followed by the separator of :data:`_BYTE_SPLITS`, then 8 more separators (padding for
     8-byte reads), and whether the texts are ASCII; ``None`` where the byte paths do not apply
     (a NUL or separator character in a text, unless ``check`` is false: the compiled scan
-    counts those bytes itself; for ``whitespace``, non-ASCII whitespace). Texts are taken as
-    ``tok.lowercase`` left them; for ``tevet``, whitespace-only texts are blanked (no token)
-    and ``.`` and ``\\n`` removed."""
+    counts those bytes itself). Texts are taken as ``tok.lowercase`` left them; for
+    ``whitespace``, non-ASCII whitespace becomes a space (``str.split()`` splits on both: the
+    same tokens); for ``tevet``, whitespace-only texts are blanked (no token) and ``.`` and
+    ``\\n`` removed."""
     if name == "tevet":  # a whitespace-only text has no token (str.split() gives none anyway)
         texts = blank_whitespace_only(texts)
     n_texts = len(texts)
@@ -242,9 +243,11 @@ def _joined_bytes(texts: Sequence[str], name: str, check: bool = True
         if check and joined.count("\x00") != n_texts + 8:
             return None
         joined = joined.replace(".", "").replace("\n", "")
-    elif ((check and ("\x00" in joined or joined.count("\x1f") != n_texts + 8))
-          or (not joined.isascii() and _NON_ASCII_SPACE.search(joined))):
-        return None
+    else:
+        if check and ("\x00" in joined or joined.count("\x1f") != n_texts + 8):
+            return None
+        if not joined.isascii():  # str.split() splits on these too: a space splits the same
+            joined = _NON_ASCII_SPACE.sub(" ", joined)
     # surrogatepass: a lone surrogate (invalid UTF-8, but a valid str) gets its own 3 bytes;
     # the encoding stays injective, so equal bytes iff equal tokens
     return (np.frombuffer(joined.encode("utf-8", "surrogatepass"), dtype=np.uint8),
@@ -254,9 +257,8 @@ def _joined_bytes(texts: Sequence[str], name: str, check: bool = True
 def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
     """``whitespace`` or ``tevet`` tokens of ``texts`` found and grouped in numpy from the UTF-8
     bytes of the joined texts, without a Python string per token; ``None`` where this does not
-    apply (a NUL or separator character in a text, non-ASCII whitespace for ``whitespace``, a
-    token over 64 bytes, more than 2**32 tokens, or a key collision: the caller then uses the
-    dictionary path).
+    apply (a NUL or separator character in a text, a token over 64 bytes, more than 2**32
+    tokens, or a key collision: the caller then uses the dictionary path).
 
     A token's key is its UTF-8 bytes packed into a 64-bit word when it has at most 8 bytes
     (exact: the texts hold no NUL), else that word mixed with the later 8-byte words. One plain
@@ -363,8 +365,8 @@ _JIT_LOAD_CHARS = 1 << 24
 _chars_before_jit = 0
 _JIT: Any = None  # divmeter.inputs.text.jit once imported; False when numba is not installed
 #: The bytes that separate tokens, per tokenizer, as two ranges ``(lo1, n1, lo2, n2)``:
-#: ``str.split()``'s ASCII whitespace 9-13 and 28-32 (non-ASCII whitespace makes
-#: :func:`_joined_bytes` decline), and ``tevet``'s space and text separator (NUL).
+#: ``str.split()``'s ASCII whitespace 9-13 and 28-32 (:func:`_joined_bytes` makes non-ASCII
+#: whitespace a space), and ``tevet``'s space and text separator (NUL).
 _SPACE_RANGES = {"whitespace": (9, 4, 28, 4), "tevet": (32, 0, 0, 0)}
 
 
@@ -423,8 +425,7 @@ def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int],
     consecutive groups of texts; ``None``: every text alone); ``g0 .. g1-1`` are a chunk's
     groups. ``None`` for no text, a batch under :data:`_JIT_MIN_CHARS` characters, until
     :data:`_JIT_LOAD_CHARS` characters have passed, without numba, and wherever the numpy byte
-    path declines too (a NUL or separator character, non-ASCII whitespace for ``whitespace``, a
-    token over 64 bytes). With ``types``, each chunk also holds its types' first occurrences
+    path declines too (a NUL or separator character, a token over 64 bytes). With ``types``, each chunk also holds its types' first occurrences
     (:func:`divmeter.inputs.text.jit.scan_types`); ``eager`` loads the kernels at once (corpus
     mode: a long job by design) instead of after :data:`_JIT_LOAD_CHARS` characters;
     ``max_len`` accepts tokens up to that many bytes (default: the numpy byte path's 64)."""
@@ -590,8 +591,8 @@ class TokenKeys:
         """Keys from the compiled path (:func:`_jit_map`: the type ids, grouped by a
         counting sort) or else :func:`_byte_tokens` (each token's key is the index of its group
         in the sorted order), with that grouping kept as :meth:`sorted_keys`; ``None`` where the
-        byte paths do not apply (e.g. for ``whitespace``: non-ASCII whitespace, a NUL or
-        \\x1f character, a token over 64 bytes, a key collision)."""
+        byte paths do not apply (e.g. for ``whitespace``: a NUL or \\x1f character, a token
+        over 64 bytes, a key collision)."""
         if lowercase:
             texts = [t.lower() for t in texts]
         if not texts:
