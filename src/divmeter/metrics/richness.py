@@ -148,11 +148,59 @@ _TOK = {"tokenizer": "whitespace", "lowercase": False}
 # shared plumbing
 
 
+#: The last batch flattened (:func:`_flatten`) and its result: an immutable batch (a tuple of
+#: tuples, as :func:`divmeter.engine.batch.evaluate` passes one batch to every metric) is
+#: flattened once, and the same list lets the metrics share their counts (:func:`_counts`).
+_LAST_FLAT: list[Any] = [None, None]
+
+
 def _flatten(text_sets: Sequence[Sequence[str]]) -> tuple[list[str], list[int]]:
     """Every set's responses in one list, and the number of responses of each set."""
+    if _LAST_FLAT[0] is text_sets:
+        out: tuple[list[str], list[int]] = _LAST_FLAT[1]
+        return out
     if len(text_sets) == 1:  # a batch of one: its list as it is
-        return list(text_sets[0]), [len(text_sets[0])]
-    return list(chain.from_iterable(text_sets)), [len(t) for t in text_sets]
+        out = list(text_sets[0]), [len(text_sets[0])]
+    else:
+        out = list(chain.from_iterable(text_sets)), [len(t) for t in text_sets]
+    if type(text_sets) is tuple and all(type(t) is tuple for t in text_sets):
+        _LAST_FLAT[:] = [text_sets, out]
+    return out
+
+
+#: The last counts per tokenizer, with the list of texts they are of (held, so that its
+#: identity stays unique): every index of one batch counts its tokens and types once.
+_LAST_COUNTS: dict[Tokenizer, tuple[list[str], np.ndarray]] = {}
+
+
+def _counts(texts: list[str], tok: Tokenizer) -> np.ndarray:
+    """``(N, V, M2)`` of every text as the rows of a ``(3, texts)`` int64 array: tokens, types
+    and the sum over types of their squared counts; one pass for every index that asks for
+    them on the same batch (the compiled kernel :func:`divmeter.inputs.text.jit.type_counts`
+    with numba, else the sorted keys of :class:`divmeter.inputs.text.TokenKeys`)."""
+    last = _LAST_COUNTS.get(tok)
+    if last is not None and last[0] is texts:
+        return last[1]
+    fast = per_text(texts, tok, _count_chunk)
+    if fast is not None:
+        out = np.ascontiguousarray(fast.T)
+    else:
+        enc = TokenKeys.from_texts(texts, tok)
+        doc, k = enc.type_counts()
+        out = np.empty((3, enc.n_docs), np.int64)
+        out[0] = enc.lengths
+        out[1] = np.bincount(doc, minlength=enc.n_docs)
+        # bincount sums in float64: exact while a response's M2 <= N^2 stays below 2**53
+        out[2] = np.bincount(doc, weights=k.astype(np.float64) ** 2, minlength=enc.n_docs)
+    _LAST_COUNTS[tok] = (texts, out)
+    return out
+
+
+def _count_chunk(chunk: TokenIds) -> np.ndarray:
+    """``(N, V, M2)`` of each text of a chunk of the compiled path, one row a text."""
+    v, m2 = compiled().type_counts(  # type: ignore[union-attr]
+        chunk.ids, chunk.lengths, chunk.n_types)
+    return np.column_stack((chunk.lengths.astype(np.int64), v, m2))
 
 
 @lru_cache(maxsize=64)
@@ -281,9 +329,9 @@ def ttr_many(
     texts, sizes = _flatten(text_sets)
     tok = _get_tokenizer(tokenizer, lowercase)
     sig = cached_signature("ttr", **_tok_sig(tok))
-    fast = per_text(texts, tok, _ttr_values)  # compiled (divmeter[fast]): the same floats
-    per = (_nan_to_none(fast) if fast is not None
-           else [len(set(x)) / len(x) if x else None for x in tok.each(texts)])
+    n, v, _ = _counts(texts, tok)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per = _nan_to_none(v / n)  # |set(w)| / |w|, correctly rounded; 0 / 0: None
     return _per_set_results("ttr", sig, per, sizes, "no response has a token")
 
 
@@ -474,8 +522,8 @@ def pattr_many(
     tok = _get_tokenizer(tokenizer, lowercase)
     lt = check_int(target_length, "target_length", "pattr")
     sig = cached_signature("pattr", target_length=lt, **_tok_sig(tok))
-    per: list[float | None] = [len(set(x)) / (len(x) + abs(len(x) - lt))
-                               for x in tok.each(texts)]
+    n, v, _ = _counts(texts, tok)
+    per: list[float | None] = (v / (n + np.abs(n - lt))).tolist()
     return _per_set_results("pattr", sig, per, sizes, "no response")
 
 
@@ -1067,36 +1115,16 @@ def _log(x: np.ndarray, base: float | str) -> np.ndarray:
 # counts of every response: tokens N, types V, sum of squared type counts M2
 
 
-def _nv_chunk(chunk: TokenIds) -> np.ndarray:
-    """``(N, V)`` of each text of a chunk of the compiled path. ``V`` is read back from the
-    compiled TTR kernel's ``V / N``: that quotient is correctly rounded, so ``V/N * N`` is
-    within ``V * 2**-52`` of the integer ``V`` and ``rint`` recovers it exactly."""
-    ttr: np.ndarray = compiled().ttr_values(  # type: ignore[union-attr]
-        chunk.ids, chunk.lengths, chunk.n_types)
-    n = chunk.lengths.astype(np.int64)
-    v = np.rint(np.where(n > 0, ttr, 0.0) * n).astype(np.int64)
-    return np.column_stack((n, v))
-
-
 def _tokens_types(texts: list[str], tok: Tokenizer) -> tuple[np.ndarray, np.ndarray]:
-    """``(N, V)`` of every text (int64 arrays)."""
-    fast = per_text(texts, tok, _nv_chunk)
-    if fast is not None:
-        return fast[:, 0], fast[:, 1]
-    enc = TokenKeys.from_texts(texts, tok)
-    doc, _ = enc.type_counts()
-    return enc.lengths.astype(np.int64), np.bincount(doc, minlength=enc.n_docs)
+    """``(N, V)`` of every text (int64 arrays), from the shared :func:`_counts`."""
+    n, v, _ = _counts(texts, tok)
+    return n, v
 
 
 def _spectrum(texts: list[str], tok: Tokenizer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(N, V, M2)`` of every text (int64 arrays; ``M2 = sum over types of count**2``)."""
-    enc = TokenKeys.from_texts(texts, tok)
-    doc, k = enc.type_counts()
-    v = np.bincount(doc, minlength=enc.n_docs)
-    # bincount sums in float64: exact integers while a response's M2 <= N^2 stays below 2**53
-    m2 = np.bincount(doc, weights=k.astype(np.float64) ** 2,
-                     minlength=enc.n_docs).astype(np.int64)
-    return enc.lengths.astype(np.int64), v, m2
+    n, v, m2 = _counts(texts, tok)
+    return n, v, m2
 
 
 @cache

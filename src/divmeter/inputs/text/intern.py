@@ -28,7 +28,6 @@ Both are exact: equal ids (keys) if and only if equal tokens.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain, count
@@ -197,7 +196,6 @@ def encode_sets(text_sets: Sequence[Sequence[str]], tok: Tokenizer, top: int,
 # falls back to the dictionary encoding, so the keys are always exact.
 _MAX_PACK = 64
 # the non-ASCII characters str.split() splits on (every c with chr(c).isspace(), c >= 128)
-_NON_ASCII_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 _BYTE_MASK = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)  # low k bytes
 _MIX = np.array([1, 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
                  0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53,
@@ -237,21 +235,45 @@ def _joined_bytes(texts: Sequence[str], name: str, check: bool = True
     n_texts = len(texts)
     sep = _BYTE_SPLITS[name]
     joined = sep.join(chain(texts, [""] * 9))
-    if not joined.isascii():  # the byte paths never call the tokenizer, which would warn
-        check_scripts(texts, name)
+    ascii_only = joined.isascii()
     if name == "tevet":
         if check and joined.count("\x00") != n_texts + 8:
             return None
         joined = joined.replace(".", "").replace("\n", "")
-    else:
-        if check and ("\x00" in joined or joined.count("\x1f") != n_texts + 8):
-            return None
-        if not joined.isascii():  # str.split() splits on these too: a space splits the same
-            joined = _NON_ASCII_SPACE.sub(" ", joined)
+    elif check and ("\x00" in joined or joined.count("\x1f") != n_texts + 8):
+        return None
     # surrogatepass: a lone surrogate (invalid UTF-8, but a valid str) gets its own 3 bytes;
     # the encoding stays injective, so equal bytes iff equal tokens
-    return (np.frombuffer(joined.encode("utf-8", "surrogatepass"), dtype=np.uint8),
-            joined.isascii())
+    data = joined.encode("utf-8", "surrogatepass")
+    if not ascii_only:
+        if _maybe_unspaced(data):  # the byte paths never call the tokenizer, which would warn
+            check_scripts(texts, name)
+        if name == "whitespace":  # str.split() splits on these too: spaces split the same
+            for seq in _NON_ASCII_SPACE_BYTES:
+                if seq in data:
+                    data = data.replace(seq, b" " * len(seq))
+    return np.frombuffer(data, dtype=np.uint8), ascii_only
+
+
+#: The UTF-8 bytes of the non-ASCII characters ``str.split()`` splits on (as many spaces replace
+#: each: the byte offsets stay those of the text).
+_NON_ASCII_SPACE_BYTES = tuple(c.encode("utf-8") for c in (
+    "\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"))
+#: Lead bytes of the UTF-8 encodings of the scripts written without spaces
+#: (:data:`divmeter.inputs.text.tokenize.UNSPACED_SHARE`): U+0E00-0EFF (Thai, Lao: E0),
+#: U+1000-17FF (Myanmar, Khmer: E1), U+3040-9FFF (kana, CJK: E3-E9), U+F900-FAFF (EF).
+_UNSPACED_LEADS = np.zeros(256, dtype=bool)
+_UNSPACED_LEADS[[0xE0, 0xE1, 0xE3, 0xE4, 0xE5, 0xE6, 0xE7, 0xE8, 0xE9, 0xEF]] = True
+
+
+def _maybe_unspaced(data: bytes) -> bool:
+    """Whether UTF-8 ``data`` may hold a character of a script written without spaces (a lead
+    byte of one of their blocks): only then are the texts checked one by one (and warned
+    about), instead of a regular expression over every character."""
+    b = np.frombuffer(data, dtype=np.uint8)
+    high = b[b >= 0xE0]
+    return bool(high.size) and bool(_UNSPACED_LEADS[high].any())
 
 
 def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:

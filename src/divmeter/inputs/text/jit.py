@@ -18,6 +18,8 @@ code it replaces), compiled once per machine and cached (``cache=True``: next to
   ids for the n-gram metrics; tokens grouped by type for MATTR and HD-D).
 * :func:`ttr_values`, :func:`mtld_values`: TTR's type counts (a stamp per type) and MTLD's
   factor rounds (McCarthy & Jarvis 2010) over the token ids.
+* :func:`type_counts`: types and the sum of squared type counts of every text (the counts the
+  richness indices of :mod:`divmeter.metrics.richness` are formulas of).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 __all__ = ["scan_tokens", "scan_types", "set_local_ids", "group_order", "ttr_values",
-           "mtld_values"]
+           "mtld_values", "type_counts"]
 
 _U1 = np.uint64(1)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: slot = (key * _GOLD) >> (64 - bits)
@@ -419,3 +421,31 @@ def mtld_values(ids: np.ndarray, lengths: np.ndarray, n_types: int,
             out[d] = (n / counts[0] + n / counts[1]) / 2.0
         start = end
     return out
+
+
+@njit(cache=True, nogil=True)
+def type_counts(ids: np.ndarray, lengths: np.ndarray, n_types: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Types ``V`` and the sum of squared type counts ``M2`` of every text (int64), in one
+    pass: a stamp per type (the last text it was seen in) and its count in that text;
+    ``M2`` grows by ``2c + 1`` when a type's count goes from ``c`` to ``c + 1``."""
+    v = np.zeros(lengths.size, np.int64)
+    m2 = np.zeros(lengths.size, np.int64)
+    stamp = np.full(n_types, -1, np.int64)
+    count = np.zeros(n_types, np.int64)
+    tok = 0
+    for d in range(lengths.size):
+        types = 0
+        sq = 0
+        for _ in range(lengths[d]):
+            g = ids[tok]
+            if stamp[g] != d:
+                stamp[g] = d
+                count[g] = 0
+                types += 1
+            sq += 2 * count[g] + 1
+            count[g] += 1
+            tok += 1
+        v[d] = types
+        m2[d] = sq
+    return v, m2
