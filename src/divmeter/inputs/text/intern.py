@@ -246,34 +246,49 @@ def _joined_bytes(texts: Sequence[str], name: str, check: bool = True
     # the encoding stays injective, so equal bytes iff equal tokens
     data = joined.encode("utf-8", "surrogatepass")
     if not ascii_only:
-        if _maybe_unspaced(data):  # the byte paths never call the tokenizer, which would warn
+        buf, unspaced = _non_ascii(data, name == "whitespace")
+        if unspaced:  # the byte paths never call the tokenizer, which would warn
             check_scripts(texts, name)
-        if name == "whitespace":  # str.split() splits on these too: spaces split the same
-            for seq in _NON_ASCII_SPACE_BYTES:
-                if seq in data:
-                    data = data.replace(seq, b" " * len(seq))
-    return np.frombuffer(data, dtype=np.uint8), ascii_only
+        return buf, False
+    return np.frombuffer(data, dtype=np.uint8), True
 
 
-#: The UTF-8 bytes of the non-ASCII characters ``str.split()`` splits on (as many spaces replace
-#: each: the byte offsets stay those of the text).
-_NON_ASCII_SPACE_BYTES = tuple(c.encode("utf-8") for c in (
-    "\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000"))
-#: Lead bytes of the UTF-8 encodings of the scripts written without spaces
-#: (:data:`divmeter.inputs.text.tokenize.UNSPACED_SHARE`): U+0E00-0EFF (Thai, Lao: E0),
-#: U+1000-17FF (Myanmar, Khmer: E1), U+3040-9FFF (kana, CJK: E3-E9), U+F900-FAFF (EF).
-_UNSPACED_LEADS = np.zeros(256, dtype=bool)
-_UNSPACED_LEADS[[0xE0, 0xE1, 0xE3, 0xE4, 0xE5, 0xE6, 0xE7, 0xE8, 0xE9, 0xEF]] = True
+#: UTF-8 code ranges (the bytes of a character as one big-endian number) of the scripts written
+#: without spaces (:data:`divmeter.inputs.text.tokenize.UNSPACED_SHARE`): Thai and Lao,
+#: Myanmar, Khmer, kana, CJK extension A, CJK, CJK compatibility.
+_UNSPACED_CODES = ((0xE0B880, 0xE0BBBF), (0xE18080, 0xE1829F), (0xE19E80, 0xE19FBF),
+                   (0xE38180, 0xE383BF), (0xE39080, 0xE4B6BF), (0xE4B880, 0xE9BFBF),
+                   (0xEFA480, 0xEFABBF))
+#: The UTF-8 codes of the non-ASCII characters ``str.split()`` splits on (U+0085, U+00A0 in two
+#: bytes; U+1680, U+2000-200A, U+2028, U+2029, U+202F, U+205F, U+3000 in three).
+_SPACE_CODES2 = np.array([0xC285, 0xC2A0], dtype=np.int64)
+_SPACE_CODES3 = np.array([0xE19A80, *range(0xE28080, 0xE2808B), 0xE280A8, 0xE280A9, 0xE280AF,
+                          0xE2819F, 0xE38080], dtype=np.int64)
 
 
-def _maybe_unspaced(data: bytes) -> bool:
-    """Whether UTF-8 ``data`` may hold a character of a script written without spaces (a lead
-    byte of one of their blocks): only then are the texts checked one by one (and warned
-    about), instead of a regular expression over every character."""
+def _non_ascii(data: bytes, spaces: bool) -> tuple[np.ndarray, bool]:
+    """The bytes of non-ASCII joined texts, with (``spaces``) every non-ASCII whitespace
+    character replaced by as many spaces as it has bytes (``str.split()`` splits on both; the
+    offsets stay the text's), and whether a character of a script written without spaces
+    occurs (only then are the texts checked one by one). One numpy pass finds the lead bytes
+    of multi-byte characters; only those few are looked at."""
     b = np.frombuffer(data, dtype=np.uint8)
-    high = b[b >= 0xE0]
-    return bool(high.size) and bool(_UNSPACED_LEADS[high].any())
+    lead = np.flatnonzero(b >= 0xC2)
+    if not lead.size:
+        return b, False
+    nxt = b[np.minimum(lead + 1, b.size - 1)].astype(np.int64)
+    code3 = (b[lead].astype(np.int64) << 16) | (nxt << 8) | b[np.minimum(lead + 2, b.size - 1)]
+    unspaced = any(bool(((code3 >= lo) & (code3 <= hi)).any()) for lo, hi in _UNSPACED_CODES)
+    if spaces:
+        two = np.isin(code3 >> 8, _SPACE_CODES2)
+        three = np.isin(code3, _SPACE_CODES3)
+        if two.any() or three.any():
+            b = b.copy()
+            for k, hit in ((2, two), (3, three)):
+                at = lead[hit]
+                for j in range(k):
+                    b[at + j] = 0x20
+    return b, unspaced
 
 
 def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
