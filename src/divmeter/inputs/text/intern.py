@@ -234,21 +234,23 @@ def _joined_bytes(texts: Sequence[str], name: str, check: bool = True
         texts = blank_whitespace_only(texts)
     n_texts = len(texts)
     sep = _BYTE_SPLITS[name]
-    joined = sep.join(chain(texts, [""] * 9))
-    ascii_only = joined.isascii()
-    if name == "tevet":
-        if check and joined.count("\x00") != n_texts + 8:
-            return None
-        joined = joined.replace(".", "").replace("\n", "")
-    elif check and ("\x00" in joined or joined.count("\x1f") != n_texts + 8):
+    # each text encoded alone (an ASCII text is one copy; one emoji does not widen the whole
+    # batch's string), then the bytes joined; surrogatepass: a lone surrogate (invalid UTF-8,
+    # but a valid str) gets its own 3 bytes, so the encoding stays injective (equal bytes iff
+    # equal tokens)
+    data = sep.encode().join([*(t.encode("utf-8", "surrogatepass") for t in texts),
+                              *[b""] * 9])
+    if check and (data.count(b"\x00") != (n_texts + 8 if name == "tevet" else 0)
+                  or (name == "whitespace" and data.count(b"\x1f") != n_texts + 8)):
         return None
-    # surrogatepass: a lone surrogate (invalid UTF-8, but a valid str) gets its own 3 bytes;
-    # the encoding stays injective, so equal bytes iff equal tokens
-    data = joined.encode("utf-8", "surrogatepass")
-    if not ascii_only:
+    if name == "tevet":  # ASCII bytes: never inside a multi-byte character
+        data = data.replace(b".", b"").replace(b"\n", b"")
+    if not data.isascii():
         buf, unspaced = _non_ascii(data, name == "whitespace")
-        if unspaced:  # the byte paths never call the tokenizer, which would warn
-            check_scripts(texts, name)
+        if unspaced.size:  # the byte paths never call the tokenizer, which would warn
+            ends = np.flatnonzero(buf == ord(sep))[:n_texts]
+            which = np.unique(np.searchsorted(ends, unspaced)).tolist()
+            check_scripts([texts[i] for i in which if i < n_texts], name)
         return buf, False
     return np.frombuffer(data, dtype=np.uint8), True
 
@@ -266,19 +268,22 @@ _SPACE_CODES3 = np.array([0xE19A80, *range(0xE28080, 0xE2808B), 0xE280A8, 0xE280
                           0xE2819F, 0xE38080], dtype=np.int64)
 
 
-def _non_ascii(data: bytes, spaces: bool) -> tuple[np.ndarray, bool]:
+def _non_ascii(data: bytes, spaces: bool) -> tuple[np.ndarray, np.ndarray]:
     """The bytes of non-ASCII joined texts, with (``spaces``) every non-ASCII whitespace
     character replaced by as many spaces as it has bytes (``str.split()`` splits on both; the
-    offsets stay the text's), and whether a character of a script written without spaces
-    occurs (only then are the texts checked one by one). One numpy pass finds the lead bytes
-    of multi-byte characters; only those few are looked at."""
+    offsets stay the text's), and the offsets of the characters of scripts written without
+    spaces (only the texts holding one are checked). One numpy pass finds the lead bytes of
+    multi-byte characters; only those few are looked at."""
     b = np.frombuffer(data, dtype=np.uint8)
     lead = np.flatnonzero(b >= 0xC2)
     if not lead.size:
-        return b, False
+        return b, lead
     nxt = b[np.minimum(lead + 1, b.size - 1)].astype(np.int64)
     code3 = (b[lead].astype(np.int64) << 16) | (nxt << 8) | b[np.minimum(lead + 2, b.size - 1)]
-    unspaced = any(bool(((code3 >= lo) & (code3 <= hi)).any()) for lo, hi in _UNSPACED_CODES)
+    hit = np.zeros(lead.size, dtype=bool)
+    for lo, hi in _UNSPACED_CODES:
+        hit |= (code3 >= lo) & (code3 <= hi)
+    unspaced = lead[hit]
     if spaces:
         two = np.isin(code3 >> 8, _SPACE_CODES2)
         three = np.isin(code3, _SPACE_CODES3)
