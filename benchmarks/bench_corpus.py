@@ -13,8 +13,11 @@ fresh process (``os.wait4`` gives its peak resident memory and CPU time), nice'd
 * before/after: distinct-n on the 60 MB corpus, this checkout against commit 0fca95d (a
   ``git worktree`` of it, ``--before PATH``).
 
-    PYTHONPATH=src python benchmarks/bench_corpus.py --sizes 10 100 [--before /tmp/corpus_before]
-    PYTHONPATH=src python benchmarks/bench_corpus.py --sizes 1024 --metrics distinct-n --budget 3072
+    PYTHONPATH=src python benchmarks/bench_corpus.py --sizes 10 100 --budget none 256 --counting \
+        [--before /tmp/corpus_before]
+    PYTHONPATH=src python benchmarks/bench_corpus.py --sizes 100 --metrics distinct-n --ray
+    PYTHONPATH=src python benchmarks/bench_corpus.py --sizes 1024 --metrics distinct-n \
+        --budget 3072 1024
 
 Times are of a shared 2-core machine (the load average is printed with every row); CPU
 seconds are the steadier measure there.
@@ -38,7 +41,8 @@ from corpus_data import build  # noqa: E402
 
 METRICS = ["distinct-n", "entropy-n", "ead", "ngram-diversity", "self-repetition",
            "self-bleu", "distinct-n:approx=hll"]
-CLI = "import sys; from divmeter.apps.cli import main; sys.exit(main())"
+CLI = ("import sys\ntry:\n    from divmeter.apps.cli import main\nexcept ImportError:  # before "
+       "issue 30's folders\n    from divmeter.cli import main\nsys.exit(main())")
 
 
 def corpus(folder: Path, megabytes: float) -> Path:
@@ -105,15 +109,17 @@ print(json.dumps({{"cpu": cpu, "text_mb": sum(map(len, texts)) / 2**20}}))
 
 
 def load() -> str:
-    return "%.1f" % os.getloadavg()[0]
+    return f"{os.getloadavg()[0]:.1f}"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=float, nargs="+", default=[10, 100])
     ap.add_argument("--metrics", nargs="+", default=METRICS)
-    ap.add_argument("--budget", type=float, default=None, help="also run with this budget (MB)")
+    ap.add_argument("--budget", nargs="+", default=["none"],
+                    help="memory budgets to run each metric with (MB; none: unbounded)")
     ap.add_argument("--ray", action="store_true", help="also run --engine ray at 1 and 2 CPUs")
+    ap.add_argument("--ray-only", action="store_true", help="only the Ray rows")
     ap.add_argument("--counting", action="store_true", help="also time counting alone")
     ap.add_argument("--before", type=Path, default=None,
                     help="a checkout of 0fca95d: the 60 MB distinct-n row before/after")
@@ -145,8 +151,8 @@ def main() -> None:
     for size in a.sizes:
         path = corpus(a.data, size)
         mb = path.stat().st_size / 2**20
-        for metric in a.metrics:
-            for budget in ([None] if a.budget is None else [None, a.budget]):
+        for metric in [] if a.ray_only else a.metrics:
+            for budget in [None if b == "none" else float(b) for b in a.budget]:
                 argv = ["score", "--corpus", str(path), "-m", metric, "-q", "--format", "json"]
                 if budget is not None:
                     argv += ["--memory-budget", str(budget)]
@@ -161,7 +167,7 @@ def main() -> None:
                 emit({"row": "counting", "corpus_mb": round(mb, 1), "metric": metric,
                       "text_mb": round(c["text_mb"], 1), "cpu": round(c["cpu"], 2),
                       "text_mb_s_cpu": round(c["text_mb"] / c["cpu"], 2)})
-        if a.ray:
+        if a.ray or a.ray_only:
             parts = shards(path, 8)
             for cpus in (1, 2):
                 for metric in a.metrics:

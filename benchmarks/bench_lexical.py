@@ -347,9 +347,9 @@ def indices_workload(n_texts: int, repeat: int) -> list[dict[str, Any]]:
     sets of 10 texts, and every index in one run of the engine, the per-index share of its
     time) against each peer (one call per text on its ``str.split()``), values compared."""
     from bench_response import CASES, SLOW, compare
-    from divmeter.engine.batch import evaluate, resolve_metrics
 
     import divmeter
+    from divmeter.engine.batch import evaluate, resolve_metrics
 
     texts = tevet_texts(n_texts)
     sets = [texts[i:i + 10] for i in range(0, len(texts), 10)]

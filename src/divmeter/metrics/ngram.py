@@ -1110,9 +1110,9 @@ class SelfRepetition(TwoPass):
         self.owns_frozen = True
 
     def spawn(self) -> SelfRepetition:
-        new = super().spawn()
+        new: SelfRepetition = super().spawn()  # type: ignore[assignment]
         new.owns_frozen = False  # shards read the run's frozen table; the run closes it
-        return new  # type: ignore[return-value]
+        return new
 
     def close(self) -> None:
         self.table.close()

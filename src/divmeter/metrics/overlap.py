@@ -406,9 +406,9 @@ class SelfBleu(TwoPass):
         self.owns_frozen = True
 
     def spawn(self) -> SelfBleu:
-        new = super().spawn()
+        new: SelfBleu = super().spawn()  # type: ignore[assignment]
         new.owns_frozen = False  # shards read the run's frozen tables; the run closes them
-        return new  # type: ignore[return-value]
+        return new
 
     def close(self) -> None:
         self.table.close()

@@ -118,7 +118,9 @@ _Encoded = TokenKeys
 
 __all__ = [
     "ttr", "mattr", "pattr", "response_compression", "mtld", "hdd", "length",
-    "root_ttr", "corrected_ttr", "log_ttr", "summer_s", "dugast_u", "maas_a2", "maas_log_v0", "yule_k", "yule_i", "herdan_vm", "simpson_d", "msttr", "vocd_d", "mtld_ma_bi", "mtld_ma_wrap",
+    "root_ttr", "corrected_ttr", "log_ttr", "summer_s", "dugast_u", "maas_a2", "maas_log_v0",
+    "yule_k", "yule_i", "herdan_vm", "simpson_d", "msttr", "vocd_d", "mtld_ma_bi",
+    "mtld_ma_wrap",
 ]
 
 PATTR_PAPER = (

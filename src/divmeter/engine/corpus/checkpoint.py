@@ -2,9 +2,10 @@
 inputs, never ``pickle`` (a crafted pickle runs code when it is loaded).
 
 A checkpoint holds the run's progress (pass, shards done, responses) and, per metric, the data
-attributes of its accumulator (:mod:`divmeter.engine.corpus.stats`): numbers, strings, lists, tuples,
-dicts and counters of them, exact sums, numpy arrays and n-gram tables (:class:`NgramTable`, with
-their spilled runs read back, and frozen runs), each non-JSON type tagged. Loading
+attributes of its accumulator (:mod:`divmeter.engine.corpus.stats`): numbers, strings, lists,
+tuples, dicts and counters of them, exact sums, numpy arrays and n-gram tables
+(:class:`NgramTable`, with their spilled runs read back, and frozen runs), each non-JSON type
+tagged. Loading
 rebuilds every accumulator from the run's own metrics (:func:`make_accumulator`) and only then
 sets the attributes that accumulator already has, with values of the same kind; anything else
 (another format, version or run, a file that is not JSON, an unknown tag) is refused with one

@@ -467,7 +467,8 @@ def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int],
     consecutive groups of texts; ``None``: every text alone); ``g0 .. g1-1`` are a chunk's
     groups. ``None`` for no text, a batch under :data:`_JIT_MIN_CHARS` characters, until
     :data:`_JIT_LOAD_CHARS` characters have passed, without numba, and wherever the numpy byte
-    path declines too (a NUL or separator character, a token over 64 bytes). With ``types``, each chunk also holds its types' first occurrences
+    path declines too (a NUL or separator character, a token over 64 bytes). With ``types``,
+    each chunk also holds its types' first occurrences
     (:func:`divmeter.inputs.text.jit.scan_types`); ``eager`` loads the kernels at once (corpus
     mode: a long job by design) instead of after :data:`_JIT_LOAD_CHARS` characters;
     ``max_len`` accepts tokens up to that many bytes (default: the numpy byte path's 64)."""

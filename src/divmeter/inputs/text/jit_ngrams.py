@@ -6,11 +6,11 @@ the numpy code of :mod:`divmeter.inputs.text.table` and :mod:`divmeter.inputs.te
 computes (integers only), so the two paths give the same keys, runs and counts.
 
 * :func:`type_hashes`: the 128-bit hash of each token type's bytes (:mod:`keys`' definition);
-* :func:`extend_keys`: keys of order ``n`` from those of order ``n - 1`` (in place);
-* :func:`sort_run`: the sorted run of a chunk's n-gram occurrences: one counting pass on the
-  top bits of the key (hashes are uniform), then an insertion sort inside each bucket (a stable
-  merge sort for a large one), then one pass over runs of equal keys (occurrences, documents,
-  or the top two per-document counts);
+* :func:`extend_keys`, :func:`step_take`: keys of order ``n`` from those of order ``n - 1``
+  (in place), and each order's keys taken in the same pass;
+* :func:`run_of_sorted`: the sorted run of a chunk's n-gram occurrences once numpy has sorted
+  them as packed 64-bit words: one pass over runs of equal keys (occurrences, documents, or
+  the top two per-document counts), checking the order;
 * :func:`merge_runs`: two sorted runs into one (values added, or top two kept);
 * :func:`lookup`: the values of many keys in a sorted run (0 where absent), through a table of
   bucket starts;
@@ -19,10 +19,12 @@ computes (integers only), so the two paths give the same keys, runs and counts.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 
-__all__ = ["type_hashes", "extend_keys", "step_take", "window_index", "run_of_sorted", "sort_run", "merge_runs", "lookup",
+__all__ = ["type_hashes", "extend_keys", "step_take", "run_of_sorted", "merge_runs", "lookup",
            "bucket_starts", "doc_sums"]
 
 _F1 = np.uint64(0xFF51AFD7ED558CCD)
@@ -30,7 +32,8 @@ _F2 = np.uint64(0xC4CEB9FE1A85EC53)
 _S33 = np.uint64(33)
 _LOW32 = np.uint64(0xFFFFFFFF)
 _S32 = np.uint64(32)
-#: A bucket larger than this is sorted by a merge sort instead of an insertion sort.
+#: A text with more n-grams than this sorts them by two stable merge sorts, not an insertion
+#: sort (:func:`doc_sums`).
 _SMALL = 48
 
 
@@ -125,140 +128,9 @@ def step_take(ka: np.ndarray, kb: np.ndarray, ids: np.ndarray, lengths: np.ndarr
     return hi, lo, doc
 
 
-@njit(cache=True, nogil=True)
-def window_index(lengths: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The positions that start an n-gram of their text, and the text of each."""
-    total = 0
-    for d in range(lengths.size):
-        if lengths[d] >= n:
-            total += lengths[d] - n + 1
-    pos = np.empty(total, np.int64)
-    doc = np.empty(total, np.int64)
-    k = 0
-    p = 0
-    for d in range(lengths.size):
-        for q in range(p, p + lengths[d] - n + 1):
-            pos[k] = q
-            doc[k] = d
-            k += 1
-        p += lengths[d]
-    return pos, doc
-
-
 @njit(cache=True, nogil=True, inline="always")
-def _less(h1: np.uint64, l1: np.uint64, h2: np.uint64, l2: np.uint64) -> bool:
+def _less(h1: np.uint64, l1: np.uint64, h2: np.uint64, l2: np.uint64) -> Any:
     return h1 < h2 or (h1 == h2 and l1 < l2)
-
-
-@njit(cache=True, nogil=True)
-def _sort_bucket(hi: np.ndarray, lo: np.ndarray, aux: np.ndarray, s: int, e: int) -> None:
-    """Sort ``s .. e-1`` by (hi, lo), stably."""
-    if e - s <= _SMALL:
-        for i in range(s + 1, e):
-            h, lw, a = hi[i], lo[i], aux[i]
-            j = i - 1
-            while j >= s and _less(h, lw, hi[j], lo[j]):
-                hi[j + 1] = hi[j]
-                lo[j + 1] = lo[j]
-                aux[j + 1] = aux[j]
-                j -= 1
-            hi[j + 1] = h
-            lo[j + 1] = lw
-            aux[j + 1] = a
-        return
-    # a large bucket (many copies of a few keys): stable merge sort by lo, then by hi
-    order = np.argsort(lo[s:e], kind="mergesort")
-    h2 = hi[s:e][order]
-    order2 = np.argsort(h2, kind="mergesort")
-    idx = order[order2]
-    hh = hi[s:e][idx]
-    ll = lo[s:e][idx]
-    aa = aux[s:e][idx]
-    hi[s:e] = hh
-    lo[s:e] = ll
-    aux[s:e] = aa
-
-
-@njit(cache=True, nogil=True)
-def sort_run(hi: np.ndarray, lo: np.ndarray, aux: np.ndarray, mode: int) -> np.ndarray:
-    """The sorted run (``(3, m)`` uint64: key hi, key lo, value) of occurrences ``(hi, lo)``
-    with ``aux`` (the text of each occurrence, nondecreasing), values by ``mode``: 0 the
-    number of occurrences, 1 the number of distinct texts, 2 the two largest per-text counts
-    (``top1 << 32 | top2``)."""
-    n = hi.size
-    bits = 1
-    while (1 << (bits + 2)) < n and bits < 22:
-        bits += 1
-    nb = 1 << bits
-    shift = np.uint64(64 - bits)
-    start = np.zeros(nb + 1, np.int64)
-    for i in range(n):
-        start[np.int64(hi[i] >> shift) + 1] += 1
-    for b in range(nb):
-        start[b + 1] += start[b]
-    fill = start[:nb].copy()
-    sh = np.empty(n, np.uint64)
-    sl = np.empty(n, np.uint64)
-    sa = np.empty(n, np.int64)
-    for i in range(n):
-        b = np.int64(hi[i] >> shift)
-        j = fill[b]
-        fill[b] = j + 1
-        sh[j] = hi[i]
-        sl[j] = lo[i]
-        sa[j] = aux[i]
-    for b in range(nb):
-        if start[b + 1] - start[b] > 1:
-            _sort_bucket(sh, sl, sa, start[b], start[b + 1])
-    out = np.empty((3, n), np.uint64)
-    m = -1
-    prev_doc = np.int64(-1)
-    run = np.uint64(0)  # mode 2: the current text's count of the current key
-    t1 = np.uint64(0)
-    t2 = np.uint64(0)
-    for i in range(n):
-        new = i == 0 or sh[i] != sh[i - 1] or sl[i] != sl[i - 1]
-        if new:
-            if mode == 2 and m >= 0:
-                if run > t1:
-                    t2 = t1
-                    t1 = run
-                elif run > t2:
-                    t2 = run
-                out[2, m] = (t1 << _S32) | t2
-            m += 1
-            out[0, m] = sh[i]
-            out[1, m] = sl[i]
-            out[2, m] = 0
-            prev_doc = -1
-            run = np.uint64(0)
-            t1 = np.uint64(0)
-            t2 = np.uint64(0)
-        if mode == 0:
-            out[2, m] += np.uint64(1)
-        elif mode == 1:
-            if sa[i] != prev_doc:
-                out[2, m] += np.uint64(1)
-                prev_doc = sa[i]
-        else:
-            if sa[i] != prev_doc:
-                if prev_doc >= 0:
-                    if run > t1:
-                        t2 = t1
-                        t1 = run
-                    elif run > t2:
-                        t2 = run
-                run = np.uint64(0)
-                prev_doc = sa[i]
-            run += np.uint64(1)
-    if mode == 2 and m >= 0:
-        if run > t1:
-            t2 = t1
-            t1 = run
-        elif run > t2:
-            t2 = run
-        out[2, m] = (t1 << _S32) | t2
-    return out[:, :m + 1].copy()
 
 
 @njit(cache=True, nogil=True)
@@ -298,7 +170,7 @@ def run_of_sorted(packed: np.ndarray, bits: int, hi: np.ndarray, lo: np.ndarray,
             oh[m] = h
             ol[m] = lw
             ov[m] = 0
-            prev_doc = -1
+            prev_doc = np.int64(-1)
             run = np.uint64(0)
             t1 = np.uint64(0)
             t2 = np.uint64(0)
