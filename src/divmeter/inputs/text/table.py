@@ -659,7 +659,7 @@ class NgramTable:
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (shipped to another process) with its spilled runs read back into memory."""
         state = dict(self.__dict__)
-        state["runs"] = {n: [*self.runs[n], *(np.array(_run_file(f)) for f in self.files[n])]
+        state["runs"] = {n: [*self.runs[n], *(_run_file(f)[:, :] for f in self.files[n])]
                          for n in self.orders}
         state["files"] = {n: [] for n in self.orders}
         state["_own_dir"] = None
@@ -668,8 +668,8 @@ class NgramTable:
 
     # reading --------------------------------------------------------------------------------
 
-    def sources(self, n: int) -> list[np.ndarray]:
-        """Every run of order ``n``: in-memory arrays and memory-mapped spilled runs."""
+    def sources(self, n: int) -> list[Any]:
+        """Every run of order ``n``: in-memory arrays and spilled runs (:class:`DiskRun`)."""
         return [*self.runs[n], *(_run_file(f) for f in self.files[n])]
 
     def blocks(self, n: int, block: int = BLOCK) -> Iterator[np.ndarray]:
@@ -730,8 +730,8 @@ class NgramTable:
         out = [NgramTable(self.orders, self.mode) for _ in range(parts)]
         for n in self.orders:
             for r in self.sources(n):
-                cuts = [0, *np.searchsorted(np.asarray(r[0]), bounds, side="left").tolist(),
-                        r.shape[1]]
+                r = r[:, :]  # (a spilled run read back)
+                cuts = [0, *np.searchsorted(r[0], bounds, side="left").tolist(), r.shape[1]]
                 for i in range(parts):
                     if cuts[i + 1] > cuts[i]:
                         out[i].runs[n].append(np.array(r[:, cuts[i]:cuts[i + 1]]))
@@ -744,7 +744,7 @@ class NgramTable:
         everything it needs)."""
         return {"orders": list(self.orders), "mode": self.mode, "tokens": self.tokens,
                 "texts": self.texts,
-                "runs": {str(n): _merge_many(list(self.sources(n)), self.mode)
+                "runs": {str(n): _merge_many([r[:, :] for r in self.sources(n)], self.mode)
                          for n in self.orders}}
 
     @classmethod
@@ -760,26 +760,67 @@ class NgramTable:
         return t
 
 
-def _run_file(path: str) -> np.ndarray:
-    run: np.ndarray = np.load(path, mmap_mode="r")
-    return run
+class DiskRun:
+    """A sorted run spilled to disk (a ``.npy`` of shape ``(3, m)``), read a slice at a time
+    with plain file reads: only what a merge step holds is in memory (a memory map would keep
+    every page it touched resident until it is closed)."""
+
+    def __init__(self, path: str) -> None:
+        head = np.load(path, mmap_mode="r")  # the header only: shape and data offset
+        self.path = path
+        self.shape = tuple(int(x) for x in head.shape)
+        self._offset = int(head.offset)
+        del head
+
+    def _read(self, row: int, a: int, b: int) -> np.ndarray:
+        m = self.shape[1]
+        a, b = max(0, min(a, m)), max(0, min(b, m))
+        if b <= a:
+            return np.zeros(0, np.uint64)
+        with open(self.path, "rb") as fh:
+            return np.fromfile(fh, dtype=np.uint64, count=b - a,
+                               offset=self._offset + 8 * (row * m + a))
+
+    def __getitem__(self, key: Any) -> Any:
+        if not isinstance(key, tuple):
+            key = (key, slice(None))
+        row, col = key
+        if isinstance(col, slice):
+            a, b, _ = col.indices(self.shape[1])
+            if isinstance(row, slice):
+                return np.stack([self._read(k, a, b) for k in range(3)])
+            return self._read(int(row), a, b)
+        i = int(col) + (self.shape[1] if int(col) < 0 else 0)
+        return self._read(int(row), i, i + 1)[0]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self[:, :]
+        return out if dtype is None else out.astype(dtype)
+
+
+def _run_file(path: str) -> DiskRun:
+    return DiskRun(path)
 
 
 def _append_raw(path: str, blocks: list[np.ndarray]) -> None:
-    with open(path, "ab") as fh:
-        for b in blocks:
-            fh.write(np.ascontiguousarray(b.T).tobytes())
+    """Append records to the three row files ``path.0``, ``path.1``, ``path.2``."""
+    for k in range(3):
+        with open(f"{path}.{k}", "ab") as fh:
+            for b in blocks:
+                fh.write(np.ascontiguousarray(b[k]).tobytes())
 
 
 def _raw_to_run(path: str, size: int) -> np.ndarray:
-    """A run stored record after record (hi, lo, value), as a (3, m) array: columns are read
-    into three arrays once (a memory-mapped record view read column by column)."""
-    rec = np.memmap(path, dtype=np.uint64, mode="r", shape=(size, 3))
+    """The run written by :func:`_append_raw` as one ``(3, size)`` ``.npy`` (its rows copied in
+    by plain file writes), memory-mapped for lookups."""
     out = np.lib.format.open_memmap(path + ".npy", mode="w+", dtype=np.uint64, shape=(3, size))
-    step = 1 << 20
-    for a in range(0, size, step):
-        out[:, a:a + step] = rec[a:a + step].T
-    out.flush()
-    del rec
-    os.remove(path)
-    return _run_file(path + ".npy")
+    offset = int(out.offset)
+    del out
+    with open(path + ".npy", "r+b") as dst:
+        for k in range(3):
+            dst.seek(offset + 8 * k * size)
+            with open(f"{path}.{k}", "rb") as src:
+                shutil.copyfileobj(src, dst, 1 << 22)
+            os.remove(f"{path}.{k}")
+    run: np.ndarray = np.load(path + ".npy", mmap_mode="r")
+    return run
