@@ -1,9 +1,14 @@
-"""Response-level, length-related lexical diversity (the PATTR paper's family).
+"""Response-level lexical diversity: TTR and its relatives, the PATTR paper's family, and the
+lexical richness indices of the anchor libraries (LexicalRichness, TAALED, lexical-diversity).
+One concern, one module (issue 32 merged the former ``metrics/indices.py`` in): every metric
+here is a function of each response's own tokens.
 
 Each metric scores every response on its own; the set's ``value`` is the mean over the responses
 on which the metric is defined, and ``details["per_response"]`` holds one float (or ``None``)
 per input response, in input order. A set where no response is defined gets ``value=None`` with
-a reason.
+a reason. Tokens default to ``tokenizer="whitespace"``, ``lowercase=False`` (the PATTR paper
+counts "whitespace-separated words" without lowercasing; the peers' own tokenizers differ, so
+parity is checked on the same token lists).
 
 * ``ttr``: types / tokens (Deshpande et al. 2025, eq. 4).
 * ``mattr``: moving-average TTR over windows of ``window`` tokens (Covington & McFall 2010).
@@ -15,38 +20,8 @@ a reason.
 * ``length``: response length in words or UTF-8 bytes (a length, not a diversity; for
   length-bias analyses).
 
-Tokens: the PATTR paper counts "whitespace-separated words" without lowercasing, so every metric
-here defaults to ``tokenizer="whitespace"``, ``lowercase=False``.
-
-One kernel per metric, over many sets: ``ttr_many``, ``mattr_many``, ``pattr_many``,
-``response_compression_many``, ``mtld_many``, ``hdd_many`` and ``length_many`` score every
-response of every set together, then take each set's mean over its own responses; the
-single-set functions are these kernels on a batch of one. A response's value never depends on
-the other responses of the batch.
-
-Speed: MATTR, MTLD and HD-D work on exact integer token keys of all responses at once
-(:class:`divmeter.inputs.text.TokenKeys`): one plain sort of ``hash32(key) << 32 | position`` (checked
-against the keys; an exact stable argsort on a collision) groups equal tokens in position order,
-which gives every token's previous and next occurrence in its response. With the default
-whitespace tokenizer the keys are made in numpy from the UTF-8 bytes, without Python string
-objects; other tokenizers (and rare inputs) go through ``encode_tokens``. TTR, PATTR and length
-are one ``str.split`` and one ``set`` per response, the floor in Python. With numba
-(``divmeter[fast]``, loaded once a process has tokenized 16M characters) TTR and MTLD run as
-compiled loops over the compiled tokenizer's ids (:func:`divmeter.inputs.text.intern.per_text`: types
-per response by a stamp per type; MTLD's factor rounds with the same float operations in the
-same order), and MATTR / HD-D get their keys from it: the same values, bit for bit.
-
-Lexical richness indices of the anchor libraries (issue 24), in the same module since issue
-32 (one concern: per-response type and token counts).
-
-Every metric here scores each response on its own, like ``ttr`` and ``mtld`` in
-:mod:`divmeter.metrics.richness`: the set's ``value`` is the mean over the responses on which
-the index is defined, ``details["per_response"]`` holds one float (or ``None``) per response in
-input order, and a set where no response is defined gets ``value=None`` with a reason. Tokens
-default to ``tokenizer="whitespace"``, ``lowercase=False``; the peers' own tokenizers differ, so
-parity is checked on the same token lists.
-
-With ``N`` tokens, ``V`` types and ``M2`` the sum over types of their squared counts:
+The richness indices, with ``N`` tokens, ``V`` types and ``M2`` the sum over types of their
+squared counts:
 
 =================  ===============================================  ==========================
 metric             value                                            original paper
@@ -76,14 +51,23 @@ carries it: the log base of Maas, Dugast and Summer (``base``: lexicalrichness u
 TAALED and lexical-diversity ``10``), MSTTR's segments (``convention``), MTLD-MA's factor rule
 (``factor``, ``min_length``) and vocd-D's sampling (``sampling``, ``seed``).
 
-Kernels: one batched kernel per metric (``root_ttr_many`` ...) over every response of every set
-at once; the single-set functions are these kernels on a batch of one, and a response's value
-never depends on the other responses (vocd-D's random stream included: it is derived from the
-seed and the response's own tokens). The counts come from the shared tokenize-and-intern step
-(:class:`divmeter.inputs.text.TokenKeys`; ``V`` alone from the compiled TTR kernel when
-``divmeter[fast]`` is loaded); MSTTR and MTLD-MA work on each token's previous occurrence;
-vocd-D's sampling runs as one numpy pass over many samples, or as a compiled loop with numba
-(the same random numbers, the same counts).
+Kernels: one per metric, over many sets (``ttr_many``, ``root_ttr_many`` ...): every response
+of every set together, then each set's mean over its own responses; the single-set functions
+are these kernels on a batch of one, and a response's value never depends on the other
+responses (vocd-D's random stream included: it is derived from the seed and the response's own
+tokens).
+
+Speed: TTR, PATTR and the indices of ``N``, ``V`` and ``M2`` are formulas of one count pass
+(:func:`_counts`) that every one of them shares on a batch: the engine passes one immutable
+batch to every metric it scores, so ``divmeter score -m ttr -m root-ttr -m yule-k ...`` counts
+once. With numba (``divmeter[fast]``, loaded once a process has tokenized 16M characters) the
+pass is the compiled scan of :mod:`divmeter.inputs.text.jit` and its ``type_counts``; without
+it, the sorted token keys of :class:`divmeter.inputs.text.TokenKeys` (one plain sort of
+``hash32(key) << 32 | position``, checked against the keys). MATTR, MTLD, HD-D, MSTTR and
+MTLD-MA work on those keys too (each token's previous and next occurrence in its response); TTR
+and MTLD also have compiled loops, and vocd-D's sampling runs as one numpy pass over many
+samples or as a compiled loop (the same random numbers, the same counts). Every path gives the
+same values, bit for bit.
 """
 
 from __future__ import annotations
@@ -267,8 +251,8 @@ def _tok_sig(tok: Tokenizer) -> dict[str, str]:
 
 
 def _register(name: str, **info: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """:func:`divmeter.engine.registry.register` for this module's metrics: each one is a response-level
-    form metric (scored per response, mean over the set)."""
+    """:func:`divmeter.engine.registry.register` for this module's metrics: each one is a
+    response-level form metric (scored per response, mean over the set)."""
     return register(name, family="form", granularity="response", **info)
 
 
