@@ -36,7 +36,7 @@ import lzma
 import math
 import zlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -342,7 +342,8 @@ def tevet_texts(n: int, seed: int = 0) -> list[str]:
     return out
 
 
-def indices_workload(n_texts: int, repeat: int) -> list[dict[str, Any]]:
+def indices_workload(n_texts: int, repeat: int, skip: Sequence[str] = ()
+                     ) -> list[dict[str, Any]]:
     """Every lexical index of bench_response.py's table: divmeter (one ``score_many`` call on
     sets of 10 texts, and every index in one run of the engine, the per-index share of its
     time) against each peer (one call per text on its ``str.split()``), values compared."""
@@ -356,7 +357,7 @@ def indices_workload(n_texts: int, repeat: int) -> list[dict[str, Any]]:
     n_tok = sum(len(t.split()) for t in texts)
     print(f"\n(c) {n_texts} texts ({n_tok / n_texts:.0f} tokens each on average, "
           f"{sum(map(len, texts)) / 2**20:.1f} MB) in sets of 10")
-    labels = list(CASES)
+    labels = [k for k in CASES if k not in skip]
     # the indices of one count pass (tokens, types, squared type counts) and MSTTR, asked for
     # together as `divmeter score -m ttr -m root-ttr ...` asks: the engine's one run over them
     group = [k for k in labels if CASES[k][0] in ONE_PASS]
@@ -412,13 +413,14 @@ def main() -> None:
                     help="run only (c), the per-response indices, at these sizes "
                     "(default 2000 100000)")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--skip", nargs="*", default=[], help="indices left out of (c)")
     args = ap.parse_args()
     if args.indices is not None:
         from _common import compiled_path
 
         print(f"divmeter path: {compiled_path()}")
         for n in args.indices or [2000, 100000]:
-            indices_workload(n, args.repeat)
+            indices_workload(n, args.repeat, args.skip)
         return
     DIV = load_diversity()
     n_sets, n_docs = (100, 1000) if args.quick else (1000, 10000)
