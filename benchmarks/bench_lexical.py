@@ -17,6 +17,12 @@ some responses so there is cross-response repetition):
     and against a bare ``zlib.compress(bytes, 9)`` on the same bytes (target: within 1.2x), and
     the n-gram diversity score against `diversity` (target: at least 3x faster).
 
+(c) indices (``--indices [N ...]``, issue 32): every per-response lexical index of
+    bench_response.py's table on N texts of ~95 tokens from Tevet & Berant's data (2,000 and
+    100,000 by default), divmeter's ``score_many`` (and all indices in one engine run) against
+    LexicalRichness, TAALED and lexical_diversity, one call per text, with the compiled
+    kernels loaded (``divmeter[fast]``).
+
 Times are CPU seconds of this process (``time.process_time``, best of 1-3 runs), since the
 machine running it is shared. Every comparison first checks that both sides compute the same
 number (or prints the named definitional difference and checks the number under the peer's
@@ -30,7 +36,7 @@ import lzma
 import math
 import zlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,7 +52,7 @@ from divmeter.metrics.ngram import (
     self_repetition,
 )
 
-DIV = load_diversity()
+DIV: Any = None  # the `diversity` package, loaded by main() for the set and corpus workloads
 
 # ---------------------------------------------------------------------------------------------
 # data
@@ -307,10 +313,116 @@ def corpus_workload(n_docs: int) -> None:
               f"  {name:<26} divmeter {t_o:8.3f} s | value {r_o.value:.6f}")
 
 
+# ---------------------------------------------------------------------------------------------
+# (c) per-response lexical indices against LexicalRichness, TAALED and lexical_diversity (issue 32)
+
+
+def tevet_texts(n: int, seed: int = 0) -> list[str]:
+    """``n`` texts of about 95 tokens from Tevet & Berant's data: the ten responses of each
+    decTest set joined with spaces, in file order; past the 2,000 such sets, passes over them
+    again with 20% of the words replaced at random (seeded, as in ``corpus_data.py``)."""
+    import random
+
+    from corpus_data import tevet_sets
+
+    base = [" ".join(s) for s in tevet_sets()
+            if len(s) == 10 and all(s)]
+    vocab = sorted({w for t in base for w in t.split()})
+    rng = random.Random(seed)
+    out = list(base[:n])
+    while len(out) < n:
+        for t in base:
+            words = t.split(" ")
+            for j, w in enumerate(words):
+                if w and rng.random() < 0.2:
+                    words[j] = rng.choice(vocab)
+            out.append(" ".join(words))
+            if len(out) == n:
+                break
+    return out
+
+
+def indices_workload(n_texts: int, repeat: int, skip: Sequence[str] = ()
+                     ) -> list[dict[str, Any]]:
+    """Every lexical index of bench_response.py's table: divmeter (one ``score_many`` call on
+    sets of 10 texts, and every index in one run of the engine, the per-index share of its
+    time) against each peer (one call per text on its ``str.split()``), values compared."""
+    from bench_response import CASES, SLOW, compare
+
+    import divmeter
+    from divmeter.engine.batch import evaluate, resolve_metrics
+
+    texts = tevet_texts(n_texts)
+    sets = [texts[i:i + 10] for i in range(0, len(texts), 10)]
+    n_tok = sum(len(t.split()) for t in texts)
+    print(f"\n(c) {n_texts} texts ({n_tok / n_texts:.0f} tokens each on average, "
+          f"{sum(map(len, texts)) / 2**20:.1f} MB) in sets of 10")
+    labels = [k for k in CASES if k not in skip]
+    # the indices of one count pass (tokens, types, squared type counts) and MSTTR, asked for
+    # together as `divmeter score -m ttr -m root-ttr ...` asks: the engine's one run over them
+    group = [k for k in labels if CASES[k][0] in ONE_PASS]
+    plans = resolve_metrics([(CASES[k][0], CASES[k][1]) for k in group])
+    tsets = tuple(tuple(s) for s in sets)
+    evaluate(tsets, plans)  # load every kernel once
+    t_all, _ = best_time(lambda: evaluate(tsets, plans), repeat)
+    share = t_all / len(group)
+    print(f"{len(group)} indices in one run: {t_all:.4f} s, {share:.4f} s an index")
+    rows = []
+    for label in labels:
+        metric, params, peers = CASES[label]
+        ours = [v for r in divmeter.score_many(sets, metric, **params)
+                for v in r.details["per_response"]]
+        t_ours, _ = best_time(lambda metric=metric, params=params: divmeter.score_many(
+            sets, metric, **params), repeat)
+        best_peer = None
+        for name, run, how in peers:
+            frac = SLOW.get((label, name), 1) * max(1, n_texts // 20000)
+            part = sets[:max(1, len(sets) // frac)]
+            t_p, vals = best_time(lambda run=run, part=part: run(part), 1 if frac > 1 else repeat)
+            t_p *= len(sets) / len(part)
+            n, bad, worst, _ = compare(ours[:len(vals)], vals)
+            same = how != "same" or bad == 0
+            row = {"n_texts": n_texts, "index": label, "peer": name, "peer_s": t_p,
+                   "alone_s": t_ours, "one_run_s": share if label in group else None,
+                   "scaled": frac > 1,
+                   "values": "same" if how == "same" and not bad else how if same else
+                   f"{bad} of {n} differ"}
+            rows.append(row)
+            if best_peer is None or t_p < best_peer["peer_s"]:
+                best_peer = row
+        assert best_peer is not None
+        in_run = (f"x{best_peer['peer_s'] / share:6.1f}" if label in group else "     -")
+        print(f"  {label:<22} fastest peer {best_peer['peer']:<24} {best_peer['peer_s']:8.4f} s"
+              f"{'*' if best_peer['scaled'] else ' '} | divmeter alone {t_ours:8.4f} s "
+              f"x{best_peer['peer_s'] / t_ours:6.1f} | in one run {in_run} | "
+              f"{best_peer['values']}", flush=True)
+    print("  * a slow peer timed on a fraction of the texts and scaled up")
+    return rows
+
+
+#: The indices computed from one count pass (and MSTTR), measured together in one engine run.
+ONE_PASS = {"ttr", "root-ttr", "corrected-ttr", "log-ttr", "summer-s", "dugast-u", "maas-a2",
+            "maas-log-v0", "yule-k", "yule-i", "herdan-vm", "simpson-d", "msttr"}
+
+
 def main() -> None:
+    global DIV
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="100 sets and 1,000 documents")
+    ap.add_argument("--indices", type=int, nargs="*", default=None, metavar="N_TEXTS",
+                    help="run only (c), the per-response indices, at these sizes "
+                    "(default 2000 100000)")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--skip", nargs="*", default=[], help="indices left out of (c)")
     args = ap.parse_args()
+    if args.indices is not None:
+        from _common import compiled_path
+
+        print(f"divmeter path: {compiled_path()}")
+        for n in args.indices or [2000, 100000]:
+            indices_workload(n, args.repeat, args.skip)
+        return
+    DIV = load_diversity()
     n_sets, n_docs = (100, 1000) if args.quick else (1000, 10000)
     print("divmeter lexical benchmark" + (" (quick)" if args.quick else ""))
     print("ratio = peer time / divmeter time (> 1: divmeter faster)")

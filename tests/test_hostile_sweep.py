@@ -115,6 +115,12 @@ COMMANDS: list[tuple[str, list[str], str, str]] = [
                            "--base-url", DEAD, "-q"], ".txt", "frames"),
     ("build-pattr-grid", ["build", "pattr-grid", "{IN}", "-o", "{OUT}.jsonl", "--levels", "0:1",
                           "--styles", "1"], ".txt", "topics"),
+    # the data sets: a hostile path where a local copy, a data set's name or a paper is expected
+    ("data-fetch", ["data", "fetch", "tevet", "--from", "{IN}", "--timeout", "2", "-q"],
+     ".csv", "sets"),
+    ("data-path", ["data", "path", "{IN}"], ".csv", "sets"),
+    ("data-verify", ["data", "verify", "{IN}", "-q"], ".csv", "sets"),
+    ("reproduce", ["reproduce", "{IN}", "-f", "json", "-q"], ".csv", "sets"),
 ]
 
 _rng = random.Random(27)
@@ -379,7 +385,7 @@ def test_the_sweep_covers_every_command() -> None:
     each has its hostile values (the matrices follow the CLI as it grows)."""
     funcs = _command_functions()
     covered = {_command_key(template, funcs) for _, template, _, _ in COMMANDS}
-    missing = set(funcs) - covered - {"list"}
+    missing = set(funcs) - covered - {"list", "data list"}  # no input to make hostile
     assert not missing, f"commands without hostile cases: {sorted(missing)}"
     assert len(NUMBER_CASES) > 100
 
@@ -449,7 +455,8 @@ def _output_cases() -> list[tuple[str, list[str], str, str, str]]:
     cases, seen = [], set()
     for _cid, template, suffix, good in [*OUTPUT_COMMANDS, *COMMANDS]:
         key = _command_key(template, funcs)
-        if key in seen or key == "list":
+        # list reads nothing; reproduce reads only the verified data cache, never a user's file
+        if key in seen or key in ("list", "reproduce"):
             continue
         seen.add(key)
         opts = set(_options(funcs[key]))

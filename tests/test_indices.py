@@ -1,4 +1,4 @@
-"""Lexical richness indices (divmeter.metrics.indices): golden values, parity with the peers.
+"""Lexical richness indices (divmeter.metrics.richness): golden values, parity with the peers.
 
 Parity is against lexicalrichness, taaled and lexical-diversity given the same token lists:
 frozen in tests/fixtures/indices_parity.json (made by make_indices_fixtures.py) so that these
@@ -27,7 +27,7 @@ import pytest
 import divmeter
 from conftest import FIXTURES, TEVET_DIR
 from divmeter.core.errors import InvalidInputError
-from divmeter.metrics import indices
+from divmeter.metrics import richness as indices
 from divmeter.engine.registry import get_metric, parse_metric_arg
 from divmeter.inputs.text import TokenKeys, get_tokenizer
 

@@ -103,7 +103,6 @@ def test_byte_tokens_are_the_tokenizer_tokens(name: str) -> None:
 @pytest.mark.parametrize("texts, why", [
     (["a\x00b a"], "NUL byte"),
     (["a\x1fb a"], "whitespace separator inside a text"),
-    (["a\u00a0b a"], "non-ASCII whitespace"),
     (["x" * 65 + " y"], "token over 64 bytes"),
 ])
 def test_byte_path_declines_where_it_cannot_be_exact(texts: list[str], why: str) -> None:
@@ -113,7 +112,19 @@ def test_byte_path_declines_where_it_cannot_be_exact(texts: list[str], why: str)
         _dictionary_path(sets, "whitespace", False))
 
 
-#: Non-ASCII whitespace (the whitespace byte path declines on it; tevet's does not).
+def test_non_ascii_whitespace_splits_as_str_split() -> None:
+    """Non-ASCII whitespace (no-break space, em space, ideographic space, NEL ...) becomes a
+    space before the byte paths read the text (issue 32: one such character made a whole batch
+    take the dictionary path): ``whitespace`` tokens stay ``str.split()``'s."""
+    texts = ["a\u00a0b a", "\u3000x\u2003y\u0085z", "caf\u00e9 \u00a0\u2029 caf\u00e9", ""]
+    assert _byte_tokens(texts, "whitespace") is not None
+    sets = [texts, ["a a b", "a\u202fb"]]
+    assert _sequences(intern_sets(sets, get_tokenizer("whitespace"))) == _sequences(
+        _dictionary_path(sets, "whitespace", False))
+
+
+#: Non-ASCII whitespace (a space to the whitespace byte path, as to str.split(); tevet's keeps it
+#: inside words).
 TEVET_TEXTS = [" \u00a0 ", "a \u00a0 b", "\u3000\t", "a \t b", " \t ", "\t\n", "x",
                "\u00a0sat \u2003 \u00a0sat"]
 

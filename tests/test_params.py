@@ -88,7 +88,7 @@ def test_every_bad_value_is_rejected_at_the_boundary(metric: str, param: str, ba
          "rouge-score); got use_stemmer=True with tokenizer='whitespace'."),
         ("distinct-n", {"m": 2},
          "metric 'distinct-n' has no parameter 'm'; its parameters are: n, n_max, tokenizer, "
-         "lowercase."),
+         "lowercase, approx."),
     ],
 )
 def test_messages(metric: str, params: dict[str, Any], message: str) -> None:

@@ -8,10 +8,14 @@ local run, computed on a Ray cluster.
   Records carry their input row; a window's records are checked to hold every row exactly once
   (a task retried after a worker died cannot lose or duplicate a set) and are written in input
   order, through the same writer, resume and summary as :func:`divmeter.engine.runner.score_file`.
-* Corpus statistics (:func:`score_corpus_ray`, one pass: :func:`corpus_pass`): one Ray task per
-  shard computes its statistics (:func:`divmeter.engine.corpus.shards.shard_statistics`); the driver
-  (:func:`divmeter.engine.corpus.run.score_corpus`) merges them as they finish (the merges are exact
-  and order-free). Shards must be readable at the same path on every node.
+* Corpus statistics (:func:`score_corpus_ray`, one pass: :class:`CorpusPass`): one Ray task per
+  shard computes its statistics (:func:`divmeter.engine.corpus.shards.shard_statistics`) and
+  cuts its n-gram tables into key ranges left in the object store; one task per key range
+  merges that range of every shard and returns its totals (count spectra, or the frozen
+  records of a second pass), in parallel; the driver
+  (:func:`divmeter.engine.corpus.run.score_corpus`) merges the shards' scalar counts as they
+  finish and the ranges' totals at the end (every merge is exact and order-free: the local
+  run's numbers, bit for bit). Shards must be readable at the same path on every node.
 
 ``address``: ``None`` starts (or reuses) a local cluster; ``"auto"`` or ``"ray://host:port"``
 joins an existing one. The local engine never imports Ray.
@@ -35,8 +39,8 @@ from divmeter.engine.batch import (
 )
 from divmeter.core.errors import DivmeterError, InvalidInputError
 
-__all__ = ["init", "corpus_pass", "score_corpus_ray", "score_file_ray", "ray_score_sets",
-           "score_sets_ray", "WINDOW_CHUNKS", "CHUNK_SETS"]
+__all__ = ["init", "corpus_pass", "CorpusPass", "score_corpus_ray", "score_file_ray",
+           "ray_score_sets", "score_sets_ray", "WINDOW_CHUNKS", "CHUNK_SETS"]
 
 #: Sets per chunk (one ``map_batches`` row) and chunks per window (one dataset execution).
 CHUNK_SETS = 64
@@ -94,12 +98,106 @@ def init(address: str | None = None) -> Any:
     return ray
 
 
-def _shard_task(src: str, accs: list[Any], input_format: str | None, batch_bytes: int
-                ) -> tuple[str, list[Any], int]:
+def _shard_task(src: str, accs: list[Any], input_format: str | None, batch_bytes: int,
+                parts: int) -> Any:
+    """One shard's statistics (spilled, if at all, on this worker's own disk), and with
+    ``parts`` > 0 each accumulator's key-partitionable statistics cut into ``parts`` key
+    ranges: ``((src, accumulators, n), range 0, ..., range parts-1)``, one Ray object each."""
     from divmeter.engine.corpus.shards import shard_statistics
 
+    for a in accs:
+        a.configure(a.budget, None)  # the driver's spill folder is not this worker's
     part, n = shard_statistics(src, accs, input_format=input_format, batch_bytes=batch_bytes)
-    return src, part, n
+    if not parts:
+        return src, part, n
+    splits = [a.split(parts) for a in part]
+    ranges = [[None if sp is None else sp[i] for sp in splits] for i in range(parts)]
+    return ((src, part, n), *ranges)
+
+
+def _reduce_task(accs: list[Any], index: int, fault: tuple[int, str] | None,
+                 *shard_ranges: list[Any]) -> list[Any]:
+    """Key range ``index`` of every shard, reduced per accumulator to its summary
+    (:meth:`divmeter.engine.corpus.stats.Accumulator.reduce_part`); ``None`` for an accumulator
+    with nothing partitioned. ``fault`` is a test hook (see :func:`score_corpus_ray`)."""
+    if fault is not None and fault[0] == index:
+        _kill_once(fault[1])
+    out: list[Any] = []
+    for j, acc in enumerate(accs):
+        parts = [r[j] for r in shard_ranges if r[j] is not None]
+        if not parts:
+            out.append(None)
+            continue
+        empty = acc.spawn()
+        empty.configure(acc.budget, None)
+        out.append(empty.reduce_part(parts))
+    return out
+
+
+class CorpusPass:
+    """One pass of corpus statistics over ``shards`` on Ray (:func:`corpus_pass`).
+
+    Iterating gives ``(shard, accumulators, n)`` per shard in the order the shard tasks finish
+    (Ray retries a task whose worker died); those accumulators carry only their scalar counts
+    when their statistics are partitioned: each shard task cuts its n-gram tables into
+    ``partitions`` key ranges left in Ray's object store, and :meth:`reduce` runs one task per
+    key range that merges that range of every shard and returns its summary (count spectra, or
+    the frozen records a second pass looks up), so the driver receives per-range totals, never
+    the tables. The summaries are exact and disjoint, so the result is the local run's, bit for
+    bit."""
+
+    def __init__(self, shards: Sequence[str], accs: Sequence[Any], *, input_format: str | None,
+                 batch_bytes: int, address: str | None = None, partitions: int | None = None,
+                 fault: tuple[int, str] | None = None) -> None:
+        from divmeter.engine.corpus.stats import Accumulator
+
+        ray = init(address)
+        self.ray = ray
+        splittable = any(type(a).split is not Accumulator.split for a in accs)
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        self.parts = 0 if not splittable else (partitions or max(2, cpus))
+        self.fault = fault
+        self.base = ray.put(list(accs))
+        self.n_accs = len(accs)
+        task = ray.remote(max_retries=3, num_returns=1 + self.parts)(_shard_task)
+        paths = [os.path.abspath(s) if os.path.exists(s) else s for s in shards]
+        self.names = dict(zip(paths, shards, strict=True))
+        self.refs: list[Any] = []
+        for src in paths:
+            got = task.remote(src, self.base, input_format, batch_bytes, self.parts)
+            self.refs.append(got if self.parts else [got])
+
+    def __iter__(self) -> Iterator[tuple[str, list[Any], int]]:
+        ray = self.ray
+        pending = [r[0] for r in self.refs]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            try:
+                src, part, n = ray.get(done[0])
+            except ray.exceptions.RayTaskError as exc:
+                _stop(ray, pending)
+                raise _task_cause(exc) from None
+            yield self.names[src], part, n
+
+    def reduce(self) -> list[list[Any] | None]:
+        """Per accumulator, the summaries of every key range in range order (``None`` where
+        nothing was partitioned)."""
+        if not self.parts:
+            return [None] * self.n_accs
+        ray = self.ray
+        task = ray.remote(max_retries=3)(_reduce_task)
+        refs = [task.remote(self.base, i, self.fault, *[r[1 + i] for r in self.refs])
+                for i in range(self.parts)]
+        try:
+            by_range = ray.get(refs)
+        except ray.exceptions.RayTaskError as exc:
+            raise _task_cause(exc) from None
+        self.refs = []
+        out: list[list[Any] | None] = []
+        for j in range(self.n_accs):
+            col = [by_range[i][j] for i in range(self.parts)]
+            out.append(None if all(c is None for c in col) else col)
+        return out
 
 
 def corpus_pass(
@@ -109,24 +207,13 @@ def corpus_pass(
     input_format: str | None = None,
     batch_bytes: int,
     address: str | None = None,
-) -> Iterator[tuple[str, list[Any], int]]:
-    """One pass of corpus statistics over ``shards`` on Ray: ``(shard, accumulators, n)`` per
-    shard, in the order they finish (Ray retries a task whose worker died)."""
-    ray = init(address)
-    task = ray.remote(max_retries=3)(_shard_task)
-    base = ray.put(list(accs))
-    pending = [task.remote(os.path.abspath(s) if os.path.exists(s) else s, base,
-                           input_format, batch_bytes) for s in shards]
-    names = dict(zip([os.path.abspath(s) if os.path.exists(s) else s for s in shards],
-                     shards, strict=True))
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        try:
-            src, part, n = ray.get(done[0])
-        except ray.exceptions.RayTaskError as exc:
-            _stop(ray, pending)
-            raise _task_cause(exc) from None
-        yield names[src], part, n
+    partitions: int | None = None,
+    fault: tuple[int, str] | None = None,
+) -> CorpusPass:
+    """One pass of corpus statistics over ``shards`` on Ray: a :class:`CorpusPass` (iterate it
+    for the shards' accumulators, then :meth:`CorpusPass.reduce` for the key ranges)."""
+    return CorpusPass(shards, accs, input_format=input_format, batch_bytes=batch_bytes,
+                      address=address, partitions=partitions, fault=fault)
 
 
 def _task_cause(exc: Exception) -> Exception:
@@ -150,15 +237,21 @@ def _stop(ray: Any, pending: list[Any]) -> None:
 
 
 def score_corpus_ray(inputs: Sequence[str | os.PathLike[str]], metrics: Sequence[MetricArg], *,
-                     address: str | None = None, **options: Any) -> Any:
-    """:func:`divmeter.engine.corpus.run.score_corpus` with each shard's statistics computed by a Ray
-    task (:func:`corpus_pass`): the same records as the local run.
+                     address: str | None = None, partitions: int | None = None,
+                     fault: tuple[int, str] | None = None, **options: Any) -> Any:
+    """:func:`divmeter.engine.corpus.run.score_corpus` on a Ray cluster (:class:`CorpusPass`):
+    one task per shard computes its statistics; n-gram tables are cut by key range and reduced
+    by one task per range, in parallel, the driver receiving only each range's totals. The
+    same records as the local run, bit for bit.
 
     Args:
         inputs: The shard files.
         metrics: ``"name[:k=v,...]"`` strings or ``(name, params)`` pairs.
         address: Ray cluster (``None``: start or reuse a local one; ``"auto"``,
             ``"ray://host:port"``).
+        partitions: Key ranges reduced in parallel (default: the cluster's CPUs, at least 2).
+        fault: Test hook: ``(range, marker_path)`` makes the first task reducing that key
+            range exit abruptly (once, across the cluster); Ray retries it.
         **options: ``input_format``, ``memory_budget_mb``, ``checkpoint``, ``progress``.
 
     Returns:
@@ -168,9 +261,8 @@ def score_corpus_ray(inputs: Sequence[str | os.PathLike[str]], metrics: Sequence
 
     from divmeter.engine.corpus.run import score_corpus
 
-    return score_corpus(inputs, metrics, shard_pass=functools.partial(corpus_pass,
-                                                                      address=address),
-                        **options)
+    return score_corpus(inputs, metrics, shard_pass=functools.partial(
+        corpus_pass, address=address, partitions=partitions, fault=fault), **options)
 
 
 class _ChunkScorer:

@@ -38,7 +38,6 @@ FAMILY_MODULES: tuple[str, ...] = (
     "divmeter.metrics.overlap",
     "divmeter.metrics.vendi",
     "divmeter.metrics.richness",
-    "divmeter.metrics.indices",
     "divmeter.metrics.embedding",
     "divmeter.metrics.geometry",
     "divmeter.metrics.cdm",

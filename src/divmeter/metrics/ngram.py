@@ -30,11 +30,24 @@ import math
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from divmeter.engine.corpus.stats import Accumulator, ExactSum, TwoPass
+from divmeter.engine.corpus.stats import Accumulator, TwoPass
+from divmeter.inputs.text.keys import KEY_SCHEME
+from divmeter.inputs.text.sketch import LABEL as SKETCH_LABEL
+from divmeter.inputs.text.sketch import RSE as SKETCH_RSE
+from divmeter.inputs.text.sketch import HyperLogLog
+from divmeter.inputs.text.table import (
+    COUNT,
+    DOCS,
+    FrozenRun,
+    NgramTable,
+    hashed_chunks,
+    order_keys,
+)
 from divmeter.inputs.data.model import as_texts
 from divmeter.core.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
@@ -84,6 +97,12 @@ ORDERS: dict[str, Param] = {
                    doc="highest n-gram order when n is None (not with n)",
                    relation=_n_max_conflict),
 }
+#: ``approx`` of the metrics that need only distinct and total n-gram counts (distinct-n, EAD,
+#: n-gram diversity): ``None`` (exact) or ``hll`` (distinct counts from a HyperLogLog sketch:
+#: constant memory, relative standard error in the signature).
+APPROX = Param(str, choices=("hll",), allow_none=True, default=None,
+               doc="None: exact counts; hll: distinct n-grams from a HyperLogLog sketch "
+               "(16 KiB per order, relative standard error 0.81%)", alternative="hll")
 LI2016 = "Li et al. 2016, A Diversity-Promoting Objective Function for Neural Conversation Models"
 LIU2022 = "Liu et al. 2022, Rethinking and Refining the Distinct Metric (ACL)"
 KIRK2023 = "Kirk et al. 2023, Understanding the Effects of RLHF on LLM Generalisation and Diversity"
@@ -116,6 +135,31 @@ def _orders(metric: str, n: int | None, n_max: int) -> tuple[list[int], str, str
         return [k], str(k), None
     check_int(n_max, "n_max", metric, maximum=MAX_ORDER)
     return list(range(1, n_max + 1)), f"1..{n_max}", "mean"
+
+
+def _approx_fields(approx: str | None, metric: str) -> dict[str, str | None]:
+    """The signature fields of ``approx``: the sketch, its relative standard error and the key
+    scheme it hashes (none for exact counts)."""
+    if approx is None:
+        return {}
+    check_choice(approx, "approx", metric, ("hll",))
+    return {"approx": SKETCH_LABEL, "rse": f"{SKETCH_RSE:.4f}", "key": KEY_SCHEME}
+
+
+def _sketch_stats(texts: Sequence[str], tok: Tokenizer, orders: Sequence[int]
+                  ) -> tuple[dict[int, HyperLogLog], dict[int, int], int]:
+    """The HyperLogLog sketch of each order's n-gram keys over ``texts``, the exact number of
+    n-gram occurrences of each order, and the token count (the statistics of ``approx=hll``,
+    for one set and for a corpus alike)."""
+    sketches = {n: HyperLogLog() for n in orders}
+    totals = dict.fromkeys(orders, 0)
+    tokens = 0
+    for chunk in hashed_chunks(texts, tok):
+        tokens += int(chunk.ids.size)
+        for n, hi, lo, _ in order_keys(chunk, orders):
+            sketches[n].add(hi, lo)
+            totals[n] += int(hi.size)
+    return sketches, totals, tokens
 
 
 def _beyond_longest(text_sets: Sequence[Sequence[str]], tok: Tokenizer, n: int, metric: str,
@@ -206,73 +250,159 @@ def _sep_label(separator: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# the corpus accumulator of the pooled-count metrics (distinct-n, entropy-n, EAD, n-gram diversity)
+# the pooled-count metrics' statistics and finishing (one formula for sets and corpora)
+#
+# Per order, distinct-n, entropy-n, EAD and n-gram diversity are functions of three numbers: the
+# distinct n-grams, the n-gram occurrences and ``sum c ln c`` over the n-grams' counts ``c``,
+# all three functions of the count spectrum (how many n-grams occur ``c`` times). The many-set
+# kernels get them from one sort per order (:func:`_pooled_set_stats`); corpus mode from the
+# merged :class:`divmeter.inputs.text.table.NgramTable` (:meth:`PooledCounts.result`); both
+# finish with :func:`_finish_rows`.
+
+
+def _xlogx_spectrum(values: Sequence[int], mult: Sequence[int]) -> float:
+    """``sum c ln c`` from a count spectrum (count ``values`` in increasing order, each with
+    its multiplicity): ``h_v * (v ln v)`` added by increasing ``v`` (counts of 1 add 0), the
+    canonical order of :func:`_xlogx_sums`."""
+    acc = 0.0
+    for v, h in zip(values, mult, strict=True):
+        if v > 1:
+            acc += h * (v * math.log(v))
+    return acc
+
+
+def _finish_rows(rows: list[list[float]], agg: str) -> list[float]:
+    """The head value of each row of per-order values: their mean (``np.mean`` of each row, as
+    one reshape reduces it) or their sum."""
+    if agg == "mean":
+        out: list[float] = np.array(rows, dtype=np.float64).reshape(
+            len(rows), len(rows[0]) if rows else 0).mean(axis=1).tolist()
+        return out
+    return [float(sum(r)) for r in rows]
+
+
+def _pooled_spec(name: str, p: dict[str, Any]
+                 ) -> tuple[Tokenizer, list[int], str, Callable[[int, int, float], float], str,
+                            bool]:
+    """``(tokenizer, orders, signature, per_order(distinct, total, sum c ln c), agg, xlogx)`` of
+    one of the pooled-count metrics with parameters ``p``."""
+    if name == "distinct-n":
+        tok, orders, sig = _distinct_setup(p["n"], p["n_max"], p["tokenizer"], p["lowercase"],
+                                           p.get("approx"))
+        return tok, orders, sig, _distinct_value, "mean", False
+    if name == "entropy-n":
+        tok, orders, b, sig = _entropy_setup(p["n"], p["n_max"], p["base"], p["tokenizer"],
+                                             p["lowercase"])
+        return tok, orders, sig, lambda _, t, s: _entropy_value(t, s, b), "mean", True
+    if name == "ead":
+        tok, orders, v, sig = _ead_setup(p["n"], p["n_max"], p["vocab_size"], p["tokenizer"],
+                                         p["lowercase"], p.get("approx"))
+        return tok, orders, sig, lambda u, t, _: _ead_one(u, t, v), "mean", False
+    tok, orders, sig = _ngram_diversity_setup(p["n_max"], p["tokenizer"], p["lowercase"],
+                                              p.get("approx"))
+    return tok, orders, sig, _distinct_value, "sum", False
+
+
+#: One order's corpus statistics: the count spectrum ``{count: n-grams with that count}``, the
+#: distinct n-grams and the occurrences.
+_Spectrum = tuple[dict[int, int], int, int]
 
 
 class PooledCounts(Accumulator):
-    """distinct-n, entropy-n, EAD and n-gram diversity: per order, the count of every n-gram
-    pooled over the corpus (n-grams never cross response boundaries), and the token total."""
+    """distinct-n, entropy-n, EAD and n-gram diversity in corpus mode: per order, the count of
+    every n-gram pooled over the corpus (n-grams never cross response boundaries) as an
+    :class:`divmeter.inputs.text.table.NgramTable` (24 bytes a distinct n-gram, spilled to
+    disk past the run's memory budget), and the token total. The value is finished from each
+    order's count spectrum with the per-set formula (:func:`_finish_rows`)."""
 
     def _setup(self) -> None:
-        p = self.params
-        if self.name == "distinct-n":
-            self.tok, self.orders, self.sig = _distinct_setup(
-                p["n"], p["n_max"], p["tokenizer"], p["lowercase"])
-            self._per_order = _distinct_value
-            self.agg, self.xlogx = "mean", False
-        elif self.name == "entropy-n":
-            self.tok, self.orders, b, self.sig = _entropy_setup(
-                p["n"], p["n_max"], p["base"], p["tokenizer"], p["lowercase"])
-            self._base = b
-            self.agg, self.xlogx = "mean", True
-        elif self.name == "ead":
-            self.tok, self.orders, self._v, self.sig = _ead_setup(
-                p["n"], p["n_max"], p["vocab_size"], p["tokenizer"], p["lowercase"])
-            self.agg, self.xlogx = "mean", False
-        else:  # ngram-diversity
-            self.tok, self.orders, self.sig = _ngram_diversity_setup(
-                p["n_max"], p["tokenizer"], p["lowercase"])
-            self._per_order = _distinct_value
-            self.agg, self.xlogx = "sum", False
+        (self.tok, self.orders, self.sig, self._per_order, self.agg,
+         self.xlogx) = _pooled_spec(self.name, self.params)
+        self.approx = self.params.get("approx")
 
     def _reset(self) -> None:
-        self.counts: dict[int, Counter[Any]] = {k: Counter() for k in self.orders}
+        self.table = NgramTable(self.orders, COUNT, self.budget, self.spill_dir)
         self.n_tokens = 0
+        self.spectra: dict[int, _Spectrum] | None = None
+        # approx=hll: one sketch and the exact occurrence count per order (constant memory)
+        self.sketches = {n: HyperLogLog() for n in self.orders} if self.approx else {}
+        self.totals = dict.fromkeys(self.orders, 0)
+
+    def _configure(self) -> None:
+        self.table.budget, self.table.spill_dir = self.budget, self.spill_dir
 
     def _add(self, texts: Sequence[str]) -> None:
-        for toks in self.tok.each(texts):
-            self.n_tokens += len(toks)
-            for k in self.orders:
-                self.counts[k].update(ngram_tuples(toks, k))
+        if self.approx:
+            sketches, totals, tokens = _sketch_stats(texts, self.tok, self.orders)
+            for n in self.orders:
+                self.sketches[n].merge(sketches[n])
+                self.totals[n] += totals[n]
+            self.n_tokens += tokens
+            return
+        before = self.table.tokens
+        self.table.add_texts(texts, self.tok)
+        self.n_tokens += self.table.tokens - before
 
     def _merge(self, other: PooledCounts) -> None:
         self.n_tokens += other.n_tokens
-        for k in self.orders:
-            self.counts[k].update(other.counts[k])
+        self.table.merge(other.table)
+        for n in self.orders:
+            if self.approx:
+                self.sketches[n].merge(other.sketches[n])
+            self.totals[n] += other.totals[n]
 
-    def _order_value(self, k: int) -> float:
-        c = self.counts[k]
-        unique, total = len(c), sum(c.values())
-        if self.name == "entropy-n":
-            # sum c ln c by increasing count value: the single-set branch of _xlogx_sums
-            acc = 0.0
-            for v, h in sorted(Counter(x for x in c.values() if x > 1).items()):
-                acc += h * (v * math.log(v))
-            return _entropy_value(total, acc, self._base)
-        if self.name == "ead":
-            return _ead_one(unique, total, self._v)
-        return self._per_order(unique, total, 0.0)
+    def close(self) -> None:
+        self.table.close()
+
+    def split(self, parts: int) -> list[Any] | None:
+        if self.approx:
+            return None  # a sketch is a few KiB: merged on the driver
+        out: list[Any] = self.table.split(parts)
+        self.table.close()
+        self.table = NgramTable(self.orders, COUNT, self.budget, self.spill_dir)
+        return out
+
+    def reduce_part(self, parts: Sequence[Any]) -> Any:
+        t = NgramTable(self.orders, COUNT, self.budget, self.spill_dir)
+        for part in parts:
+            t.merge(part)
+        try:
+            return {n: t.spectrum(n) for n in self.orders}
+        finally:
+            t.close()
+
+    def absorb(self, summaries: Sequence[Any]) -> None:
+        spectra: dict[int, _Spectrum] = {}
+        for n in self.orders:
+            spec: dict[int, int] = {}
+            distinct = total = 0
+            for summary in summaries:
+                s, d, t = summary[n]
+                for v, m in s.items():
+                    spec[v] = spec.get(v, 0) + m
+                distinct += d
+                total += t
+            spectra[n] = (spec, distinct, total)
+        self.spectra = spectra
 
     def result(self) -> MetricResult:
         if self.n_responses == 0:
             return undefined(self.name, self.sig, "empty set")
         if self.n_tokens == 0:
             return undefined(self.name, self.sig, "no tokens in any response")
-        row = [self._order_value(k) for k in self.orders]
-        if self.agg == "mean":
-            head = float(np.array([row], dtype=np.float64).mean(axis=1)[0])
-        else:
-            head = float(sum(row))
+        if self.approx:
+            row = [self._per_order(self.sketches[n].estimate(), self.totals[n], 0.0)  # type: ignore[arg-type]
+                   for n in self.orders]
+            return MetricResult(self.name, _finish_rows([row], self.agg)[0], self.sig,
+                                details={"per_n": dict(zip(self.orders, row, strict=True))})
+        spectra = self.spectra or {n: self.table.spectrum(n) for n in self.orders}
+        row = []
+        for n in self.orders:
+            spec, distinct, total = spectra[n]
+            vals = sorted(spec)
+            s = _xlogx_spectrum(vals, [spec[v] for v in vals]) if self.xlogx else 0.0
+            row.append(self._per_order(distinct, total, s))
+        head = _finish_rows([row], self.agg)[0]
         return MetricResult(self.name, head, self.sig,
                             details={"per_n": dict(zip(self.orders, row, strict=True))})
 
@@ -287,11 +417,12 @@ def _register(name: str, **info: Any) -> Callable[[Callable[..., Any]], Callable
     return register(name, family="form", **info)
 
 
-def _distinct_setup(n: int | None, n_max: int, tokenizer: str, lowercase: bool
-                    ) -> tuple[Tokenizer, list[int], str]:
+def _distinct_setup(n: int | None, n_max: int, tokenizer: str, lowercase: bool,
+                    approx: str | None = None) -> tuple[Tokenizer, list[int], str]:
     tok = get_tokenizer(tokenizer, lowercase)
     orders, n_label, avg = _orders("distinct-n", n, n_max)
-    sig = make_signature("distinct-n", n=n_label, avg=avg, tok=tok.name, case=tok.case)
+    sig = make_signature("distinct-n", n=n_label, avg=avg, **_approx_fields(approx, "distinct-n"),
+                         tok=tok.name, case=tok.case)
     return tok, orders, sig
 
 
@@ -302,7 +433,7 @@ def _distinct_setup(n: int | None, n_max: int, tokenizer: str, lowercase: bool
     bounds=(0.0, 1.0),
     citation=f"{LI2016}; averaged over n=1..5 as in {TEVET}",
     params={**ORDERS,
-            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
+            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE, "approx": APPROX},
     description="Unique n-grams / all n-grams pooled over the set; mean over n=1..n_max "
     "unless `n` is given",
     corpus=PooledCounts,
@@ -314,6 +445,7 @@ def distinct_n(
     n_max: int = 5,
     tokenizer: str = "tevet",
     lowercase: bool = False,
+    approx: str | None = None,
 ) -> MetricResult:
     """Distinct-n: unique n-grams over all n-grams, pooled over the whole set.
 
@@ -327,6 +459,10 @@ def distinct_n(
         n_max: Highest order averaged when ``n`` is ``None``.
         tokenizer: ``tevet``, ``whitespace`` or ``word``.
         lowercase: Lowercase before tokenizing.
+        approx: ``None`` (exact) or ``"hll"``: the distinct n-grams of each order estimated
+            by a HyperLogLog sketch of their 128-bit keys (:mod:`divmeter.inputs.text.sketch`:
+            16 KiB per order whatever the corpus, relative standard error 0.81%, written in
+            the signature); the n-gram totals stay exact.
 
     Returns:
         MetricResult with ``details["per_n"]`` (distinct-k for each k averaged). ``value`` is
@@ -340,7 +476,7 @@ def distinct_n(
     """
     texts = as_texts(responses)
     return distinct_n_many([texts], n=n, n_max=n_max, tokenizer=tokenizer,
-                           lowercase=lowercase)[0]
+                           lowercase=lowercase, approx=approx)[0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -372,11 +508,8 @@ def _xlogx_sums(group: np.ndarray, counts: np.ndarray, n_groups: int) -> np.ndar
     if c.size == 0:
         return np.zeros(n_groups)
     if n_groups == 1:  # small-input branch: the same sum, term by term, without the pairing
-        acc = 0.0
         vals, mult = np.unique(c, return_counts=True)
-        for v, h in zip(vals.tolist(), mult.tolist(), strict=True):
-            acc += h * (v * math.log(v))
-        return np.array([acc])
+        return np.array([_xlogx_spectrum(vals.tolist(), mult.tolist())])
     g = group[sel]
     m = int(c.max()) + 1
     pair, h = np.unique(g * m + c, return_counts=True)  # sorted by (group, count value)
@@ -461,12 +594,13 @@ def entropy_n(
 # expectation-adjusted distinct
 
 
-def _ead_setup(n: int | None, n_max: int, vocab_size: int, tokenizer: str, lowercase: bool
-               ) -> tuple[Tokenizer, list[int], int, str]:
+def _ead_setup(n: int | None, n_max: int, vocab_size: int, tokenizer: str, lowercase: bool,
+               approx: str | None = None) -> tuple[Tokenizer, list[int], int, str]:
     tok = get_tokenizer(tokenizer, lowercase)
     orders, n_label, avg = _orders("ead", n, n_max)
     v = check_int(vocab_size, "vocab_size", "ead")
-    sig = make_signature("ead", n=n_label, avg=avg, V=v, tok=tok.name, case=tok.case)
+    sig = make_signature("ead", n=n_label, avg=avg, V=v, **_approx_fields(approx, "ead"),
+                         tok=tok.name, case=tok.case)
     return tok, orders, v, sig
 
 
@@ -488,7 +622,7 @@ def _ead_one(unique: int, total: int, v: int) -> float:
     params={**ORDERS,
             "vocab_size": Param(int, ge=1, cap=10**12, default=GPT2_VOCAB,
                                  doc="vocabulary size V"),
-            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
+            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE, "approx": APPROX},
     description="Expectation-adjusted distinct: unique n-grams / V(1-((V-1)/V)^C); mean over "
     "n=1..n_max unless `n` is given",
     corpus=PooledCounts,
@@ -501,6 +635,7 @@ def ead(
     vocab_size: int = GPT2_VOCAB,
     tokenizer: str = "tevet",
     lowercase: bool = False,
+    approx: str | None = None,
 ) -> MetricResult:
     """Expectation-adjusted distinct n-grams (EAD, Liu et al. 2022).
 
@@ -525,6 +660,8 @@ def ead(
         vocab_size: ``V``, the vocabulary size of the expectation.
         tokenizer: ``tevet``, ``whitespace`` or ``word``.
         lowercase: Lowercase before tokenizing.
+        approx: ``None`` (exact) or ``"hll"`` (distinct n-grams from a HyperLogLog sketch;
+            see :func:`distinct_n`).
 
     Returns:
         MetricResult with ``details["per_n"]``. ``value`` is ``None`` for an empty set or a set
@@ -541,7 +678,7 @@ def ead(
     """
     texts = as_texts(responses)
     return ead_many([texts], n=n, n_max=n_max, vocab_size=vocab_size, tokenizer=tokenizer,
-                    lowercase=lowercase)[0]
+                    lowercase=lowercase, approx=approx)[0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -752,11 +889,12 @@ def _cosine_one_set(texts: Sequence[str], tok: Tokenizer, orders: Sequence[int],
 # n-gram diversity score (Shaib et al. 2024)
 
 
-def _ngram_diversity_setup(n_max: int, tokenizer: str, lowercase: bool
-                           ) -> tuple[Tokenizer, list[int], str]:
+def _ngram_diversity_setup(n_max: int, tokenizer: str, lowercase: bool,
+                           approx: str | None = None) -> tuple[Tokenizer, list[int], str]:
     tok = get_tokenizer(tokenizer, lowercase)
     n_max = check_int(n_max, "n_max", "ngram-diversity", maximum=MAX_ORDER)
-    sig = make_signature("ngram-diversity", n=f"1..{n_max}", agg="sum", tok=tok.name,
+    sig = make_signature("ngram-diversity", n=f"1..{n_max}", agg="sum",
+                         **_approx_fields(approx, "ngram-diversity"), tok=tok.name,
                          case=tok.case)
     return tok, list(range(1, n_max + 1)), sig
 
@@ -769,7 +907,8 @@ def _ngram_diversity_setup(n_max: int, tokenizer: str, lowercase: bool
     citation=f"{SHAIB2024} (NGD; `diversity` package's ngram_diversity_score)",
     params={"n_max": Param(int, ge=1, le=MAX_ORDER, default=4,
                            doc="sum over n-gram orders 1..n_max"),
-            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
+            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE,
+            "approx": APPROX},
     description="N-gram diversity score: sum over n=1..n_max of unique/total n-grams, "
     "n-grams not crossing response boundaries",
     corpus=PooledCounts,
@@ -780,6 +919,7 @@ def ngram_diversity(
     n_max: int = 4,
     tokenizer: str = "whitespace",
     lowercase: bool = False,
+    approx: str | None = None,
 ) -> MetricResult:
     """N-gram diversity score (NGD, Shaib et al. 2024): ``sum_{n=1}^{N} unique_n / total_n``.
 
@@ -799,6 +939,8 @@ def ngram_diversity(
         n_max: ``N``, the highest order summed.
         tokenizer: ``whitespace`` (default), ``tevet`` or ``word``.
         lowercase: Lowercase before tokenizing.
+        approx: ``None`` (exact) or ``"hll"`` (distinct n-grams from a HyperLogLog sketch;
+            see :func:`distinct_n`).
 
     Returns:
         MetricResult with ``details["per_n"]`` (unique/total per order). ``value`` is ``None``
@@ -821,7 +963,7 @@ def ngram_diversity(
     """
     texts = as_texts(responses)
     return ngram_diversity_many([texts], n_max=n_max, tokenizer=tokenizer,
-                                lowercase=lowercase)[0]
+                                lowercase=lowercase, approx=approx)[0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -946,37 +1088,96 @@ def _log1p_ints(x: np.ndarray) -> np.ndarray:
     return out
 
 
+def exact_weighted_log1p(counts: dict[int, int]) -> float:
+    """``sum_s h_s * ln(1 + s)`` over a spectrum ``{s: h_s}`` of integers, exactly, rounded
+    once (the correctly rounded sum of every term, as :class:`ExactSum` of the terms one by one
+    gives it, in any order)."""
+    total = Fraction(0)
+    for s, h in counts.items():
+        if s:
+            total += Fraction(math.log1p(float(s))) * h
+    return float(total)
+
+
 class SelfRepetition(TwoPass):
-    """Self-repetition in two passes: document frequencies, then each response's
-    ``ln(1 + s_d)`` against the merged frequencies (an :class:`ExactSum` of them)."""
+    """Self-repetition in two passes. Pass 1: each n-gram's document frequency (an
+    :class:`divmeter.inputs.text.table.NgramTable` of responses holding it, spilled past the
+    memory budget), frozen as the n-grams of two or more responses (only they add to any
+    ``s_d``). Pass 2: each response's ``s_d`` against it, kept as the spectrum ``{s_d:
+    responses}``; the value is ``sum ln(1 + s_d)`` over it, exactly rounded, over the responses."""
 
     def _setup(self) -> None:
         p = self.params
         self.tok, self.n, self.sig = _self_repetition_setup(
             p["n"], p["tokenizer"], p["lowercase"])
-        self.df: Counter[Any] = Counter()
+        self.frozen: FrozenRun | None = None
+        self.owns_frozen = False
         self.n_docs = 0
 
     def _reset(self) -> None:
         if self.pass_ == 0:
-            self.df = Counter()
-        self.total = ExactSum()
+            self.table = NgramTable((self.n,), DOCS, self.budget, self.spill_dir)
+            self.frozen = None
+        self.s_counts: dict[int, int] = {}
+
+    def _configure(self) -> None:
+        self.table.budget, self.table.spill_dir = self.budget, self.spill_dir
 
     def _add(self, texts: Sequence[str]) -> None:
-        for toks in self.tok.each(texts):
-            grams = set(ngram_tuples(toks, self.n))
-            if self.pass_ == 0:
-                self.df.update(grams)
-            else:
-                df = self.df
-                s = sum(df[g] for g in grams) - len(grams)
-                self.total.add(math.log1p(float(s)))
+        if self.pass_ == 0:
+            self.table.add_texts(texts, self.tok)
+            return
+        frozen = self.frozen
+        assert frozen is not None  # set by next_pass
+        for chunk in hashed_chunks(texts, self.tok):
+            s = np.zeros(chunk.lengths.size, np.int64)
+            for _, hi, lo, doc in order_keys(chunk, (self.n,)):
+                s = frozen.doc_sums(hi, lo, doc, chunk.lengths.size, DOCS)
+            _add_spectrum(self.s_counts, s)
 
     def _merge(self, other: SelfRepetition) -> None:
         if self.pass_ == 0:
-            self.df.update(other.df)
+            self.table.merge(other.table)
         else:
-            self.total.merge(other.total)
+            for v, h in other.s_counts.items():
+                self.s_counts[v] = self.s_counts.get(v, 0) + h
+
+    def _freeze(self) -> None:
+        if self.frozen is None:
+            self.frozen = self.table.frozen(self.n)
+        self.table.close()
+        self.owns_frozen = True
+
+    def spawn(self) -> SelfRepetition:
+        new: SelfRepetition = super().spawn()  # type: ignore[assignment]
+        new.owns_frozen = False  # shards read the run's frozen table; the run closes it
+        return new
+
+    def close(self) -> None:
+        self.table.close()
+        if self.frozen is not None and getattr(self, "owns_frozen", False):
+            self.frozen.close()
+
+    def split(self, parts: int) -> list[Any] | None:
+        if self.pass_ != 0:
+            return None
+        out: list[Any] = self.table.split(parts)
+        self.table.close()
+        self.table = NgramTable((self.n,), DOCS, self.budget, self.spill_dir)
+        return out
+
+    def reduce_part(self, parts: Sequence[Any]) -> Any:
+        t = NgramTable((self.n,), DOCS, self.budget, self.spill_dir)
+        for part in parts:
+            t.merge(part)
+        try:
+            return np.asarray(t.frozen(self.n).run).copy()
+        finally:
+            t.close()
+
+    def absorb(self, summaries: Sequence[Any]) -> None:
+        self.frozen = FrozenRun(np.concatenate([np.asarray(x) for x in summaries], axis=1))
+        self.owns_frozen = True
 
     def result(self) -> MetricResult:
         if self.n_docs == 0:
@@ -984,8 +1185,15 @@ class SelfRepetition(TwoPass):
         if self.n_docs == 1:
             return undefined(self.name, self.sig,
                              "needs at least 2 responses (repetition across responses); got 1")
-        return MetricResult(self.name, self.total.value() / self.n_docs, self.sig,
-                            details={"n_responses": self.n_docs})
+        return MetricResult(self.name, exact_weighted_log1p(self.s_counts) / self.n_docs,
+                            self.sig, details={"n_responses": self.n_docs})
+
+
+def _add_spectrum(spec: dict[int, int], values: np.ndarray) -> None:
+    """Count each value of ``values`` (integers) into ``spec``."""
+    vals, mult = np.unique(values, return_counts=True)
+    for v, h in zip(vals.tolist(), mult.tolist(), strict=True):
+        spec[v] = spec.get(v, 0) + h
 
 
 @_register(
@@ -1130,13 +1338,17 @@ def _pooled_many(
     per_order: Callable[[int, int, float], float],
     agg: str,
     xlogx: bool,
+    approx: str | None = None,
 ) -> list[MetricResult]:
     """The kernel of the pooled-count metrics (distinct-n, entropy-n, EAD, n-gram diversity):
     ``per_order(distinct, total, sum c ln c)`` gives one order's value, ``agg`` (``mean`` or
-    ``sum``) combines the orders."""
+    ``sum``) combines the orders; with ``approx``, each set's distinct counts come from its
+    sketch (:func:`_sketch_stats`, as in corpus mode)."""
     results: list[MetricResult | None] = [None] * len(text_sets)
     if len(orders) == 1 and _beyond_longest(text_sets, tok, orders[0], metric, sig, results):
         return results  # type: ignore[return-value]
+    if approx is not None:
+        return _sketched_many(text_sets, metric, tok, orders, sig, per_order, agg, results)
     st = _encode_sets(text_sets, tok, max(orders))
     n_tok = st.n_tokens().tolist()
     for i, (k, t) in enumerate(zip(st.n_texts.tolist(), n_tok, strict=True)):
@@ -1152,16 +1364,32 @@ def _pooled_many(
         cols = [stats[k] for k in orders]
         rows = [[per_order(d[j], t[j], 0.0 if s is None else s[j]) for d, t, s in cols]
                 for j in range(b - a)]
-        if agg == "mean":
-            values = np.array(rows, dtype=np.float64).reshape(b - a, len(orders))
-            heads = values.mean(axis=1).tolist()  # == np.mean(row) for each row
-        else:
-            heads = [float(sum(r)) for r in rows]
+        heads = _finish_rows(rows, agg)  # == np.mean(row) (or the sum) of each row
         for j, (row, head) in enumerate(zip(rows, heads, strict=True)):
             if results[a + j] is None:
                 results[a + j] = MetricResult(metric, head, sig,
                                               details={"per_n": dict(zip(orders, row,
                                                                          strict=True))})
+    return results  # type: ignore[return-value]
+
+
+def _sketched_many(text_sets: Sequence[Sequence[str]], metric: str, tok: Tokenizer,
+                   orders: list[int], sig: str, per_order: Callable[[Any, int, float], float],
+                   agg: str, results: list[MetricResult | None]) -> list[MetricResult]:
+    """:func:`_pooled_many` with ``approx=hll``: each set's sketch, one set at a time."""
+    for i, texts in enumerate(text_sets):
+        if results[i] is not None:
+            continue
+        if not texts:
+            results[i] = undefined(metric, sig, "empty set")
+            continue
+        sketches, totals, tokens = _sketch_stats(texts, tok, orders)
+        if tokens == 0:
+            results[i] = undefined(metric, sig, "no tokens in any response")
+            continue
+        row = [per_order(sketches[n].estimate(), totals[n], 0.0) for n in orders]
+        results[i] = MetricResult(metric, _finish_rows([row], agg)[0], sig,
+                                  details={"per_n": dict(zip(orders, row, strict=True))})
     return results  # type: ignore[return-value]
 
 
@@ -1173,6 +1401,7 @@ def distinct_n_many(
     n_max: int = 5,
     tokenizer: str = "tevet",
     lowercase: bool = False,
+    approx: str | None = None,
 ) -> list[MetricResult]:
     """The kernel of :func:`distinct_n` (same parameters): one result per set of ``text_sets``
     (validated lists or tuples of strings), as ``distinct_n(set)``.
@@ -1181,10 +1410,10 @@ def distinct_n_many(
         >>> [r.value for r in distinct_n_many([["a b a b", "a b c"], []], n=2)]
         [0.6, None]
     """
-    tok, orders, sig = _distinct_setup(n, n_max, tokenizer, lowercase)
+    tok, orders, sig = _distinct_setup(n, n_max, tokenizer, lowercase, approx)
     return _pooled_many(
         text_sets, metric="distinct-n", tok=tok, orders=orders, sig=sig,
-        per_order=_distinct_value, agg="mean", xlogx=False,
+        per_order=_distinct_value, agg="mean", xlogx=False, approx=approx,
     )
 
 
@@ -1221,6 +1450,7 @@ def ead_many(
     vocab_size: int = GPT2_VOCAB,
     tokenizer: str = "tevet",
     lowercase: bool = False,
+    approx: str | None = None,
 ) -> list[MetricResult]:
     """The kernel of :func:`ead` (same parameters): one result per set of ``text_sets``
     (validated lists or tuples of strings), as ``ead(set)``.
@@ -1229,10 +1459,10 @@ def ead_many(
         >>> [r.value for r in ead_many([["a b", "a c"], [""]], n=1, vocab_size=2)]
         [1.6, None]
     """
-    tok, orders, v, sig = _ead_setup(n, n_max, vocab_size, tokenizer, lowercase)
+    tok, orders, v, sig = _ead_setup(n, n_max, vocab_size, tokenizer, lowercase, approx)
     return _pooled_many(
         text_sets, metric="ead", tok=tok, orders=orders, sig=sig,
-        per_order=lambda u, t, _: _ead_one(u, t, v), agg="mean", xlogx=False,
+        per_order=lambda u, t, _: _ead_one(u, t, v), agg="mean", xlogx=False, approx=approx,
     )
 
 
@@ -1243,6 +1473,7 @@ def ngram_diversity_many(
     n_max: int = 4,
     tokenizer: str = "whitespace",
     lowercase: bool = False,
+    approx: str | None = None,
 ) -> list[MetricResult]:
     """The kernel of :func:`ngram_diversity` (same parameters): one result per set of ``text_sets``
     (validated lists or tuples of strings), as ``ngram_diversity(set)``.
@@ -1251,10 +1482,10 @@ def ngram_diversity_many(
         >>> [r.value for r in ngram_diversity_many([["a b a", "a b"]], n_max=2)]
         [1.0666666666666667]
     """
-    tok, orders, sig = _ngram_diversity_setup(n_max, tokenizer, lowercase)
+    tok, orders, sig = _ngram_diversity_setup(n_max, tokenizer, lowercase, approx)
     return _pooled_many(
         text_sets, metric="ngram-diversity", tok=tok, orders=orders, sig=sig,
-        per_order=_distinct_value, agg="sum", xlogx=False,
+        per_order=_distinct_value, agg="sum", xlogx=False, approx=approx,
     )
 
 

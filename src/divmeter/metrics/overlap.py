@@ -65,7 +65,15 @@ from divmeter.core.result import MetricResult, make_signature
 from divmeter.engine.corpus.stats import ExactSum, TwoPass
 from divmeter.engine.definition import Metric
 from divmeter.engine.public import public_function, register
-from divmeter.inputs.text import NgramIndex, get_tokenizer, ngram_tuples
+from divmeter.inputs.text import NgramIndex, get_tokenizer
+from divmeter.inputs.text.table import (
+    TOP2,
+    FrozenRun,
+    HashedChunk,
+    NgramTable,
+    hashed_chunks,
+    order_keys,
+)
 from divmeter.inputs.text.tokenize import porter_stem, rouge_tokenize, tokenize_13a
 from divmeter.metrics.reduce import mean_pairwise
 
@@ -290,24 +298,29 @@ def _pair_reason(n_texts: int, has_tokens: bool, what: str) -> str | None:
 class SelfBleuStats(TwoPass):
     """self-BLEU's corpus statistics, in two passes, read from the metric's resolved settings
     (order, variant, smoothing, tokenizer). Pass 1: for every n-gram (orders 1..n) the two
-    largest counts any single response has (a multiset top-two, merged exactly) and the
-    multiset of response lengths. Pass 2: each response's clipped matches against the best
-    *other* response (``min(c, top2 if c == top1 else top1)``), its totals and its closest
-    other length, summed as integers (corpus variant) or its sentence BLEU in an
-    :class:`ExactSum` (sentence variant); the value is the metric's arithmetic on those sums."""
+    largest counts any single response has (a multiset top-two, merged exactly), kept as an
+    :class:`divmeter.inputs.text.table.NgramTable` (spilled past the memory budget) and frozen
+    as the n-grams of two responses or more (the others clip to 0), and the multiset of
+    response lengths. Pass 2: each response's clipped matches against the best *other*
+    response (``min(c, top2 if c == top1 else top1)``), its totals and its closest other
+    length, summed as integers (corpus variant) or its sentence BLEU in an :class:`ExactSum`
+    (sentence variant); the value is the metric's arithmetic on those sums."""
 
     metric: SelfBleu
 
     def _setup(self) -> None:
         self.n = self.metric.n
-        self.top: dict[int, dict[Any, tuple[int, int]]] = {}
+        self.orders = tuple(range(1, self.n + 1))
+        self.frozen: dict[int, FrozenRun] | None = None
+        self.owns_frozen = False
         self.lengths: Counter[int] = Counter()
         self.n_docs = self.n_tokens = 0
         self._sorted: list[int] = []
 
     def _reset(self) -> None:
         if self.pass_ == 0:
-            self.top = {k: {} for k in range(1, self.n + 1)}
+            self.table = NgramTable(self.orders, TOP2, self.budget, self.spill_dir)
+            self.frozen = None
             self.lengths = Counter()
             self.n_tokens = 0
         self.matches = [0] * self.n
@@ -315,34 +328,31 @@ class SelfBleuStats(TwoPass):
         self.sys_len = self.ref_len = 0
         self.sentence = ExactSum()
 
+    def _configure(self) -> None:
+        self.table.budget, self.table.spill_dir = self.budget, self.spill_dir
+
     def _add(self, texts: Sequence[str]) -> None:
-        tokens = self.metric.tok.many(list(texts))
-        if self.pass_ == 0:
-            for toks in tokens:
-                self.lengths[len(toks)] += 1
-                self.n_tokens += len(toks)
-                for k in range(1, self.n + 1):
-                    table = self.top[k]
-                    for g, c in Counter(ngram_tuples(toks, k)).items():
-                        t = table.get(g)
-                        if t is None:
-                            table[g] = (c, 0)
-                        elif c > t[1]:  # the new count enters the top two
-                            table[g] = (c, t[0]) if c > t[0] else (t[0], c)
-            return
-        per = np.zeros((self.n, len(tokens)), dtype=np.int64)
-        tot = np.zeros((self.n, len(tokens)), dtype=np.int64)
-        lens = np.array([len(t) for t in tokens], dtype=np.int64)
-        closest = np.array([self._closest(int(v)) for v in lens], dtype=np.int64)
-        for i, toks in enumerate(tokens):
-            for k in range(1, self.n + 1):
-                table = self.top[k]
-                m = 0
-                for g, c in Counter(ngram_tuples(toks, k)).items():
-                    t1, t2 = table[g]
-                    m += min(c, t2 if c == t1 else t1)
-                per[k - 1, i] = m
-                tot[k - 1, i] = max(len(toks) - k + 1, 0)
+        for chunk in hashed_chunks(texts, self.metric.tok):
+            if self.pass_ == 0:
+                lens, mult = np.unique(chunk.lengths, return_counts=True)
+                self.lengths.update(dict(zip(lens.tolist(), mult.tolist(), strict=True)))
+                self.n_tokens += int(chunk.ids.size)
+                self.table.add_chunk(chunk)
+            else:
+                self._score(chunk)
+
+    def _score(self, chunk: HashedChunk) -> None:
+        frozen = self.frozen
+        assert frozen is not None  # set by next_pass
+        n_texts = chunk.lengths.size
+        per = np.zeros((self.n, n_texts), dtype=np.int64)
+        for k, hi, lo, doc in order_keys(chunk, self.orders):
+            per[k - 1] = frozen[k].doc_sums(hi, lo, doc, n_texts, TOP2)
+        lens = chunk.lengths.astype(np.int64)
+        tot = np.maximum(lens[None, :] - np.arange(self.n)[:, None], 0)
+        uniq, inv = np.unique(lens, return_inverse=True)
+        closest = np.array([self._closest(int(v)) for v in uniq.tolist()],
+                           dtype=np.int64)[inv.reshape(-1)]
         if self.metric.variant == "corpus":
             for k in range(self.n):
                 self.matches[k] += int(per[k].sum())
@@ -370,11 +380,7 @@ class SelfBleuStats(TwoPass):
         if self.pass_ == 0:
             self.lengths.update(other.lengths)
             self.n_tokens += other.n_tokens
-            for k in range(1, self.n + 1):
-                table = self.top[k]
-                for g, t in other.top[k].items():
-                    mine = table.get(g)
-                    table[g] = t if mine is None else _top2(mine, t)
+            self.table.merge(other.table)
             return
         self.matches = [a + b for a, b in zip(self.matches, other.matches, strict=True)]
         self.totals = [a + b for a, b in zip(self.totals, other.totals, strict=True)]
@@ -384,6 +390,43 @@ class SelfBleuStats(TwoPass):
 
     def _freeze(self) -> None:
         self._sorted = sorted(self.lengths)
+        if self.frozen is None:
+            self.frozen = {k: self.table.frozen(k) for k in self.orders}
+        self.table.close()
+        self.owns_frozen = True
+
+    def spawn(self) -> SelfBleuStats:
+        new: SelfBleuStats = super().spawn()  # type: ignore[assignment]
+        new.owns_frozen = False  # shards read the run's frozen tables; the run closes them
+        return new
+
+    def close(self) -> None:
+        self.table.close()
+        if self.frozen is not None and getattr(self, "owns_frozen", False):
+            for f in self.frozen.values():
+                f.close()
+
+    def split(self, parts: int) -> list[Any] | None:
+        if self.pass_ != 0:
+            return None
+        out: list[Any] = self.table.split(parts)
+        self.table.close()
+        self.table = NgramTable(self.orders, TOP2, self.budget, self.spill_dir)
+        return out
+
+    def reduce_part(self, parts: Sequence[Any]) -> Any:
+        t = NgramTable(self.orders, TOP2, self.budget, self.spill_dir)
+        for part in parts:
+            t.merge(part)
+        try:
+            return {k: np.asarray(t.frozen(k).run).copy() for k in self.orders}
+        finally:
+            t.close()
+
+    def absorb(self, summaries: Sequence[Any]) -> None:
+        self.frozen = {k: FrozenRun(np.concatenate([np.asarray(x[k]) for x in summaries],
+                                                    axis=1)) for k in self.orders}
+        self.owns_frozen = True
 
     def result(self) -> MetricResult:
         metric = self.metric
@@ -401,12 +444,6 @@ class SelfBleuStats(TwoPass):
         return metric.pack({"value": values, "matches": c_sum, "totals": t_sum,
                             "precisions": prec, "bp": bp, "sys_len": sys_len,
                             "ref_len": ref_len}, 0)
-
-
-def _top2(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
-    """The two largest of two top-two pairs (a multiset: ties keep both)."""
-    x = sorted((*a, *b), reverse=True)
-    return x[0], x[1]
 
 
 def _smooth_relation(smooth: Any, p: Mapping[str, Any]) -> str | None:

@@ -1,9 +1,14 @@
-"""Response-level, length-related lexical diversity (the PATTR paper's family).
+"""Response-level lexical diversity: TTR and its relatives, the PATTR paper's family, and the
+lexical richness indices of the anchor libraries (LexicalRichness, TAALED, lexical-diversity).
+One concern, one module (issue 32 merged the former ``metrics/indices.py`` in): every metric
+here is a function of each response's own tokens.
 
 Each metric scores every response on its own; the set's ``value`` is the mean over the responses
 on which the metric is defined, and ``details["per_response"]`` holds one float (or ``None``)
 per input response, in input order. A set where no response is defined gets ``value=None`` with
-a reason.
+a reason. Tokens default to ``tokenizer="whitespace"``, ``lowercase=False`` (the PATTR paper
+counts "whitespace-separated words" without lowercasing; the peers' own tokenizers differ, so
+parity is checked on the same token lists).
 
 * ``ttr``: types / tokens (Deshpande et al. 2025, eq. 4).
 * ``mattr``: moving-average TTR over windows of ``window`` tokens (Covington & McFall 2010).
@@ -15,33 +20,65 @@ a reason.
 * ``length``: response length in words or UTF-8 bytes (a length, not a diversity; for
   length-bias analyses).
 
-Tokens: the PATTR paper counts "whitespace-separated words" without lowercasing, so every metric
-here defaults to ``tokenizer="whitespace"``, ``lowercase=False``.
+The richness indices, with ``N`` tokens, ``V`` types and ``M2`` the sum over types of their
+squared counts:
 
-One kernel per metric, over many sets: ``ttr_many``, ``mattr_many``, ``pattr_many``,
-``response_compression_many``, ``mtld_many``, ``hdd_many`` and ``length_many`` score every
-response of every set together, then take each set's mean over its own responses; the
-single-set functions are these kernels on a batch of one. A response's value never depends on
-the other responses of the batch.
+=================  ===============================================  ==========================
+metric             value                                            original paper
+=================  ===============================================  ==========================
+``root-ttr``       Guiraud's R, ``V / sqrt(N)``                     Guiraud 1954
+``corrected-ttr``  Carroll's CTTR, ``V / sqrt(2N)``                 Carroll 1964
+``log-ttr``        Herdan's C, ``log V / log N``                    Herdan 1960
+``summer-s``       ``log log V / log log N``                        Somers 1966
+``dugast-u``       ``(log N)^2 / (log N - log V)``                  Dugast 1978
+``maas-a2``        ``(log N - log V) / (log N)^2``                  Maas 1972
+``maas-log-v0``    ``log V / sqrt(1 - (log V / log N)^2)``          Maas 1972
+``yule-k``         ``10^4 (M2 - N) / N^2``                          Yule 1944
+``yule-i``         ``V^2 / (M2 - V)``                               Yule 1944
+``herdan-vm``      ``sqrt(M2 / N^2 - 1 / V)``                       Herdan 1955
+``simpson-d``      ``(M2 - N) / (N (N - 1))``                       Simpson 1949
+``msttr``          mean TTR of consecutive segments                 Johnson 1944
+``vocd-d``         D of the TTR curve of random samples             McKee, Malvern & Richards
+                                                                    2000
+``mtld-ma-bi``     moving-average MTLD, forward and backward        McCarthy & Jarvis 2010;
+                                                                    Kyle et al. 2021
+``mtld-ma-wrap``   moving-average MTLD, wrapping around the text    McCarthy & Jarvis 2010;
+                                                                    Kyle et al. 2021
+=================  ===============================================  ==========================
 
-Speed: MATTR, MTLD and HD-D work on exact integer token keys of all responses at once
-(:class:`divmeter.inputs.text.TokenKeys`): one plain sort of ``hash32(key) << 32 | position`` (checked
-against the keys; an exact stable argsort on a collision) groups equal tokens in position order,
-which gives every token's previous and next occurrence in its response. With the default
-whitespace tokenizer the keys are made in numpy from the UTF-8 bytes, without Python string
-objects; other tokenizers (and rare inputs) go through ``encode_tokens``. TTR, PATTR and length
-are one ``str.split`` and one ``set`` per response, the floor in Python. With numba
-(``divmeter[fast]``, loaded once a process has tokenized 16M characters) TTR and MTLD run as
-compiled loops over the compiled tokenizer's ids (:func:`divmeter.inputs.text.intern.per_text`: types
-per response by a stamp per type; MTLD's factor rounds with the same float operations in the
-same order), and MATTR / HD-D get their keys from it: the same values, bit for bit.
+Where the libraries disagree, each definition is a named parameter value and the signature
+carries it: the log base of Maas, Dugast and Summer (``base``: lexicalrichness uses ``e``,
+TAALED and lexical-diversity ``10``), MSTTR's segments (``convention``), MTLD-MA's factor rule
+(``factor``, ``min_length``) and vocd-D's sampling (``sampling``, ``seed``).
+
+Kernels: one per metric, over many sets (``ttr_many``, ``root_ttr_many`` ...): every response
+of every set together, then each set's mean over its own responses; the single-set functions
+are these kernels on a batch of one, and a response's value never depends on the other
+responses (vocd-D's random stream included: it is derived from the seed and the response's own
+tokens).
+
+Speed: TTR, PATTR and the indices of ``N``, ``V`` and ``M2`` are formulas of one count pass
+(:func:`_counts`) that every one of them shares on a batch: the engine passes one immutable
+batch to every metric it scores, so ``divmeter score -m ttr -m root-ttr -m yule-k ...`` counts
+once. With numba (``divmeter[fast]``, loaded once a process has tokenized 16M characters) the
+pass is the compiled scan of :mod:`divmeter.inputs.text.jit` and its ``type_counts``; without
+it, the sorted token keys of :class:`divmeter.inputs.text.TokenKeys` (one plain sort of
+``hash32(key) << 32 | position``, checked against the keys). MATTR, MTLD, HD-D, MSTTR and
+MTLD-MA work on those keys too (each token's previous and next occurrence in its response); TTR
+and MTLD also have compiled loops, and vocd-D's sampling runs as one numpy pass over many
+samples or as a compiled loop (the same random numbers, the same counts). Every path gives the
+same values, bit for bit.
 """
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import math
-from collections.abc import Callable, Sequence
-from functools import lru_cache
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from functools import cache, lru_cache
 from itertools import chain
 from typing import Any
 
@@ -53,7 +90,7 @@ from divmeter.inputs.data.model import as_texts
 from divmeter.core.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.ngram import ALGORITHMS, _compressed_size
-from divmeter.core.params import LOWERCASE, Param, tokenizer_param
+from divmeter.core.params import LOWERCASE, Param, tokenizer_param, validate
 from divmeter.engine.public import register, register_batch
 from divmeter.core.result import MetricResult, make_signature
 from divmeter.inputs.text import Tokenizer, TokenKeys, get_tokenizer
@@ -63,7 +100,12 @@ from divmeter.inputs.text.intern import TokenIds, compiled, per_text
 #: :mod:`divmeter.inputs.text.intern`).
 _Encoded = TokenKeys
 
-__all__ = ["ttr", "mattr", "pattr", "response_compression", "mtld", "hdd", "length"]
+__all__ = [
+    "ttr", "mattr", "pattr", "response_compression", "mtld", "hdd", "length",
+    "root_ttr", "corrected_ttr", "log_ttr", "summer_s", "dugast_u", "maas_a2", "maas_log_v0",
+    "yule_k", "yule_i", "herdan_vm", "simpson_d", "msttr", "vocd_d", "mtld_ma_bi",
+    "mtld_ma_wrap",
+]
 
 PATTR_PAPER = (
     "Deshpande et al. 2025, A Penalty Goes a Long Way: Measuring Lexical Diversity in Synthetic "
@@ -92,11 +134,59 @@ _TOK = {"tokenizer": "whitespace", "lowercase": False}
 # shared plumbing
 
 
+#: The last batch flattened (:func:`_flatten`) and its result: an immutable batch (a tuple of
+#: tuples, as :func:`divmeter.engine.batch.evaluate` passes one batch to every metric) is
+#: flattened once, and the same list lets the metrics share their counts (:func:`_counts`).
+_LAST_FLAT: list[Any] = [None, None]
+
+
 def _flatten(text_sets: Sequence[Sequence[str]]) -> tuple[list[str], list[int]]:
     """Every set's responses in one list, and the number of responses of each set."""
+    if _LAST_FLAT[0] is text_sets:
+        out: tuple[list[str], list[int]] = _LAST_FLAT[1]
+        return out
     if len(text_sets) == 1:  # a batch of one: its list as it is
-        return list(text_sets[0]), [len(text_sets[0])]
-    return list(chain.from_iterable(text_sets)), [len(t) for t in text_sets]
+        out = list(text_sets[0]), [len(text_sets[0])]
+    else:
+        out = list(chain.from_iterable(text_sets)), [len(t) for t in text_sets]
+    if type(text_sets) is tuple and all(type(t) is tuple for t in text_sets):
+        _LAST_FLAT[:] = [text_sets, out]
+    return out
+
+
+#: The last counts per tokenizer, with the list of texts they are of (held, so that its
+#: identity stays unique): every index of one batch counts its tokens and types once.
+_LAST_COUNTS: dict[Tokenizer, tuple[list[str], np.ndarray]] = {}
+
+
+def _counts(texts: list[str], tok: Tokenizer) -> np.ndarray:
+    """``(N, V, M2)`` of every text as the rows of a ``(3, texts)`` int64 array: tokens, types
+    and the sum over types of their squared counts; one pass for every index that asks for
+    them on the same batch (the compiled kernel :func:`divmeter.inputs.text.jit.type_counts`
+    with numba, else the sorted keys of :class:`divmeter.inputs.text.TokenKeys`)."""
+    last = _LAST_COUNTS.get(tok)
+    if last is not None and last[0] is texts:
+        return last[1]
+    fast = per_text(texts, tok, _count_chunk)
+    if fast is not None:
+        out = np.ascontiguousarray(fast.T)
+    else:
+        enc = TokenKeys.from_texts(texts, tok)
+        doc, k = enc.type_counts()
+        out = np.empty((3, enc.n_docs), np.int64)
+        out[0] = enc.lengths
+        out[1] = np.bincount(doc, minlength=enc.n_docs)
+        # bincount sums in float64: exact while a response's M2 <= N^2 stays below 2**53
+        out[2] = np.bincount(doc, weights=k.astype(np.float64) ** 2, minlength=enc.n_docs)
+    _LAST_COUNTS[tok] = (texts, out)
+    return out
+
+
+def _count_chunk(chunk: TokenIds) -> np.ndarray:
+    """``(N, V, M2)`` of each text of a chunk of the compiled path, one row a text."""
+    v, m2 = compiled().type_counts(  # type: ignore[union-attr]
+        chunk.ids, chunk.lengths, chunk.n_types)
+    return np.column_stack((chunk.lengths.astype(np.int64), v, m2))
 
 
 @lru_cache(maxsize=64)
@@ -161,8 +251,8 @@ def _tok_sig(tok: Tokenizer) -> dict[str, str]:
 
 
 def _register(name: str, **info: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """:func:`divmeter.engine.registry.register` for this module's metrics: each one is a response-level
-    form metric (scored per response, mean over the set)."""
+    """:func:`divmeter.engine.registry.register` for this module's metrics: each one is a
+    response-level form metric (scored per response, mean over the set)."""
     return register(name, family="form", granularity="response", **info)
 
 
@@ -225,9 +315,9 @@ def ttr_many(
     texts, sizes = _flatten(text_sets)
     tok = _get_tokenizer(tokenizer, lowercase)
     sig = cached_signature("ttr", **_tok_sig(tok))
-    fast = per_text(texts, tok, _ttr_values)  # compiled (divmeter[fast]): the same floats
-    per = (_nan_to_none(fast) if fast is not None
-           else [len(set(x)) / len(x) if x else None for x in tok.each(texts)])
+    n, v, _ = _counts(texts, tok)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per = _nan_to_none(v / n)  # |set(w)| / |w|, correctly rounded; 0 / 0: None
     return _per_set_results("ttr", sig, per, sizes, "no response has a token")
 
 
@@ -418,8 +508,8 @@ def pattr_many(
     tok = _get_tokenizer(tokenizer, lowercase)
     lt = check_int(target_length, "target_length", "pattr")
     sig = cached_signature("pattr", target_length=lt, **_tok_sig(tok))
-    per: list[float | None] = [len(set(x)) / (len(x) + abs(len(x) - lt))
-                               for x in tok.each(texts)]
+    n, v, _ = _counts(texts, tok)
+    per: list[float | None] = (v / (n + np.abs(n - lt))).tolist()
     return _per_set_results("pattr", sig, per, sizes, "no response")
 
 
@@ -916,3 +1006,1389 @@ def length_many(
         sig = cached_signature("length", unit=unit, **_tok_sig(tok))
         per = [float(len(t)) for t in tok.each(texts)]
     return _per_set_results("length", sig, per, sizes, "no response")
+
+
+# ============================================================================================
+# lexical richness indices (issue 24)
+
+GUIRAUD1954 = "Guiraud 1954, Les caractères statistiques du vocabulaire (Presses Universitaires " \
+    "de France)"
+CARROLL1964 = "Carroll 1964, Language and Thought (Prentice-Hall)"
+HERDAN1960 = "Herdan 1960, Type-Token Mathematics: A Textbook of Mathematical Linguistics (Mouton)"
+SOMERS1966 = ("Somers 1966, Statistical methods in literary analysis, in Leed (ed.), The Computer "
+              "and Literary Style (Kent State University Press); 'Summer's S' in lexicalrichness")
+DUGAST1978 = ("Dugast 1978, Sur quoi se fonde la notion d'étendue théorique du vocabulaire?, "
+              "Le Français Moderne 46")
+MAAS1972 = ("Maas 1972, Über den Zusammenhang zwischen Wortschatzumfang und Länge eines Textes, "
+            "Zeitschrift für Literaturwissenschaft und Linguistik 2(8)")
+YULE1944 = "Yule 1944, The Statistical Study of Literary Vocabulary (Cambridge University Press)"
+HERDAN1955 = ("Herdan 1955, A new derivation and interpretation of Yule's characteristic K, "
+              "Zeitschrift für angewandte Mathematik und Physik 6")
+SIMPSON1949 = "Simpson 1949, Measurement of diversity, Nature 163"
+JOHNSON1944 = ("Johnson 1944, Studies in language behavior: I. A program of research, "
+               "Psychological Monographs 56(2)")
+MCKEE2000 = ("McKee, Malvern & Richards 2000, Measuring vocabulary diversity using dedicated "
+             "software, Literary and Linguistic Computing 15(3)")
+KYLE2021 = ("Kyle, Crossley & Jarvis 2021, Assessing the validity of lexical diversity indices "
+            "using direct judgements, Language Assessment Quarterly 18(2)")
+
+_NO_TOKEN = "no response has a token"
+_NO_REPEAT = "no response has a repeated word"
+
+
+# --------------------------------------------------------------------------------------------
+# registration: declared parameters, their defaults read from the function (written once)
+
+#: The declared parameters of each metric of this module, for the kernels' own validation (a
+#: kernel can be called directly, without :func:`divmeter.score`'s boundary check).
+_SCHEMAS: dict[str, dict[str, Param]] = {}
+_TOK_PARAMS = {"tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE}
+
+#: The largest window, segment or factor length of a per-response index, in tokens (a
+#: response is never longer; the values beyond are null at once, the work stays finite).
+MAX_TOKENS = 10**7
+#: The largest sample size of vocd-D, and the most tokens one response may draw in all
+#: (samples x trials x the sum of the sizes; the default draws 204,000).
+VOCD_MAX_SIZE = 10**5
+VOCD_MAX_DRAWS = 10**9
+
+
+def _register_index(name: str, *, higher: bool, bounds: tuple[float | None, float | None],
+              citation: str, description: str, params: Mapping[str, Param] | None = None
+              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """:func:`divmeter.engine.registry.register` for a response-level form index. Each declared
+    :class:`Param` takes its default from the function's own signature, so a default is
+    written once, where a reader of the function sees it."""
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        defaults = inspect.signature(fn).parameters
+        schema = {k: replace(p, default=defaults[k].default)
+                  for k, p in {**(params or {}), **_TOK_PARAMS}.items()}
+        _SCHEMAS[name] = schema
+        return register(name, family="form", granularity="response",
+                        higher_is_more_diverse=higher, bounds=bounds, citation=citation,
+                        params=schema, description=description, corpus=ResponseMean)(fn)
+
+    return deco
+
+
+def _check(name: str, **params: Any) -> None:
+    validate(name, _SCHEMAS[name], params)
+
+
+def _is_base(b: Any) -> bool:
+    return b == "e" or (isinstance(b, (int, float)) and not isinstance(b, bool)
+                        and 1 < b < float("inf"))
+
+
+def _base_param(doc: str, alternative: float | str) -> Param:
+    """The ``base`` parameter; ``alternative`` is the other libraries' base (for the contract
+    that every parameter changes the value or the signature)."""
+    return Param(float, predicate=_is_base, expect="'e' or a number > 1", doc=doc,
+                 alternative=alternative)
+
+
+def _base_label(base: float | str) -> str:
+    """``e``, ``10``, ``2``, ``2.5``: the same label for ``10`` and ``10.0``."""
+    return "e" if base == "e" else f"{float(base):g}"
+
+
+def _log(x: np.ndarray, base: float | str) -> np.ndarray:
+    """``log_base(x)``: numpy's ``log`` for ``e``, ``log10`` for 10 (as the peers that use base
+    10 call ``math.log10``), else ``log(x) / log(base)``."""
+    if base == "e":
+        return np.log(x)
+    if float(base) == 10.0:
+        return np.log10(x)
+    if float(base) == 2.0:
+        return np.log2(x)
+    return np.log(x) / math.log(float(base))
+
+
+# --------------------------------------------------------------------------------------------
+# counts of every response: tokens N, types V, sum of squared type counts M2
+
+
+def _tokens_types(texts: list[str], tok: Tokenizer) -> tuple[np.ndarray, np.ndarray]:
+    """``(N, V)`` of every text (int64 arrays), from the shared :func:`_counts`."""
+    n, v, _ = _counts(texts, tok)
+    return n, v
+
+
+def _spectrum(texts: list[str], tok: Tokenizer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(N, V, M2)`` of every text (int64 arrays; ``M2 = sum over types of count**2``)."""
+    n, v, m2 = _counts(texts, tok)
+    return n, v, m2
+
+
+@cache
+def _jit(loop: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """``loop`` (a plain-Python kernel) compiled by numba, once per process (and cached on
+    disk across runs)."""
+    from numba import njit
+
+    fn: Callable[..., np.ndarray] = njit(cache=True, nogil=True)(loop)
+    return fn
+
+
+def _values(n: np.ndarray, ok: np.ndarray, formula: Callable[[], np.ndarray]) -> np.ndarray:
+    """``formula()`` where ``ok``, NaN elsewhere (warnings of the undefined rows silenced)."""
+    with np.errstate(all="ignore"):
+        out = np.asarray(formula(), dtype=np.float64)
+    return np.where(ok, out, np.nan)
+
+
+#: What a kernel computes from the responses of every set at once: each response's value (NaN
+#: where undefined), the signature's fields ahead of the tokenizer's, and the reason of a set
+#: where no response is defined.
+_Out = tuple[np.ndarray, dict[str, Any], str]
+#: A kernel's body: ``(texts, tokenizer, params) -> _Out``, ``params`` every declared parameter
+#: (checked, defaults filled in).
+_Batch = Callable[[list[str], Tokenizer, Mapping[str, Any]], _Out]
+
+
+def _kernel(name: str, single: Callable[..., MetricResult], batch: _Batch
+            ) -> Callable[..., list[MetricResult]]:
+    """The batched kernel ``<single>_many`` of the single-set function ``single``, registered
+    for ``name`` (:func:`divmeter.engine.registry.register_batch`): it takes ``text_sets`` and the
+    keyword parameters of ``single`` (the same defaults), checks them, tokenizes every response
+    of every set once, computes the values with ``batch`` and returns one result per set."""
+    sig = inspect.signature(single)
+    sets = inspect.Parameter("text_sets", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                             annotation="Sequence[Sequence[str]]")
+    sig = sig.replace(parameters=[sets, *list(sig.parameters.values())[1:]],
+                      return_annotation="list[MetricResult]")
+
+    def kernel(*args: Any, **kwargs: Any) -> list[MetricResult]:
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as exc:  # the wording of a call to a plain function
+            raise TypeError(f"{kernel.__name__}() {exc}") from None
+        bound.apply_defaults()
+        params = dict(bound.arguments)
+        text_sets = params.pop("text_sets")
+        _check(name, **params)
+        texts, sizes = _flatten(text_sets)
+        tok = _get_tokenizer(params["tokenizer"], params["lowercase"])
+        vals, fields, reason = batch(texts, tok, params)
+        signature = make_signature(name, **fields, **_tok_sig(tok))
+        return _per_set_results(name, signature, _nan_to_none(vals), sizes, reason)
+
+    kernel.__name__ = kernel.__qualname__ = f"{single.__name__}_many"
+    kernel.__doc__ = (f"The kernel of :func:`{single.__name__}` (same parameters): one result "
+                      "per set.")
+    kernel.__signature__ = sig  # type: ignore[attr-defined]
+    return register_batch(name)(kernel)
+
+
+# --------------------------------------------------------------------------------------------
+# indices of N and V
+
+
+@_register_index(
+    "root-ttr", higher=True, bounds=(0.0, None), citation=f"{GUIRAUD1954} (Guiraud's R)",
+    description="Root TTR (Guiraud's R): types / sqrt(tokens) of each response, mean over the set",
+)
+def root_ttr(responses: Sequence[str], *, tokenizer: str = "whitespace",
+             lowercase: bool = False) -> MetricResult:
+    """Root type-token ratio (Guiraud's R), per response: ``V / sqrt(N)``.
+
+    As lexicalrichness's ``rttr``, TAALED's ``RTTR`` and lexical-diversity's ``root_ttr``.
+    Undefined for a response without tokens (the last two return 0).
+
+    Args:
+        responses: The response set.
+        tokenizer: ``whitespace`` (default), ``word``, ``tevet`` or ``char``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean over the responses with a token; ``per_response``.
+
+    Example:
+        >>> root_ttr(["a b a b", "x"]).details["per_response"]  # 2 / sqrt(4), 1 / 1
+        [1.0, 1.0]
+        >>> root_ttr(["a"]).signature
+        'root-ttr|tok:whitespace|case:mixed|v:0.1.0'
+    """
+    return root_ttr_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
+
+
+def _root_ttr_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
+    n, v = _tokens_types(texts, tok)
+    return _values(n, n > 0, lambda: v / np.sqrt(n)), {}, _NO_TOKEN
+
+
+root_ttr_many = _kernel("root-ttr", root_ttr, _root_ttr_batch)
+
+
+@_register_index(
+    "corrected-ttr", higher=True, bounds=(0.0, None), citation=f"{CARROLL1964} (Carroll's CTTR)",
+    description="Corrected TTR (Carroll's CTTR): types / sqrt(2 tokens) of each response, mean "
+    "over the set",
+)
+def corrected_ttr(responses: Sequence[str], *, tokenizer: str = "whitespace",
+                  lowercase: bool = False) -> MetricResult:
+    """Corrected type-token ratio (Carroll's CTTR), per response: ``V / sqrt(2 N)``.
+
+    As lexicalrichness's ``cttr``. Undefined for a response without tokens.
+
+    Args:
+        responses: The response set.
+        tokenizer: ``whitespace`` (default), ``word``, ``tevet`` or ``char``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean over the responses with a token; ``per_response``.
+
+    Example:
+        >>> corrected_ttr(["a b a b a b a b"]).value  # 2 / sqrt(16)
+        0.5
+    """
+    return corrected_ttr_many([as_texts(responses)], tokenizer=tokenizer,
+                              lowercase=lowercase)[0]
+
+
+def _corrected_ttr_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
+    n, v = _tokens_types(texts, tok)
+    return _values(n, n > 0, lambda: v / np.sqrt(2 * n)), {}, _NO_TOKEN
+
+
+corrected_ttr_many = _kernel("corrected-ttr", corrected_ttr, _corrected_ttr_batch)
+
+
+@_register_index(
+    "log-ttr", higher=True, bounds=(0.0, 1.0), citation=f"{HERDAN1960} (Herdan's C)",
+    description="Log TTR (Herdan's C): log types / log tokens of each response, mean over the set",
+)
+def log_ttr(responses: Sequence[str], *, tokenizer: str = "whitespace",
+            lowercase: bool = False) -> MetricResult:
+    """Log type-token ratio (Herdan's C), per response: ``log V / log N``.
+
+    The ratio does not depend on the log base (natural logs here; lexicalrichness's ``Herdan``
+    uses ``log``, TAALED's ``LTTR`` and lexical-diversity's ``log_ttr`` ``log10``: equal to
+    rounding). Undefined for a response with fewer than two tokens (``log 1 = 0``; TAALED and
+    lexical-diversity return 0, lexicalrichness raises).
+
+    Args:
+        responses: The response set.
+        tokenizer: ``whitespace`` (default), ``word``, ``tevet`` or ``char``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean over the responses with two or more tokens; ``per_response``.
+
+    Example:
+        >>> log_ttr(["a b a b", "x"]).details["per_response"]  # log 2 / log 4
+        [0.5, None]
+    """
+    return log_ttr_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
+
+
+def _log_ttr_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
+    n, v = _tokens_types(texts, tok)
+    vals = _values(n, n > 1, lambda: np.log(v) / np.log(n))
+    return vals, {}, "no response has two or more tokens"
+
+
+log_ttr_many = _kernel("log-ttr", log_ttr, _log_ttr_batch)
+
+
+@_register_index(
+    "summer-s", higher=True, bounds=(None, None), citation=SOMERS1966,
+    params={"base": _base_param("base of the inner logarithm (e: lexicalrichness)", 10)},
+    description="Summer's S: log(log types) / log(log tokens) of each response, mean over the set",
+)
+def summer_s(responses: Sequence[str], *, base: float | str = "e", tokenizer: str = "whitespace",
+             lowercase: bool = False) -> MetricResult:
+    """Summer's S (Somers 1966), per response: ``log(log V) / log(log N)``.
+
+    The outer logarithms cancel in the ratio; the inner ones do not: ``base="e"`` is
+    lexicalrichness's ``Summer``. Undefined for a response with fewer than two types
+    (``log log 1`` is infinite) and where ``log log N = 0`` (``N`` equal to the base).
+
+    Args:
+        responses: The response set.
+        base: Base of the inner logarithms: ``"e"`` (default) or a number > 1.
+        tokenizer: ``whitespace`` (default), ``word``, ``tevet`` or ``char``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean over the defined responses; ``per_response``.
+
+    Example:
+        >>> r = summer_s(["a b c d e f g h i a"])  # ln(ln 9) / ln(ln 10)
+        >>> round(r.value, 6), r.signature
+        (0.943842, 'summer-s|log:e|tok:whitespace|case:mixed|v:0.1.0')
+    """
+    return summer_s_many([as_texts(responses)], base=base, tokenizer=tokenizer,
+                         lowercase=lowercase)[0]
+
+
+def _summer_s_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
+    base = p["base"]
+    n, v = _tokens_types(texts, tok)
+    with np.errstate(all="ignore"):
+        lln = np.log(_log(n, base))
+    vals = _values(n, (v > 1) & (lln != 0), lambda: np.log(_log(v, base)) / lln)
+    reason = "no response has two or more types" + (
+        "" if base == "e" else f" (and a token count other than the base, {_base_label(base)})")
+    return vals, {"log": _base_label(base)}, reason
+
+
+summer_s_many = _kernel("summer-s", summer_s, _summer_s_batch)
+
+
+@_register_index(
+    "dugast-u", higher=True, bounds=(0.0, None), citation=DUGAST1978,
+    params={"base": _base_param("logarithm base (e: lexicalrichness)", 10)},
+    description="Dugast's U: (log tokens)^2 / (log tokens - log types) of each response, mean "
+    "over the set",
+)
+def dugast_u(responses: Sequence[str], *, base: float | str = "e", tokenizer: str = "whitespace",
+             lowercase: bool = False) -> MetricResult:
+    """Dugast's U, per response: ``(log N)^2 / (log N - log V)``.
+
+    Proportional to ``1 / log(base)``; ``base="e"`` is lexicalrichness's ``Dugast``.
+    Undefined for a response without a repeated word (``V = N``: lexicalrichness raises).
+
+    Args:
+        responses: The response set.
+        base: Logarithm base: ``"e"`` (default) or a number > 1.
+        tokenizer: ``whitespace`` (default), ``word``, ``tevet`` or ``char``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean over the defined responses; ``per_response``.
+
+    Example:
+        >>> dugast_u(["a a a a", "a b"], base=2).details["per_response"]  # 2^2 / (2 - 0)
+        [2.0, None]
+    """
+    return dugast_u_many([as_texts(responses)], base=base, tokenizer=tokenizer,
+                         lowercase=lowercase)[0]
+
+
+def _dugast_u_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
+    n, v = _tokens_types(texts, tok)
+    with np.errstate(all="ignore"):
+        ln, lv = _log(n, p["base"]), _log(v, p["base"])
+    vals = _values(n, (n > 0) & (v < n), lambda: ln ** 2 / (ln - lv))
+    return vals, {"log": _base_label(p["base"])}, _NO_REPEAT
+
+
+dugast_u_many = _kernel("dugast-u", dugast_u, _dugast_u_batch)
+
+
+@_register_index(
+    "maas-a2", higher=False, bounds=(0.0, None), citation=f"{MAAS1972} (a^2)",
+    params={"base": _base_param("logarithm base (10: TAALED, lexical-diversity; e: "
+                                "lexicalrichness)", "e")},
+    description="Maas a^2: (log tokens - log types) / (log tokens)^2 of each response (lower = "
+    "more diverse), mean over the set",
+)
+def maas_a2(responses: Sequence[str], *, base: float | str = 10, tokenizer: str = "whitespace",
+            lowercase: bool = False) -> MetricResult:
+    """Maas's a^2, per response: ``(log N - log V) / (log N)^2``; lower is more diverse.
+
+    Proportional to ``log(base)``: ``base=10`` (default) is TAALED's ``MAAS`` and
+    lexical-diversity's ``maas_ttr``; ``base="e"`` is lexicalrichness's ``Maas``. Undefined for
+    a response with fewer than two tokens (TAALED and lexical-diversity return 0).
+
+    Args:
+        responses: The response set.
+        base: Logarithm base: 10 (default), ``"e"`` or any number > 1.
+        tokenizer: ``whitespace`` (default), ``word``, ``tevet`` or ``char``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean over the defined responses; ``per_response``.
+
+    Example:
+        >>> maas_a2(["a a a a a a a a a a"]).value  # (1 - 0) / 1^2
+        1.0
+        >>> maas_a2(["a b"], base="e").signature
+        'maas-a2|log:e|tok:whitespace|case:mixed|v:0.1.0'
+    """
+    return maas_a2_many([as_texts(responses)], base=base, tokenizer=tokenizer,
+                        lowercase=lowercase)[0]
+
+
+def _maas_a2_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
+    n, v = _tokens_types(texts, tok)
+    with np.errstate(all="ignore"):
+        ln, lv = _log(n, p["base"]), _log(v, p["base"])
+    vals = _values(n, n > 1, lambda: (ln - lv) / ln ** 2)
+    return vals, {"log": _base_label(p["base"])}, "no response has two or more tokens"
+
+
+maas_a2_many = _kernel("maas-a2", maas_a2, _maas_a2_batch)
+
+
+@_register_index(
+    "maas-log-v0", higher=True, bounds=(0.0, None), citation=f"{MAAS1972} (log V0)",
+    params={"base": _base_param("logarithm base of the numerator log V", "e")},
+    description="Maas's log V0: log types / sqrt(1 - (log types / log tokens)^2) of each "
+    "response, mean over the set",
+)
+def maas_log_v0(responses: Sequence[str], *, base: float | str = 10,
+                tokenizer: str = "whitespace", lowercase: bool = False) -> MetricResult:
+    """Maas's ``log V0``, per response: ``log V / sqrt(1 - (log V / log N)^2)``.
+
+    The ratio under the root does not depend on the base; the numerator does (``base=10``,
+    the default, is Maas's common logarithm; ``base="e"`` is koRpus's ``lgeV0``). None of the
+    three Python peers computes it. Undefined for a response without a repeated word
+    (``V = N``: the root is 0).
+
+    Args:
+        responses: The response set.
+        base: Logarithm base of ``log V``: 10 (default), ``"e"`` or any number > 1.
+        tokenizer: ``whitespace`` (default), ``word``, ``tevet`` or ``char``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean over the defined responses; ``per_response``.
+
+    Example:
+        >>> r = maas_log_v0([" ".join(["a", "b"] * 50)])  # log10 2 / sqrt(1 - (ln 2/ln 100)^2)
+        >>> round(r.value, 6)
+        0.304499
+    """
+    return maas_log_v0_many([as_texts(responses)], base=base, tokenizer=tokenizer,
+                            lowercase=lowercase)[0]
+
+
+def _maas_log_v0_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
+    n, v = _tokens_types(texts, tok)
+    vals = _values(n, (n > 0) & (v < n),
+                   lambda: _log(v, p["base"]) / np.sqrt(1.0 - (np.log(v) / np.log(n)) ** 2))
+    return vals, {"log": _base_label(p["base"])}, _NO_REPEAT
+
+
+maas_log_v0_many = _kernel("maas-log-v0", maas_log_v0, _maas_log_v0_batch)
+
+
+# --------------------------------------------------------------------------------------------
+# indices of the frequency spectrum
+
+
+@_register_index(
+    "yule-k", higher=False, bounds=(0.0, 10000.0), citation=f"{YULE1944} (characteristic K)",
+    description="Yule's K: 10^4 (sum of squared type counts - tokens) / tokens^2 of each "
+    "response (lower = more diverse), mean over the set",
+)
+def yule_k(responses: Sequence[str], *, tokenizer: str = "whitespace",
+           lowercase: bool = False) -> MetricResult:
+    """Yule's characteristic K, per response: ``10^4 (M2 - N) / N^2`` with ``M2`` the sum of the
+    squared type counts; lower is more diverse.
+
+    lexicalrichness's ``yulek`` computes ``10^4 (M2 / N^2 - 1 / N)``: equal to rounding; here
+    the numerator is an exact integer (0 exactly for a response without repetition).
+
+    Args:
+        responses: The response set.
+        tokenizer: ``whitespace`` (default), ``word``, ``tevet`` or ``char``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean over the responses with a token; ``per_response``.
+
+    Example:
+        >>> yule_k(["a a b c", "a b"]).details["per_response"]  # 10^4 (6 - 4) / 16
+        [1250.0, 0.0]
+    """
+    return yule_k_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
+
+
+def _yule_k_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
+    n, _, m2 = _spectrum(texts, tok)
+    return _values(n, n > 0, lambda: 1e4 * (m2 - n) / (n.astype(np.float64) ** 2)), {}, _NO_TOKEN
+
+
+yule_k_many = _kernel("yule-k", yule_k, _yule_k_batch)
+
+
+@_register_index(
+    "yule-i", higher=True, bounds=(0.0, None), citation=f"{YULE1944} (characteristic I)",
+    description="Yule's I: types^2 / (sum of squared type counts - types) of each response, mean "
+    "over the set",
+)
+def yule_i(responses: Sequence[str], *, tokenizer: str = "whitespace",
+           lowercase: bool = False) -> MetricResult:
+    """Yule's I, per response: ``V^2 / (M2 - V)``, as lexicalrichness's ``yulei``.
+
+    Undefined for a response without a repeated word (``M2 = V``; lexicalrichness returns
+    ``inf``).
+
+    Args:
+        responses: The response set.
+        tokenizer: ``whitespace`` (default), ``word``, ``tevet`` or ``char``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean over the defined responses; ``per_response``.
+
+    Example:
+        >>> yule_i(["a a b c", "a b"]).details["per_response"]  # 9 / (6 - 3)
+        [3.0, None]
+    """
+    return yule_i_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
+
+
+def _yule_i_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
+    n, v, m2 = _spectrum(texts, tok)
+    return _values(n, m2 > v, lambda: v.astype(np.float64) ** 2 / (m2 - v)), {}, _NO_REPEAT
+
+
+yule_i_many = _kernel("yule-i", yule_i, _yule_i_batch)
+
+
+@_register_index(
+    "herdan-vm", higher=False, bounds=(0.0, 1.0), citation=f"{HERDAN1955} (Vm)",
+    description="Herdan's Vm: sqrt(sum of squared type counts / tokens^2 - 1 / types) of each "
+    "response (lower = more diverse), mean over the set",
+)
+def herdan_vm(responses: Sequence[str], *, tokenizer: str = "whitespace",
+              lowercase: bool = False) -> MetricResult:
+    """Herdan's Vm, per response: ``sqrt(M2 / N^2 - 1 / V)``; lower is more diverse.
+
+    The radicand is computed as the exact integer ratio ``(V M2 - N^2) / (V N^2)``, so a
+    response whose types all have the same count gets exactly 0; lexicalrichness's
+    ``herdanvm`` subtracts the two floats and gets rounding noise there (``~1e-8``, or NaN
+    when the noise is negative). Elsewhere the two agree to rounding.
+
+    Args:
+        responses: The response set.
+        tokenizer: ``whitespace`` (default), ``word``, ``tevet`` or ``char``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean over the responses with a token; ``per_response``.
+
+    Example:
+        >>> herdan_vm(["a a b c", "a b"]).details["per_response"]  # sqrt(6/16 - 1/3); 0
+        [0.2041241452319315, 0.0]
+    """
+    return herdan_vm_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
+
+
+def _herdan_vm_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
+    n, v, m2 = _spectrum(texts, tok)
+    nf, vf = n.astype(np.float64), v.astype(np.float64)
+    # V M2 - N^2 >= 0 (Cauchy-Schwarz), exact in int64 while N^3 < 2**63
+    small = n < 2_000_000
+    num = np.where(small, (v * m2 - n * n).astype(np.float64), vf * m2 - nf * nf)
+    return _values(n, n > 0, lambda: np.sqrt(np.maximum(num, 0.0) / (vf * nf * nf))), {}, \
+        _NO_TOKEN
+
+
+herdan_vm_many = _kernel("herdan-vm", herdan_vm, _herdan_vm_batch)
+
+
+@_register_index(
+    "simpson-d", higher=False, bounds=(0.0, 1.0), citation=SIMPSON1949,
+    description="Simpson's D: the chance that two tokens drawn without replacement are the same "
+    "type, per response (lower = more diverse), mean over the set",
+)
+def simpson_d(responses: Sequence[str], *, tokenizer: str = "whitespace",
+              lowercase: bool = False) -> MetricResult:
+    """Simpson's D, per response: ``sum_t k_t (k_t - 1) / (N (N - 1))``, the probability that
+    two tokens drawn without replacement are of the same type; lower is more diverse. As
+    lexicalrichness's ``simpsond``; undefined for a response with fewer than two tokens.
+
+    Args:
+        responses: The response set.
+        tokenizer: ``whitespace`` (default), ``word``, ``tevet`` or ``char``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean over the responses with two or more tokens; ``per_response``.
+
+    Example:
+        >>> simpson_d(["a a b c", "a"]).details["per_response"]  # 2 / 12
+        [0.16666666666666666, None]
+    """
+    return simpson_d_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
+
+
+def _simpson_d_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
+    n, _, m2 = _spectrum(texts, tok)
+    vals = _values(n, n > 1, lambda: (m2 - n) / (n * (n - 1)).astype(np.float64))
+    return vals, {}, "no response has two or more tokens"
+
+
+simpson_d_many = _kernel("simpson-d", simpson_d, _simpson_d_batch)
+
+
+# --------------------------------------------------------------------------------------------
+# MSTTR
+
+#: MSTTR's segment conventions: which segments of ``segment`` tokens are averaged.
+CONVENTIONS = ("drop-remainder", "drop-last", "keep-remainder")
+
+
+def _msttr_values(enc: TokenKeys, width: int, convention: str) -> np.ndarray:
+    """MSTTR of every response (NaN where no segment is kept).
+
+    Token ``j`` is the first of its type in its segment iff its previous occurrence lies
+    before the segment's start; the types of every segment of every response are one
+    ``bincount``, and each response's kept segments are averaged in order (a sequential sum,
+    as the peers' loops add them)."""
+    n = enc.lengths.astype(np.int64)
+    n_docs = enc.n_docs
+    start = enc.starts[enc.doc]
+    seg = (np.arange(enc.n_tokens, dtype=np.int64) - start) // width
+    n_seg = -(-n // width)
+    seg_base = np.cumsum(n_seg) - n_seg
+    total = int(n_seg.sum())
+    flat = seg_base[enc.doc] + seg
+    first = enc.prev() < start + seg * width
+    types = np.bincount(flat, weights=first, minlength=total)
+    lens = np.bincount(flat, minlength=total)
+    seg_doc = np.repeat(np.arange(n_docs, dtype=np.int64), n_seg)
+    seg_idx = np.arange(total, dtype=np.int64) - seg_base[seg_doc]
+    if convention == "drop-remainder":  # full segments; a response shorter than one: itself
+        keep = seg_idx < np.maximum(n // width, 1)[seg_doc]
+    elif convention == "drop-last":
+        keep = seg_idx < (n_seg - 1)[seg_doc]
+    else:
+        keep = np.ones(total, dtype=bool)
+    with np.errstate(all="ignore"):
+        sums = np.bincount(seg_doc[keep], weights=(types / lens)[keep], minlength=n_docs)
+        count = np.bincount(seg_doc[keep], minlength=n_docs)
+        return np.where(count > 0, sums / count, np.nan)
+
+
+def _msttr_loop(ids: np.ndarray, lengths: np.ndarray, n_types: int, width: int,
+                convention: int) -> np.ndarray:
+    """:func:`_msttr_values` over the compiled path's token ids (``convention``: the index in
+    :data:`CONVENTIONS`): types per segment by a stamp per type, the same float operations in
+    the same order. Plain Python, compiled with numba by :func:`_msttr_compiled`."""
+    out = np.empty(lengths.shape[0])
+    stamp = np.zeros(max(n_types, 1), dtype=np.int64)
+    tick = 0
+    pos = 0
+    for d in range(lengths.shape[0]):
+        n = lengths[d]
+        n_seg = (n + width - 1) // width
+        if convention == 0:
+            keep = max(n // width, 1) if n > 0 else 0
+        elif convention == 1:
+            keep = n_seg - 1
+        else:
+            keep = n_seg
+        total = 0.0
+        for g in range(keep):
+            a = pos + g * width
+            b = min(a + width, pos + n)
+            tick += 1
+            types = 0
+            for j in range(a, b):
+                if stamp[ids[j]] != tick:
+                    stamp[ids[j]] = tick
+                    types += 1
+            total += types / (b - a)
+        out[d] = total / keep if keep > 0 else np.nan
+        pos += n
+    return out
+
+
+def _msttr_compiled() -> Callable[..., np.ndarray]:
+    return _jit(_msttr_loop)
+
+
+@_register_index(
+    "msttr", higher=True, bounds=(0.0, 1.0), citation=JOHNSON1944,
+    params={"segment": Param(int, ge=1, cap=MAX_TOKENS, doc="segment length in tokens"),
+            "convention": Param(str, choices=CONVENTIONS,
+                                doc="which segments count (drop-remainder: TAALED, "
+                                "lexical-diversity; drop-last, keep-remainder: lexicalrichness "
+                                "discard=True / False)")},
+    description="Mean segmental TTR: mean TTR of consecutive segments of `segment` tokens, per "
+    "response, mean over the set",
+)
+def msttr(responses: Sequence[str], *, segment: int = 50, convention: str = "drop-remainder",
+          tokenizer: str = "whitespace", lowercase: bool = False) -> MetricResult:
+    """Mean segmental type-token ratio (Johnson 1944), per response.
+
+    The response is cut into consecutive segments of ``segment`` tokens from its start; the
+    value is the mean TTR of the segments that count, by ``convention``:
+
+    * ``drop-remainder`` (default): the full segments; a response shorter than one segment
+      gets its own TTR. TAALED's ``MSTTR`` and lexical-diversity's ``msttr`` (whose default
+      segment is 50).
+    * ``drop-last``: every segment but the last one, whether the last is partial or full;
+      undefined when there is only one. lexicalrichness's ``msttr(discard=True)`` (default
+      segment 100; it refuses a response of ``segment`` tokens or fewer).
+    * ``keep-remainder``: every segment, the partial last one included. lexicalrichness's
+      ``msttr(discard=False)``, except that a response of at most ``segment`` tokens gets its
+      own TTR here where lexicalrichness refuses it.
+
+    Args:
+        responses: The response set.
+        segment: Segment length in tokens (>= 1; default 50).
+        convention: ``drop-remainder``, ``drop-last`` or ``keep-remainder``.
+        tokenizer: ``whitespace`` (default), ``word``, ``tevet`` or ``char``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean over the defined responses; ``per_response``.
+
+    Example:
+        >>> r = msttr(["a a b b c"], segment=2)  # segments aa, bb (c dropped): 1/2 each
+        >>> r.value, r.signature
+        (0.5, 'msttr|segment:2|convention:drop-remainder|tok:whitespace|case:mixed|v:0.1.0')
+        >>> msttr(["a a b b c"], segment=2, convention="keep-remainder").value  # + c: 1
+        0.6666666666666666
+    """
+    return msttr_many([as_texts(responses)], segment=segment, convention=convention,
+                      tokenizer=tokenizer, lowercase=lowercase)[0]
+
+
+def _msttr_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
+    segment, convention = p["segment"], p["convention"]
+    code = CONVENTIONS.index(convention)
+    vals = per_text(texts, tok, lambda c: _msttr_compiled()(  # compiled: the same floats
+        c.ids, c.lengths, c.n_types, segment, code))
+    if vals is None:
+        vals = _msttr_values(TokenKeys.from_texts(texts, tok), segment, convention)
+    reason = _NO_TOKEN if convention != "drop-last" else \
+        f"no response has more than segment={segment} tokens"
+    return vals, {"segment": segment, "convention": convention}, reason
+
+
+msttr_many = _kernel("msttr", msttr, _msttr_batch)
+
+
+# --------------------------------------------------------------------------------------------
+# MTLD moving averages
+
+FACTOR_RULES = ("lt", "le")
+
+
+def _walk_factors(prev: np.ndarray, x: np.ndarray, limit: np.ndarray, threshold: float,
+                  min_length: int, strict: bool) -> np.ndarray:
+    """The length of the first factor of every walk (0 when none ends before ``limit``).
+
+    Walk ``w`` reads positions ``x[w], x[w] + 1, ...`` (exclusive bound ``limit[w]``) of
+    sequences whose ``prev`` gives each position's previous occurrence of its type (anything
+    before the sequence's start when there is none); the walk's type count grows at position
+    ``e`` iff ``prev[e] < x[w]``. A factor ends at the first length ``L >= min_length`` whose
+    TTR ``types / L`` (a float division, as the peers compute it) is below ``threshold``
+    (``strict``) or at most ``threshold``. Every walk advances one token per round, so all
+    active walks share ``L``: one vector step per round, the work the sum of the walks'
+    lengths."""
+    out = np.zeros(x.shape[0], dtype=np.int64)
+    for a in range(0, x.shape[0], _WALK_BLOCK):  # blocks that stay in cache
+        b = min(a + _WALK_BLOCK, x.shape[0])
+        out[a:b] = _walk_block(prev, x[a:b], limit[a:b], threshold, min_length, strict)
+    return out
+
+
+#: Walks advanced together by :func:`_walk_factors` (their arrays stay in the CPU cache).
+_WALK_BLOCK = 1 << 14
+
+
+def _walk_block(prev: np.ndarray, x: np.ndarray, limit: np.ndarray, threshold: float,
+                min_length: int, strict: bool) -> np.ndarray:
+    out = np.zeros(x.shape[0], dtype=np.int64)
+    idx = np.arange(x.shape[0], dtype=np.int64)
+    xs, lim = x.copy(), limit.copy()
+    types = np.zeros(x.shape[0], dtype=np.int64)
+    length = 0
+    while idx.size:
+        pos = xs + length
+        types += prev[pos] < xs
+        length += 1
+        keep = pos + 1 < lim
+        if length >= min_length:
+            ratio = types / length
+            done = ratio < threshold if strict else ratio <= threshold
+            out[idx[done]] = length
+            keep &= ~done
+        if not keep.all():
+            idx, xs, lim, types = idx[keep], xs[keep], lim[keep], types[keep]
+    return out
+
+
+def _mean_factor(lengths: np.ndarray, doc: np.ndarray, n_docs: int) -> np.ndarray:
+    """Mean of the found factors' lengths per response (an exact integer sum over an integer
+    count, as the peers divide them), NaN without a factor."""
+    total = np.bincount(doc, weights=lengths, minlength=n_docs)
+    count = np.bincount(doc, weights=lengths > 0, minlength=n_docs)
+    with np.errstate(all="ignore"):
+        return np.where(count > 0, total / count, np.nan)
+
+
+def _first_last(enc: TokenKeys) -> tuple[np.ndarray, np.ndarray]:
+    """The global index of the first and of the last occurrence of each token's type in its
+    response (from the grouping of the keys: equal keys in position order)."""
+    n_tok = enc.n_tokens
+    if not n_tok:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    order, same = enc.sorted_keys()
+    d = enc.doc[order]
+    brk = np.ones(n_tok, dtype=bool)
+    brk[1:] = ~same | (d[1:] != d[:-1])
+    group = np.cumsum(brk) - 1
+    ends = np.append(np.flatnonzero(brk)[1:], n_tok) - 1
+    first, last = np.empty(n_tok, dtype=np.int64), np.empty(n_tok, dtype=np.int64)
+    first[order] = order[brk][group]
+    last[order] = order[ends][group]
+    return first, last
+
+
+def _mtld_ma_bi_values(enc: TokenKeys, threshold: float, min_length: int,
+                       strict: bool) -> np.ndarray:
+    prev, nxt = enc.neighbours()
+    x = np.arange(enc.n_tokens, dtype=np.int64)
+    limit = enc.ends[enc.doc]
+    fwd = _walk_factors(prev, x, limit, threshold, min_length, strict)
+    # the reversed response in the same index range: position q mirrors to start + end - 1 - q
+    mirror = (enc.starts + enc.ends - 1)[enc.doc]
+    prev_rev = np.empty_like(prev)
+    prev_rev[mirror - x] = mirror - nxt  # no next occurrence (end) -> start - 1
+    bwd = _walk_factors(prev_rev, x, limit, threshold, min_length, strict)
+    # a window with a factor is found from both ends: both directions have one or neither
+    return (_mean_factor(fwd, enc.doc, enc.n_docs) + _mean_factor(bwd, enc.doc, enc.n_docs)) / 2
+
+
+def _mtld_ma_wrap_values(enc: TokenKeys, threshold: float, min_length: int,
+                         strict: bool) -> np.ndarray:
+    """Walks from every token of the response written twice (the text followed by itself):
+    response ``d`` of ``n`` tokens starting at ``s`` becomes positions ``2s .. 2s + 2n``. In
+    the second copy a type's previous occurrence is its previous one there, else its last one
+    in the first copy."""
+    prev = enc.prev()
+    _, last = _first_last(enc)
+    s, n = enc.starts[enc.doc], enc.lengths[enc.doc]
+    g = np.arange(enc.n_tokens, dtype=np.int64)
+    has = prev >= s
+    doubled = np.empty(2 * enc.n_tokens, dtype=np.int64)
+    doubled[g + s] = np.where(has, prev + s, 2 * s - 1)
+    doubled[g + s + n] = np.where(has, prev + s + n, last + s)
+    lengths = _walk_factors(doubled, g + s, 2 * (s + n), threshold, min_length, strict)
+    return _mean_factor(lengths, enc.doc, enc.n_docs)
+
+
+def _threshold_param() -> Param:
+    return Param(float, gt=0, lt=1, doc="TTR a factor falls below",
+                 expect="a number strictly between 0 and 1")
+
+
+_MTLD_MA_PARAMS = {
+    "threshold": _threshold_param(),
+    "factor": Param(str, choices=FACTOR_RULES,
+                    doc="lt: a factor ends at TTR < threshold (lexical-diversity, TAALED); le: "
+                    "at TTR <= threshold (lexicalrichness's MTLD)"),
+    "min_length": Param(int, ge=1, cap=MAX_TOKENS,
+                        doc="tokens a factor needs at least (lexical-diversity: 10)"),
+}
+
+
+def _mtld_ma_loop(ids: np.ndarray, lengths: np.ndarray, n_types: int, threshold: float,
+                  min_length: int, strict: bool, wrap: bool) -> np.ndarray:
+    """:func:`_mtld_ma_bi_values` (``wrap``: :func:`_mtld_ma_wrap_values`) over the compiled
+    path's token ids: each walk counts its types with a stamp per type; the factor lengths are
+    integers and their mean the same integer sum over the same count, so the values are the
+    numpy path's, bit for bit. Plain Python, compiled with numba by :func:`_mtld_ma_compiled`."""
+    out = np.empty(lengths.shape[0])
+    stamp = np.zeros(max(n_types, 1), dtype=np.int64)
+    tick = 0
+    pos = 0
+    for d in range(lengths.shape[0]):
+        n = lengths[d]
+        mean = 0.0
+        for direction in range(1 if wrap else 2):
+            total = 0.0
+            count = 0
+            for x in range(n):
+                tick += 1
+                types = 0
+                limit = 2 * n - x if wrap else n - x
+                for length in range(1, limit + 1):
+                    i = (x + length - 1) % n
+                    tok = ids[pos + (i if direction == 0 else n - 1 - i)]
+                    if stamp[tok] != tick:
+                        stamp[tok] = tick
+                        types += 1
+                    if length >= min_length:
+                        ratio = types / length
+                        if ratio < threshold if strict else ratio <= threshold:
+                            total += length
+                            count += 1
+                            break
+            if count == 0:
+                mean = np.nan
+                break
+            mean += total / count
+        out[d] = mean if wrap else mean / 2
+        pos += n
+    return out
+
+
+def _mtld_ma_compiled() -> Callable[..., np.ndarray]:
+    return _jit(_mtld_ma_loop)
+
+
+def _mtld_ma(values: Callable[..., np.ndarray], *, wrap: bool) -> _Batch:
+    """The kernel body of an MTLD-MA variant (``values``: its numpy path; ``wrap``: the
+    compiled path's variant)."""
+
+    def batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
+        threshold, factor, min_length = float(p["threshold"]), p["factor"], p["min_length"]
+        vals = per_text(texts, tok, lambda c: _mtld_ma_compiled()(  # compiled: the same floats
+            c.ids, c.lengths, c.n_types, threshold, min_length, factor == "lt", wrap))
+        if vals is None:
+            vals = values(TokenKeys.from_texts(texts, tok), threshold, min_length, factor == "lt")
+        fields = {"threshold": threshold, "factor": factor, "min": min_length}
+        return vals, fields, (f"no response has a factor (a stretch of at least {min_length} "
+                              "tokens whose TTR falls to the threshold)")
+
+    return batch
+
+@_register_index(
+    "mtld-ma-bi", higher=True, bounds=(0.0, None),
+    citation=f"{MCCARTHY2010} (MTLD; moving-average form); {KYLE2021} (MTLD-MA-Bi)",
+    params=_MTLD_MA_PARAMS,
+    description="Moving-average MTLD, bidirectional: mean length of the factor that starts at "
+    "each token, forward and backward, per response",
+)
+def mtld_ma_bi(responses: Sequence[str], *, threshold: float = 0.72, factor: str = "lt",
+               min_length: int = 10, tokenizer: str = "whitespace",
+               lowercase: bool = False) -> MetricResult:
+    """Moving-average MTLD, bidirectional (MTLD-MA-Bi), per response.
+
+    From every token a factor is grown one token at a time until its TTR falls below
+    ``threshold`` with at least ``min_length`` tokens (``factor="lt"``; ``"le"``: TTR at most
+    the threshold); a start whose factor does not end before the text does is not counted
+    (no partial factors). The value is the mean factor length, averaged over the forward and
+    the backward (reversed text) reading. The defaults are lexical-diversity's
+    ``mtld_ma_bid``.
+
+    Undefined (``None``) for a response with no factor in it (lexical-diversity returns 0).
+
+    Args:
+        responses: The response set.
+        threshold: TTR threshold, strictly between 0 and 1 (0.72).
+        factor: ``lt`` (TTR < threshold, default) or ``le`` (TTR <= threshold).
+        min_length: Fewest tokens of a factor (>= 1; default 10).
+        tokenizer: ``whitespace`` (default), ``word``, ``tevet`` or ``char``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean over the defined responses; ``per_response``.
+
+    Example:
+        >>> r = mtld_ma_bi(["a b a b c"], min_length=1)  # forward: aba, bab -> 3
+        >>> r.value  # backward (c b a b a): cbaba, bab, aba -> 11/3; (3 + 11/3) / 2
+        3.333333333333333
+        >>> r.signature
+        'mtld-ma-bi|threshold:0.72|factor:lt|min:1|tok:whitespace|case:mixed|v:0.1.0'
+    """
+    return mtld_ma_bi_many([as_texts(responses)], threshold=threshold, factor=factor,
+                           min_length=min_length, tokenizer=tokenizer, lowercase=lowercase)[0]
+
+
+mtld_ma_bi_many = _kernel("mtld-ma-bi", mtld_ma_bi, _mtld_ma(_mtld_ma_bi_values, wrap=False))
+
+
+@_register_index(
+    "mtld-ma-wrap", higher=True, bounds=(0.0, None),
+    citation=f"{MCCARTHY2010} (MTLD; moving-average form); {KYLE2021} (MTLD-MA-Wrap)",
+    params=_MTLD_MA_PARAMS,
+    description="Moving-average MTLD, wrap-around: mean length of the factor that starts at "
+    "each token, reading on from the text's start at its end, per response",
+)
+def mtld_ma_wrap(responses: Sequence[str], *, threshold: float = 0.72, factor: str = "lt",
+                 min_length: int = 10, tokenizer: str = "whitespace",
+                 lowercase: bool = False) -> MetricResult:
+    """Moving-average MTLD with wrap-around (MTLD-MA-Wrap), per response.
+
+    As :func:`mtld_ma_bi`, forward only, but a factor that reaches the end of the text goes on
+    from its start (the text is read as itself followed by itself), so every start has a
+    factor unless even the doubled text has none. The defaults are lexical-diversity's
+    ``mtld_ma_wrap``. Undefined (``None``) for a response with no factor (lexical-diversity
+    returns 0).
+
+    Args:
+        responses: The response set.
+        threshold: TTR threshold, strictly between 0 and 1 (0.72).
+        factor: ``lt`` (TTR < threshold, default) or ``le`` (TTR <= threshold).
+        min_length: Fewest tokens of a factor (>= 1; default 10).
+        tokenizer: ``whitespace`` (default), ``word``, ``tevet`` or ``char``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean over the defined responses; ``per_response``.
+
+    Example:
+        >>> mtld_ma_wrap(["a b c"], min_length=1).value  # abcab, bcabc, cabca: 3/5 each
+        5.0
+    """
+    return mtld_ma_wrap_many([as_texts(responses)], threshold=threshold, factor=factor,
+                             min_length=min_length, tokenizer=tokenizer,
+                             lowercase=lowercase)[0]
+
+
+mtld_ma_wrap_many = _kernel("mtld-ma-wrap", mtld_ma_wrap, _mtld_ma(_mtld_ma_wrap_values, wrap=True))
+
+
+# --------------------------------------------------------------------------------------------
+# vocd-D
+
+SAMPLINGS = ("random", "expected")
+
+# SplitMix64 (Steele, Lea & Flood 2014) as a counter-based generator: draw ``c`` of a
+# response with key ``k`` is ``mix(k + (c + 1) * GAMMA)``. Any draw can be computed on its own,
+# so the numpy path (whole arrays of draws) and the compiled loop (one draw at a time) get the
+# same numbers, and a response's stream depends on nothing but its key.
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
+_UNIT = 2.0 ** -53
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    z = (z ^ (z >> _S30)) * _MIX1
+    z = (z ^ (z >> _S27)) * _MIX2
+    out: np.ndarray = z ^ (z >> _S31)
+    return out
+
+
+def _vocd_keys(local: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+               seed: int) -> np.ndarray:
+    """Each response's stream key: BLAKE2b of the seed and of the response's token pattern
+    (each token's type as the position of its first occurrence), so that equal token
+    sequences (up to renaming of types) get the same draws whatever batch they are in."""
+    keys = np.empty(starts.shape[0], dtype=np.uint64)
+    seed_bytes = int(seed).to_bytes(16, "little")
+    for r, (a, n) in enumerate(zip(starts.tolist(), lengths.tolist(), strict=True)):
+        h = hashlib.blake2b(local[a:a + n].astype("<i8").tobytes(), digest_size=8,
+                            key=seed_bytes, person=b"divmeter-vocd")
+        keys[r] = int.from_bytes(h.digest(), "little")
+    return keys
+
+
+def _vocd_counts_loop(local: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                      keys: np.ndarray, min_size: int, max_size: int, samples: int,
+                      trials: int) -> np.ndarray:
+    """Types summed over the ``samples`` samples of each (response, trial, size): a partial
+    Fisher-Yates shuffle per sample (step ``j`` swaps position ``j`` with ``j + floor(u (N -
+    j))``, ``u`` the sample's draw ``j``), undone afterwards, types counted with a stamp per
+    type. Plain Python: compiled with numba by :func:`_vocd_compiled` (the reference for the
+    numpy path, :func:`_vocd_counts_numpy`)."""
+    n_sizes = max_size - min_size + 1
+    out = np.zeros((starts.shape[0], trials, n_sizes), dtype=np.int64)
+    longest = 1
+    for r in range(starts.shape[0]):
+        longest = max(longest, lengths[r])
+    scratch = np.empty(longest, dtype=np.int64)
+    stamp = np.zeros(longest, dtype=np.int64)
+    picks = np.empty(max_size, dtype=np.int64)
+    tick = 0
+    for r in range(starts.shape[0]):
+        n_tok = lengths[r]
+        if n_tok < max_size:
+            continue
+        for i in range(n_tok):
+            scratch[i] = local[starts[r] + i]
+        key = keys[r]
+        for t in range(trials):
+            for s in range(n_sizes):
+                size = min_size + s
+                total = 0
+                for m in range(samples):
+                    row = (t * n_sizes + s) * samples + m
+                    tick += 1
+                    for j in range(size):
+                        z = key + np.uint64(row * max_size + j + 1) * _GAMMA
+                        z = (z ^ (z >> _S30)) * _MIX1
+                        z = (z ^ (z >> _S27)) * _MIX2
+                        z = z ^ (z >> _S31)
+                        u = np.float64(z >> _S11) * _UNIT
+                        pick = j + np.int64(u * np.float64(n_tok - j))
+                        picks[j] = pick
+                        a = scratch[pick]
+                        scratch[pick] = scratch[j]
+                        scratch[j] = a
+                        if stamp[a] != tick:
+                            stamp[a] = tick
+                            total += 1
+                    for j in range(size - 1, -1, -1):
+                        a = scratch[picks[j]]
+                        scratch[picks[j]] = scratch[j]
+                        scratch[j] = a
+                out[r, t, s] = total
+    return out
+
+
+#: Work (token draws) from which vocd-D's sampling loads the compiled loop even when nothing
+#: else has loaded numba yet: about 50 responses at the default settings.
+_VOCD_JIT_DRAWS = 10_000_000
+
+
+@cache
+def _vocd_compiled() -> Callable[..., np.ndarray] | None:
+    """:func:`_vocd_counts_loop` compiled by numba (cached on disk), or ``None`` without
+    numba (or with ``DIVMETER_NO_JIT=1``)."""
+    return None if compiled() is None else _jit(_vocd_counts_loop)
+
+
+#: Row blocks of the numpy sampling path hold at most this many scratch entries.
+_VOCD_BLOCK = 1 << 22
+
+
+def _vocd_counts_numpy(local: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                       keys: np.ndarray, min_size: int, max_size: int, samples: int,
+                       trials: int) -> np.ndarray:
+    """:func:`_vocd_counts_loop` in numpy: the same draws, the same shuffles, the same counts.
+
+    Rows (one per sample) of every response are shuffled together, a block at a time: each
+    of the ``max_size`` steps is one vector swap over the block (rows of smaller samples keep
+    swapping past their size, which never changes their first ``size`` positions), then each
+    row's first ``size`` entries are sorted and their distinct values counted."""
+    n_sizes = max_size - min_size + 1
+    per_resp = trials * n_sizes * samples
+    out = np.zeros(starts.shape[0] * trials * n_sizes, dtype=np.int64)
+    live = np.flatnonzero(lengths >= max_size)
+    i = 0
+    while i < live.size:
+        # a block: responses live[i:k] (or part of one response's rows when it is long)
+        width = int(lengths[live[i]])
+        k = i + 1
+        while (k < live.size and (k - i + 1) * per_resp * max(width, int(lengths[live[k]]))
+               <= _VOCD_BLOCK):
+            width = max(width, int(lengths[live[k]]))
+            k += 1
+        resp = live[i:k]
+        rows_all = np.arange(per_resp, dtype=np.int64)
+        step = max(1, _VOCD_BLOCK // width) if k == i + 1 else per_resp
+        for r0 in range(0, per_resp, step):
+            row = np.tile(rows_all[r0:r0 + step], resp.size)
+            which = np.repeat(resp, min(step, per_resp - r0))
+            out_idx = which * (trials * n_sizes) + row // samples
+            size = min_size + (row // samples) % n_sizes
+            counts = _vocd_block(local, starts[which], lengths[which], keys[which], row, size,
+                                 width, max_size)
+            out += np.bincount(out_idx, weights=counts, minlength=out.size).astype(np.int64)
+        i = k
+    return out.reshape(starts.shape[0], trials, n_sizes)
+
+
+def _vocd_block(local: np.ndarray, start: np.ndarray, n_tok: np.ndarray, key: np.ndarray,
+                row: np.ndarray, size: np.ndarray, width: int, max_size: int) -> np.ndarray:
+    """Types in each row's sample (see :func:`_vocd_counts_numpy`)."""
+    n_rows = row.shape[0]
+    cols = np.arange(width, dtype=np.int64)
+    inside = cols < n_tok[:, None]
+    scratch = np.where(inside, local[np.minimum(start[:, None] + cols, local.shape[0] - 1)], -1)
+    r = np.arange(n_rows, dtype=np.int64)
+    base = (row * max_size + 1).astype(np.uint64)
+    span = n_tok.astype(np.float64)
+    with np.errstate(over="ignore"):
+        for j in range(max_size):
+            z = _mix(key + (base + np.uint64(j)) * _GAMMA)
+            u = (z >> _S11).astype(np.float64) * _UNIT
+            pick = j + (u * (span - j)).astype(np.int64)
+            a = scratch[r, pick]
+            scratch[r, pick] = scratch[r, j]
+            scratch[r, j] = a
+    head = np.where(np.arange(max_size) < size[:, None], scratch[:, :max_size], -1)
+    head.sort(axis=1)
+    changes = np.count_nonzero(head[:, 1:] != head[:, :-1], axis=1)
+    counts: np.ndarray = changes + (head[:, 0] >= 0)  # the -1 padding is not a type
+    return counts
+
+
+def _ttr_curve(t: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """McKee et al.'s TTR curve ``(D / n)(sqrt(1 + 2n / D) - 1)`` in ``t = 1 / D``, written
+    ``2 / (1 + sqrt(1 + 2nt))`` (no cancellation as ``D`` grows), with its first two
+    derivatives in ``t``."""
+    root = np.sqrt(1.0 + 2.0 * sizes * t[:, None])
+    f = 2.0 / (1.0 + root)
+    df = -2.0 * sizes / (root * (1.0 + root) ** 2)
+    d2f = 2.0 * sizes ** 2 * (1.0 + 3.0 * root) / (root ** 3 * (1.0 + root) ** 3)
+    return f, df, d2f
+
+
+def _fit_d(y: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The least-squares ``D`` of each row of mean TTRs ``y`` (one column per sample size),
+    as McKee et al. fit it (``scipy.optimize.curve_fit`` in lexicalrichness); ``inf`` for a
+    row of ones (no repetition in any sample).
+
+    Solved in ``t = 1 / D``: each point alone is fitted by ``t_n = 2 (1 - y_n) / (n y_n^2)``
+    and, as the curve decreases in ``t``, every residual has one sign below ``min t_n`` and the
+    other above ``max t_n``, so the minimum lies in between. Newton's method on the gradient,
+    kept inside that bracket by bisection, vectorised over all rows, to full precision."""
+    sizes = sizes.astype(np.float64)
+    y = np.minimum(y, 1.0)  # an expected TTR of 1 may round above it
+    with np.errstate(all="ignore"):
+        t_each = 2.0 * (1.0 - y) / (sizes * y * y)
+    lo, hi = t_each.min(axis=1), t_each.max(axis=1)
+    t = (lo + hi) / 2.0
+    active = np.flatnonzero(hi > lo)
+    for _ in range(200):
+        if not active.size:
+            break
+        ta, la, ha = t[active], lo[active], hi[active]
+        f, df, d2f = _ttr_curve(ta, sizes)
+        resid = f - y[active]
+        grad = (resid * df).sum(axis=1)  # half the gradient of the squared error
+        curv = (df * df + resid * d2f).sum(axis=1)
+        la = np.where(grad < 0, ta, la)  # the error still falls: the minimum lies above t
+        ha = np.where(grad > 0, ta, ha)
+        with np.errstate(all="ignore"):
+            newton = ta - grad / curv
+        ok = (curv > 0) & (newton > la) & (newton < ha)
+        nt = np.where(ok, newton, (la + ha) / 2.0)
+        nt = np.where(grad == 0, ta, nt)
+        t[active], lo[active], hi[active] = nt, la, ha
+        moving = (np.abs(nt - ta) > 4e-16 * np.abs(nt)) & (ha - la > 4e-16 * ha)
+        active = active[moving]
+    with np.errstate(divide="ignore"):
+        return 1.0 / t
+
+
+def _expected_ttr(enc: TokenKeys, sizes: np.ndarray) -> np.ndarray:
+    """The expected TTR of a sample of each size drawn without replacement from each response
+    (rows; NaN for a response shorter than the largest size): a type with ``k`` of the ``N``
+    tokens is absent with probability ``C(N - k, n) / C(N, n)`` (log-gamma closed form)."""
+    doc, k = enc.type_counts()
+    n_all = enc.lengths.astype(np.float64)
+    width = np.int64(int(k.max(initial=0)) + 1)
+    groups, n_types = np.unique(doc * width + k, return_counts=True)
+    gdoc, gk = groups // width, (groups % width).astype(np.float64)
+    gn = n_all[gdoc][:, None]
+    n = sizes.astype(np.float64)[None, :]
+    kk = gk[:, None]
+    with np.errstate(all="ignore"):
+        log_absent = (gammaln(gn - kk + 1) - gammaln(gn - kk - n + 1)
+                      - gammaln(gn + 1) + gammaln(gn - n + 1))
+    present = np.where(gn - kk >= n, -np.expm1(log_absent), 1.0)
+    out = np.zeros((enc.n_docs, sizes.shape[0]))
+    np.add.at(out, gdoc, n_types[:, None] * present)
+    out /= n
+    out[np.bincount(doc, minlength=enc.n_docs) == enc.lengths] = 1.0  # no repeat: exactly 1
+    out[enc.lengths < sizes.max()] = np.nan
+    return out
+
+
+def _vocd_values(enc: TokenKeys, min_size: int, max_size: int, samples: int, trials: int,
+                 seed: int, sampling: str) -> np.ndarray:
+    sizes = np.arange(min_size, max_size + 1, dtype=np.int64)
+    ok = enc.lengths >= max_size
+    out = np.full(enc.n_docs, np.nan)
+    if not ok.any():
+        return out
+    if sampling == "expected":
+        d = _fit_d(_expected_ttr(enc, sizes)[ok], sizes)
+    else:
+        first, _ = _first_last(enc)
+        local = first - enc.starts[enc.doc]  # type = position of its first occurrence
+        starts, lengths = enc.starts[ok], enc.lengths[ok].astype(np.int64)
+        keys = _vocd_keys(local, starts, lengths, seed)
+        draws = int(lengths.size) * trials * samples * int(sizes.sum())
+        loop = _vocd_compiled() if (draws >= _VOCD_JIT_DRAWS
+                                    or "divmeter.inputs.text.jit" in sys.modules) else None
+        counter = loop if loop is not None else _vocd_counts_numpy
+        counts = counter(local, starts, lengths, keys, min_size, max_size, samples, trials)
+        y = counts.reshape(-1, sizes.size) / (samples * sizes.astype(np.float64))
+        d = _fit_d(y, sizes).reshape(-1, trials).mean(axis=1)
+    out[ok] = np.where(np.isfinite(d), d, np.nan)
+    return out
+
+
+
+def _vocd_draws(trials: int, p: Mapping[str, Any]) -> str | None:
+    """The work of vocd-D per response bounded as a whole (each count is capped, and so is
+    their product)."""
+    lo, hi = p["min_size"], p["max_size"]
+    draws = p["samples"] * trials * (lo + hi) * max(hi - lo + 1, 0) // 2
+    if draws <= VOCD_MAX_DRAWS:
+        return None
+    return (f"with samples={p['samples']} over sizes {lo}..{hi} draws {draws:,} tokens per "
+            f"response, more than {VOCD_MAX_DRAWS:,}; use fewer samples, trials or sizes.")
+
+
+@_register_index(
+    "vocd-d", higher=True, bounds=(0.0, None), citation=MCKEE2000,
+    params={
+        "min_size": Param(int, ge=1, cap=VOCD_MAX_SIZE, doc="smallest sample, in tokens"),
+        "max_size": Param(int, ge=1, cap=VOCD_MAX_SIZE, doc="largest sample, in tokens",
+                          relation=lambda v, p: None if v >= p["min_size"] else
+                          f"must be >= min_size ({p['min_size']}); got {v!r}."),
+        "samples": Param(int, ge=1, cap=10**5, doc="random samples of each size"),
+        "trials": Param(int, ge=1, cap=1000, doc="fits averaged", relation=_vocd_draws),
+        "seed": Param(int, ge=0, doc="seed of the sampling (with each response's tokens)"),
+        "sampling": Param(str, choices=SAMPLINGS,
+                          doc="random: McKee et al.'s samples; expected: their exact mean"),
+    },
+    description="vocd-D: the D of the TTR curve fitted to random samples of 35..50 tokens, per "
+    "response, mean over the set",
+)
+def vocd_d(responses: Sequence[str], *, min_size: int = 35, max_size: int = 50,
+           samples: int = 100, trials: int = 3, seed: int = 0, sampling: str = "random",
+           tokenizer: str = "whitespace", lowercase: bool = False) -> MetricResult:
+    """vocd-D (McKee, Malvern & Richards 2000), per response.
+
+    For each sample size ``n = min_size .. max_size`` (35..50), ``samples`` (100) random
+    samples of ``n`` tokens are drawn without replacement and their mean TTR taken; the
+    ``D`` whose curve ``TTR(n) = (D / n)(sqrt(1 + 2n / D) - 1)`` fits these means best (least
+    squares) is found, and the value is the mean ``D`` of ``trials`` (3) such rounds. These are
+    the original's settings and lexicalrichness's ``vocd`` (``ntokens=50, within_sample=100,
+    iterations=3``).
+
+    The draws are seeded: each response's stream comes from ``seed`` and the response's own
+    tokens (SplitMix64 over a BLAKE2b key), so a response gets the same ``D`` in any set or
+    batch and on any machine, and the seed is in the signature. Another seed gives another
+    draw of the same random quantity (lexicalrichness's spread across seeds is the same).
+    ``sampling="expected"`` replaces each size's sample mean by its exact expectation (the
+    hypergeometric mean that HD-D also uses: the limit of infinitely many samples), a
+    deterministic variant without seed.
+
+    Undefined for a response with fewer than ``max_size`` tokens (lexicalrichness refuses
+    ``max_size`` tokens or fewer) and for one whose samples never repeat a type (``D`` is
+    infinite).
+
+    Args:
+        responses: The response set.
+        min_size: Smallest sample size (35).
+        max_size: Largest sample size (50), at least ``min_size``.
+        samples: Samples per size and trial (100).
+        trials: Fits averaged (3).
+        seed: Seed of the draws (>= 0).
+        sampling: ``random`` (default) or ``expected``.
+        tokenizer: ``whitespace`` (default), ``word``, ``tevet`` or ``char``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean over the defined responses; ``per_response``.
+
+    Example:
+        >>> text = " ".join(f"w{i % 40}" for i in range(120))
+        >>> r = vocd_d([text])
+        >>> 30 < r.value < 35, r.value == vocd_d([text, "x"]).value  # each type 3 times
+        (True, True)
+        >>> r.signature
+        'vocd-d|sizes:35..50|samples:100|trials:3|sampling:random|seed:0|rng:splitmix64|tok:whitespace|case:mixed|v:0.1.0'
+        >>> vocd_d([text], sampling="expected").signature[:35]
+        'vocd-d|sizes:35..50|sampling:expect'
+    """
+    return vocd_d_many([as_texts(responses)], min_size=min_size, max_size=max_size,
+                       samples=samples, trials=trials, seed=seed, sampling=sampling,
+                       tokenizer=tokenizer, lowercase=lowercase)[0]
+
+
+def _vocd_d_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
+    min_size, max_size, sampling = p["min_size"], p["max_size"], p["sampling"]
+    vals = _vocd_values(TokenKeys.from_texts(texts, tok), min_size, max_size, p["samples"],
+                        p["trials"], p["seed"], sampling)
+    rnd = sampling == "random"
+    fields = {"sizes": f"{min_size}..{max_size}", "samples": p["samples"] if rnd else None,
+              "trials": p["trials"] if rnd else None, "sampling": sampling,
+              "seed": p["seed"] if rnd else None, "rng": "splitmix64" if rnd else None}
+    return vals, fields, f"no response has {max_size} tokens or more with a repeated word"
+
+
+vocd_d_many = _kernel("vocd-d", vocd_d, _vocd_d_batch)

@@ -80,8 +80,9 @@ CheckpointOpt = Annotated[str | None, typer.Option(
     "--checkpoint", help="With --corpus: keep the merged statistics here after every shard; "
     "rerunning with the same file resumes.", metavar="FILE")]
 BudgetOpt = Annotated[float | None, typer.Option(
-    "--memory-budget", help="With --corpus: MB of text buffered per batch is a quarter of this "
-    "(default 256).", metavar="MB")]
+    "--memory-budget", help="With --corpus: MB for the text batches and the n-gram statistics; "
+    "past it the statistics spill to disk as sorted runs (TMPDIR) and merge at the end, with "
+    "the same values (default: no bound, 64 MB batches).", metavar="MB")]
 VectorsOpt = Annotated[str | None, typer.Option(
     "--vectors", help="Precomputed embeddings for the metrics that take vectors: a .npy file "
     "(rows follow the responses in file order) or the field/column holding each set's vectors "

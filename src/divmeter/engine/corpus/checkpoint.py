@@ -2,8 +2,10 @@
 inputs, never ``pickle`` (a crafted pickle runs code when it is loaded).
 
 A checkpoint holds the run's progress (pass, shards done, responses) and, per metric, the data
-attributes of its accumulator (:mod:`divmeter.engine.corpus.stats`): numbers, strings, lists, tuples,
-dicts and counters of them, exact sums and numpy arrays, each non-JSON type tagged. Loading
+attributes of its accumulator (:mod:`divmeter.engine.corpus.stats`): numbers, strings, lists,
+tuples, dicts and counters of them, exact sums, numpy arrays and n-gram tables
+(:class:`NgramTable`, with their spilled runs read back, and frozen runs), each non-JSON type
+tagged. Loading
 rebuilds every accumulator from the run's own metrics (:func:`make_accumulator`) and only then
 sets the attributes that accumulator already has, with values of the same kind; anything else
 (another format, version or run, a file that is not JSON, an unknown tag) is refused with one
@@ -24,6 +26,7 @@ import numpy as np
 
 from divmeter.engine.corpus.stats import Accumulator, ExactSum, make_accumulator
 from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.text.table import FrozenRun, NgramTable
 
 __all__ = ["FORMAT", "VERSION", "save_checkpoint", "load_checkpoint"]
 
@@ -58,6 +61,10 @@ def _enc(v: Any) -> Any:
     if isinstance(v, np.ndarray) and v.dtype.kind in "biuf":
         return {"a": [v.dtype.str, list(v.shape),
                       base64.b64encode(np.ascontiguousarray(v).tobytes()).decode("ascii")]}
+    if isinstance(v, NgramTable):
+        return {"T": _enc(v.to_state())}
+    if isinstance(v, FrozenRun):
+        return {"F": _enc(np.asarray(v.run))}
     raise _Skip
 
 
@@ -82,6 +89,16 @@ def _dec(v: Any, where: str) -> Any:
             s = ExactSum()
             s.partials = [float(p) for p in body]
             return s
+        if tag == "T":
+            state = _dec(body, where)
+            if not isinstance(state, dict):
+                return _bad(where, tag)
+            return NgramTable.from_state(state)
+        if tag == "F":
+            run = _dec(body, where)
+            if not isinstance(run, np.ndarray) or run.ndim != 2 or run.shape[0] != 3:
+                return _bad(where, tag)
+            return FrozenRun(run.astype(np.uint64))
         if tag == "a":
             dtype, shape, data = body
             dt = np.dtype(str(dtype))
@@ -89,7 +106,7 @@ def _dec(v: Any, where: str) -> Any:
                 return _bad(where, tag)
             arr = np.frombuffer(base64.b64decode(data, validate=True), dtype=dt)
             return arr.reshape([int(n) for n in shape]).copy()
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, KeyError):
         return _bad(where, tag)
     return _bad(where, tag)
 
@@ -107,6 +124,8 @@ def _bad(where: str, tag: str) -> Any:
 def _accumulator_state(acc: Accumulator) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in acc.__dict__.items():
+        if name in ("budget", "spill_dir"):  # the run's settings, given again on resume
+            continue
         try:
             out[name] = _enc(value)
         except _Skip:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,10 +30,11 @@ from divmeter.engine.corpus.shards import (
     iter_texts,
     shard_statistics,
 )
-from divmeter.engine.corpus.stats import make_accumulator
+from divmeter.engine.corpus.stats import Accumulator, make_accumulator
 from divmeter.core.errors import InvalidInputError
 
-__all__ = ["CorpusRun", "score_corpus", "iter_texts", "shard_statistics", "DEFAULT_BATCH_BYTES"]
+__all__ = ["CorpusRun", "score_corpus", "budgets", "iter_texts", "shard_statistics",
+           "DEFAULT_BATCH_BYTES"]
 
 CorpusProgress = Callable[[int, int, int], None]  # (responses so far, shards done, shards)
 
@@ -97,6 +100,7 @@ def score_corpus(
     checkpoint: str | os.PathLike[str] | None = None,
     progress: CorpusProgress | None = None,
     shard_pass: ShardPass | None = None,
+    spill_dir: str | os.PathLike[str] | None = None,
 ) -> CorpusRun:
     """Score all responses of all ``inputs`` (shards) as one corpus with each metric.
 
@@ -104,9 +108,14 @@ def score_corpus(
         inputs: Shard files (see the module docstring); their order does not matter.
         metrics: ``"name[:k=v,...]"`` strings or ``(name, params)`` pairs.
         input_format: Input format of every shard (default: from each extension).
-        memory_budget_mb: Bound on the text buffered per batch (a quarter of it); the merged
-            statistics themselves grow with the corpus's distinct n-grams (count tables) or not
-            at all (cosine and covariance sums, exact sums). Default 256.
+        memory_budget_mb: Memory for the run's text batches and statistics, in MB: a
+            batch holds at most a sixteenth of it (64 MB at most), and the n-gram tables of
+            the metrics share half of it (:func:`budgets`); past their share they spill to
+            disk as sorted runs, merged at the end (:mod:`divmeter.inputs.text.table`), so a
+            corpus of any size scores within it, with the same values. ``None``: 64 MB
+            batches and no bound on the tables (they grow with the corpus's distinct
+            n-grams, 24 bytes each). Metrics merged ``none`` (gathered and scored once) hold
+            the whole corpus's texts whatever the budget.
         checkpoint: File to keep the merged statistics in after every shard; a run given the
             same file, metrics and shards resumes after the last finished shard.
         progress: Called as ``progress(responses, shards_done, shard_passes)``.
@@ -114,6 +123,8 @@ def score_corpus(
             an engine's pass (:data:`divmeter.engine.corpus.shards.ShardPass`, e.g. Ray tasks:
             :func:`divmeter.engine.ray.score_corpus_ray`), whose statistics are merged here
             as they come.
+        spill_dir: Folder for the spilled runs (default: a temporary folder, removed at the
+            end).
 
     Returns:
         A :class:`CorpusRun` with one record per metric.
@@ -141,9 +152,45 @@ def score_corpus(
     if memory_budget_mb is not None and not 0 < memory_budget_mb < 2**40:  # NaN fails too
         raise InvalidInputError(f"--memory-budget must be a number of MB > 0 (and finite); got "
                                 f"{memory_budget_mb}.")
-    budget = DEFAULT_BATCH_BYTES if memory_budget_mb is None else max(
-        1, int(memory_budget_mb * (1 << 20) / 4))
     accs = [make_accumulator(p.name, p.params) for p in plans]
+    budget, per_acc = budgets(memory_budget_mb, accs)
+    own_dir = None
+    if spill_dir is None and per_acc is not None:
+        own_dir = tempfile.mkdtemp(prefix="divmeter-corpus-")
+    folder = own_dir if spill_dir is None else os.fspath(spill_dir)
+    try:
+        return _run(plans, shards, accs, budget, per_acc, folder, input_format, checkpoint,
+                    progress, shard_pass)
+    finally:
+        if own_dir is not None:
+            shutil.rmtree(own_dir, ignore_errors=True)
+
+
+def budgets(memory_budget_mb: float | None, accs: Sequence[Any]) -> tuple[int, int | None]:
+    """``(text bytes per batch, bytes of in-memory statistics per bounded accumulator)`` for a
+    run's memory budget: a batch takes a sixteenth of the budget (at most
+    :data:`DEFAULT_BATCH_BYTES`); the accumulators that keep n-gram tables share half of it, and
+    each keeps its in-memory runs under half its share (a merge of runs needs as much again).
+
+    Example:
+        >>> from divmeter.engine.corpus.stats import Accumulator, make_accumulator
+        >>> budgets(1024, [make_accumulator("distinct-n", {}), make_accumulator("ttr", {})])
+        (67108864, 234881024)
+    """
+    if memory_budget_mb is None:
+        return DEFAULT_BATCH_BYTES, None
+    total = int(memory_budget_mb * (1 << 20))
+    batch = max(1, min(DEFAULT_BATCH_BYTES, total // 16))
+    bounded = [a for a in accs if type(a)._configure is not Accumulator._configure]
+    return batch, max(1, (total // 2 - batch) // max(len(bounded), 1) // 2)
+
+
+def _run(plans: list[MetricPlan], shards: list[str], accs: list[Accumulator], budget: int,
+         per_acc: int | None, folder: str | None, input_format: str | None,
+         checkpoint: str | os.PathLike[str] | None, progress: CorpusProgress | None,
+         shard_pass: ShardPass | None) -> CorpusRun:
+    for a in accs:
+        a.configure(per_acc, folder)
     passes = max(a.passes for a in accs)
     key = _run_key(plans, shards)
     state: dict[str, Any] = {"key": key, "pass": 0, "done": [], "accs": accs, "responses": 0}
@@ -155,6 +202,8 @@ def score_corpus(
     if ckpt is not None and os.path.exists(ckpt):
         state = load_checkpoint(ckpt, key, plans)
         accs = state["accs"]
+        for a in accs:
+            a.configure(per_acc, folder)
         run.resumed_shards = state["pass"] * len(shards) + len(state["done"])
     start = time.perf_counter()
     total_units = passes * len(shards)
@@ -170,9 +219,11 @@ def score_corpus(
         p_ = state["pass"]
         active = [i for i, a in enumerate(accs) if a.passes > p_]
         todo = [s for s in shards if s not in state["done"]]
+        reduce = None
         if shard_pass is not None:
             results = shard_pass(todo, [accs[i] for i in active], input_format=input_format,
                                  batch_bytes=budget)
+            reduce = getattr(results, "reduce", None)
         else:
             results = (
                 (s, *shard_statistics(s, [accs[i] for i in active], input_format=input_format,
@@ -182,13 +233,18 @@ def score_corpus(
         for s, part, n in results:
             for i, a in zip(active, part, strict=True):
                 accs[i].merge(a)
+                a.close()
             if shard_pass is not None:
                 tick(n)
             if p_ == 0:
                 state["responses"] += n
             state["done"].append(s)
-            if ckpt is not None:
+            if ckpt is not None and reduce is None:
                 save_checkpoint(ckpt, key, state)
+        if reduce is not None:  # statistics reduced by key range where they lie
+            for i, summaries in zip(active, reduce(), strict=True):
+                if summaries is not None:
+                    accs[i].absorb(summaries)
         for i in active:
             if accs[i].passes > p_ + 1:
                 accs[i].next_pass()
@@ -200,6 +256,7 @@ def score_corpus(
     run.seconds = time.perf_counter() - start
     for p, a in zip(plans, accs, strict=True):
         res = a.finish()
+        a.close()
         rec: dict[str, Any] = {"metric": p.column, "value": res.value,
                                "signature": res.signature}
         if res.value is None:

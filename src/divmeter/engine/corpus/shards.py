@@ -10,7 +10,7 @@ Hugging Face ``datasets`` dataset: a folder written by ``Dataset.save_to_disk`` 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from divmeter.engine.corpus.stats import Accumulator
@@ -23,8 +23,11 @@ __all__ = ["iter_texts", "shard_statistics", "ShardPass", "DEFAULT_BATCH_BYTES"]
 #: Text held per batch when no memory budget is given (a quarter of the default 256 MB).
 DEFAULT_BATCH_BYTES = 64 << 20
 #: One pass of an engine over shards: ``(shards, accumulators, input_format=, batch_bytes=)``
-#: -> ``(shard, its accumulators, responses read)`` per shard, in any order.
-ShardPass = Callable[..., Iterator[tuple[str, list[Accumulator], int]]]
+#: -> an iterable of ``(shard, its accumulators, responses read)`` per shard, in any order; it
+#: may also have ``reduce()``, giving per accumulator the summaries of the key ranges its
+#: statistics were cut into (:meth:`divmeter.engine.corpus.stats.Accumulator.split`), or
+#: ``None``, once every shard is merged.
+ShardPass = Callable[..., Iterable[tuple[str, list[Accumulator], int]]]
 
 
 def _hf_texts(src: str) -> Iterator[str]:

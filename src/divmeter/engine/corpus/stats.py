@@ -135,6 +135,11 @@ class Accumulator:
     kind = "exact"
     #: The shard being added (set by the runner; one-worker metrics order texts by it).
     key = ""
+    #: Bytes of statistics this accumulator may hold in memory before it spills them to disk
+    #: (``None``: no bound), and where it spills (``None``: a temporary folder); set by the
+    #: run with :meth:`configure`.
+    budget: int | None = None
+    spill_dir: str | None = None
 
     def __init__(self, name: str, params: Mapping[str, Any]) -> None:
         self.name = name
@@ -151,6 +156,38 @@ class Accumulator:
 
     def _setup(self) -> None:
         """Resolve the parameters (tokenizer, signature ...)."""
+
+    def configure(self, budget: int | None, spill_dir: str | None = None) -> None:
+        """Bound the memory of the statistics (bytes; past it they spill to ``spill_dir``)."""
+        self.budget = budget
+        self.spill_dir = spill_dir
+        self._configure()
+
+    def _configure(self) -> None:
+        """Pass :attr:`budget` and :attr:`spill_dir` on to the statistics (default: nothing
+        to bound)."""
+
+    def close(self) -> None:
+        """Release what the statistics keep outside memory (spilled runs)."""
+
+    # the distributed reduce: statistics cut by key range, reduced where they lie ---------------
+
+    def split(self, parts: int) -> list[Any] | None:
+        """Move this accumulator's key-partitionable statistics out of it, cut into ``parts``
+        disjoint key ranges (the accumulator keeps its scalar counts, which merge as usual);
+        ``None`` when it has none (the whole accumulator is merged on the driver)."""
+        return None
+
+    def reduce_part(self, parts: Sequence[Any]) -> Any:
+        """The summary of one key range: ``parts`` are that range's statistics from every shard
+        (what :meth:`split` gave); called on an empty accumulator of the same metric and pass,
+        wherever the range is reduced."""
+        raise NotImplementedError
+
+    def absorb(self, summaries: Sequence[Any]) -> None:
+        """Take the summaries of every key range (in range order) as this merged accumulator's
+        statistics."""
+        raise NotImplementedError
 
     def _reset(self) -> None:
         """Empty statistics of the current pass."""

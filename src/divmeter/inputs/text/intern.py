@@ -28,7 +28,6 @@ Both are exact: equal ids (keys) if and only if equal tokens.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain, count
@@ -197,7 +196,6 @@ def encode_sets(text_sets: Sequence[Sequence[str]], tok: Tokenizer, top: int,
 # falls back to the dictionary encoding, so the keys are always exact.
 _MAX_PACK = 64
 # the non-ASCII characters str.split() splits on (every c with chr(c).isspace(), c >= 128)
-_NON_ASCII_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 _BYTE_MASK = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)  # low k bytes
 _MIX = np.array([1, 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
                  0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53,
@@ -228,35 +226,81 @@ def _joined_bytes(texts: Sequence[str], name: str, check: bool = True
     followed by the separator of :data:`_BYTE_SPLITS`, then 8 more separators (padding for
     8-byte reads), and whether the texts are ASCII; ``None`` where the byte paths do not apply
     (a NUL or separator character in a text, unless ``check`` is false: the compiled scan
-    counts those bytes itself; for ``whitespace``, non-ASCII whitespace). Texts are taken as
-    ``tok.lowercase`` left them; for ``tevet``, whitespace-only texts are blanked (no token)
-    and ``.`` and ``\\n`` removed."""
+    counts those bytes itself). Texts are taken as ``tok.lowercase`` left them; for
+    ``whitespace``, non-ASCII whitespace becomes a space (``str.split()`` splits on both: the
+    same tokens); for ``tevet``, whitespace-only texts are blanked (no token) and ``.`` and
+    ``\\n`` removed."""
     if name == "tevet":  # a whitespace-only text has no token (str.split() gives none anyway)
         texts = blank_whitespace_only(texts)
     n_texts = len(texts)
     sep = _BYTE_SPLITS[name]
-    joined = sep.join(chain(texts, [""] * 9))
-    if not joined.isascii():  # the byte paths never call the tokenizer, which would warn
-        check_scripts(texts, name)
-    if name == "tevet":
-        if check and joined.count("\x00") != n_texts + 8:
-            return None
-        joined = joined.replace(".", "").replace("\n", "")
-    elif ((check and ("\x00" in joined or joined.count("\x1f") != n_texts + 8))
-          or (not joined.isascii() and _NON_ASCII_SPACE.search(joined))):
+    # each text encoded alone (an ASCII text is one copy; one emoji does not widen the whole
+    # batch's string), then the bytes joined; surrogatepass: a lone surrogate (invalid UTF-8,
+    # but a valid str) gets its own 3 bytes, so the encoding stays injective (equal bytes iff
+    # equal tokens)
+    data = sep.encode().join([*(t.encode("utf-8", "surrogatepass") for t in texts),
+                              *[b""] * 9])
+    if check and (data.count(b"\x00") != (n_texts + 8 if name == "tevet" else 0)
+                  or (name == "whitespace" and data.count(b"\x1f") != n_texts + 8)):
         return None
-    # surrogatepass: a lone surrogate (invalid UTF-8, but a valid str) gets its own 3 bytes;
-    # the encoding stays injective, so equal bytes iff equal tokens
-    return (np.frombuffer(joined.encode("utf-8", "surrogatepass"), dtype=np.uint8),
-            joined.isascii())
+    if name == "tevet":  # ASCII bytes: never inside a multi-byte character
+        data = data.replace(b".", b"").replace(b"\n", b"")
+    if not data.isascii():
+        buf, unspaced = _non_ascii(data, name == "whitespace")
+        if unspaced.size:  # the byte paths never call the tokenizer, which would warn
+            ends = np.flatnonzero(buf == ord(sep))[:n_texts]
+            which = np.unique(np.searchsorted(ends, unspaced)).tolist()
+            check_scripts([texts[i] for i in which if i < n_texts], name)
+        return buf, False
+    return np.frombuffer(data, dtype=np.uint8), True
+
+
+#: UTF-8 code ranges (the bytes of a character as one big-endian number) of the scripts written
+#: without spaces (:data:`divmeter.inputs.text.tokenize.UNSPACED_SHARE`): Thai and Lao,
+#: Myanmar, Khmer, kana, CJK extension A, CJK, CJK compatibility.
+_UNSPACED_CODES = ((0xE0B880, 0xE0BBBF), (0xE18080, 0xE1829F), (0xE19E80, 0xE19FBF),
+                   (0xE38180, 0xE383BF), (0xE39080, 0xE4B6BF), (0xE4B880, 0xE9BFBF),
+                   (0xEFA480, 0xEFABBF))
+#: The UTF-8 codes of the non-ASCII characters ``str.split()`` splits on (U+0085, U+00A0 in two
+#: bytes; U+1680, U+2000-200A, U+2028, U+2029, U+202F, U+205F, U+3000 in three).
+_SPACE_CODES2 = np.array([0xC285, 0xC2A0], dtype=np.int64)
+_SPACE_CODES3 = np.array([0xE19A80, *range(0xE28080, 0xE2808B), 0xE280A8, 0xE280A9, 0xE280AF,
+                          0xE2819F, 0xE38080], dtype=np.int64)
+
+
+def _non_ascii(data: bytes, spaces: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The bytes of non-ASCII joined texts, with (``spaces``) every non-ASCII whitespace
+    character replaced by as many spaces as it has bytes (``str.split()`` splits on both; the
+    offsets stay the text's), and the offsets of the characters of scripts written without
+    spaces (only the texts holding one are checked). One numpy pass finds the lead bytes of
+    multi-byte characters; only those few are looked at."""
+    b = np.frombuffer(data, dtype=np.uint8)
+    lead = np.flatnonzero(b >= 0xC2)
+    if not lead.size:
+        return b, lead
+    nxt = b[np.minimum(lead + 1, b.size - 1)].astype(np.int64)
+    code3 = (b[lead].astype(np.int64) << 16) | (nxt << 8) | b[np.minimum(lead + 2, b.size - 1)]
+    hit = np.zeros(lead.size, dtype=bool)
+    for lo, hi in _UNSPACED_CODES:
+        hit |= (code3 >= lo) & (code3 <= hi)
+    unspaced = lead[hit]
+    if spaces:
+        two = np.isin(code3 >> 8, _SPACE_CODES2)
+        three = np.isin(code3, _SPACE_CODES3)
+        if two.any() or three.any():
+            b = b.copy()
+            for k, hit in ((2, two), (3, three)):
+                at = lead[hit]
+                for j in range(k):
+                    b[at + j] = 0x20
+    return b, unspaced
 
 
 def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
     """``whitespace`` or ``tevet`` tokens of ``texts`` found and grouped in numpy from the UTF-8
     bytes of the joined texts, without a Python string per token; ``None`` where this does not
-    apply (a NUL or separator character in a text, non-ASCII whitespace for ``whitespace``, a
-    token over 64 bytes, more than 2**32 tokens, or a key collision: the caller then uses the
-    dictionary path).
+    apply (a NUL or separator character in a text, a token over 64 bytes, more than 2**32
+    tokens, or a key collision: the caller then uses the dictionary path).
 
     A token's key is its UTF-8 bytes packed into a 64-bit word when it has at most 8 bytes
     (exact: the texts hold no NUL), else that word mixed with the later 8-byte words. One plain
@@ -363,8 +407,8 @@ _JIT_LOAD_CHARS = 1 << 24
 _chars_before_jit = 0
 _JIT: Any = None  # divmeter.inputs.text.jit once imported; False when numba is not installed
 #: The bytes that separate tokens, per tokenizer, as two ranges ``(lo1, n1, lo2, n2)``:
-#: ``str.split()``'s ASCII whitespace 9-13 and 28-32 (non-ASCII whitespace makes
-#: :func:`_joined_bytes` decline), and ``tevet``'s space and text separator (NUL).
+#: ``str.split()``'s ASCII whitespace 9-13 and 28-32 (:func:`_joined_bytes` makes non-ASCII
+#: whitespace a space), and ``tevet``'s space and text separator (NUL).
 _SPACE_RANGES = {"whitespace": (9, 4, 28, 4), "tevet": (32, 0, 0, 0)}
 
 
@@ -406,10 +450,16 @@ class TokenIds:
     ids: np.ndarray
     lengths: np.ndarray
     n_types: int
+    #: With ``types=True`` (:func:`_jit_map`): each type's first byte offset and byte length
+    #: in ``words``, the chunk's bytes as 8-byte little-endian words from every offset.
+    starts: np.ndarray | None = None
+    sizes: np.ndarray | None = None
+    words: np.ndarray | None = None
 
 
 def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int], Any],
-             groups: np.ndarray | None = None) -> list[Any] | None:
+             groups: np.ndarray | None = None, *, types: bool = False,
+             eager: bool = False, max_len: int = 0) -> list[Any] | None:
     """``fn(chunk, g0, g1)`` of each chunk of :func:`divmeter.inputs.text.jit.scan_tokens` of
     ``texts`` (cased as the tokenizer wants; a tokenizer of :data:`_BYTE_SPLITS`), right after
     the chunk is scanned (so its buffers are reused for the next). Chunks hold about
@@ -417,13 +467,16 @@ def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int],
     consecutive groups of texts; ``None``: every text alone); ``g0 .. g1-1`` are a chunk's
     groups. ``None`` for no text, a batch under :data:`_JIT_MIN_CHARS` characters, until
     :data:`_JIT_LOAD_CHARS` characters have passed, without numba, and wherever the numpy byte
-    path declines too (a NUL or separator character, non-ASCII whitespace for ``whitespace``, a
-    token over 64 bytes)."""
+    path declines too (a NUL or separator character, a token over 64 bytes). With ``types``,
+    each chunk also holds its types' first occurrences
+    (:func:`divmeter.inputs.text.jit.scan_types`); ``eager`` loads the kernels at once (corpus
+    mode: a long job by design) instead of after :data:`_JIT_LOAD_CHARS` characters;
+    ``max_len`` accepts tokens up to that many bytes (default: the numpy byte path's 64)."""
     global _chars_before_jit
     chars = sum(map(len, texts))
     if not texts or chars < _JIT_MIN_CHARS:
         return None
-    if _JIT is None:  # not loaded yet
+    if _JIT is None and not eager:  # not loaded yet
         _chars_before_jit += chars
         if _chars_before_jit < _JIT_LOAD_CHARS:
             return None
@@ -450,11 +503,17 @@ def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int],
             return None
         buf = joined[0]
         words = np.ndarray(buffer=buf, dtype="<u8", shape=(buf.size - 7,), strides=(1,))
-        ids, lengths, n_types = jit.scan_tokens(buf, words, _SPACE_RANGES[name], end, 0,
-                                                len(part), _MAX_PACK)
+        if types:
+            ids, lengths, n_types, starts, sizes = jit.scan_types(
+                buf, words, _SPACE_RANGES[name], end, 0, len(part), max_len or _MAX_PACK)
+            chunk = TokenIds(ids, lengths, n_types, starts, sizes, words)
+        else:
+            ids, lengths, n_types = jit.scan_tokens(buf, words, _SPACE_RANGES[name], end, 0,
+                                                    len(part), _MAX_PACK)
+            chunk = TokenIds(ids, lengths, n_types)
         if n_types < 0:
             return None
-        out.append(fn(TokenIds(ids, lengths, n_types), g0, g1))
+        out.append(fn(chunk, g0, g1))
     return out
 
 
@@ -575,8 +634,8 @@ class TokenKeys:
         """Keys from the compiled path (:func:`_jit_map`: the type ids, grouped by a
         counting sort) or else :func:`_byte_tokens` (each token's key is the index of its group
         in the sorted order), with that grouping kept as :meth:`sorted_keys`; ``None`` where the
-        byte paths do not apply (e.g. for ``whitespace``: non-ASCII whitespace, a NUL or
-        \\x1f character, a token over 64 bytes, a key collision)."""
+        byte paths do not apply (e.g. for ``whitespace``: a NUL or \\x1f character, a token
+        over 64 bytes, a key collision)."""
         if lowercase:
             texts = [t.lower() for t in texts]
         if not texts:

@@ -18,6 +18,8 @@ code it replaces), compiled once per machine and cached (``cache=True``: next to
   ids for the n-gram metrics; tokens grouped by type for MATTR and HD-D).
 * :func:`ttr_values`, :func:`mtld_values`: TTR's type counts (a stamp per type) and MTLD's
   factor rounds (McCarthy & Jarvis 2010) over the token ids.
+* :func:`type_counts`: types and the sum of squared type counts of every text (the counts the
+  richness indices of :mod:`divmeter.metrics.richness` are formulas of).
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["scan_tokens", "set_local_ids", "group_order", "ttr_values", "mtld_values"]
+__all__ = ["scan_tokens", "scan_types", "set_local_ids", "group_order", "ttr_values",
+           "mtld_values", "type_counts"]
 
 _U1 = np.uint64(1)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: slot = (key * _GOLD) >> (64 - bits)
@@ -226,7 +229,18 @@ def _scan_words(words: np.ndarray, sep: np.ndarray, ends: np.ndarray, w0: int,
 def scan_tokens(buf: np.ndarray, words: np.ndarray, spaces: tuple[int, int, int, int],
                 end: int, nul: int, n_texts: int, max_len: int
                 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Tokens of ``n_texts`` texts joined in ``buf`` (UTF-8), interned to exact ids.
+    """Tokens of ``n_texts`` texts joined in ``buf`` (UTF-8), interned to exact ids: the first
+    three results of :func:`scan_types`."""
+    ids, lengths, n_types, _, _ = scan_types(buf, words, spaces, end, nul, n_texts, max_len)
+    return ids, lengths, n_types
+
+
+@njit(cache=True, nogil=True)
+def scan_types(buf: np.ndarray, words: np.ndarray, spaces: tuple[int, int, int, int],
+               end: int, nul: int, n_texts: int, max_len: int
+               ) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]:
+    """Tokens of ``n_texts`` texts joined in ``buf`` (UTF-8), interned to exact ids, with the
+    first occurrence of each type (its byte offset in ``buf`` and its length).
 
     A token is a maximal run of bytes that are not separators. Separators are flagged 64 bytes
     to a word; tokens are then read off the flags' edges (no branch per byte). A token of up to
@@ -248,15 +262,18 @@ def scan_tokens(buf: np.ndarray, words: np.ndarray, spaces: tuple[int, int, int,
         max_len: Longest token accepted, in bytes.
 
     Returns:
-        ``(ids, lengths, n_types)``: the type of every token in order (types numbered
-        0, 1, ... by first occurrence; equal ids iff equal bytes), the token count of each
-        text and the number of types; ``n_types = -1`` (and no ids) when a token is longer
-        than ``max_len`` or a text holds ``end`` or ``nul`` (more than ``n_texts + 8`` of them).
+        ``(ids, lengths, n_types, starts, sizes)``: the type of every token in order (types
+        numbered 0, 1, ... by first occurrence; equal ids iff equal bytes), the token count of
+        each text, the number of types, and each type's first byte offset in ``buf`` and byte
+        length (the first ``n_types`` entries); ``n_types = -1`` (and no ids) when a token is
+        longer than ``max_len`` or a text holds ``end`` or ``nul`` (more than ``n_texts + 8``
+        of them).
     """
     sep, ends, n_end = _masks(buf, spaces, end, nul)
     lengths = np.zeros(n_texts, np.int64)
+    none = np.empty(0, np.int64)
     if n_end != n_texts + 8:  # a text holds the end byte or a NUL
-        return np.empty(0, np.int64), lengths, -1
+        return none, lengths, -1, none, none
     n_tok = np.int64(0)
     carry = _U1  # the byte before the buffer counts as a separator
     for w in range(sep.size):
@@ -275,9 +292,9 @@ def scan_tokens(buf: np.ndarray, words: np.ndarray, spaces: tuple[int, int, int,
         w = _scan_words(words, sep, ends, w, state, table, t_start, t_len, ids, lengths,
                         max_len)
         if w == -1:
-            return ids, lengths, state[5]
+            return ids, lengths, state[5], t_start, t_len
         if w == -2:
-            return np.empty(0, np.int64), lengths, -1
+            return none, lengths, -1, none, none
         bits += 1
         table, t_start, t_len = _grow(table, t_start, t_len, state[5], bits)
 
@@ -404,3 +421,31 @@ def mtld_values(ids: np.ndarray, lengths: np.ndarray, n_types: int,
             out[d] = (n / counts[0] + n / counts[1]) / 2.0
         start = end
     return out
+
+
+@njit(cache=True, nogil=True)
+def type_counts(ids: np.ndarray, lengths: np.ndarray, n_types: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Types ``V`` and the sum of squared type counts ``M2`` of every text (int64), in one
+    pass: a stamp per type (the last text it was seen in) and its count in that text;
+    ``M2`` grows by ``2c + 1`` when a type's count goes from ``c`` to ``c + 1``."""
+    v = np.zeros(lengths.size, np.int64)
+    m2 = np.zeros(lengths.size, np.int64)
+    stamp = np.full(n_types, -1, np.int64)
+    count = np.zeros(n_types, np.int64)
+    tok = 0
+    for d in range(lengths.size):
+        types = 0
+        sq = 0
+        for _ in range(lengths[d]):
+            g = ids[tok]
+            if stamp[g] != d:
+                stamp[g] = d
+                count[g] = 0
+                types += 1
+            sq += 2 * count[g] + 1
+            count[g] += 1
+            tok += 1
+        v[d] = types
+        m2[d] = sq
+    return v, m2
