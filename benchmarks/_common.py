@@ -99,8 +99,8 @@ def compiled_path() -> str:
     """Load divmeter's compiled kernels now, as a long job does after its first 16M characters
     (numba import + the first call of the cached kernels), and say which path the timed runs
     take: ``jit`` (numba, ``divmeter[fast]``) or ``numpy`` (no numba, or ``DIVMETER_NO_JIT=1``)."""
-    from divmeter.metrics.richness import ttr_many
     from divmeter.inputs.text import intern
+    from divmeter.metrics.richness import ttr_many
 
     t0 = time.perf_counter()
     jit = intern.compiled()

@@ -96,9 +96,9 @@ def main() -> None:
     ap.add_argument("--no-ray", action="store_true")
     args = ap.parse_args()
     from divmeter.engine.corpus.run import score_corpus
-    from divmeter.inputs.data import read_sets
     from divmeter.engine.ray import score_corpus_ray
     from divmeter.engine.runner import score_file
+    from divmeter.inputs.data import read_sets
 
     tmp = Path(tempfile.mkdtemp())
     shards = make_shards(tmp, args.sets, 4)

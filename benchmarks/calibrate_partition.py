@@ -35,9 +35,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from divmeter.studies.meta.stats import oca, roc_auc, spearman
 from divmeter.metrics.embedding import embed_texts, normalize_rows
 from divmeter.metrics.partition import EMBEDDING_THRESHOLD, greedy_partition
+from divmeter.studies.meta.stats import oca, roc_auc, spearman
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("DIVMETER_SHARED", REPO.parent / "shared"))

@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from divmeter.studies.meta.stats import oca, roc_auc, spearman
 from divmeter.metrics.decan import decan
+from divmeter.studies.meta.stats import oca, roc_auc, spearman
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("DIVMETER_SHARED", REPO.parent / "shared"))

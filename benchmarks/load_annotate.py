@@ -25,8 +25,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from annotate_util import Annotator, serve  # noqa: E402
-from divmeter.inputs.data.model import ResponseSet  # noqa: E402
 from divmeter.apps.web.store import Store, create_study  # noqa: E402
+from divmeter.inputs.data.model import ResponseSet  # noqa: E402
 
 
 def main() -> None:

@@ -31,8 +31,8 @@ if not CHROMIUM.exists():
                 allow_module_level=True)
 
 from annotate_util import serve  # noqa: E402
-from divmeter.inputs.data.model import ResponseSet  # noqa: E402
 from divmeter.apps.web.store import Store, create_study  # noqa: E402
+from divmeter.inputs.data.model import ResponseSet  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

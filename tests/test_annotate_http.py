@@ -28,9 +28,9 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from annotate_util import ASSIGNMENT, CSRF  # noqa: E402
 from cli_util import run_main  # noqa: E402
-from divmeter.inputs.data.model import ResponseSet  # noqa: E402
 from divmeter.apps.web.app import create_app  # noqa: E402
 from divmeter.apps.web.store import Store, create_study  # noqa: E402
+from divmeter.inputs.data.model import ResponseSet  # noqa: E402
 
 FORM = {"content-type": "application/x-www-form-urlencoded"}
 

@@ -25,8 +25,8 @@ pytest.importorskip("httpx")
 pytest.importorskip("multipart")
 
 from annotate_util import Annotator, serve  # noqa: E402
-from divmeter.inputs.data.model import ResponseSet  # noqa: E402
 from divmeter.apps.web.store import Store, create_study  # noqa: E402
+from divmeter.inputs.data.model import ResponseSet  # noqa: E402
 
 ANNOTATORS, ITEMS, RATINGS = 20, 40, 10
 

@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from divmeter.inputs.data.model import ResponseSet
-from divmeter.core.errors import InvalidInputError
 from divmeter.apps.web.store import RequestError, Store, create_study, sim_reduction, summarise
+from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.data.model import ResponseSet
 
 pytest.importorskip("krippendorff")
 

@@ -305,8 +305,8 @@ def test_embed_parity_cli(cache_dir, tmp_path):
 
     from typer.testing import CliRunner
 
-    from divmeter.backends.embed import get_encoder
     from divmeter.apps.cli import app
+    from divmeter.backends.embed import get_encoder
 
     texts = ["A cat sat on the mat.", "Stocks fell sharply today."]
     f = tmp_path / "sets.jsonl"

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 import divmeter
-from divmeter.engine.batch import Summary, completed_rows, resolve_metrics, score_sets
-from divmeter.inputs.data import ResponseSet, open_record_writer, read_records, read_sets
 from divmeter.core.errors import InvalidInputError, UnknownMetricError
-from divmeter.engine.registry import _REGISTRY
-from divmeter.engine.public import register
 from divmeter.core.result import MetricResult
+from divmeter.engine.batch import Summary, completed_rows, resolve_metrics, score_sets
+from divmeter.engine.public import register
+from divmeter.engine.registry import _REGISTRY
+from divmeter.inputs.data import ResponseSet, open_record_writer, read_records, read_sets
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "stories.jsonl"

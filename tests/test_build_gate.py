@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from cli_util import run_main
-from divmeter.inputs.data.model import ResponseSet
 from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.data.model import ResponseSet
 from divmeter.studies.perturb import Gate, build
 from divmeter.studies.perturb.gate import retry_seed
 from divmeter.studies.perturb.generator import load_template

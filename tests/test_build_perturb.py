@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from divmeter import __version__
 from divmeter.apps.cli import app, main
+from divmeter.core.errors import InvalidInputError
 from divmeter.inputs.data import ResponseSet
 from divmeter.inputs.data.tables import read_pairs
-from divmeter.core.errors import InvalidInputError
 from divmeter.studies.perturb import Gate, build, noun_shuff, para_layout, rnd_shuff
 from divmeter.studies.perturb.generator import Template, clean_output, load_template
 from divmeter.studies.perturb.shuffle import noun_shuff_tokens, split_sentences

@@ -11,8 +11,8 @@ import pytest
 
 import divmeter
 from divmeter.core.errors import InvalidInputError, UnknownMetricError
-from divmeter.engine.registry import column_name, get_metric, parse_metric_arg
 from divmeter.core.result import Signature, make_signature
+from divmeter.engine.registry import column_name, get_metric, parse_metric_arg
 from divmeter.inputs.text import NgramIndex, Tokenizer, get_tokenizer
 
 

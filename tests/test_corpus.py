@@ -20,9 +20,9 @@ from typer.testing import CliRunner
 
 import divmeter
 from divmeter.apps.cli import app
+from divmeter.core.errors import InvalidInputError
 from divmeter.engine.corpus import ExactSum, make_accumulator, merge_kind
 from divmeter.engine.corpus.run import score_corpus
-from divmeter.core.errors import InvalidInputError
 from divmeter.engine.registry import get_metric
 
 WORDS = ("the cat dog sat on a mat and ran to house big small red blue green tree "

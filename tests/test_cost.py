@@ -18,8 +18,8 @@ import pytest
 
 import divmeter
 from cli_util import run_main
-from divmeter.core import memory
 from divmeter.apps.cli import progress
+from divmeter.core import memory
 from divmeter.core.memory import MemoryLimitError
 from divmeter.metrics import overlap, vendi
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from divmeter.core.errors import InvalidInputError, MissingDependencyError
 from divmeter.inputs.data import ResponseSet, read_records, read_sets, write_sets
 from divmeter.inputs.data.lines import detect_format
 from divmeter.inputs.data.writers import open_record_writer
-from divmeter.core.errors import InvalidInputError, MissingDependencyError
 
 SETS = [
     ResponseSet(

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from divmeter.backends.lm import get_scorer
-from divmeter.metrics.decan import decan, decan_surprisal, format_responses
 from divmeter.inputs.scenarios import decan_scenarios, noise
+from divmeter.metrics.decan import decan, decan_surprisal, format_responses
 
 # `lm`: skipped with the install line when divmeter[lm] is missing (conftest.py)
 pytestmark = [pytest.mark.lm, pytest.mark.slow]

@@ -22,19 +22,19 @@ from typer.testing import CliRunner
 import divmeter
 from conftest import SHARED
 from divmeter.apps.cli import app
-from divmeter.inputs.data import ResponseSet, write_sets
 from divmeter.core.errors import InvalidInputError
-from divmeter.studies.meta.confound import (
-    PAPER_BINS,
-    decan_confound,
-    load_confound_inputs,
-    mean_response_bytes,
-)
+from divmeter.inputs.data import ResponseSet, write_sets
 from divmeter.metrics.decan import (
     SIGMOID_RECIPE,
     decan_from_surprisal,
     fit_sigmoid_curve,
     sigmoid_curve,
+)
+from divmeter.studies.meta.confound import (
+    PAPER_BINS,
+    decan_confound,
+    load_confound_inputs,
+    mean_response_bytes,
 )
 
 V = divmeter.__version__

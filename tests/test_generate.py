@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from divmeter.core.errors import InvalidInputError
-from divmeter.studies.generation import Decoding, derive_seed, get_generator, run_signature, sample_seeds
+from divmeter.studies.generation import (
+    Decoding,
+    derive_seed,
+    get_generator,
+    run_signature,
+    sample_seeds,
+)
 from divmeter.studies.generation.sweep import Prompt, Sweep, parse_sweep, read_prompts, run_sweep
 
 sys.path.insert(0, str(Path(__file__).parent))

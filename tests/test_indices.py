@@ -27,9 +27,9 @@ import pytest
 import divmeter
 from conftest import FIXTURES, TEVET_DIR
 from divmeter.core.errors import InvalidInputError
-from divmeter.metrics import richness as indices
 from divmeter.engine.registry import get_metric, parse_metric_arg
 from divmeter.inputs.text import TokenKeys, get_tokenizer
+from divmeter.metrics import richness as indices
 
 FIX = json.loads((FIXTURES / "indices_parity.json").read_text(encoding="utf-8"))
 TEXTS: list[tuple[str, list[str]]] = [(t["id"], t["tokens"]) for t in FIX["texts"]]

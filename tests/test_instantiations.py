@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 import divmeter
-from divmeter.engine.batch import score_sets
 from divmeter.apps.cli import app
-from divmeter.inputs.data import ResponseSet, read_instantiation_sets
 from divmeter.core.errors import InvalidInputError
+from divmeter.engine.batch import score_sets
+from divmeter.inputs.data import ResponseSet, read_instantiation_sets
 
 ARMIN = ["Armin", "fieldwork", "country", "conflict zone", "recently"]
 JESSICA = ["Jessica", "market research", "region", "economic hotspot", "recently"]

@@ -18,8 +18,8 @@ import pytest
 pytest.importorskip("inspect_ai", reason="needs inspect-ai (pip install -e '.[inspect]')")
 
 import divmeter  # noqa: E402
-from divmeter.core.errors import InvalidInputError  # noqa: E402
 from divmeter.apps.integrations.inspect import diversity, sequence_logprob  # noqa: E402
+from divmeter.core.errors import InvalidInputError  # noqa: E402
 
 SAME = ["Paris is the capital of France."] * 4
 DIFFERENT = ["Paris is the capital of France.", "Stocks fell sharply on Monday.",

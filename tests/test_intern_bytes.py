@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from divmeter.metrics.ngram import ngram_diversity_many, self_repetition_many
 from divmeter.inputs.text import intern as intern_module
 from divmeter.inputs.text.intern import _byte_tokens, intern_sets
 from divmeter.inputs.text.tokenize import get_tokenizer
+from divmeter.metrics.ngram import ngram_diversity_many, self_repetition_many
 
 TEXTS = [
     "",

@@ -30,9 +30,9 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from conftest import tevet_files  # noqa: E402
-from divmeter.metrics import ngram, richness  # noqa: E402
 from divmeter.inputs.text import intern, jit, tokenize  # noqa: E402
 from divmeter.inputs.text.tokenize import get_tokenizer  # noqa: E402
+from divmeter.metrics import ngram, richness  # noqa: E402
 from exact import same  # noqa: E402
 
 END = {"whitespace": 0x1F, "tevet": 0}

@@ -19,8 +19,8 @@ pytest.importorskip("tenacity")
 
 import divmeter  # noqa: E402
 from cli_util import run_main  # noqa: E402
-from divmeter.core.errors import InvalidInputError  # noqa: E402
 from divmeter.backends.judge.prompts import load_fewshot, load_template, pairwise_messages  # noqa: E402
+from divmeter.core.errors import InvalidInputError  # noqa: E402
 from divmeter.studies.judge.protocol import (  # noqa: E402
     JudgeConfig,
     estimate_cost,

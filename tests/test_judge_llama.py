@@ -15,8 +15,8 @@ import pytest
 
 pytest.importorskip("httpx")
 
-from divmeter.studies.judge.protocol import JudgeConfig, judge_pairs, judge_sets  # noqa: E402
 from divmeter.backends.judge.requests import response_format  # noqa: E402
+from divmeter.studies.judge.protocol import JudgeConfig, judge_pairs, judge_sets  # noqa: E402
 
 SETS = [
     ["A dog chases a ball in the park.", "The cat sleeps on the warm windowsill.",

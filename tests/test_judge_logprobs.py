@@ -201,8 +201,8 @@ def test_a_server_without_logprobs_fails_the_cli_run(server: FaultServer, tmp_pa
 
 
 def test_completion_template_errors(tmp_path: Path) -> None:
-    from divmeter.core.errors import InvalidInputError
     from divmeter.backends.judge.prompts import load_template
+    from divmeter.core.errors import InvalidInputError
 
     bad = tmp_path / "t.txt"
     bad.write_text("Rate: {{set}}\nScore: {{score}}")

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from divmeter.core.errors import InvalidInputError
 from divmeter.inputs.data import read_cdm_jsonl, read_records, read_sets
 from divmeter.inputs.data.lines import json_lines
 from divmeter.inputs.data.tables import read_pairs
-from divmeter.core.errors import InvalidInputError
 
 
 def _sets(p: Any) -> list[Any]:

@@ -25,8 +25,8 @@ import divmeter
 from divmeter.core import memory
 from divmeter.core.errors import InvalidInputError
 from divmeter.core.memory import MemoryLimitError
-from divmeter.metrics import overlap, vendi
 from divmeter.inputs.text import NgramIndex
+from divmeter.metrics import overlap, vendi
 
 INF = float("inf")
 DIVMETER = Path(sys.executable).parent / "divmeter"

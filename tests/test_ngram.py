@@ -20,6 +20,7 @@ import pytest
 
 import divmeter
 from divmeter.core.errors import InvalidInputError
+from divmeter.engine.registry import get_metric
 from divmeter.metrics import ngram as lexical
 from divmeter.metrics.ngram import (
     compression_ratio,
@@ -30,7 +31,6 @@ from divmeter.metrics.ngram import (
     ngram_diversity,
     self_repetition,
 )
-from divmeter.engine.registry import get_metric
 from divmeter.testing import formula
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 import divmeter
-from divmeter.engine.batch import resolve_metrics, score_sets
-from divmeter.inputs.data import ResponseSet
 from divmeter.core.errors import InvalidInputError
 from divmeter.core.params import TEXT_TOKENIZERS, Param, describe, validate
+from divmeter.engine.batch import resolve_metrics, score_sets
 from divmeter.engine.registry import check_params, list_metrics, parse_metric_arg
+from divmeter.inputs.data import ResponseSet
 from divmeter.testing import bad_values
 
 SPECS = list_metrics()
@@ -155,8 +155,8 @@ def test_bad_parameters_stop_the_run_before_any_set(metric: str, workers: int) -
 
 
 def test_tokenizer_choices_agree_with_the_tokenizers() -> None:
-    from divmeter.metrics.overlap import TOKENIZER_NAMES
     from divmeter.inputs.text.tokenize import TOKENIZERS
+    from divmeter.metrics.overlap import TOKENIZER_NAMES
 
     assert TEXT_TOKENIZERS == tuple(TOKENIZERS)
     assert divmeter.get_metric("self-bleu").schema["tokenizer"].choices == TOKENIZER_NAMES

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 
 from cli_util import run_main
+from divmeter.core.errors import InvalidInputError
 from divmeter.engine.batch import completed_rows, evaluate, resolve_metrics
+from divmeter.engine.runner import score_file
 from divmeter.inputs.data import ResponseSet, read_sets
 from divmeter.inputs.data.outputs import output_lock, refuse_input_as_output, same_file
 from divmeter.inputs.data.writers import write_sets
-from divmeter.core.errors import InvalidInputError
-from divmeter.engine.runner import score_file
 
 SETS = [
     {"set_id": "a", "responses": ["the cat sat", "a dog ran"]},

@@ -18,10 +18,10 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from divmeter.core.errors import DivmeterError  # noqa: E402
 from divmeter.engine.batch import resolve_metrics  # noqa: E402
 from divmeter.inputs.data import read_sets  # noqa: E402
 from divmeter.inputs.data.readers import read_records  # noqa: E402
-from divmeter.core.errors import DivmeterError  # noqa: E402
 
 FUZZ = settings(max_examples=1000, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 from cli_util import run_main
+from divmeter.core.errors import InvalidInputError
 from divmeter.engine.corpus.shards import iter_texts
 from divmeter.inputs.data import read_sets
 from divmeter.inputs.data.lines import read_head, read_whole
 from divmeter.inputs.data.readers import read_records
-from divmeter.core.errors import InvalidInputError
 
 LIMIT = 100_000
 SET = {"set_id": "a", "responses": ["the cat sat", "a dog ran"]}

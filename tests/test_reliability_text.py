@@ -37,11 +37,11 @@ from typing import Any
 import pytest
 
 import divmeter
-from divmeter.engine.batch import degenerate_reason, score_sets
-from divmeter.inputs.data import ResponseSet
 from divmeter.core.errors import InvalidInputError
 from divmeter.core.params import MAX_ORDER, TEXT_TOKENIZERS
+from divmeter.engine.batch import degenerate_reason, score_sets
 from divmeter.engine.registry import MetricSpec, column_name, list_metrics
+from divmeter.inputs.data import ResponseSet
 from divmeter.inputs.text import tokenize
 from divmeter.inputs.text.tokenize import TOKENIZERS, Tokenizer, UnspacedScriptWarning
 

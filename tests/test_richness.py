@@ -20,6 +20,8 @@ import pytest
 
 import divmeter
 from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.text import encode_tokens, get_tokenizer
+from divmeter.inputs.text import intern as intern_module
 from divmeter.metrics import richness as response_module
 from divmeter.metrics.richness import (
     _Encoded,
@@ -31,8 +33,6 @@ from divmeter.metrics.richness import (
     response_compression,
     ttr,
 )
-from divmeter.inputs.text import encode_tokens, get_tokenizer
-from divmeter.inputs.text import intern as intern_module
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PARITY = json.loads((FIXTURES / "response_parity.json").read_text(encoding="utf-8"))

@@ -9,14 +9,13 @@ from typing import Any
 
 import pytest
 
-from divmeter.testing import formula
-
 from divmeter import InvalidInputError, ResponseSet, UnknownMetricError, score, score_many
-from divmeter.engine.batch import score_sets
-from divmeter.metrics import ngram as lexical
-from divmeter.engine.registry import _REGISTRY, get_metric, list_metrics
-from divmeter.engine.public import register, register_batch
 from divmeter.core.result import MetricResult
+from divmeter.engine.batch import score_sets
+from divmeter.engine.public import register, register_batch
+from divmeter.engine.registry import _REGISTRY, get_metric, list_metrics
+from divmeter.metrics import ngram as lexical
+from divmeter.testing import formula
 from exact import same
 
 WORDS = "the a cat dog sat ran on under mat park green old new big small and".split()

@@ -23,13 +23,13 @@ import numpy as np
 import pytest
 
 import divmeter
-from divmeter.inputs.data.model import as_texts
 from divmeter.core.errors import InvalidInputError
-from divmeter.metrics._common import undefined
 from divmeter.core.params import UNSET, Param
-from divmeter.engine.registry import _REGISTRY, MetricSpec, list_metrics
-from divmeter.engine.public import register, register_batch
 from divmeter.core.result import MetricResult, make_signature
+from divmeter.engine.public import register, register_batch
+from divmeter.engine.registry import _REGISTRY, MetricSpec, list_metrics
+from divmeter.inputs.data.model import as_texts
+from divmeter.metrics._common import undefined
 from divmeter.testing import (
     NORMAL_SETS,
     MetricCheckError,

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 import divmeter
 from divmeter.core.degenerate import degenerate_reason
 from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.text import NgramIndex
 from divmeter.metrics.vendi import (
     feature_eigenvalues,
     ngram_features,
@@ -26,7 +27,6 @@ from divmeter.metrics.vendi import (
     vendi_ngram,
 )
 from divmeter.testing import formula
-from divmeter.inputs.text import NgramIndex
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 INF = float("inf")

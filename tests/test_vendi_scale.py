@@ -20,8 +20,8 @@ import pytest
 import divmeter
 from divmeter.core import linalg
 from divmeter.core.errors import InvalidInputError
-from divmeter.metrics import vendi
 from divmeter.inputs.text import NgramIndex, get_tokenizer
+from divmeter.metrics import vendi
 
 INF = float("inf")
 

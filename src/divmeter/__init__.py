@@ -9,17 +9,17 @@ Public API (light: importing divmeter never imports torch):
 
 from __future__ import annotations
 
-from divmeter.core._version import __version__
 from divmeter.api import score, score_many
-from divmeter.inputs.data.model import ResponseSet
+from divmeter.core._version import __version__
 from divmeter.core.errors import (
     DivmeterError,
     InvalidInputError,
     MissingDependencyError,
     UnknownMetricError,
 )
-from divmeter.engine.registry import MetricSpec, get_metric, list_metrics
 from divmeter.core.result import MetaResult, MetricResult
+from divmeter.engine.registry import MetricSpec, get_metric, list_metrics
+from divmeter.inputs.data.model import ResponseSet
 
 __all__ = [
     "__version__",

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from divmeter.engine.batch import evaluate, resolve_metrics
 from divmeter.core.errors import InvalidInputError
 from divmeter.core.memory import memory_limit
-from divmeter.engine.registry import parse_metric_arg
 from divmeter.core.result import MetricResult
+from divmeter.engine.batch import evaluate, resolve_metrics
+from divmeter.engine.registry import parse_metric_arg
 
 __all__ = ["score", "score_many"]
 

@@ -48,12 +48,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from divmeter.api import score, score_many
-from divmeter.engine.corpus.stats import make_accumulator
 from divmeter.core.degenerate import degenerate_reason
 from divmeter.core.errors import InvalidInputError, MissingDependencyError, UnavailableError
 from divmeter.core.params import UNSET, Param, validate
-from divmeter.engine.registry import MetricSpec, check_params, get_metric
 from divmeter.core.result import MetricResult
+from divmeter.engine.corpus.stats import make_accumulator
+from divmeter.engine.registry import MetricSpec, check_params, get_metric
 
 __all__ = [
     "formula",

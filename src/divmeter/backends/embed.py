@@ -28,7 +28,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from divmeter.core._optional import require
 from divmeter.backends._common import (
     MPNET_PARTS,
     TOKEN_BUDGET,
@@ -47,6 +46,7 @@ from divmeter.backends._common import (
 )
 from divmeter.backends.cache import EmbeddingCache, get_cache
 from divmeter.backends.loading import announce_load, timed_load
+from divmeter.core._optional import require
 from divmeter.core.errors import InvalidInputError
 
 __all__ = [

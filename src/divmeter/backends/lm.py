@@ -47,9 +47,9 @@ from typing import Any
 
 import numpy as np
 
-from divmeter.core._optional import require
 from divmeter.backends.cache import cache_root
 from divmeter.backends.loading import first_use, timed_load
+from divmeter.core._optional import require
 from divmeter.core.errors import InvalidInputError
 
 __all__ = [

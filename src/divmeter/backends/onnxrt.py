@@ -40,7 +40,6 @@ from typing import Any
 
 import numpy as np
 
-from divmeter.core._optional import require
 from divmeter.backends._common import (
     INT8_SUFFIX,
     TOKEN_BUDGET,
@@ -55,6 +54,7 @@ from divmeter.backends._common import (
     split_quant,
 )
 from divmeter.backends.cache import EmbeddingCache, cache_root, get_cache
+from divmeter.core._optional import require
 from divmeter.core.errors import InvalidInputError
 
 __all__ = ["INT8_SUFFIX", "OnnxSentenceEncoder", "split_quant", "export_folder",

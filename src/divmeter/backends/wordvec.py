@@ -24,7 +24,6 @@ from typing import IO, Any
 
 import numpy as np
 
-from divmeter.core._optional import require
 from divmeter.backends._common import (
     model_of_kind,
     quiet_loading,
@@ -32,6 +31,7 @@ from divmeter.backends._common import (
     set_offline,
     set_threads,
 )
+from divmeter.core._optional import require
 from divmeter.core.errors import InvalidInputError
 
 __all__ = [

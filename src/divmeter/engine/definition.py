@@ -136,10 +136,6 @@ class Metric:
     #: set to another value than their default (:meth:`encoder_conflict`).
     encoder_params: ClassVar[tuple[str, ...]] = ()
 
-    def vector_signature(self) -> str:
-        """The signature of results on precomputed vectors (by default :meth:`signature`'s)."""
-        return self._sig()
-
     def encoder_conflict(self) -> InvalidInputError | None:
         """The error of a call that gives precomputed vectors and sets a parameter of
         :attr:`encoder_params` (it would be ignored), or ``None``."""

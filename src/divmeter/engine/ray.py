@@ -28,6 +28,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from divmeter.core.errors import DivmeterError, InvalidInputError
 from divmeter.engine.batch import (
     MetricArg,
     MetricPlan,
@@ -37,7 +38,6 @@ from divmeter.engine.batch import (
     score_chunk,
     unscored,
 )
-from divmeter.core.errors import DivmeterError, InvalidInputError
 
 __all__ = ["init", "corpus_pass", "CorpusPass", "score_corpus_ray", "score_file_ray",
            "ray_score_sets", "score_sets_ray", "WINDOW_CHUNKS", "CHUNK_SETS"]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from divmeter.core.errors import DivmeterError, InvalidInputError
 from divmeter.engine.batch import (
     MetricArg,
     MetricPlan,
@@ -35,7 +36,6 @@ from divmeter.inputs.data import (
 from divmeter.inputs.data.outputs import output_lock, refuse_input_as_output
 from divmeter.inputs.data.paths import is_stream
 from divmeter.inputs.data.vectors import is_npy, vector_reader
-from divmeter.core.errors import DivmeterError, InvalidInputError
 
 __all__ = ["FileRun", "score_file", "record_columns", "carried_fields", "with_metadata",
            "input_values", "table_fields", "INPUT_PREFIX"]

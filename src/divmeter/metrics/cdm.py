@@ -51,13 +51,13 @@ from typing import Any
 import numpy as np
 
 from divmeter.backends.device import DEVICE, DTYPE
-from divmeter.inputs.data.items import CDMItem, fillers_from_marked
-from divmeter.inputs.data.readers import read_cdm_jsonl
 from divmeter.core.errors import InvalidInputError
 from divmeter.core.params import Param
+from divmeter.core.result import MetricResult, make_signature
 from divmeter.engine.definition import Metric
 from divmeter.engine.public import public_function, register
-from divmeter.core.result import MetricResult, make_signature
+from divmeter.inputs.data.items import CDMItem, fillers_from_marked
+from divmeter.inputs.data.readers import read_cdm_jsonl
 
 __all__ = [
     "CDM_DEFAULTS",

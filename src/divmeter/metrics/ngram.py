@@ -35,7 +35,18 @@ from typing import Any
 
 import numpy as np
 
+from divmeter.core.errors import InvalidInputError
+from divmeter.core.params import LOWERCASE, MAX_ORDER, Param, tokenizer_param
+from divmeter.core.result import MetricResult, make_signature
 from divmeter.engine.corpus.stats import Accumulator, TwoPass
+from divmeter.engine.public import register, register_batch
+from divmeter.inputs.data.model import as_texts
+from divmeter.inputs.text import NgramIndex, SetTokens, Tokenizer, get_tokenizer, ngram_tuples
+from divmeter.inputs.text import encode_sets as _encode_sets
+from divmeter.inputs.text import fit_groups as _fit_groups
+from divmeter.inputs.text import interned as _interned  # noqa: F401  (tests check its cache)
+from divmeter.inputs.text import longest_response as _longest_response
+from divmeter.inputs.text import set_ngram_keys as _set_ngram_keys
 from divmeter.inputs.text.keys import KEY_SCHEME
 from divmeter.inputs.text.sketch import LABEL as SKETCH_LABEL
 from divmeter.inputs.text.sketch import RSE as SKETCH_RSE
@@ -48,19 +59,8 @@ from divmeter.inputs.text.table import (
     hashed_chunks,
     order_keys,
 )
-from divmeter.inputs.data.model import as_texts
-from divmeter.core.errors import InvalidInputError
 from divmeter.metrics._common import check_choice, check_int, undefined
 from divmeter.metrics.reduce import REDUCTIONS, diversity_from_similarity
-from divmeter.core.params import LOWERCASE, MAX_ORDER, Param, tokenizer_param
-from divmeter.engine.public import register, register_batch
-from divmeter.core.result import MetricResult, make_signature
-from divmeter.inputs.text import NgramIndex, SetTokens, Tokenizer, get_tokenizer, ngram_tuples
-from divmeter.inputs.text import encode_sets as _encode_sets
-from divmeter.inputs.text import fit_groups as _fit_groups
-from divmeter.inputs.text import interned as _interned  # noqa: F401  (tests check its cache)
-from divmeter.inputs.text import longest_response as _longest_response
-from divmeter.inputs.text import set_ngram_keys as _set_ngram_keys
 
 TEVET = ("Tevet & Berant 2021, Evaluating the Evaluation of Diversity in Natural Language "
          "Generation (EACL)")

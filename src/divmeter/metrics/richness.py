@@ -85,16 +85,16 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln
 
-from divmeter.engine.corpus.stats import ResponseMean
-from divmeter.inputs.data.model import as_texts
 from divmeter.core.errors import InvalidInputError
-from divmeter.metrics._common import check_choice, check_int, undefined
-from divmeter.metrics.ngram import ALGORITHMS, _compressed_size
 from divmeter.core.params import LOWERCASE, Param, tokenizer_param, validate
-from divmeter.engine.public import register, register_batch
 from divmeter.core.result import MetricResult, make_signature
+from divmeter.engine.corpus.stats import ResponseMean
+from divmeter.engine.public import register, register_batch
+from divmeter.inputs.data.model import as_texts
 from divmeter.inputs.text import Tokenizer, TokenKeys, get_tokenizer
 from divmeter.inputs.text.intern import TokenIds, compiled, per_text
+from divmeter.metrics._common import check_choice, check_int, undefined
+from divmeter.metrics.ngram import ALGORITHMS, _compressed_size
 
 #: The former name of :class:`divmeter.inputs.text.TokenKeys` (tokenize-and-intern lives in
 #: :mod:`divmeter.inputs.text.intern`).

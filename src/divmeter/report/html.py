@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from divmeter.core.errors import InvalidInputError
 from divmeter.inputs.data.lines import display_name, loads, read_text
 from divmeter.inputs.data.paths import write_whole
-from divmeter.core.errors import InvalidInputError
 from divmeter.report.panels import (
     TEXTS_JS,
     numeric_levels,

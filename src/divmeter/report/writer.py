@@ -9,11 +9,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from divmeter.studies.meta.protocols import ProtocolResult
-from divmeter.report import plots
-from divmeter.report.tables import markdown_table
 from divmeter.core.result import jsonable
 from divmeter.inputs.data.paths import write_whole
+from divmeter.report import plots
+from divmeter.report.tables import markdown_table
+from divmeter.studies.meta.protocols import ProtocolResult
 
 __all__ = ["report_dict", "report_files", "write_report"]
 

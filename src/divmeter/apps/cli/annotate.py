@@ -18,8 +18,8 @@ import typer
 
 from divmeter.apps.cli.options import SEED_CAP, QuietOpt, VerboseOpt, capped
 from divmeter.apps.cli.options import note as _note
-from divmeter.inputs.data.paths import guard_outputs
 from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.data.paths import guard_outputs
 
 annotate_app = typer.Typer(
     name="annotate",
@@ -64,8 +64,8 @@ def init_cmd(
     verbose: VerboseOpt = False,
 ) -> None:
     """Create a study from a file of response sets."""
-    from divmeter.inputs.data.readers import read_sets
     from divmeter.apps.web.store import create_study, split_valid
+    from divmeter.inputs.data.readers import read_sets
 
     guard_outputs({"--db": db}, [tasks])
     sets = list(read_sets(tasks))
@@ -130,9 +130,9 @@ def serve_cmd(
     verbose: VerboseOpt = False,
 ) -> None:
     """Serve the questionnaires (and the admin page) over HTTP."""
-    from divmeter.core._optional import require
     from divmeter.apps.web.app import create_app
     from divmeter.apps.web.store import Store
+    from divmeter.core._optional import require
 
     uvicorn = require("uvicorn", extra="web")
     if not 0 < port < 65536:
@@ -234,8 +234,8 @@ def export_cmd(
 ) -> None:
     """Per-item mean, std (ddof=1) and count of the ratings: item_id, set_id, kind, n_ratings,
     mean, std (+ label). `divmeter meta contest FILE -c mean` reads it directly."""
-    from divmeter.inputs.data.writers import open_record_writer
     from divmeter.apps.web.store import Store
+    from divmeter.inputs.data.writers import open_record_writer
 
     if fmt is not None and fmt not in ("csv", "jsonl", "parquet"):
         raise InvalidInputError(f"--format must be csv, jsonl or parquet; got {fmt!r}.")
@@ -270,7 +270,6 @@ def report_cmd(
     verbose: VerboseOpt = False,
 ) -> None:
     """Krippendorff's alpha (ordinal) and Tevet & Berant's Figure 5 stability analysis."""
-    from divmeter.inputs.data.paths import report_folder
     from divmeter.apps.web.analysis import (
         MAIN_ASPECT,
         alpha,
@@ -280,6 +279,7 @@ def report_cmd(
         write_report,
     )
     from divmeter.apps.web.store import Store
+    from divmeter.inputs.data.paths import report_folder
 
     guard_outputs({"-o": report_folder(out, report_files(out, plot=not no_plots), "-o")},
                   [db])

@@ -15,8 +15,8 @@ from typing import Annotated, Any
 import typer
 
 from divmeter.apps.cli.options import SEED_CAP, QuietOpt, VerboseOpt, capped
-from divmeter.inputs.data.paths import guard_outputs
 from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.data.paths import guard_outputs
 
 build_app = typer.Typer(
     name="build",

@@ -16,8 +16,8 @@ import typer
 
 from divmeter.apps.cli.options import SEED_CAP, QuietOpt, VerboseOpt, capped
 from divmeter.backends.judge.config import CAPS
-from divmeter.inputs.data.paths import guard_outputs
 from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.data.paths import guard_outputs
 from divmeter.studies.judge.files import (
     done_indices,
     judge_file,
@@ -172,7 +172,11 @@ def judge_cmd(
     failures by kind, answers without a rating by kind, tokens, position bias) last; exits 1
     when the valid-answer rate is below --min-valid.
     """
-    from divmeter.studies.judge.protocol import estimate_cost, ingest_batch_results, write_batch_requests
+    from divmeter.studies.judge.protocol import (
+        estimate_cost,
+        ingest_batch_results,
+        write_batch_requests,
+    )
 
     cfg = _config(task, chunk, min_valid, model=model, base_url=base_url, samples=samples,
                   temperature=temperature, max_tokens=max_tokens, template=template,

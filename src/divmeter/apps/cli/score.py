@@ -172,7 +172,6 @@ def score_cmd(
     """
     from divmeter.apps.cli.progress import progress_bar, quiet_libraries
     from divmeter.engine.batch import resolve_metrics
-    from divmeter.inputs.data.paths import guard_outputs
 
     if quiet:
         quiet_libraries()
@@ -326,8 +325,8 @@ def _hf_to_jsonl(path: str, split: str | None, text: str, by: list[str] | None,
     """A local Hugging Face dataset as a temporary JSONL of response sets (removed after)."""
     import tempfile
 
-    from divmeter.inputs.data import write_sets
     from divmeter.engine.frame import load_hf, sets_from_frame
+    from divmeter.inputs.data import write_sets
 
     sets, _ = sets_from_frame(load_hf(path, split=split), text=text, by=by or None, label=label)
     fd, tmp = tempfile.mkstemp(prefix="divmeter-hf-", suffix=".jsonl")

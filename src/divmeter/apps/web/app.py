@@ -26,8 +26,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from divmeter.core._optional import require
 from divmeter.apps.web.store import KIND_TITLES, RequestError, Store
+from divmeter.core._optional import require
 
 __all__ = ["SCALES", "create_app"]
 

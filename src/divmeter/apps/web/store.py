@@ -46,11 +46,11 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from divmeter.inputs.data.model import ResponseSet
-from divmeter.core.errors import InvalidInputError
 from divmeter.apps.web import KINDS
 from divmeter.apps.web.requests import RequestError, parse_answer, parse_rating
 from divmeter.apps.web.summary import sim_reduction, summarise, unit_set_id
+from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.data.model import ResponseSet
 
 __all__ = [
     "SCHEMA_VERSION",

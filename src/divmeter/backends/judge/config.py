@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from divmeter.core.errors import InvalidInputError
 from divmeter.backends.judge.prompts import FewShot, Template, load_fewshot, load_template
+from divmeter.core.errors import InvalidInputError
 from divmeter.core.result import make_signature
 
 __all__ = ["ANSWERS", "CAPS", "COMMONSENSE", "JudgeConfig", "ORDERS"]

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from divmeter.inputs.data.lines import json_lines, read_text
 from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.data.lines import json_lines, read_text
 
 __all__ = ["Template", "FewShot", "load_template", "load_fewshot", "render_set",
            "absolute_messages", "pairwise_messages", "absolute_completion",

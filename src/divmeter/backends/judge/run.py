@@ -13,7 +13,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from divmeter.core.errors import InvalidInputError
 from divmeter.backends.judge.ask import ask_distributions, ask_ratings
 from divmeter.backends.judge.bias import position_bias
 from divmeter.backends.judge.config import JudgeConfig
@@ -30,6 +29,7 @@ from divmeter.backends.judge.results import (
     mean,
     null_reason,
 )
+from divmeter.core.errors import InvalidInputError
 
 __all__ = ["judge_pairs", "judge_sets"]
 

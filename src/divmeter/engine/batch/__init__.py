@@ -49,6 +49,7 @@ driver and its worker processes), :mod:`~divmeter.engine.batch.resume` (what an 
 the rule itself is :mod:`divmeter.core.degenerate`.
 """
 
+from divmeter.core.degenerate import degenerate_reason
 from divmeter.engine.batch.evaluate import Outcome, evaluate
 from divmeter.engine.batch.models import check_model
 from divmeter.engine.batch.plan import MetricArg, MetricPlan, resolve_metrics
@@ -56,7 +57,6 @@ from divmeter.engine.batch.pool import BATCH_SIZE, score_sets, unscored
 from divmeter.engine.batch.records import RECORD_KEYS, score_chunk
 from divmeter.engine.batch.resume import completed_rows, metric_columns
 from divmeter.engine.batch.summary import ProgressFn, Summary, Tally
-from divmeter.core.degenerate import degenerate_reason
 
 __all__ = [
     "BATCH_SIZE",

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from divmeter.engine.batch.models import check_model
 from divmeter.core.errors import InvalidInputError, UnknownMetricError
+from divmeter.engine.batch.models import check_model
 from divmeter.engine.definition import Metric
 from divmeter.engine.registry import column_name, get_metric, parse_metric_arg
 

@@ -11,11 +11,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
+from divmeter.core.errors import DivmeterError, InvalidInputError
 from divmeter.engine.batch.plan import MetricArg, resolve_metrics
 from divmeter.engine.batch.records import score_chunk
 from divmeter.engine.batch.summary import ProgressFn, Summary, Tally
 from divmeter.inputs.data.model import ResponseSet
-from divmeter.core.errors import DivmeterError, InvalidInputError
 
 __all__ = ["BATCH_SIZE", "MAX_WORKERS", "score_sets", "unscored"]
 

@@ -8,10 +8,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from divmeter.core.errors import InvalidInputError
 from divmeter.engine.batch.evaluate import Outcome, evaluate
 from divmeter.engine.batch.plan import MetricPlan
 from divmeter.inputs.data.model import ResponseSet
-from divmeter.core.errors import InvalidInputError
 
 __all__ = ["RECORD_KEYS", "record", "score_chunk"]
 

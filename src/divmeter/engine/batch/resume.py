@@ -8,11 +8,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from divmeter.core.errors import InvalidInputError
 from divmeter.engine.batch.records import RECORD_KEYS
 from divmeter.inputs.data.lines import detect_format
 from divmeter.inputs.data.outputs import reading_own_outputs
 from divmeter.inputs.data.readers import read_records
-from divmeter.core.errors import InvalidInputError
 
 __all__ = ["metric_columns", "completed_rows"]
 

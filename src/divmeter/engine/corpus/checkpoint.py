@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from divmeter.engine.corpus.stats import Accumulator, ExactSum, make_accumulator
 from divmeter.core.errors import InvalidInputError
+from divmeter.engine.corpus.stats import Accumulator, ExactSum, make_accumulator
 from divmeter.inputs.text.table import FrozenRun, NgramTable
 
 __all__ = ["FORMAT", "VERSION", "save_checkpoint", "load_checkpoint"]

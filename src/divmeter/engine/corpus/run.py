@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from divmeter.core.errors import InvalidInputError
 from divmeter.engine.batch import MetricArg, MetricPlan, resolve_metrics
 from divmeter.engine.corpus.checkpoint import load_checkpoint, save_checkpoint
 from divmeter.engine.corpus.shards import (
@@ -31,7 +32,6 @@ from divmeter.engine.corpus.shards import (
     shard_statistics,
 )
 from divmeter.engine.corpus.stats import Accumulator, make_accumulator
-from divmeter.core.errors import InvalidInputError
 
 __all__ = ["CorpusRun", "score_corpus", "budgets", "iter_texts", "shard_statistics",
            "DEFAULT_BATCH_BYTES"]

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
+from divmeter.core.errors import InvalidInputError
 from divmeter.engine.corpus.stats import Accumulator
 from divmeter.inputs.data.lines import text_lines
 from divmeter.inputs.data.model import as_texts
-from divmeter.core.errors import InvalidInputError
 
 __all__ = ["iter_texts", "shard_statistics", "ShardPass", "DEFAULT_BATCH_BYTES"]
 

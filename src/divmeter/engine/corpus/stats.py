@@ -37,8 +37,8 @@ from typing import Any
 
 from divmeter.core import memory
 from divmeter.core.degenerate import count_non_blank, reason_from_counts
-from divmeter.engine.registry import get_metric
 from divmeter.core.result import MetricResult
+from divmeter.engine.registry import get_metric
 
 __all__ = [
     "ExactSum",

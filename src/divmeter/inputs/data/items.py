@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from divmeter.inputs.data.lines import string_list, type_name
 from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.data.lines import string_list, type_name
 
 __all__ = ["pair_texts", "pair_label", "CDMItem", "cdm_item", "fillers_from_marked"]
 

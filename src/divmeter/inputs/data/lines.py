@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from divmeter.core.errors import InvalidInputError
-from divmeter.inputs.data.outputs import note_read
 from divmeter.inputs.data.formats import RECORD_FORMATS
+from divmeter.inputs.data.outputs import note_read
 
 _SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 

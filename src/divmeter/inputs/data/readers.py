@@ -44,6 +44,7 @@ from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 from divmeter.core._optional import require
+from divmeter.core.errors import InvalidInputError
 from divmeter.inputs.data.items import CDMItem, cdm_item
 from divmeter.inputs.data.lines import (
     csv_error,
@@ -67,7 +68,6 @@ from divmeter.inputs.data.lines import (
 )
 from divmeter.inputs.data.model import ResponseSet
 from divmeter.inputs.data.records import Grouping, TableLayout, record_cell, set_from_object
-from divmeter.core.errors import InvalidInputError
 
 #: What a user may do instead of one big JSON document (said when one is too long).
 JSONL_HINT = ", or JSONL: one record per line, streamed"

@@ -20,9 +20,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from divmeter.core.errors import InvalidInputError
 from divmeter.inputs.data.lines import json_field, require_object, string_list, type_name
 from divmeter.inputs.data.model import ResponseSet
-from divmeter.core.errors import InvalidInputError
 
 __all__ = ["set_from_object", "TableLayout", "Grouping", "num", "record_cell"]
 

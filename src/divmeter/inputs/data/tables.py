@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from divmeter.core.errors import InvalidInputError
 from divmeter.inputs.data.items import pair_label, pair_texts
 from divmeter.inputs.data.lines import (
     decode_lines,
@@ -33,7 +34,6 @@ from divmeter.inputs.data.lines import require_object as _require_object
 from divmeter.inputs.data.model import ResponseSet
 from divmeter.inputs.data.readers import read_records, read_sets
 from divmeter.inputs.data.signatures import read_signatures
-from divmeter.core.errors import InvalidInputError
 
 __all__ = ["MetaTable", "load_table", "label_array", "Pairs", "read_pairs", "as_float"]
 

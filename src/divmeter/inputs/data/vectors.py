@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from divmeter.core.errors import InvalidInputError
 from divmeter.inputs.data.lines import display_name, json_field
 from divmeter.inputs.data.model import ResponseSet
 from divmeter.inputs.data.outputs import note_read
-from divmeter.core.errors import InvalidInputError
 
 __all__ = [
     "is_vector_input",

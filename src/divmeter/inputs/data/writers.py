@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from divmeter.core._optional import require
+from divmeter.core.errors import InvalidInputError
 from divmeter.inputs.data.formats import PARQUET_SIGNATURES_KEY
 from divmeter.inputs.data.lines import FORMATS, detect_format, display_name
 from divmeter.inputs.data.model import ResponseSet
 from divmeter.inputs.data.outputs import replace_atomically
 from divmeter.inputs.data.readers import read_records
 from divmeter.inputs.data.signatures import record_signatures
-from divmeter.core.errors import InvalidInputError
 
 __all__ = ["dumps", "write_sets", "RecordWriter", "open_record_writer"]
 

@@ -1,6 +1,12 @@
 """Tokenizers, tokenize-and-intern, and n-gram statistics shared by the form metrics."""
 
-from divmeter.inputs.text.intern import SetTokens, TokenKeys, encode_sets, interned, longest_response
+from divmeter.inputs.text.intern import (
+    SetTokens,
+    TokenKeys,
+    encode_sets,
+    interned,
+    longest_response,
+)
 from divmeter.inputs.text.ngrams import (
     NgramIndex,
     encode_tokens,

@@ -37,7 +37,12 @@ from typing import Any
 import numpy as np
 
 from divmeter.inputs.text.ngrams import KEY_BITS, encode_tokens
-from divmeter.inputs.text.tokenize import SPACE_SPLITS, Tokenizer, blank_whitespace_only, check_scripts
+from divmeter.inputs.text.tokenize import (
+    SPACE_SPLITS,
+    Tokenizer,
+    blank_whitespace_only,
+    check_scripts,
+)
 
 __all__ = ["InternedSets", "SetTokens", "TokenIds", "TokenKeys", "compiled", "encode_sets",
            "intern_sets", "interned", "per_text"]

@@ -42,8 +42,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from divmeter.inputs.data.model import ResponseSet
 from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.data.model import ResponseSet
 from divmeter.studies.generation import base
 from divmeter.studies.generation.base import (
     DEFAULT_GENERATION_MODEL,

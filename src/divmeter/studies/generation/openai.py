@@ -20,10 +20,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from divmeter.core._version import __version__
 from divmeter.backends.http import Failure, HttpClient, ServerError
+from divmeter.core._version import __version__
 from divmeter.core.errors import InvalidInputError
-from divmeter.studies.generation.base import Decoding, check_request, clean_server_text, sample_seeds
+from divmeter.studies.generation.base import (
+    Decoding,
+    check_request,
+    clean_server_text,
+    sample_seeds,
+)
 
 __all__ = ["OpenAIGenerator"]
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from divmeter.core.errors import InvalidInputError
 from divmeter.inputs.data.lines import display_name, loads, text_lines
 from divmeter.inputs.data.outputs import claim_write
-from divmeter.core.errors import InvalidInputError
 from divmeter.studies.generation.base import (
     Decoding,
     SampleGenerator,

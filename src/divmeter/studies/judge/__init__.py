@@ -24,7 +24,13 @@ Needs ``pip install 'divmeter[judge]'``.
 
 from __future__ import annotations
 
-from divmeter.backends.judge.parse import PairRating, ParseError, Rating, parse_absolute, parse_pairwise
+from divmeter.backends.judge.parse import (
+    PairRating,
+    ParseError,
+    Rating,
+    parse_absolute,
+    parse_pairwise,
+)
 from divmeter.backends.judge.prompts import load_fewshot, load_template
 
 __all__ = [

@@ -7,12 +7,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from divmeter.backends.judge.config import JudgeConfig
+from divmeter.backends.judge.requests import CHAT, payload, salt
+from divmeter.core.errors import InvalidInputError
 from divmeter.inputs.data.lines import bounded_lines, display_name, open_source
 from divmeter.inputs.data.outputs import claim_write
-from divmeter.core.errors import InvalidInputError
-from divmeter.backends.judge.config import JudgeConfig
 from divmeter.studies.judge.cost import run_jobs
-from divmeter.backends.judge.requests import CHAT, payload, salt
 
 __all__ = ["ingest_batch_results", "write_batch_requests"]
 

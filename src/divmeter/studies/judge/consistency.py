@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from divmeter.core.errors import InvalidInputError
 from divmeter.backends.judge.config import JudgeConfig
 from divmeter.backends.judge.results import JudgedPair, JudgeRun
 from divmeter.backends.judge.run import judge_pairs
+from divmeter.core.errors import InvalidInputError
 from divmeter.studies.meta.agreement import krippendorff_alpha, pairwise_agreement
 
 __all__ = ["self_consistency", "accuracy_by_n", "accuracy_by_temperature", "labels_from_samples"]

@@ -6,10 +6,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from divmeter.core.errors import InvalidInputError
 from divmeter.backends.judge.config import JudgeConfig
 from divmeter.backends.judge.prompts import FewShot, Template
 from divmeter.backends.judge.requests import Job, endpoint, pair_jobs, payload, salt, set_jobs
+from divmeter.core.errors import InvalidInputError
 
 __all__ = ["CHARS_PER_TOKEN", "estimate_cost", "run_jobs"]
 

@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from divmeter.core.errors import InvalidInputError
 from divmeter.inputs.data.items import pair_texts
 from divmeter.inputs.data.lines import (
     bounded_lines,
@@ -19,7 +20,6 @@ from divmeter.inputs.data.lines import (
     require_object,
 )
 from divmeter.inputs.data.outputs import claim_write, reading_own_outputs
-from divmeter.core.errors import InvalidInputError
 
 __all__ = ["read_judge_pairs", "read_judge_input", "done_indices", "judge_file",
            "nulls_path_for"]

@@ -34,10 +34,8 @@ OpenAI Batch API files (:mod:`~divmeter.studies.judge.batchfiles`).
 
 from __future__ import annotations
 
-from divmeter.studies.judge.batchfiles import ingest_batch_results, write_batch_requests
 from divmeter.backends.judge.bias import PositionBias, position_bias
 from divmeter.backends.judge.config import ANSWERS, COMMONSENSE, ORDERS, JudgeConfig
-from divmeter.studies.judge.cost import CHARS_PER_TOKEN, estimate_cost
 from divmeter.backends.judge.requests import CHAT as ENDPOINT
 from divmeter.backends.judge.results import (
     VALID_RATE_DEFAULT,
@@ -48,6 +46,8 @@ from divmeter.backends.judge.results import (
     valid_rate_problem,
 )
 from divmeter.backends.judge.run import judge_pairs, judge_sets
+from divmeter.studies.judge.batchfiles import ingest_batch_results, write_batch_requests
+from divmeter.studies.judge.cost import CHARS_PER_TOKEN, estimate_cost
 
 __all__ = [
     "ANSWERS",

@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 
 from divmeter.core.errors import InvalidInputError
+from divmeter.core.result import MetaResult, make_signature
 from divmeter.studies.meta import stats as st
 from divmeter.studies.meta.protocols import ProtocolResult, paired
-from divmeter.core.result import MetaResult, make_signature
 
 __all__ = ["compare", "match_keys"]
 

@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
+from divmeter.core.errors import InvalidInputError
+from divmeter.core.result import MetricResult
 from divmeter.inputs.data.model import ResponseSet
 from divmeter.inputs.data.tables import MetaTable, Pairs, label_array, load_table, read_pairs
 from divmeter.inputs.data.tables import as_float as _float
-from divmeter.core.errors import InvalidInputError
-from divmeter.core.result import MetricResult
 
 __all__ = [
     "MetaTable",
@@ -239,8 +239,8 @@ def metric_directions(metrics: Sequence[str] | None, lower: Sequence[str] | None
         >>> metric_directions(["self-bleu:n=3"], ["my_score"], ["distinct-n"])
         {'distinct-n': 'higher', 'my_score': 'lower', 'self-bleu:n=3': 'lower'}
     """
-    from divmeter.engine.batch import resolve_metrics
     from divmeter.core.errors import UnknownMetricError
+    from divmeter.engine.batch import resolve_metrics
     from divmeter.engine.registry import get_metric, parse_metric_arg
 
     dirs: dict[str, str] = {}

@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 
 from divmeter.core.errors import InvalidInputError
+from divmeter.core.result import MetaResult, make_signature
 from divmeter.studies.meta import stats as st
 from divmeter.studies.meta.protocols import ProtocolResult
-from divmeter.core.result import MetaResult, make_signature
 
 __all__ = [
     "check_length_range",

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from divmeter.core.errors import InvalidInputError
-from divmeter.studies.meta import stats as st
 from divmeter.core.result import MetaResult, jsonable, make_signature
+from divmeter.studies.meta import stats as st
 
 __all__ = [
     "ProtocolResult",

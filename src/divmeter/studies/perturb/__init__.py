@@ -11,7 +11,12 @@ The commonsense paper's section 4.2 builders: RndShuff and NounShuff
 from divmeter.studies.perturb.build import BUILDERS, MAX_REJECTED, PREFER, Built, build, write_jsonl
 from divmeter.studies.perturb.gate import CHECKS, Gate
 from divmeter.studies.perturb.generated import Outcome, nonsensical, para_k, para_layout
-from divmeter.studies.perturb.generator import ChatServerGenerator, Generator, Template, load_template
+from divmeter.studies.perturb.generator import (
+    ChatServerGenerator,
+    Generator,
+    Template,
+    load_template,
+)
 from divmeter.studies.perturb.shuffle import noun_shuff, rnd_shuff
 
 __all__ = [

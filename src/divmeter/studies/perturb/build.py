@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from divmeter.core.errors import InvalidInputError
 from divmeter.inputs.data.model import ResponseSet
 from divmeter.inputs.data.outputs import claim_write
-from divmeter.core.errors import InvalidInputError
 from divmeter.studies.perturb.gate import Gate
 
 __all__ = ["BUILDERS", "MAX_REJECTED", "PREFER", "Built", "build", "rejected_path",

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from divmeter.core._version import __version__
-from divmeter.inputs.data.items import fillers_from_marked
 from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.data.items import fillers_from_marked
 from divmeter.studies.perturb.gate import Gate, checked_samples
 from divmeter.studies.perturb.generated import _check_decoding, _check_generator
 from divmeter.studies.perturb.generator import Generator, Template, load_template
@@ -177,8 +177,8 @@ def cdm_p1_p2(rows: Sequence[dict[str, Any]], *, model: str = "minilm",
     Returns:
         The paired protocol's result, one metric ``cdm``.
     """
-    from divmeter.studies.meta.protocols import paired_matched
     from divmeter.metrics.cdm import cdm
+    from divmeter.studies.meta.protocols import paired_matched
 
     scores, conds, keys = [], [], []
     for i, row in enumerate(rows):

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from divmeter.inputs.data.model import ResponseSet
 from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.data.model import ResponseSet
 from divmeter.studies.perturb.gate import Gate
 from divmeter.studies.perturb.gate import generate as gated_generate
 from divmeter.studies.perturb.generator import (

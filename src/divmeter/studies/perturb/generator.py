@@ -18,8 +18,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from divmeter.inputs.data.lines import read_text
 from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.data.lines import read_text
 
 __all__ = [
     "COMPLETION_TEMPLATES",

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from divmeter.inputs.data.model import ResponseSet
 from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.data.model import ResponseSet
 from divmeter.studies.perturb.gate import Gate
 from divmeter.studies.perturb.gate import generate as gated_generate
 from divmeter.studies.perturb.generated import Outcome, _check_decoding, _check_generator

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from divmeter.inputs.data.model import ResponseSet, as_texts
 from divmeter.core.errors import InvalidInputError
+from divmeter.inputs.data.model import ResponseSet, as_texts
 
 __all__ = [
     "NOUN_POS",
