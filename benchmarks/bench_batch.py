@@ -19,8 +19,8 @@ phrases planted in some responses). For each metric with a batched implementatio
 checks that the batched results equal the per-set ones exactly (value, reason, signature,
 details) and the peer's values (or names the definitional difference), and prints the ratios
 peer time / divmeter time (> 1: divmeter faster). Last, ``divmeter score``'s engine
-(:func:`divmeter.engine.batch.score_sets`) on all six metrics, batched (default) against one set at a
-time (``chunk_size=1``).
+(:func:`divmeter.engine.batch.score_sets`) on all six metrics, batched (default) against one set at
+a time (``chunk_size=1``).
 
 Times are CPU seconds of this process (``time.process_time``), best of several interleaved
 runs (divmeter: ``--repeat``, default 5; peers: 2, 1 with ``--quick``), since the machine is

@@ -20,8 +20,9 @@ Rows (divmeter vs the reference on the same card):
 * ``pairwise``: vendi-embedding, embedding-cosine, chamfer, chamfer-sqeuclidean, remote-clique
   on one set of 2,048 embeddings and BERTScore's matching on 256 texts, numpy vs the device;
 * ``decan-<model>-<dtype>``: Decan, 24 decTest sets, permutations=10: per-set ``decan`` calls
-  and ``Decan.score`` on all the sets, sets/min; the CPU and the GPU on 2 sets for parity; ``host_profile``:
-  the host's own time per function over 4 per-set calls (cProfile), to attribute the host work;
+  and ``Decan.score`` on all the sets, sets/min; the CPU and the GPU on 2 sets for parity;
+  ``host_profile``: the host's own time per function over 4 per-set calls (cProfile), to attribute
+  the host work;
 * ``generate-<dtype>``: local generation, 8 prompts x 16 samples x 64 tokens, model loaded once,
   the dynamic KV cache against ``kv_cache="static"`` (CUDA graphs), the same samples checked.
 

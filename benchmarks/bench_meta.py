@@ -1,4 +1,5 @@
-"""Benchmark: divmeter.studies.meta statistics and protocols against scipy / scikit-learn / plain loops.
+"""Benchmark: divmeter.studies.meta statistics and protocols against scipy / scikit-learn / plain
+loops.
 
 Run with the benchmark venv (it holds scikit-learn):
 

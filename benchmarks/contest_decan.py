@@ -151,8 +151,8 @@ def main() -> int:
         "Paper numbers: Qwen2.5-3B base, 50 permutations, completion format, all 200 sets. "
         "Here: the model, permutation count and subset in the signature and headings (the CPU "
         "was shared with 7 other jobs, which bounds what fits). sent-BERT and distinct-n are "
-        "Tevet's precomputed columns on the same sets, recomputed through divmeter.studies.meta.stats "
-        "(rho, direction-blind OCA, AUC).", "",
+        "Tevet's precomputed columns on the same sets, recomputed through "
+        "divmeter.studies.meta.stats (rho, direction-blind OCA, AUC).", "",
     ]
     args.out.write_text("\n".join(header + sections) + "\n")
     print(f"wrote {args.out}")

@@ -3,8 +3,8 @@
 For every task file, each response set gets ``embedding-cosine`` (``reduction=neg-mean``, i.e.
 Tevet's sent-BERT reduction) with the chosen encoders; we report Spearman's rho between the
 metric and the 0/1 content-diversity label, and OCA (Tevet's optimal single-threshold accuracy,
-direction-blind, via :func:`divmeter.studies.meta.stats.oca`), next to the same statistics computed from
-the ``metric_sent_bert`` column Tevet precomputed (bert-large-nli-stsb-mean-tokens) and the
+direction-blind, via :func:`divmeter.studies.meta.stats.oca`), next to the same statistics computed
+from the ``metric_sent_bert`` column Tevet precomputed (bert-large-nli-stsb-mean-tokens) and the
 figures printed in the paper. Nothing is tuned.
 
 Run (needs divmeter[embed] and ../shared/data):

@@ -79,7 +79,8 @@ def test_pages_and_headers(study):
     assert client.get("/static/app.js").status_code == 200
     assert client.get("/").status_code == 200
     assert "127.0.0.1" == inspect.signature(
-        __import__("divmeter.apps.cli.annotate", fromlist=["x"]).serve_cmd).parameters["host"].default
+        __import__("divmeter.apps.cli.annotate", fromlist=["x"]).serve_cmd
+    ).parameters["host"].default
 
 
 def test_bad_requests_are_refused_and_change_nothing(study):

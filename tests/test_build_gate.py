@@ -1,6 +1,6 @@
-"""The quality gate of `divmeter build` (divmeter.studies.perturb.gate): every text a model writes passes
-named checks before it is written, a failing text is generated again with a new seed, and a set
-whose text still fails is left out with its reason in a `.rejected` file; the run ends with one
+"""The quality gate of `divmeter build` (divmeter.studies.perturb.gate): every text a model writes
+passes named checks before it is written, a failing text is generated again with a new seed, and a
+set whose text still fails is left out with its reason in a `.rejected` file; the run ends with one
 line of counts and exits 1 above --max-rejected (issue 21: a base model over a server wrote "",
 "[/INST]" and echoes of the instruction as paraphrases, and the run exited 0)."""
 

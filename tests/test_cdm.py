@@ -123,7 +123,8 @@ def test_family_defaults_and_param_errors(toy_vectors: Path) -> None:
 def test_degenerate_and_malformed(toy_vectors: Path) -> None:
     kw = {"model": str(toy_vectors), "family": "word2vec"}
     one = divmeter.score([["a", "b"]], "cdm", **kw)
-    # the one rule for degenerate sets (issue 16, divmeter.engine.batch): an instantiation is a response
+    # the one rule for degenerate sets (issue 16, divmeter.engine.batch): an instantiation is
+    # a response
     assert one.value is None and one.reason == "fewer than two non-blank responses (got 1)"
     assert divmeter.score([], "cdm", **kw).reason == "empty set"
     from divmeter.metrics.cdm import cdm  # the public function follows the rule too

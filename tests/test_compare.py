@@ -1,5 +1,5 @@
-"""``divmeter compare`` and :func:`divmeter.studies.meta.compare.compare` (issue 26): system vs baseline
-on matched items, oriented by each metric's direction, Holm over the whole family."""
+"""``divmeter compare`` and :func:`divmeter.studies.meta.compare.compare` (issue 26): system vs
+baseline on matched items, oriented by each metric's direction, Holm over the whole family."""
 
 from __future__ import annotations
 

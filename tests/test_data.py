@@ -1,4 +1,5 @@
-"""Readers and writers of response sets and result records (divmeter.inputs.data readers/writers)."""
+"""Readers and writers of response sets and result records (divmeter.inputs.data
+readers/writers)."""
 
 from __future__ import annotations
 

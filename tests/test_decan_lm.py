@@ -72,7 +72,7 @@ def test_random_strings_get_low_coherence(basic: dict[str, dict]) -> None:
     assert basic["noise"]["D"] < 0.25 * basic["diverse"]["D"]  # ...but C suppresses it
 
 
-# -- appendix B.2 scenarios (built by divmeter.inputs.scenarios) --------------------------------------
+# -- appendix B.2 scenarios (built by divmeter.inputs.scenarios) -----------------------------------
 
 
 @pytest.fixture(scope="module")

@@ -402,8 +402,9 @@ def test_http_generate_raises_on_failure(fault):
 
 
 def _cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-c", "from divmeter.apps.cli import main; main()", *args],
-                          capture_output=True, text=True, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", "from divmeter.apps.cli import main; main()", *args],
+        capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
 def test_cli_bad_inputs(tmp_path, fault):

@@ -40,7 +40,8 @@ def _server(port: int, answers: int) -> subprocess.Popen[str]:
 def _generate(prompts: Path, out: Path, url: str, env: dict[str, str],
               *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", "from divmeter.apps.cli import main; main()", "generate", str(prompts),
+        [sys.executable, "-c", "from divmeter.apps.cli import main; main()", "generate",
+         str(prompts),
          "--model", "openai:fault-model", "--base-url", url, "-n", "2", "--max-tokens", "4",
          "-o", str(out), "--quiet", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)

@@ -1,8 +1,8 @@
 """CDM input end to end: `divmeter score FILE -m cdm` on a JSONL of instantiations (issue 8).
 
 CDM (Susilo, Suominen & Haslum, sec. 3 and 5) scores k position-aligned filler lists, not texts;
-the batch run reads them with :func:`divmeter.inputs.data.read_instantiation_sets` and must give, item
-by item, exactly what :func:`divmeter.score` gives on the same instantiations.
+the batch run reads them with :func:`divmeter.inputs.data.read_instantiation_sets` and must give,
+item by item, exactly what :func:`divmeter.score` gives on the same instantiations.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
-"""The byte path of tokenize-and-intern (:mod:`divmeter.inputs.text.intern`) against the dictionary path.
+"""The byte path of tokenize-and-intern (:mod:`divmeter.inputs.text.intern`) against the dictionary
+path.
 
 The byte path finds ``whitespace`` and ``tevet`` tokens in numpy from the UTF-8 bytes and groups
 equal tokens by one sort; it must give the same tokens and the same equalities as the tokenizers
-of :mod:`divmeter.inputs.text.tokenize` (``str.split()``; Tevet & Berant's split on spaces after removing
-``.`` and ``\\n``), and decline (``None``: the dictionary path runs) where it cannot be exact.
+of :mod:`divmeter.inputs.text.tokenize` (``str.split()``; Tevet & Berant's split on spaces after
+removing ``.`` and ``\\n``), and decline (``None``: the dictionary path runs) where it cannot be
+exact.
 """
 
 from __future__ import annotations

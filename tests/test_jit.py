@@ -1,5 +1,5 @@
-"""The compiled path (:mod:`divmeter.inputs.text.jit`, numba, ``divmeter[fast]``) against the numpy and
-dictionary paths.
+"""The compiled path (:mod:`divmeter.inputs.text.jit`, numba, ``divmeter[fast]``) against the numpy
+and dictionary paths.
 
 The compiled kernels tokenize (``whitespace``: ``str.split()``; ``tevet``: Tevet & Berant's split
 on spaces after removing ``.`` and ``\\n``), intern with an exact hash table, and compute TTR
@@ -8,7 +8,8 @@ loops. Every number must be the one the numpy / dictionary path gives, bit for b
 inputs where those paths differ most (non-ASCII text, tabs, ``\\x1c``-``\\x1f``, no-break
 spaces, empty and whitespace-only responses, tokens of 8, 9 and over 64 bytes), on random texts
 and on Tevet & Berant's released sets; where the numpy byte path declines (a NUL, a separator
-character, a token over 64 bytes) the compiled path declines too. Skipped when numba is not installed.
+character, a token over 64 bytes) the compiled path declines too. Skipped when numba is not
+installed.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The judge's log-probability answer mode (divmeter.backends.judge.logprobs): the rating read from the
-log-probabilities of the tokens 1-5 of a completion-style prompt cut where the rating goes, so an
-answer cannot be unparseable; N samples drawn from one answer (commonsense meta-evaluation paper,
+"""The judge's log-probability answer mode (divmeter.backends.judge.logprobs): the rating read from
+the log-probabilities of the tokens 1-5 of a completion-style prompt cut where the rating goes, so
+an answer cannot be unparseable; N samples drawn from one answer (commonsense meta-evaluation paper,
 section 4.1: five ratings at temperature 1, averaged). Against a loopback server that answers
 with chosen log-probabilities (tests/faultserver.py); the real model is in test_judge_llama.py."""
 

@@ -1,4 +1,5 @@
-"""divmeter.studies.meta statistics: golden cases, degenerate inputs, parity with scipy and sklearn."""
+"""divmeter.studies.meta statistics: golden cases, degenerate inputs, parity with scipy and
+sklearn."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Issue 27, round 3: the line bound of every reader, and binary files given as input.
 
-One bound (``$DIVMETER_MAX_LINE``, 256 MiB by default; ``divmeter.inputs.data.lines.max_line``) holds
-for a line of JSONL/CSV, a CSV field, a ``.txt`` shard's line, the first line of stdin read to
+One bound (``$DIVMETER_MAX_LINE``, 256 MiB by default; ``divmeter.inputs.data.lines.max_line``)
+holds for a line of JSONL/CSV, a CSV field, a ``.txt`` shard's line, the first line of stdin read to
 sniff its format, and every file read whole (a ``.json`` document, Parquet from a pipe, a
 template): past it, one line of error naming the file and line and how to raise it. Binary input
 (random bytes, gzip, PNG) anywhere a text file is read is one line with exit 2 naming the file;

@@ -1,6 +1,6 @@
-"""Issue 27, data loss: one guard (divmeter.inputs.data.paths.guard_outputs) for every path a command
-writes. Each command refuses, in one line and before writing anything, an output that is one of
-its inputs or another of its outputs; --resume cuts a torn last line only from a file it can
+"""Issue 27, data loss: one guard (divmeter.inputs.data.paths.guard_outputs) for every path a
+command writes. Each command refuses, in one line and before writing anything, an output that is one
+of its inputs or another of its outputs; --resume cuts a torn last line only from a file it can
 prove divmeter wrote; a device given as output (/dev/full) is written in place and never
 replaced or removed. Every case here overwrote or deleted data on 74f78f3."""
 

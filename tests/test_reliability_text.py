@@ -4,8 +4,8 @@
    tests/test_registry_complete.py): a set with fewer than two non-blank responses is null with
    the reason ``"fewer than two non-blank responses (got k)"`` (``"empty set"`` for no response),
    before the metric's kernel, through :func:`divmeter.score`, :func:`divmeter.score_many` and
-   :func:`divmeter.engine.batch.score_sets` alike. Metrics of ``granularity="response"`` are defined on
-   one text: they need one non-blank response.
+   :func:`divmeter.engine.batch.score_sets` alike. Metrics of ``granularity="response"`` are defined
+   on one text: they need one non-blank response.
 2. One tokenizer contract: a response made only of whitespace has no token under every
    tokenizer (a tab used to be a ``tevet`` token of such a response, so distinct-n counted it
    where ttr and self-BLEU did not); ``whitespace``, ``word`` and ``char`` never give a

@@ -26,8 +26,8 @@ def score(responses: Any, metric: str, *, max_memory: int | str | None = None,
         metric: A registered name, optionally with parameters: ``"self-bleu"`` or
             ``"self-bleu:n=3,variant=sentence"``. Keyword parameters override those.
         max_memory: Memory limit of pairwise and kernel metrics (bytes, or ``"16G"``; default
-            :data:`divmeter.core.memory.DEFAULT_MAX_MEMORY`, 4 GiB). Not a metric parameter: it never
-            changes a value, only whether a too-large set is refused.
+            :data:`divmeter.core.memory.DEFAULT_MAX_MEMORY`, 4 GiB). Not a metric parameter: it
+            never changes a value, only whether a too-large set is refused.
         **params: The metric's parameters (see ``divmeter list``).
 
     Returns:
@@ -71,8 +71,8 @@ def score_many(
     score`` runs (:func:`divmeter.engine.batch.evaluate`).
 
     Args:
-        sets: Response sets: lists of strings or :class:`~divmeter.inputs.data.ResponseSet` s (or the
-            metric's own input kind, for metrics that do not take texts).
+        sets: Response sets: lists of strings or :class:`~divmeter.inputs.data.ResponseSet` s (or
+            the metric's own input kind, for metrics that do not take texts).
         metric: A registered name, optionally with parameters, as in :func:`score`.
         on_error: ``"raise"``: a malformed set (or one the metric rejects) raises its
             :class:`~divmeter.core.errors.InvalidInputError`; ``"null"``: it gets a result with

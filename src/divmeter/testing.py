@@ -5,8 +5,8 @@
 first failure, naming the metric, the check and what differed; it returns a
 :class:`CheckReport` listing the checks that ran and those that could not run here (an optional
 extra not installed, or something the call needs that is absent, such as a judge's server:
-:class:`~divmeter.core.errors.UnavailableError`), with the reason. A third-party metric registered with
-:func:`divmeter.engine.registry.register` is checked the same way::
+:class:`~divmeter.core.errors.UnavailableError`), with the reason. A third-party metric registered
+with :func:`divmeter.engine.registry.register` is checked the same way::
 
     from divmeter.testing import check_metric
 

@@ -1,10 +1,10 @@
 """Declared metric parameters: one type and constraint per parameter, checked once at the boundary.
 
-Every metric declares its parameters in :func:`divmeter.engine.registry.register` as :class:`Param` s
-(in the spirit of scikit-learn's ``validate_params``). :func:`validate` checks a call's keyword
-parameters against them before any set is scored (by :func:`divmeter.score`,
-:func:`divmeter.score_many`, :func:`divmeter.engine.batch.score_sets` and so ``divmeter score`` for every
-family and every ``-j``), with one message shape::
+Every metric declares its parameters in :func:`divmeter.engine.registry.register` as
+:class:`Param` s (in the spirit of scikit-learn's ``validate_params``). :func:`validate` checks a
+call's keyword parameters against them before any set is scored (by :func:`divmeter.score`,
+:func:`divmeter.score_many`, :func:`divmeter.engine.batch.score_sets` and so ``divmeter score`` for
+every family and every ``-j``), with one message shape::
 
     `n` of distinct-n must be an integer >= 1; got 0.
 
@@ -34,8 +34,8 @@ __all__ = [
     "MAX_ORDER",
 ]
 
-#: The tokenizers of :mod:`divmeter.inputs.text.tokenize` (repeated here so that declaring a parameter
-#: imports nothing; a test checks the two agree). The overlap metrics add ``rouge``.
+#: The tokenizers of :mod:`divmeter.inputs.text.tokenize` (repeated here so that declaring a
+#: parameter imports nothing; a test checks the two agree). The overlap metrics add ``rouge``.
 TEXT_TOKENIZERS: tuple[str, ...] = ("tevet", "whitespace", "word", "char")
 
 #: The highest ``n_max`` (top n-gram order of the metrics that average or sum over orders
@@ -251,10 +251,10 @@ class Param:
         """Raise :class:`~divmeter.core.errors.InvalidInputError` if ``value`` is not valid.
 
         Example:
-            >>> Param(int, ge=1, default=2).check(0, "n", "distinct-n")
+            >>> Param(int, ge=1, default=2).check(0, "n", "distinct-n")  # doctest: +ELLIPSIS
             Traceback (most recent call last):
             ...
-            divmeter.core.errors.InvalidInputError: `n` of distinct-n must be an integer >= 1; got 0.
+            divmeter.core.errors.InvalidInputError: `n` of distinct-n must be ... >= 1; got 0.
         """
         if self.accepts(value):
             if (self.cap is not None and isinstance(value, (int, float))
@@ -284,7 +284,7 @@ class Param:
             >>> Param(bool, default=False).parse("maybe", "lowercase", "ttr")  # doctest: +ELLIPSIS
             Traceback (most recent call last):
             ...
-            divmeter.core.errors.InvalidInputError: `lowercase` of ttr must be true or false; got ...
+            divmeter.core.errors.InvalidInputError: `lowercase` of ttr must be true or false; ...
         """
         low = text.lower()
         if self.allow_none and low in {"none", "null"}:
@@ -308,7 +308,7 @@ def tokenizer_param(default: str = UNSET, choices: tuple[str, ...] = TEXT_TOKENI
         >>> tokenizer_param("tevet").check("spacy", "tokenizer", "ttr")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        divmeter.core.errors.InvalidInputError: unknown tokenizer 'spacy': `tokenizer` of ttr must be ...
+        divmeter.core.errors.InvalidInputError: unknown tokenizer 'spacy': `tokenizer` of ttr ...
     """
     return Param(str, default=default, choices=choices, doc="how texts are split into tokens",
                  message="unknown tokenizer {got}: `{name}` of {metric} must be one of {choices}.")
@@ -368,7 +368,7 @@ def validate(metric: str, schema: Mapping[str, Param], params: Mapping[str, Any]
         >>> validate("demo", {"n": Param(int, ge=1, default=2)}, {"m": 2})  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        divmeter.core.errors.InvalidInputError: metric 'demo' has no parameter 'm'; its parameters ...
+        divmeter.core.errors.InvalidInputError: metric 'demo' has no parameter 'm'; ...
     """
     unknown = [k for k in params if k not in schema]
     if unknown:

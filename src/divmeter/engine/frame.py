@@ -63,8 +63,8 @@ def sets_from_frame(data: Any, *, text: str = "response", by: str | Sequence[str
         label: A column holding each set's label (long form: the first row's of the set).
 
     Returns:
-        ``(sets, keys)``: :class:`~divmeter.inputs.data.ResponseSet` s and a DataFrame with one row per
-        set (long form: the ``by`` columns; wide form: the input without ``text``).
+        ``(sets, keys)``: :class:`~divmeter.inputs.data.ResponseSet` s and a DataFrame with one row
+        per set (long form: the ``by`` columns; wide form: the input without ``text``).
 
     Raises:
         InvalidInputError: A missing column, texts that are not strings, a string column in wide

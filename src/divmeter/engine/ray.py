@@ -390,8 +390,8 @@ def score_file_ray(
     address: str | None = None, concurrency: int | None = None, chunk_sets: int = CHUNK_SETS,
     fault: tuple[int, str] | None = None, **options: Any,
 ) -> Any:
-    """:func:`divmeter.engine.runner.score_file` with the sets scored on Ray: the same records, in the
-    same order, written the same way (every option of ``score_file`` but ``workers``).
+    """:func:`divmeter.engine.runner.score_file` with the sets scored on Ray: the same records, in
+    the same order, written the same way (every option of ``score_file`` but ``workers``).
 
     Args:
         input: The response-set file.

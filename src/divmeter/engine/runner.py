@@ -235,9 +235,9 @@ def score_file(
             contract (default: that function); the Ray engine passes its own
             (:func:`divmeter.engine.ray.ray_score_sets`).
         vectors: Precomputed embeddings of the sets' responses: a ``.npy`` file or the name of
-            a field / column holding each set's vectors (:mod:`divmeter.inputs.data.vectors`); metrics
-            that take vectors score them instead of embedding the texts. A ``.npy`` ``input`` is
-            read as vectors without it.
+            a field / column holding each set's vectors (:mod:`divmeter.inputs.data.vectors`);
+            metrics that take vectors score them instead of embedding the texts. A ``.npy``
+            ``input`` is read as vectors without it.
         group_by: A long-form input (one response a row) without ``set_id``: the column(s)
             telling its sets apart (:func:`divmeter.inputs.data.read_sets`).
         text_column: The column of texts of a long-form input.

@@ -68,8 +68,8 @@ def plot_decan_curves(
     Args:
         groups: Label -> one result or a list of results (one per prompt). A result is a
             :class:`~divmeter.metrics.decan.DecanSurprisal`, a ``decan``
-            :class:`~divmeter.core.result.MetricResult`, a dict with ``curve`` (and ``D``), or a bare
-            per-byte curve. Curves of one group must have the same length n.
+            :class:`~divmeter.core.result.MetricResult`, a dict with ``curve`` (and ``D``), or a
+            bare per-byte curve. Curves of one group must have the same length n.
         path: Save the figure there (PNG/PDF/SVG by suffix) when given.
         title: Figure title.
         show_individual: Draw each prompt's curve faintly behind the group mean.

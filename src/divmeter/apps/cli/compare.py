@@ -1,5 +1,6 @@
 """``divmeter compare A B [C ...]``: did B (or C ...) lose diversity against A on the same
-prompts? Parse, load each system's scores, call :func:`divmeter.studies.meta.compare.compare`, format."""
+prompts? Parse, load each system's scores, call :func:`divmeter.studies.meta.compare.compare`,
+format."""
 
 from __future__ import annotations
 

@@ -226,8 +226,8 @@ def _guard(output: str, nulls: str | None, batch_write: str | None,
 
 
 def _config(task: str, chunk: int, min_valid: float, **kw: Any) -> Any:
-    """The run's checked :class:`~divmeter.backends.judge.config.JudgeConfig` (and the options that are
-    not part of it checked), before any work."""
+    """The run's checked :class:`~divmeter.backends.judge.config.JudgeConfig` (and the options that
+    are not part of it checked), before any work."""
     from divmeter.backends.judge.config import JudgeConfig
 
     if task not in ("pairwise", "absolute"):

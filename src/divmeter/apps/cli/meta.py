@@ -1,7 +1,7 @@
 """``divmeter meta ...``: the meta-evaluation protocols on the command line.
 
-Parse options, call :mod:`divmeter.studies.meta`, format the result (table / json / markdown) and write
-the report folder. No statistics here.
+Parse options, call :mod:`divmeter.studies.meta`, format the result (table / json / markdown) and
+write the report folder. No statistics here.
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 rating or a failure with its reason and kind.
 
 * :func:`ask_ratings` (``text`` and ``schema`` answers): every job is sent; an answer that does
-  not parse (:mod:`divmeter.backends.judge.parse`) is asked again, at most ``retries`` more times per
-  sample; then the sample is null with its reason. Transport failures (429, 5xx, time-outs) are
+  not parse (:mod:`divmeter.backends.judge.parse`) is asked again, at most ``retries`` more times
+  per sample; then the sample is null with its reason. Transport failures (429, 5xx, time-outs) are
   retried by the HTTP client and become nulls with their kind.
 * :func:`ask_distributions` (``logprobs`` answers): every job is sent once and its answer read
-  as a rating distribution (:func:`divmeter.backends.judge.logprobs.rating_distribution`); the request is
-  deterministic, so a failure is not re-asked.
+  as a rating distribution (:func:`divmeter.backends.judge.logprobs.rating_distribution`); the
+  request is deterministic, so a failure is not re-asked.
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ class PositionBias:
 
 
 def position_bias(pairs: Sequence[Any]) -> PositionBias:
-    """The :class:`PositionBias` of judged pairs (:class:`~divmeter.backends.judge.results.JudgedPair`).
+    """The :class:`PositionBias` of judged pairs
+    (:class:`~divmeter.backends.judge.results.JudgedPair`).
 
     Example:
         >>> from divmeter.backends.judge.results import JudgedPair, Sample

@@ -45,8 +45,8 @@ class JudgeConfig:
         samples: Answers per item (N), averaged (the paper: 5).
         temperature: Sampling temperature (the paper: 1.0, appendix E).
         max_tokens: Longest answer per request (``text`` and ``schema`` answers).
-        template: ``default`` or a path (see :mod:`divmeter.backends.judge.prompts`); the ``logprobs``
-            answer mode takes a completion-style template.
+        template: ``default`` or a path (see :mod:`divmeter.backends.judge.prompts`); the
+            ``logprobs`` answer mode takes a completion-style template.
         fewshot: ``default``, ``none`` or a path to a JSONL file.
         retries: Re-asks per sample after an unparseable answer (bounded; ``text`` and
             ``schema`` answers).
@@ -63,8 +63,8 @@ class JudgeConfig:
             model that does not follow the format gives unparseable answers. ``logprobs``: a
             completion-style prompt cut where the rating goes, sent to ``/completions`` with
             ``logprobs``; the rating is read from the log-probabilities of the tokens ``1`` to
-            ``5`` (:mod:`divmeter.backends.judge.logprobs`), so every answer that lists one of them among
-            its ``top_logprobs`` most likely tokens is valid (llama.cpp, vLLM and TGI return
+            ``5`` (:mod:`divmeter.backends.judge.logprobs`), so every answer that lists one of them
+            among its ``top_logprobs`` most likely tokens is valid (llama.cpp, vLLM and TGI return
             them). ``schema``: a chat answer constrained by a JSON schema (``response_format``;
             OpenAI, vLLM, llama.cpp), parsed as ``text``.
         top_logprobs: ``logprobs`` mode: how many most likely tokens the server lists.

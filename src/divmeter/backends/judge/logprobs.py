@@ -1,12 +1,13 @@
 """Ratings read from log-probabilities: the judge's ``logprobs`` answer mode.
 
-The prompt (a completion-style template, :func:`divmeter.backends.judge.prompts.absolute_completion`) is
-cut where the rating goes, and sent to ``/completions`` with ``max_tokens: 1`` and ``logprobs``:
-the server lists the most likely next tokens with their log-probabilities. The tokens whose text
-is one of the ratings ``1`` to ``5`` (leading or trailing spaces ignored: ``" 4"`` counts as 4)
-make the rating distribution, renormalised over the five ratings; ``mass`` keeps how much
-probability the model gave them in total (near 1 when it answers with a rating; small when it
-would rather write something else: a weak answer, though a valid one).
+The prompt (a completion-style template,
+:func:`divmeter.backends.judge.prompts.absolute_completion`) is cut where the rating goes, and sent
+to ``/completions`` with ``max_tokens: 1`` and ``logprobs``: the server lists the most likely next
+tokens with their log-probabilities. The tokens whose text is one of the ratings ``1`` to ``5``
+(leading or trailing spaces ignored: ``" 4"`` counts as 4) make the rating distribution,
+renormalised over the five ratings; ``mass`` keeps how much probability the model gave them in total
+(near 1 when it answers with a rating; small when it would rather write something else: a weak
+answer, though a valid one).
 
 Sample k of an item is a draw from that distribution at the run's temperature T
 (``p_T(r) ∝ p(r)^(1/T)``; T = 0 takes the most likely rating, the lower one on a tie), from a

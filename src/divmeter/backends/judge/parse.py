@@ -2,7 +2,8 @@
 
 Parsing never invents a value. An answer yields a rating only when it states one unambiguously;
 everything else is a :class:`ParseError` with a one-line reason and a kind, which the protocol
-(:mod:`divmeter.studies.judge.protocol`) retries a bounded number of times and then reports as a null.
+(:mod:`divmeter.studies.judge.protocol`) retries a bounded number of times and then reports as a
+null.
 
 Accepted shapes, tried in this order:
 

@@ -28,8 +28,8 @@ class Sample:
 
     ``scores`` is ``(score,)`` (absolute) or ``(score of set1, score of set2)`` (pairwise, already
     mapped back from the presentation order), or ``None`` with ``reason`` and ``kind`` (a parse
-    kind of :data:`~divmeter.backends.judge.parse.PARSE_KINDS`, one of :data:`ANSWER_KINDS`, or an HTTP
-    failure kind). ``asks`` counts the answers requested for this sample (1 + re-asks; in the
+    kind of :data:`~divmeter.backends.judge.parse.PARSE_KINDS`, one of :data:`ANSWER_KINDS`, or an
+    HTTP failure kind). ``asks`` counts the answers requested for this sample (1 + re-asks; in the
     ``logprobs`` mode the requests its item needed).
     """
 

@@ -60,8 +60,8 @@ def judge_sets(
 
     Args:
         sets: Response sets (lists of strings).
-        config: The :class:`~divmeter.backends.judge.config.JudgeConfig` (its ``answer`` says how the
-            rating is read).
+        config: The :class:`~divmeter.backends.judge.config.JudgeConfig` (its ``answer`` says how
+            the rating is read).
         contexts: Per set, the input the responses answer (shown as ``Input: ...``), or ``None``.
         client: An :class:`~divmeter.backends.http.HttpClient` to reuse (default: a new one from
             ``config``).
@@ -69,8 +69,8 @@ def judge_sets(
 
     Returns:
         A :class:`~divmeter.backends.judge.results.JudgeRun` whose ``items`` are
-        :class:`~divmeter.backends.judge.results.JudgedSet`. An empty set is null ("empty set") without a
-        request.
+        :class:`~divmeter.backends.judge.results.JudgedSet`. An empty set is null ("empty set")
+        without a request.
 
     Raises:
         InvalidInputError: Bad settings, template or few-shot file, or a set that is not a list
@@ -142,8 +142,8 @@ def judge_pairs(
     Returns:
         A :class:`~divmeter.backends.judge.results.JudgeRun` whose ``items`` are
         :class:`~divmeter.backends.judge.results.JudgedPair` and whose ``bias`` is the
-        :class:`~divmeter.backends.judge.bias.PositionBias`. A pair with an empty set is null ("empty
-        set") without a request.
+        :class:`~divmeter.backends.judge.bias.PositionBias`. A pair with an empty set is null
+        ("empty set") without a request.
 
     Raises:
         InvalidInputError: As :func:`judge_sets`.

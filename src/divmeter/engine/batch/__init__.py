@@ -8,12 +8,12 @@ order::
 
 * ``row`` is the 0-based position of the set in the input. Set ids are kept as read, so files with
   repeated ids (the Tevet conTest and McDiv_nuggets files) stay unambiguous: ``row`` is the key.
-* One key per metric, named by :func:`divmeter.engine.registry.column_name` (the metric name plus its
-  non-default parameters, e.g. ``self-bleu:n=3``), holding a float or ``None``.
+* One key per metric, named by :func:`divmeter.engine.registry.column_name` (the metric name plus
+  its non-default parameters, e.g. ``self-bleu:n=3``), holding a float or ``None``.
 * ``reasons`` maps every ``None`` column to why: the metric's own reason for a degenerate set
   (empty set, one response, texts shorter than n), or the message of an
-  :class:`~divmeter.core.errors.InvalidInputError` the metric raised on that set. Such a set does not
-  stop the run.
+  :class:`~divmeter.core.errors.InvalidInputError` the metric raised on that set. Such a set does
+  not stop the run.
 * ``per_response`` (only when a response-granularity metric is requested) maps its column to the
   list of per-response values.
 * ``signatures`` (with ``with_signatures=True``) maps each column to the result's signature.
@@ -42,11 +42,12 @@ metric's declaration (:mod:`divmeter.core.params`) before the first set, for eve
 number of workers, so a bad ``n`` fails the run at once instead of filling a file with nulls.
 
 The package, one reason to change per module: :mod:`~divmeter.engine.batch.plan` (resolve the
-metrics), :mod:`~divmeter.engine.batch.models` (resolve their models), :mod:`~divmeter.engine.batch.evaluate`
-(the core, the rule applied first), :mod:`~divmeter.engine.batch.records` (one record per set),
-:mod:`~divmeter.engine.batch.summary` (running aggregates, progress), :mod:`~divmeter.engine.batch.pool` (the
-driver and its worker processes), :mod:`~divmeter.engine.batch.resume` (what an earlier run wrote);
-the rule itself is :mod:`divmeter.core.degenerate`.
+metrics), :mod:`~divmeter.engine.batch.models` (resolve their models),
+:mod:`~divmeter.engine.batch.evaluate` (the core, the rule applied first),
+:mod:`~divmeter.engine.batch.records` (one record per set), :mod:`~divmeter.engine.batch.summary`
+(running aggregates, progress), :mod:`~divmeter.engine.batch.pool` (the driver and its worker
+processes), :mod:`~divmeter.engine.batch.resume` (what an earlier run wrote); the rule itself is
+:mod:`divmeter.core.degenerate`.
 """
 
 from divmeter.core.degenerate import degenerate_reason

@@ -62,7 +62,8 @@ def evaluate(
     Args:
         inputs: What each set is passed to the metric as (a list of strings, or the metric's
             own input kind).
-        plans: The metrics, parameters validated (:func:`~divmeter.engine.batch.plan.resolve_metrics`).
+        plans: The metrics, parameters validated
+            (:func:`~divmeter.engine.batch.plan.resolve_metrics`).
         prompts: Each set's prompt, for metrics that read the set's prompt.
         fields: Each set's other fields (its metadata), for metrics that read them.
         instantiations: Each set's instantiations (``None`` for a set of plain texts), passed

@@ -1,12 +1,13 @@
 """Score a corpus given as shards (files): stream each shard in batches into every metric's
-statistics (:mod:`divmeter.engine.corpus.stats`), merge, and checkpoint so an interrupted run resumes.
+statistics (:mod:`divmeter.engine.corpus.stats`), merge, and checkpoint so an interrupted run
+resumes.
 
 ``divmeter score --corpus FILE [FILE ...] -m METRIC`` runs :func:`score_corpus`. Every response
 of every set of every file belongs to the one corpus; files are shards, and the value does not
 depend on their order (the merges are exact, see :mod:`divmeter.engine.corpus.stats`).
 
-Inputs: see :mod:`divmeter.engine.corpus.shards` (files, plain text, Hugging Face datasets). The local
-run reads the shards here, one after the other; an engine (``shard_pass=``, e.g.
+Inputs: see :mod:`divmeter.engine.corpus.shards` (files, plain text, Hugging Face datasets). The
+local run reads the shards here, one after the other; an engine (``shard_pass=``, e.g.
 :func:`divmeter.engine.ray.score_corpus_ray`) reads them elsewhere, and the merge is the same.
 """
 

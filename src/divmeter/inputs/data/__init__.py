@@ -2,8 +2,9 @@
 
 :mod:`~divmeter.inputs.data.lines` opens sources and reads JSON lines (one wording for every error),
 :mod:`~divmeter.inputs.data.records` and :mod:`~divmeter.inputs.data.items` validate record shapes,
-:mod:`~divmeter.inputs.data.readers` and :mod:`~divmeter.inputs.data.writers` read and write files, and
-:mod:`~divmeter.inputs.data.tables` loads the inputs of meta-evaluation (score tables, pair files).
+:mod:`~divmeter.inputs.data.readers` and :mod:`~divmeter.inputs.data.writers` read and write files,
+and :mod:`~divmeter.inputs.data.tables` loads the inputs of meta-evaluation (score tables, pair
+files).
 """
 
 from divmeter.inputs.data.lines import FORMATS, detect_format

@@ -123,10 +123,10 @@ def string_list(
     Example:
         >>> string_list(["a", "b"], "s.jsonl line 1", "responses")
         ['a', 'b']
-        >>> string_list(["a", 2], "s.jsonl line 1", "r")
+        >>> string_list(["a", 2], "s.jsonl line 1", "r")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        divmeter.core.errors.InvalidInputError: s.jsonl line 1: field 'r[1]' must be a string; got int.
+        divmeter.core.errors.InvalidInputError: s.jsonl line 1: field 'r[1]' must be ...; got int.
     """
     if not isinstance(value, list):
         raise InvalidInputError(f"{where}: field '{key}' must be {expected or 'a list of ' + noun}"
@@ -341,7 +341,7 @@ def read_whole(fh: IO[bytes], name: str, what: str, hint: str = "") -> bytes:
         >>> read_whole(io.BytesIO(b"\\n" * 2000), "x.json", "a JSON file")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        divmeter.core.errors.InvalidInputError: x.json line 1025: longer than 1,024 bytes in all, and ...
+        divmeter.core.errors.InvalidInputError: x.json line 1025: longer than 1,024 bytes ...
         >>> del os.environ["DIVMETER_MAX_LINE"]
     """
     limit = max_line()
@@ -494,7 +494,7 @@ def json_field(value: str, where: str, expect: str) -> Any:
         >>> json_field("[1, 2", "t.csv line 2: field 'x'", "a list")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        divmeter.core.errors.InvalidInputError: t.csv line 2: field 'x' must hold a list; got '[1, 2'.
+        divmeter.core.errors.InvalidInputError: t.csv line 2: field 'x' must hold ...; got '[1, 2'.
     """
     try:
         return json.loads(value)
@@ -509,7 +509,7 @@ def require_object(value: Any, where: str, what: str) -> dict[str, Any]:
         >>> require_object([1], "p.jsonl line 2", "pair")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        divmeter.core.errors.InvalidInputError: p.jsonl line 2: each pair must be a JSON object; got ...
+        divmeter.core.errors.InvalidInputError: p.jsonl line 2: each pair must be a JSON object; ...
     """
     if not isinstance(value, dict):
         raise InvalidInputError(

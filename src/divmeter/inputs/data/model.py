@@ -23,12 +23,12 @@ class ResponseSet:
             (e.g. sampling temperature), if known.
         metadata: Anything else (precomputed metric columns, label names, ...).
         instantiations: For metrics whose input is not texts (CDM): ``k`` position-aligned lists
-            of filler phrases, as read by :func:`divmeter.inputs.data.read_instantiation_sets`; ``None``
-            for an ordinary set. Not written by the set writers.
+            of filler phrases, as read by :func:`divmeter.inputs.data.read_instantiation_sets`;
+            ``None`` for an ordinary set. Not written by the set writers.
         vectors: Precomputed embeddings, an ``(n, d)`` float64 array (one row per response, or
-            the set's only content when it has no texts), read by :mod:`divmeter.inputs.data.vectors`;
-            metrics that take vectors use them instead of embedding the texts. ``None`` for an
-            ordinary set. Not written by the set writers.
+            the set's only content when it has no texts), read by
+            :mod:`divmeter.inputs.data.vectors`; metrics that take vectors use them instead of
+            embedding the texts. ``None`` for an ordinary set. Not written by the set writers.
     """
 
     set_id: str
@@ -62,7 +62,7 @@ def as_texts(responses: Any, *, what: str = "responses") -> list[str]:
         >>> as_texts("abc")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        divmeter.core.errors.InvalidInputError: `responses` must be a list of strings; got a single ...
+        divmeter.core.errors.InvalidInputError: `responses` must be a list of strings; got ...
     """
     if isinstance(responses, ResponseSet):
         responses = responses.responses

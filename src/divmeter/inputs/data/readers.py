@@ -20,8 +20,8 @@ through gzip):
 
 Set ids are kept exactly as read, duplicates included (the Tevet conTest files pair sets that share
 a context, and McDiv_nuggets repeats ids with different labels). Consumers that need a unique key
-use the position of the set in the input, which :func:`divmeter.engine.batch.score_sets` writes as the
-``row`` field of every result.
+use the position of the set in the input, which :func:`divmeter.engine.batch.score_sets` writes as
+the ``row`` field of every result.
 
 A malformed file stops with one line naming the file, the line or row and the field, e.g.
 ``responses.jsonl line 17: field 'responses' must be a list of strings; got str.``
@@ -30,7 +30,8 @@ CDM input (:func:`read_cdm_jsonl`, :func:`read_instantiation_sets`) is JSONL, on
 representation per line (see :mod:`divmeter.inputs.data.items`). Result records (the output of
 ``divmeter score``) are read back by :func:`read_records`, e.g. to resume a run.
 
-Every JSON line goes through :func:`divmeter.inputs.data.lines.json_lines` (one wording for every error).
+Every JSON line goes through :func:`divmeter.inputs.data.lines.json_lines` (one wording for every
+error).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Inputs of meta-evaluation: score tables and pairwise preference files.
 
 * :func:`load_table` -> :class:`MetaTable`: a Tevet CSV or any response-set file (read by
-  :func:`divmeter.inputs.data.readers.read_sets`; numeric metadata such as Tevet's ``metric_*`` columns
-  become columns), or a ``divmeter score`` output (read by
+  :func:`divmeter.inputs.data.readers.read_sets`; numeric metadata such as Tevet's ``metric_*``
+  columns become columns), or a ``divmeter score`` output (read by
   :func:`divmeter.inputs.data.readers.read_records`; every metric key becomes a column);
 * :func:`read_pairs` -> :class:`Pairs`: the generic pairwise file, JSONL rows
   ``{set1, set2, label}`` read line by line by :func:`divmeter.inputs.data.lines.read_json_lines`.
@@ -146,10 +146,10 @@ def _looks_like_sets(path: str | os.PathLike[str]) -> bool:
 def load_table(path: str | os.PathLike[str]) -> MetaTable:
     """Read a Tevet CSV / response-set file, or a ``divmeter score`` output, into a MetaTable.
 
-    Response-set files go through :func:`divmeter.inputs.data.readers.read_sets`: the label is the set's
-    ``label``, numeric metadata (Tevet's ``metric_*`` columns) become columns. Score outputs go
-    through :func:`divmeter.inputs.data.readers.read_records`: every metric key becomes a column (``null``
-    values become NaN, handled later by the NaN policy).
+    Response-set files go through :func:`divmeter.inputs.data.readers.read_sets`: the label is the
+    set's ``label``, numeric metadata (Tevet's ``metric_*`` columns) become columns. Score outputs
+    go through :func:`divmeter.inputs.data.readers.read_records`: every metric key becomes a column
+    (``null`` values become NaN, handled later by the NaN policy).
 
     Raises:
         InvalidInputError: Malformed file (file and line named by the reader), non-numeric label.

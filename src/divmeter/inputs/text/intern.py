@@ -17,8 +17,8 @@ Two encodings, for the two kinds of form metric:
   :func:`divmeter.inputs.text.ngrams.encode_tokens`.
 
 With numba installed (``divmeter[fast]``), once a process has sent :data:`_JIT_LOAD_CHARS`
-characters through these byte paths, the compiled kernels of :mod:`divmeter.inputs.text.jit` take the
-``whitespace`` and ``tevet`` batches instead (:func:`_jit_map`, 1M characters at a time), for
+characters through these byte paths, the compiled kernels of :mod:`divmeter.inputs.text.jit` take
+the ``whitespace`` and ``tevet`` batches instead (:func:`_jit_map`, 1M characters at a time), for
 both encodings and for the per-response kernels of TTR and MTLD (:func:`per_text`); same ids,
 same numbers. ``DIVMETER_NO_JIT=1`` switches them off.
 
@@ -142,9 +142,9 @@ def intern_sets(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> InternedS
 
 
 #: The last interning of an immutable batch (a tuple of tuples of texts, as
-#: :mod:`divmeter.engine.batch` passes) per tokenizer, with the batch itself held so that its identity
-#: stays unique: several metrics scoring one batch with one tokenizer tokenize it once. Lists
-#: (mutable) are never cached.
+#: :mod:`divmeter.engine.batch` passes) per tokenizer, with the batch itself held so that its
+#: identity stays unique: several metrics scoring one batch with one tokenizer tokenize it once.
+#: Lists (mutable) are never cached.
 _LAST_INTERNED: dict[Tokenizer, tuple[Any, InternedSets]] = {}
 
 

@@ -302,9 +302,9 @@ def scan_types(buf: np.ndarray, words: np.ndarray, spaces: tuple[int, int, int, 
 @njit(cache=True, nogil=True)
 def set_local_ids(ids: np.ndarray, lengths: np.ndarray, set_sizes: np.ndarray,
                   n_types: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each set's stream of set-local ids (:class:`divmeter.inputs.text.intern.InternedSets`' ``raw``):
-    every text's tokens then a 0; a token's id is 2 + the index in its set's stream of the first
-    occurrence of its type. Returns ``(raw, types per set)``."""
+    """Each set's stream of set-local ids (:class:`divmeter.inputs.text.intern.InternedSets`'
+    ``raw``): every text's tokens then a 0; a token's id is 2 + the index in its set's stream of the
+    first occurrence of its type. Returns ``(raw, types per set)``."""
     raw = np.empty(ids.size + lengths.size, np.int64)
     set_types = np.zeros(set_sizes.size, np.int64)
     seen_in = np.full(n_types, -1, np.int64)  # the last set each type was seen in

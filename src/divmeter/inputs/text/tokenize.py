@@ -82,8 +82,8 @@ TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
 #: Tokenizers that split on spaces only, as a split that may leave empty strings (to be dropped
 #: by the caller). On texts joined with a non-space separator character, such a split gives the
 #: concatenation of the texts' words with the separator as a word between them, which lets
-#: :mod:`divmeter.inputs.text.intern` tokenize a whole set with one call. The caller first blanks the
-#: whitespace-only texts (:func:`blank_whitespace_only`): ``tevet``'s split keeps a tab as a
+#: :mod:`divmeter.inputs.text.intern` tokenize a whole set with one call. The caller first blanks
+#: the whitespace-only texts (:func:`blank_whitespace_only`): ``tevet``'s split keeps a tab as a
 #: word, but a response of whitespace has no token.
 SPACE_SPLITS: dict[str, Callable[[str], list[str]]] = {
     "tevet": _tevet_words,

@@ -14,8 +14,8 @@ Seeds. Every sample has its own seed, derived from the call's ``seed``, the prom
 per-prompt seed given by the caller) and the sample index (:func:`sample_seeds`). Locally a
 sample's text depends only on its prompt, its seed and the settings in the signature: the same
 whether the prompt is generated alone or with others, in any order, with any ``batch_size``, or
-after a resume (how: :mod:`divmeter.studies.generation.local`; tested with the packaged Gemma-3-270m at
-temperature 1 on the CPU). The HTTP backend sends the seed with each request; llama.cpp's server
+after a resume (how: :mod:`divmeter.studies.generation.local`; tested with the packaged Gemma-3-270m
+at temperature 1 on the CPU). The HTTP backend sends the seed with each request; llama.cpp's server
 started by :mod:`divmeter.backends.llamacpp_server` then gives the same text whatever else was
 asked and in which order (tested the same way), and every answer is also cached on disk.
 

@@ -1,6 +1,6 @@
 """What every generation backend shares: decoding settings, per-sample seeds, the backend
-protocol and argument checks (:mod:`divmeter.studies.generation` re-exports them; the backends import
-them from here, so no module of the package imports its ``__init__``).
+protocol and argument checks (:mod:`divmeter.studies.generation` re-exports them; the backends
+import them from here, so no module of the package imports its ``__init__``).
 """
 
 from __future__ import annotations

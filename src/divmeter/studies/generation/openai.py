@@ -159,7 +159,8 @@ class OpenAIGenerator:
                  top_p: float = 1.0, top_k: int = 0, max_tokens: int = 64,
                  stop: Sequence[str] = (), seed: int = 0,
                  prompt_seeds: Sequence[int] | None = None) -> list[list[str]]:
-        """``n`` samples for each prompt (see :class:`~divmeter.studies.generation.base.SampleGenerator`).
+        """``n`` samples for each prompt (see
+        :class:`~divmeter.studies.generation.base.SampleGenerator`).
 
         Raises:
             ServerError: Some sample failed for good (one line: how many, of which kinds).

@@ -25,11 +25,12 @@ hashes, the sample index and the re-ask number, so a rerun is served from disk w
 and N samples of one item are N different entries.
 
 This module gathers the public names; each lives in the module that has one reason to change:
-settings (:mod:`~divmeter.backends.judge.config`), results and counts (:mod:`~divmeter.backends.judge.results`),
-position bias (:mod:`~divmeter.backends.judge.bias`), request bodies (:mod:`~divmeter.backends.judge.requests`),
-sending and reading answers (:mod:`~divmeter.backends.judge.ask`, :mod:`~divmeter.backends.judge.logprobs`), the
-two tasks (:mod:`~divmeter.backends.judge.run`), the cost estimate (:mod:`~divmeter.studies.judge.cost`) and the
-OpenAI Batch API files (:mod:`~divmeter.studies.judge.batchfiles`).
+settings (:mod:`~divmeter.backends.judge.config`), results and counts
+(:mod:`~divmeter.backends.judge.results`), position bias (:mod:`~divmeter.backends.judge.bias`),
+request bodies (:mod:`~divmeter.backends.judge.requests`), sending and reading answers
+(:mod:`~divmeter.backends.judge.ask`, :mod:`~divmeter.backends.judge.logprobs`), the two tasks
+(:mod:`~divmeter.backends.judge.run`), the cost estimate (:mod:`~divmeter.studies.judge.cost`) and
+the OpenAI Batch API files (:mod:`~divmeter.studies.judge.batchfiles`).
 """
 
 from __future__ import annotations

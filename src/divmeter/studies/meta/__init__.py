@@ -2,8 +2,8 @@
 
 Stable interface: :func:`oca`, :func:`spearman`, :func:`paired_contrast` (and the rest of
 :mod:`divmeter.studies.meta.stats`); protocols (conTest, decTest, McDiv_nuggets re-sampling, paired,
-pairwise preference, length bias) live in :mod:`divmeter.studies.meta.protocols`; the Decan confound check
-(appendix E of Khoriaty et al. 2026) in :mod:`divmeter.studies.meta.confound`.
+pairwise preference, length bias) live in :mod:`divmeter.studies.meta.protocols`; the Decan confound
+check (appendix E of Khoriaty et al. 2026) in :mod:`divmeter.studies.meta.confound`.
 """
 
 from __future__ import annotations

@@ -90,8 +90,8 @@ def kappa_with_ci(a: Sequence[Any], b: Sequence[Any], *, confidence: float = 0.9
 
     Items where either rating is missing are left out. When chance agreement is 1 (both raters
     use one and the same category throughout) kappa is 1.0 with a zero-width interval, the
-    convention of :func:`divmeter.studies.meta.stats.cohen_kappa`. The normal interval is cut to kappa's
-    range [-1, 1].
+    convention of :func:`divmeter.studies.meta.stats.cohen_kappa`. The normal interval is cut to
+    kappa's range [-1, 1].
 
     Args:
         a: Ratings of the first rater.

@@ -1,8 +1,8 @@
 """Statistics of meta-evaluation: how well a diversity metric tracks a known aspect of diversity.
 
 Every function validates its inputs once, uses scipy where scipy has the statistic, and returns a
-:class:`~divmeter.core.result.MetaResult` whose signature records the settings (NaN policy, tolerance,
-tie policies, number of resamples, seed) that can change the number.
+:class:`~divmeter.core.result.MetaResult` whose signature records the settings (NaN policy,
+tolerance, tie policies, number of resamples, seed) that can change the number.
 
 NaN scores are never dropped silently: ``nan="error"`` (default) raises, ``nan="omit"`` excludes
 the rows where any input is NaN and reports how many were excluded (``n_excluded``).
@@ -861,7 +861,7 @@ def check_resample_memory(rows: int, n: int, what: str, copies: int = 4) -> None
         >>> check_resample_memory(10**9, 1000, "--bootstrap")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        divmeter.core.errors.InvalidInputError: --bootstrap 1000000000 over 1000 items needs about ...
+        divmeter.core.errors.InvalidInputError: --bootstrap 1000000000 over 1000 items needs ...
     """
     from divmeter.core.memory import current_limit, format_bytes
 

@@ -5,7 +5,8 @@ The commonsense paper's section 4.2 builders: RndShuff and NounShuff
 (:mod:`divmeter.studies.perturb.generated`, :mod:`divmeter.studies.perturb.generator`), all behind
 :func:`build`, which records each run's signature and writes the pairs file
 ``divmeter meta pairwise`` reads. Every text a model writes passes the quality gate
-(:mod:`divmeter.studies.perturb.gate`) first. Nothing heavy is imported here (spaCy loads on first use).
+(:mod:`divmeter.studies.perturb.gate`) first. Nothing heavy is imported here (spaCy loads on first
+use).
 """
 
 from divmeter.studies.perturb.build import BUILDERS, MAX_REJECTED, PREFER, Built, build, write_jsonl

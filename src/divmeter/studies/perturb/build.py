@@ -176,7 +176,8 @@ def build(
         builder: One of :data:`BUILDERS`.
         sets: Response sets (or lists of texts, numbered from 0).
         seed: Seed of every random draw (and of the generator).
-        generator: A :class:`~divmeter.studies.perturb.generator.Generator` (``para``, ``nonsensical``).
+        generator: A :class:`~divmeter.studies.perturb.generator.Generator` (``para``,
+            ``nonsensical``).
         k: Para-k's k (1, 2 or 3).
         within: RndShuff's unit (``sentence`` or ``response``).
         pos: NounShuff's POS tags (default nouns, proper nouns, pronouns).

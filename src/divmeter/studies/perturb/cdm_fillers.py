@@ -115,8 +115,8 @@ def cdm_fillers(
             special token, not an echo of the request or of the reference, a length within
             the gate's factor of the reference) is kept.
         template: Prompt template with ``{reference}`` and ``{domain}`` (default ``cdm.txt``).
-        gate: The quality gate (default :class:`~divmeter.studies.perturb.gate.Gate()`; its retries are
-            the ``attempts`` here).
+        gate: The quality gate (default :class:`~divmeter.studies.perturb.gate.Gate()`; its retries
+            are the ``attempts`` here).
 
     Returns:
         A :class:`CdmBuilt`.

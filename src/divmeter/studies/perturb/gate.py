@@ -26,8 +26,8 @@ text's reason:
 
 A text that fails is generated again with a new seed (:func:`retry_seed`), at most ``retries``
 times; a set with a text that still fails is left out, with the check's name and the last text,
-in the ``.rejected`` file (see :class:`divmeter.studies.perturb.build.Built`). The gate's settings are
-part of every built set's signature (:meth:`Gate.signature`).
+in the ``.rejected`` file (see :class:`divmeter.studies.perturb.build.Built`). The gate's settings
+are part of every built set's signature (:meth:`Gate.signature`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Generator-based builders of the commonsense paper: Para-k (section 4.2.1) and Nonsensical
 (section 4.2.2); prompts in ``templates/`` (written for divmeter after the paper's Figures 6-7).
 
-Every generated text passes the quality gate (:mod:`divmeter.studies.perturb.gate`) before it enters a
-set: a text that fails is generated again with a new seed, and a set whose text still fails is
+Every generated text passes the quality gate (:mod:`divmeter.studies.perturb.gate`) before it enters
+a set: a text that fails is generated again with a new seed, and a set whose text still fails is
 left out, with the reason, in :attr:`Outcome.rejected`. A source set with no non-blank response
 (or, for Para-k, too few) is skipped the same way. A generator that does not chat (a base model:
 its ``chat`` attribute is false) gets the few-shot completion templates
@@ -168,8 +168,8 @@ def para_k(
     (:func:`~divmeter.studies.perturb.shuffle.set_rng` ``("para-k", seed, set_id)``); the layout is
     :func:`para_layout`. Paraphrases come from ``generator`` with the ``paraphrase`` template
     (``{sentence}``; the completion template for a generator that does not chat), cleaned by
-    :func:`~divmeter.studies.perturb.generator.clean_output` and checked by the gate (the sentence is
-    the source: no copy of it, a length within the gate's factor of it); the paraphrase requests
+    :func:`~divmeter.studies.perturb.generator.clean_output` and checked by the gate (the sentence
+    is the source: no copy of it, a length within the gate's factor of it); the paraphrase requests
     of all sets go in one ``generate`` call (and one per retry).
 
     Args:
@@ -275,8 +275,8 @@ def nonsensical(
     the completion template for a generator that does not chat), ``m`` samples of it (seeded by
 the set's id where the generator takes per-prompt seeds, so two sets with the same concepts get
 their own sentences), each
-    cleaned by :func:`~divmeter.studies.perturb.generator.clean_output` and checked by the gate (no copy
-    of a source response or of the concept list, a length within the gate's factor of the
+    cleaned by :func:`~divmeter.studies.perturb.generator.clean_output` and checked by the gate (no
+    copy of a source response or of the concept list, a length within the gate's factor of the
     median source response).
 
     Args:

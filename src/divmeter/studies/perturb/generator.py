@@ -34,7 +34,8 @@ __all__ = [
 
 @runtime_checkable
 class Generator(Protocol):
-    """What a builder needs from a generator (``divmeter.studies.generation`` objects have this shape).
+    """What a builder needs from a generator (``divmeter.studies.generation`` objects have this
+    shape).
 
     Attributes:
         signature: Model and decoding identity, recorded in every built set's signature.

@@ -153,8 +153,8 @@ def pattr_pools(
     """Generate the grid's responses and pool them per topic (section 3.1: temperature 1.0,
     seed 0).
 
-    Every response passes the quality gate (:mod:`divmeter.studies.perturb.gate`: not blank, no template
-    or special token, not an echo of its prompt; no length check, since the grid asks for
+    Every response passes the quality gate (:mod:`divmeter.studies.perturb.gate`: not blank, no
+    template or special token, not an echo of its prompt; no length check, since the grid asks for
     responses of every length); one that still fails after the gate's retries leaves its topic's
     pool out (in :attr:`~divmeter.studies.perturb.generated.Outcome.rejected`).
 
@@ -168,8 +168,8 @@ def pattr_pools(
         gate: The quality gate (default :class:`~divmeter.studies.perturb.gate.Gate()`).
 
     Returns:
-        An :class:`~divmeter.studies.perturb.generated.Outcome` whose ``sets`` are the pools, one per
-        topic (``set_id`` = topic id), the responses in grid order; ``metadata`` holds per
+        An :class:`~divmeter.studies.perturb.generated.Outcome` whose ``sets`` are the pools, one
+        per topic (``set_id`` = topic id), the responses in grid order; ``metadata`` holds per
         response its ``levels`` and ``styles`` and the generator ``signature``.
 
     Raises:
