@@ -301,3 +301,20 @@ def test_commands_stay_thin() -> None:
                  if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
                  and f.end_lineno - f.lineno + 1 > 80]
     assert long == []
+
+
+def test_html_report_of_a_run_streamed_to_stdout(tmp_path: Path, monkeypatch, capsys) -> None:
+    """`divmeter score FILE -m M --html r.html` with stdout piped: the records go to stdout and
+    the report holds them too (it read the emptied stdin stream before and refused)."""
+    from tests.cli_util import run_main
+
+    src = Path(__file__).resolve().parents[1] / "examples" / "stories.jsonl"
+    html = tmp_path / "r.html"
+    code, out, err = run_main(monkeypatch, capsys, "score", str(src), "-m", "distinct-n",
+                              "--html", str(html))
+    assert code == 0, err
+    streamed = [json.loads(line) for line in out.splitlines()]
+    assert [r["set_id"] for r in streamed] == [s.set_id for s in read_sets(src)]
+    page = html.read_text(encoding="utf-8")
+    assert all(r["set_id"] in page for r in streamed)
+    assert streamed[0]["signatures"]["distinct-n"] in page

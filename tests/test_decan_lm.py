@@ -12,6 +12,7 @@ import random
 import numpy as np
 import pytest
 
+import divmeter
 from divmeter.backends.lm import get_scorer
 from divmeter.inputs.scenarios import decan_scenarios, noise
 from divmeter.metrics.decan import decan, decan_surprisal, format_responses
@@ -211,15 +212,17 @@ def test_decan_many_across_sets_equals_per_set_calls(monkeypatch) -> None:
     per-set value to float rounding of the batch shapes, in input order, degenerate sets
     included."""
     from divmeter.metrics import decan as decan_mod
-    from divmeter.metrics.decan import decan_many
 
     sets = [DIVERSE[:3], ["only one"], DIVERSE[2:5], SAME[:3], []]
     prompts = [PROMPT, "x", "Rain.", PROMPT, "y"]
     kw = dict(permutations=2, threads=THREADS)
     each = [decan(s, prompt=p, **kw) for s, p in zip(sets, prompts, strict=True)]
-    one = decan_many(sets, prompts=prompts, cross_set=True, **kw)
-    monkeypatch.setattr(decan_mod, "SETS_PER_CALL", 2)  # three scorer calls
-    split = decan_many(sets, prompts=prompts, cross_set=True, **kw)
+    metric = divmeter.get_metric("decan").plan(kw)
+    contexts = [{"prompt": p} for p in prompts]
+    monkeypatch.setattr(decan_mod, "CPU_SETS_PER_CALL", decan_mod.SETS_PER_CALL)  # one call
+    one = metric.score([tuple(s) for s in sets], contexts)
+    monkeypatch.setattr(decan_mod, "CPU_SETS_PER_CALL", 2)  # three scorer calls
+    split = metric.score([tuple(s) for s in sets], contexts)
     for a, b, c in zip(each, one, split, strict=True):
         assert a.signature == b.signature == c.signature
         if a.value is None:  # (the reasons are worded apart: the engine's rule for `decan`)

@@ -81,6 +81,23 @@ def _env() -> dict[str, str]:
             "COLUMNS": "80", "DISABLE_MKDOCS_2_WARNING": "true", "NO_MKDOCS_2_WARNING": "1"}
 
 
+#: The public copy of Tevet & Berant's files, byte for byte (read-only shared input).
+UPSTREAM = REPO.parent / "shared" / "data" / "upstream" / "icl-diversity"
+
+
+def _fetched_tevet(tmp: Path, env: dict[str, str]) -> dict[str, str]:
+    """``env`` with a cache of its own that holds the tevet data set, fetched ``--from`` the
+    local copy (the page's ``divmeter data fetch tevet`` then finds it there, as on a machine
+    that fetched it before); skips without the copy."""
+    if not UPSTREAM.is_dir():
+        pytest.skip(f"needs the local copy of the tevet data ({UPSTREAM})")
+    env = {**env, "DIVMETER_CACHE": str(tmp / "cache")}
+    proc = subprocess.run(["divmeter", "data", "fetch", "tevet", "--from", str(UPSTREAM), "-q"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return env
+
+
 def test_every_page_is_in_the_nav_and_placeholders_say_so() -> None:
     nav = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
     for page in PAGES:
@@ -96,6 +113,9 @@ def test_page_examples_run(page: str, tmp_path: Path) -> None:
     """The page's blocks in order, as a reader runs them, in a fresh copy of examples/."""
     work = _workdir(tmp_path)
     text = (DOCS / page).read_text(encoding="utf-8")
+    env = _env()
+    if "divmeter data fetch tevet" in text:  # no network here: the cache holds the data already
+        env = _fetched_tevet(tmp_path, env)
     skipped, python = [], []
     for lang, code, reason in blocks(text):
         if lang not in ("bash", "python"):
@@ -108,12 +128,12 @@ def test_page_examples_run(page: str, tmp_path: Path) -> None:
             continue
         for cmd in commands(code):
             proc = subprocess.run(["bash", "-c", f"set -o pipefail; {cmd}"], cwd=work,
-                                  env=_env(), capture_output=True, text=True, timeout=900)
+                                  env=env, capture_output=True, text=True, timeout=900)
             assert proc.returncode == 0, f"{page}: {cmd}\n{proc.stderr[-2000:]}"
     if python:
         script = work / "page_examples.py"
         script.write_text("\n".join(python), encoding="utf-8")
-        proc = subprocess.run([sys.executable, str(script)], cwd=work, env=_env(),
+        proc = subprocess.run([sys.executable, str(script)], cwd=work, env=env,
                               capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, f"{page}: python blocks\n{proc.stderr[-3000:]}"
     if skipped and not python and not any(lang == "bash" and reason is None

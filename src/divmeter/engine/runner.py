@@ -209,6 +209,7 @@ def score_file(
     group_by: Sequence[str] | None = None,
     text_column: str = "response",
     label_column: str | None = None,
+    keep_records: bool = False,
 ) -> FileRun:
     """Score every set of a file with every metric.
 
@@ -238,6 +239,8 @@ def score_file(
             a field / column holding each set's vectors (:mod:`divmeter.inputs.data.vectors`);
             metrics that take vectors score them instead of embedding the texts. A ``.npy``
             ``input`` is read as vectors without it.
+        keep_records: Also collect the records written to ``output`` in
+            :attr:`FileRun.records` (for a report made from a run streamed to stdout).
         group_by: A long-form input (one response a row) without ``set_id``: the column(s)
             telling its sets apart (:func:`divmeter.inputs.data.read_sets`).
         text_column: The column of texts of a long-form input.
@@ -309,7 +312,7 @@ def score_file(
             stack.enter_context(output_lock(streamed))
         _run(run, src, reader, input_format, total, output, out_fmt, resume=resume,
              workers=workers, signatures=signatures, summary_in_output=summary_in_output,
-             progress=progress, scorer=scorer, names=list(names))
+             progress=progress, scorer=scorer, names=list(names), keep_records=keep_records)
     return run
 
 
@@ -379,8 +382,8 @@ def _remove_if_failed(path: Path) -> Callable[..., bool]:
 def _run(run: FileRun, src: str, reader: Any, input_format: str | None, total: int | None,
          output: str | None, out_fmt: str | None, *, resume: bool, workers: int,
          signatures: bool, summary_in_output: bool, progress: ProgressFn | None,
-         scorer: Callable[..., Iterator[dict[str, Any]]] | None, names: Sequence[str] = ()
-         ) -> None:
+         scorer: Callable[..., Iterator[dict[str, Any]]] | None, names: Sequence[str] = (),
+         keep_records: bool = False) -> None:
     """The body of :func:`score_file` once the output is locked."""
     plans = run.plans
     sets = reader(src, input_format)
@@ -426,9 +429,9 @@ def _run(run: FileRun, src: str, reader: Any, input_format: str | None, total: i
                 rec.pop("signatures", None)
             run.scored += 1
             rec = with_metadata(rec, meta_rows.pop(rec["row"], {}), run.metadata)
-            if writer is None:
+            if writer is None or keep_records:
                 run.records.append(rec)
-            else:
+            if writer is not None:
                 writer.write(rec)
         if writer is not None:
             if out_fmt == "json":  # one shape, with or without --summary

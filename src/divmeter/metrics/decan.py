@@ -686,6 +686,9 @@ def _base_url_relation(value: Any, params: Mapping[str, Any]) -> str | None:
 #: Decan on a GPU: sets whose texts go through the scorer together (one prefix tree and one set
 #: of padded batches), which keeps the card busy where one set's 10-50 texts cannot.
 SETS_PER_CALL = 64
+#: Sets per call of a scorer on the CPU (or a server): one, since there batching sets does not
+#: pay (a larger value still gives each set's value, as tests/test_decan_lm.py checks).
+CPU_SETS_PER_CALL = 1
 
 
 @register
@@ -815,7 +818,8 @@ class Decan(Metric):
             scorer = self._scorer()
             # the texts of several sets in one call of the scorer on a GPU (see the docstring);
             # on the CPU (device="auto" included, where it finds none) one set a call
-            per_call = 1 if self.remote or scorer.device == "cpu" else SETS_PER_CALL
+            per_call = CPU_SETS_PER_CALL if self.remote or scorer.device == "cpu" \
+                else SETS_PER_CALL
             for a in range(0, len(ready), per_call):
                 group = ready[a:a + per_call]
                 bits = scorer.span_bits([t for *_, inp in group for t in inp[0]],

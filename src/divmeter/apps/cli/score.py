@@ -188,7 +188,8 @@ def score_cmd(
     path, grouping = _input_path(source, split, text_column, group_by, label_column)
     options: dict[str, Any] = dict(fmt=None if text_out else (out_fmt or None),
                                    input_format=input_format, resume=resume, vectors=vectors,
-                                   signatures=signatures, summary_in_output=summary, **grouping)
+                                   signatures=signatures, summary_in_output=summary,
+                                   keep_records=html is not None and dest == "-", **grouping)
     try:
         with progress_bar(not quiet, within_sets=True) as callback:
             run = _score(path, plans, None if text_out else dest, engine=engine,
@@ -270,7 +271,8 @@ def _finish(run: Any, stats: dict[str, Any], dest: str | None, source: str, outp
     if html is not None:
         from divmeter.report.html import score_report
 
-        records = run.records if dest is None or text_out else None
+        # records streamed to stdout cannot be read back: the run kept them (keep_records)
+        records = run.records if dest in (None, "-") or text_out else None
         sigs = {c: v["signature"] for c, v in stats["metrics"].items() if v.get("signature")}
         from divmeter.inputs.data.outputs import reading_own_outputs
 
