@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from divmeter.core.memory import MATRIX_ENTRY_SECONDS, Cost
+from divmeter.core.memory import Cost, pair_cost
 from divmeter.core.params import LOWERCASE, MAX_ORDER, Param, tokenizer_param
 from divmeter.core.result import MetricResult, make_signature
 from divmeter.engine.corpus.stats import Accumulator, TwoPass
@@ -814,9 +814,7 @@ class NgramCosine(NgramMetric):
     def cost(self, n: int, items: Sequence[Any] | None = None) -> Cost:
         """Three ``n x n`` float64 matrices: one Gram matrix per order, its dense copy and the
         sum (the pair matrix of a set scored alone)."""
-        return Cost(self.name, n, 3 * 8 * n * n, f"3 x a {n:,} x {n:,} Gram matrix",
-                    n * (n - 1) // 2, 3 * n * n * MATRIX_ENTRY_SECONDS,
-                    "score a random sample of the responses")
+        return pair_cost(self.name, n, 3, "Gram")
 
     def score(self, sets: Sequence[Any], context: Any = None) -> list[MetricResult]:
         """Per order, one sort of ``(set, n-gram, response)`` keys gives every set's count
