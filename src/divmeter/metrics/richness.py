@@ -1727,7 +1727,7 @@ def _mtld_ma_compiled() -> Callable[..., np.ndarray]:
 
 class MovingMTLD(Index):
     """The moving-average MTLD variants: a walk from every token until a factor ends
-    (:attr:`wrap`: the numpy walk and the compiled loop's variant)."""
+    (:attr:`walks`: the numpy walks; :attr:`wrap`: the compiled loop's variant)."""
 
     params = {
         "threshold": Param(float, gt=0, lt=1, default=0.72, doc="TTR a factor falls below",
@@ -1740,6 +1740,8 @@ class MovingMTLD(Index):
         **_TOK_PARAMS,
     }
     wrap: ClassVar[bool]
+    #: ``(keys, threshold, min_length, strict) -> values``: the variant's numpy path.
+    walks: ClassVar[Callable[..., np.ndarray]]
 
     def setup(self) -> None:
         super().setup()
@@ -1750,16 +1752,16 @@ class MovingMTLD(Index):
         return {"threshold": float(self.p["threshold"]), "factor": self.p["factor"],
                 "min": self.p["min_length"]}
 
-    def walk(self, texts: list[str], numpy_values: Callable[..., np.ndarray]) -> np.ndarray:
-        """The values of every text: the compiled loop (the same floats), else
-        ``numpy_values`` on the token keys."""
+    def values(self, texts: list[str]) -> np.ndarray:
+        """The values of every text: the compiled loop (the same floats), else :attr:`walks`
+        on the token keys."""
         threshold, min_length = float(self.p["threshold"]), self.p["min_length"]
         strict = self.p["factor"] == "lt"
         vals = per_text(texts, self.tok, lambda c: _mtld_ma_compiled()(
             c.ids, c.lengths, c.n_types, threshold, min_length, strict, self.wrap))
         if vals is None:
-            vals = numpy_values(TokenKeys.from_texts(texts, self.tok), threshold, min_length,
-                                strict)
+            vals = self.walks(TokenKeys.from_texts(texts, self.tok), threshold, min_length,
+                              strict)
         return vals
 
 
@@ -1803,9 +1805,7 @@ class MTLDMABi(MovingMTLD):
                    "at each token, forward and backward, per response")
 
     wrap = False
-
-    def values(self, texts: list[str]) -> np.ndarray:
-        return self.walk(texts, _mtld_ma_bi_values)
+    walks = staticmethod(_mtld_ma_bi_values)
 
 
 mtld_ma_bi = public_function(MTLDMABi)
@@ -1845,9 +1845,7 @@ class MTLDMAWrap(MovingMTLD):
                    "each token, reading on from the text's start at its end, per response")
 
     wrap = True
-
-    def values(self, texts: list[str]) -> np.ndarray:
-        return self.walk(texts, _mtld_ma_wrap_values)
+    walks = staticmethod(_mtld_ma_wrap_values)
 
 
 mtld_ma_wrap = public_function(MTLDMAWrap)
