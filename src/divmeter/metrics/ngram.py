@@ -60,7 +60,7 @@ from divmeter.inputs.text.table import (
     hashed_chunks,
     order_keys,
 )
-from divmeter.metrics._common import undefined
+from divmeter.metrics._common import entropy_base, undefined
 from divmeter.metrics.reduce import REDUCTIONS, diversity_from_similarity
 
 TEVET = ("Tevet & Berant 2021, Evaluating the Evaluation of Diversity in Natural Language "
@@ -216,17 +216,6 @@ def _pooled_wide_stats(one: SetTokens, orders: Sequence[int], *, xlogx: bool
 def _distinct_value(unique: int, total: int, _: float) -> float:
     """``unique / total`` (0 for an order with no n-gram)."""
     return unique / total if total else 0.0
-
-
-def _entropy_base(base: float | str) -> tuple[float, str]:
-    """An entropy base (declared: ``"e"``/``"nats"``, ``"bits"`` or a number > 0 other than 1)
-    and its signature label."""
-    if base in ("e", "nats"):
-        return math.e, "e"
-    if base == "bits":
-        return 2.0, "2"
-    b = float(base)
-    return b, (str(int(b)) if b.is_integer() else repr(b))
 
 
 def _sep_label(separator: str) -> str:
@@ -559,7 +548,7 @@ class EntropyN(PooledMetric):
 
     def setup(self) -> None:
         super().setup()
-        self.base, self.base_label = _entropy_base(self.p["base"])
+        self.base, self.base_label = entropy_base(self.p["base"])
 
     def signature(self) -> str:
         return make_signature(self.name, n=self.n_label, avg=self.avg, base=self.base_label,
