@@ -100,14 +100,14 @@ def compiled_path() -> str:
     (numba import + the first call of the cached kernels), and say which path the timed runs
     take: ``jit`` (numba, ``divmeter[fast]``) or ``numpy`` (no numba, or ``DIVMETER_NO_JIT=1``)."""
     from divmeter.inputs.text import intern
-    from divmeter.metrics.richness import ttr_many
+    from divmeter.metrics.richness import ttr
 
     t0 = time.perf_counter()
     jit = intern.compiled()
     if jit is None:
         return "numpy (numba not installed, or DIVMETER_NO_JIT=1)"
     t1 = time.perf_counter()
-    ttr_many([["warm up the cached kernels " * 400]])
+    ttr(["warm up the cached kernels " * 400])
     import numba
 
     return (f"jit (numba {numba.__version__}; import {t1 - t0:.2f} s, first call of the "

@@ -8,9 +8,9 @@ Same seeded generated data for everyone: N sets x K responses (default 1,000 x 2
 words drawn from a Zipf-like vocabulary. Every library gets the same tokens (``str.split()``,
 divmeter's ``whitespace`` tokenizer); the timed loop starts from the raw strings for all, so
 tokenisation is paid by everyone. divmeter is called the way users call it,
-``divmeter.score(set, name)`` once per set, and batched: the metric's many-set kernel
-(``ttr_many`` ...) once on the whole list, as ``divmeter.score_many`` runs it; peers are called
-once per response (their API).
+``divmeter.score(set, name)`` once per set, and batched: the metric's many-set formula (the
+definition's ``score``) once on the whole list, as ``divmeter.score_many`` runs it; peers are
+called once per response (their API).
 
 The per-response values of every run are compared (|diff| <= 1e-9 relative) where the definitions
 agree, over the responses both define (divmeter's undefined responses, where a peer returns 0 or
@@ -86,14 +86,13 @@ def ours(name: str, **params: Any) -> Callable[[Sets], list[float | None]]:
 
 
 def ours_batched(name: str, **params: Any) -> Callable[[Sets], list[float | None]]:
-    """The metric's many-set kernel on the whole list (what ``divmeter.score_many`` runs once
-    the kernel is registered as the metric's batch implementation)."""
-    kernel = divmeter.get_metric(name).load_batch()
-    assert kernel is not None, name
+    """The metric's formula on every set of the whole list at once (what ``divmeter.score_many``
+    runs after the rule for degenerate sets)."""
+    metric = divmeter.get_metric(name).plan(params)
 
     def run(sets: Sets) -> list[float | None]:
         out: list[float | None] = []
-        for r in kernel(sets, **params):
+        for r in metric.score([tuple(s) for s in sets]):
             out.extend(r.details["per_response"])
         return out
 

@@ -10,13 +10,22 @@ exact.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
+from divmeter.core.result import MetricResult
+from divmeter.engine.registry import get_metric
 from divmeter.inputs.text import intern as intern_module
 from divmeter.inputs.text.intern import _byte_tokens, intern_sets
 from divmeter.inputs.text.tokenize import get_tokenizer
-from divmeter.metrics.ngram import ngram_diversity_many, self_repetition_many
+
+
+def _many(name: str, sets: list[list[str]], **params: Any) -> list[MetricResult]:
+    """Metric ``name``'s formula on every set at once (no rule for degenerate sets)."""
+    return get_metric(name).plan(params).score([tuple(t) for t in sets])
+
 
 TEXTS = [
     "",
@@ -166,7 +175,7 @@ def test_hash_collisions_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     assert bt.order.tolist() == [1, 3, 0, 4, 2] and bt.same.tolist() == [True, False, True,
                                                                          False]
     assert _byte_tokens(texts, "whitespace") is None
-    assert [r.value for r in self_repetition_many([texts[1:] * 2], n=1)] == [
+    assert [r.value for r in _many("self-repetition", [texts[1:] * 2], n=1)] == [
         pytest.approx(np.log(3))]  # the dictionary path: 2 distinct tokens, each in both
 
 
@@ -180,13 +189,13 @@ def test_small_batches_take_the_dictionary_path(monkeypatch: pytest.MonkeyPatch)
 def test_kernels_agree_with_the_dictionary_path() -> None:
     """distinct counts and self-repetition from the byte path equal the dictionary path's."""
     sets = [list(s) for s in SETS if s] + [["p q r s", "p q r s t", "q r s t"]]
-    fast = [(r.value, r.details) for r in ngram_diversity_many(sets, n_max=3)]
-    fast_rep = [(r.value, r.reason) for r in self_repetition_many(sets, n=2)]
+    fast = [(r.value, r.details) for r in _many("ngram-diversity", sets, n_max=3)]
+    fast_rep = [(r.value, r.reason) for r in _many("self-repetition", sets, n=2)]
     saved = intern_module._BYTE_SPLITS
     intern_module._BYTE_SPLITS = {}
     try:
-        slow = [(r.value, r.details) for r in ngram_diversity_many(sets, n_max=3)]
-        slow_rep = [(r.value, r.reason) for r in self_repetition_many(sets, n=2)]
+        slow = [(r.value, r.details) for r in _many("ngram-diversity", sets, n_max=3)]
+        slow_rep = [(r.value, r.reason) for r in _many("self-repetition", sets, n=2)]
     finally:
         intern_module._BYTE_SPLITS = saved
     assert fast == slow and fast_rep == slow_rep

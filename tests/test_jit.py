@@ -31,9 +31,10 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from conftest import tevet_files  # noqa: E402
+from divmeter.engine.registry import get_metric  # noqa: E402
 from divmeter.inputs.text import intern, jit, tokenize  # noqa: E402
 from divmeter.inputs.text.tokenize import get_tokenizer  # noqa: E402
-from divmeter.metrics import ngram, richness  # noqa: E402
+from divmeter.metrics import richness  # noqa: E402
 from exact import same  # noqa: E402
 
 END = {"whitespace": 0x1F, "tevet": 0}
@@ -169,11 +170,16 @@ def test_mtld_values_golden(tokens: str, threshold: float, expected: float | Non
     ids = np.array([vocab.setdefault(w, len(vocab)) for w in words], dtype=np.int64)
     out = jit.mtld_values(ids, np.array([len(words)]), len(vocab), threshold)[0]
     assert (math.isnan(out) and expected is None) or out == expected
-    assert richness.mtld_many([[tokens]], threshold=threshold)[0].value == expected
+    assert _many("mtld", [[tokens]], threshold=threshold)[0].value == expected
 
 
 # --------------------------------------------------------------------------------------------
 # the compiled path equals the numpy / dictionary paths
+
+
+def _many(name: str, sets: list[list[str]], **params: Any) -> list[Any]:
+    """Metric ``name``'s formula on every set at once (no rule for degenerate sets)."""
+    return get_metric(name).plan(params).score([tuple(s) for s in sets])
 
 
 def _metrics(sets: list[list[str]], tokenizer: str, lowercase: bool) -> dict[str, Any]:
@@ -182,14 +188,14 @@ def _metrics(sets: list[list[str]], tokenizer: str, lowercase: bool) -> dict[str
     keys = intern.TokenKeys.from_texts(texts, get_tokenizer(tokenizer, lowercase))
     it = intern.intern_sets(sets, get_tokenizer(tokenizer, lowercase))
     return {
-        "ttr": richness.ttr_many(sets, **tok),
-        "mtld": richness.mtld_many(sets, **tok),
-        "mtld-0.5": richness.mtld_many(sets, threshold=0.5, **tok),
-        "mattr": richness.mattr_many(sets, window=3, **tok),
-        "hdd": richness.hdd_many(sets, sample_size=2, **tok),
-        "self-repetition": ngram.self_repetition_many(sets, n=2, **tok),
-        "ngram-diversity": ngram.ngram_diversity_many(sets, n_max=3, **tok),
-        "distinct-n": ngram.distinct_n_many(sets, n=2, **tok),
+        "ttr": _many("ttr", sets, **tok),
+        "mtld": _many("mtld", sets, **tok),
+        "mtld-0.5": _many("mtld", sets, threshold=0.5, **tok),
+        "mattr": _many("mattr", sets, window=3, **tok),
+        "hdd": _many("hdd", sets, sample_size=2, **tok),
+        "self-repetition": _many("self-repetition", sets, n=2, **tok),
+        "ngram-diversity": _many("ngram-diversity", sets, n_max=3, **tok),
+        "distinct-n": _many("distinct-n", sets, n=2, **tok),
         "neighbours": keys.neighbours(),
         "type-counts": sorted(zip(*[x.tolist() for x in keys.type_counts()], strict=True)),
         "interned": (it.raw, it.n_words, it.n_texts, it.n_types, intern.longest_response(

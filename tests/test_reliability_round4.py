@@ -134,7 +134,8 @@ def test_linear_geometry_is_not_refused_at_30000_rows(metric: str) -> None:
     r = divmeter.score(X, metric)
     assert r.value is not None and np.isfinite(r.value), r.reason
     cost = divmeter.get_metric(metric).plan().cost(30_000)
-    assert cost.needed < 2**30 and "vectors" in cost.what and memory.ESTIMATORS.get(metric) is None
+    assert cost.needed < 2**30 and "vectors" in cost.what
+    assert not hasattr(memory, "ESTIMATORS")  # no side table keyed by metric names
 
 
 @pytest.mark.parametrize("metric", ["span-centroid", "convex-hull-volume", "binned-entropy"])
@@ -159,7 +160,7 @@ def test_each_geometry_measure_declares_its_own_cost() -> None:
     for name, m in MEASURES.items():
         needed = divmeter.get_metric(name).plan().cost(1000).needed
         assert needed == (m.squares * 8 * 1000**2 if m.squares else 8 * 1000 * memory.EMBED_DIM)
-        assert name not in memory.ESTIMATORS  # declared with the metric, not in a side table
+    assert not hasattr(memory, "ESTIMATORS")  # declared with the metric, not in a side table
 
 
 def test_partition_metrics_announce_their_quadratic_cost() -> None:

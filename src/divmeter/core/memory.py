@@ -26,8 +26,8 @@ Python's own overhead and the inputs come on top.
 linear costs, the geometry measures that build ``n x n`` matrices their own multiple of
 ``8 n^2``, and the partition metrics (``distinct-k``, ``novelty-utility``,
 ``semantic-entropy``) their quadratic number of comparisons (with a note and progress, and the
-comparisons kept in the result only with ``comparisons=true``). The metrics below, not yet
-declared, keep the estimators of :data:`ESTIMATORS`.
+comparisons kept in the result only with ``comparisons=true``). No table here is keyed by a
+metric's name; :func:`pair_cost` is the cost of the metrics that build ``n x n`` matrices.
 
 Estimates per metric (``n`` responses; ``d`` = 1,024 as a bound on an embedding's width):
 
@@ -43,7 +43,8 @@ Estimates per metric (``n`` responses; ``d`` = 1,024 as a bound on an embedding'
   ``kmeans-inertia`` ``8 n (d + k)`` (linear); the geometry measures that build ``n x n``
   distance or kernel matrices (``sum-pairwise-distance``, ``diameter``, ``energy``,
   ``dcscore``, ...) ``4 * 8 n^2`` (:mod:`divmeter.metrics.geometry`).
-* ``ngram-cosine``: ``3 * 8 n^2`` (one Gram matrix per order, its dense copy and the sum).
+* ``ngram-cosine`` (its own ``cost``, :mod:`divmeter.metrics.ngram`): ``3 * 8 n^2`` (one
+  Gram matrix per order, its dense copy and the sum).
 * ``homogenization`` (checked inside, after tokenizing, before any pair): up to 1,000
   responses ``6 * 8 n^2``; above, row blocks: ``6 *`` :data:`BLOCK_BYTES` plus its n-gram
   level matrices (``rougeL``: one row of ``n`` pairs at a time).
@@ -73,7 +74,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -89,7 +90,7 @@ __all__ = [
     "memory_limit",
     "current_limit",
     "check",
-    "estimate",
+    "pair_cost",
     "Cost",
     "Steps",
     "announce",
@@ -208,36 +209,6 @@ def memory_limit(value: Any) -> Iterator[int]:
         _LIMIT.reset(token)
 
 
-def _square(factor: int, what: str) -> Callable[[int, Mapping[str, Any]], tuple[int, str]]:
-    def est(n: int, params: Mapping[str, Any]) -> tuple[int, str]:
-        return factor * 8 * n * n, f"{factor} x a {n:,} x {n:,} {what} matrix"
-
-    return est
-
-
-#: Estimators run before a metric starts: ``(n responses, params) -> (bytes, what)``.
-#: (``vendi-ngram`` checks inside, where its exact matrix size is known; ``homogenization`` is
-#: blocked; the metrics written as one definition give their own ``cost``.)
-ESTIMATORS: dict[str, Callable[[int, Mapping[str, Any]], tuple[int, str]]] = {
-    "ngram-cosine": _square(3, "Gram"),
-}
-
-
-def estimate(metric: str, n: int, params: Mapping[str, Any] | None = None
-             ) -> tuple[int, str] | None:
-    """Bytes a metric's large arrays need for a set of ``n`` responses, and what they are;
-    ``None`` for a metric with no pre-check (linear, blocked, or checked inside).
-
-    Example:
-        >>> estimate("ngram-cosine", 1000)
-        (24000000, '3 x a 1,000 x 1,000 Gram matrix')
-        >>> estimate("distinct-n", 10**6) is None
-        True
-    """
-    est = ESTIMATORS.get(metric)
-    return None if est is None else est(n, params or {})
-
-
 def check(metric: str, needed: int, what: str, *, hint: str = "") -> None:
     """Raise :class:`MemoryLimitError` when ``needed`` bytes exceed the limit in force.
 
@@ -263,23 +234,6 @@ max_memory=...).
         needed,
         limit,
     )
-
-
-def precheck(metric: str, responses: Any, params: Mapping[str, Any], name: str = "") -> None:
-    """The pre-check of :data:`ESTIMATORS` for one set (before the metric starts): the memory
-    against the limit, then the note of a large set; ``name`` names the set in the error."""
-    est = ESTIMATORS.get(metric)
-    if est is None or not hasattr(responses, "__len__"):
-        return
-    needed, what = est(len(responses), params)
-    try:
-        check(metric, needed, what)
-    except MemoryLimitError as exc:
-        raise (for_set(exc, name) if name else exc) from None
-    cost = _matrix_cost(metric, len(responses), params, responses)
-    if cost is not None:
-        with working_on(name):
-            announce(cost)
 
 
 def for_set(exc: MemoryLimitError, label: str) -> MemoryLimitError:
@@ -367,6 +321,19 @@ class Cost:
                 f"{format_bytes(self.needed)} ({self.what}), roughly "
                 f"{format_seconds(self.seconds)}")
         return line + (f"; cheaper: {self.cheaper}" if self.cheaper else "")
+
+
+def pair_cost(name: str, n: int, squares: int, what: str) -> Cost:
+    """What a metric that builds ``squares`` ``n x n`` float64 matrices costs on a set of ``n``:
+    their memory, the pairs and a rough time (an encoder's time comes on top).
+
+    Example:
+        >>> pair_cost("chamfer", 1000, 3, "distance").what
+        '3 x a 1,000 x 1,000 distance matrix'
+    """
+    return Cost(name, n, squares * 8 * n * n, f"{squares} x a {n:,} x {n:,} {what} matrix",
+                n * (n - 1) // 2, 3 * n * n * MATRIX_ENTRY_SECONDS,
+                "score a random sample of the responses")
 
 
 @dataclass(frozen=True)
@@ -496,21 +463,3 @@ def plan(cost: Cost) -> Steps:
     :func:`announce` it: what the engine does before a set's work."""
     check(cost.metric.split(" ")[0], cost.needed, cost.what, hint=cost.hint)
     return announce(cost)
-
-
-def _matrix_cost(metric: str, n: int, params: Mapping[str, Any], texts: Any) -> Cost | None:
-    """The cost of the pre-checked metrics that are quadratic in ``n`` (:data:`ESTIMATORS`):
-    the pair matrix."""
-    est = ESTIMATORS.get(metric)
-    if est is None:
-        return None
-    needed, what = est(n, params)
-    return Cost(metric, n, needed, what, n * (n - 1) // 2, 3 * n * n * MATRIX_ENTRY_SECONDS,
-                "score a random sample of the responses")
-
-
-def table_cost(metric: str, n: int, params: Mapping[str, Any], texts: Any = None) -> Cost | None:
-    """The cost of a metric from :data:`ESTIMATORS` (the table the metric definitions are
-    replacing with their own ``cost``): its memory, its pairs and rough time; ``None`` for a
-    metric the table does not know."""
-    return _matrix_cost(metric, n, params, texts)

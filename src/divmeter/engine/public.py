@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from divmeter.core import memory
 from divmeter.core.errors import InvalidInputError
 from divmeter.core.params import UNSET, Param
 from divmeter.core.result import MetricResult
@@ -24,7 +23,7 @@ from divmeter.engine.batch.evaluate import evaluate
 from divmeter.engine.batch.plan import resolve_metrics
 from divmeter.engine.definition import Family, Granularity, Metric, make_public
 
-__all__ = ["register", "register_batch", "register_vectors", "public_function", "FunctionMetric"]
+__all__ = ["register", "register_batch", "public_function", "FunctionMetric"]
 
 
 def run_one(cls: type[Metric], responses: Any, params: Mapping[str, Any]) -> MetricResult:
@@ -80,8 +79,8 @@ def register(
     ``Param`` whose default is left unset takes the function's; ``signature(**params)`` gives
     its signature (default: the name and every declared parameter that is not ``runtime``),
     ``cost(n, params, items)`` its cost (a :class:`~divmeter.core.memory.Cost` or ``None``),
-    ``corpus`` its corpus accumulator. The decorator returns the metric's public function: the engine on one set (validation, the rule for degenerate sets,
-    then the function).
+    ``corpus`` its corpus accumulator. The decorator returns the metric's public function: the
+    engine on one set (validation, the rule for degenerate sets, then the function).
 
     Example:
         >>> @register("demo-metric", family="form", granularity="set",
@@ -134,12 +133,11 @@ def _class_name(name: str) -> str:
 
 class FunctionMetric(Metric):
     """The definition of a metric written as a plain function of one set (:func:`register`):
-    ``fn(responses, **params)``, optionally with a batched ``many(sets, **params)`` and a
-    vector kernel (:func:`register_batch`, :func:`register_vectors`)."""
+    ``fn(responses, **params)``, optionally with a batched ``many(sets, **params)``
+    (:func:`register_batch`)."""
 
     fn: ClassVar[Callable[..., Any]]
     many: ClassVar[Callable[..., Any] | None] = None
-    vector_fn: ClassVar[Callable[..., Any] | None] = None
     signature_fn: ClassVar[Callable[..., str] | None] = None
     cost_fn: ClassVar[Callable[..., Any] | None] = None
     batched: ClassVar[bool] = False
@@ -147,9 +145,6 @@ class FunctionMetric(Metric):
     def signature(self) -> str:
         if self.signature_fn is not None:
             return self.signature_fn(**self.p)
-        if self.__module__.startswith("divmeter.metrics."):  # TRANSITIONAL (issue 30): the
-            # built-in function metrics not yet written as definitions answer an empty input
-            return str(self.fn([], **self.p).signature)
         return super().signature()
 
     def _kwargs(self, ctx: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -173,18 +168,10 @@ class FunctionMetric(Metric):
         return [self._wrap(self.fn(list(s), **self._kwargs(c)))
                 for s, c in zip(sets, ctx, strict=True)]
 
-    def vector_signature(self) -> str:
-        if self.__module__.startswith("divmeter.metrics."):  # TRANSITIONAL (issue 30): the
-            # vector kernels of the built-in function metrics answer an empty array
-            import numpy as np
-
-            return str(self.vectors([np.zeros((0, 1))])[0].signature)
-        return super().vector_signature()
-
     def cost(self, n: int, items: Sequence[Any] | None = None) -> Any:
         if self.cost_fn is not None:
             return self.cost_fn(n, self.p, items)
-        return memory.table_cost(self.name, n, self.p, items)
+        return None
 
 
 def _with_defaults(name: str, fn: Callable[..., Any], schema: dict[str, Param]
@@ -249,36 +236,3 @@ def register_batch(name: str) -> Callable[[Callable[..., Any]], Callable[..., An
         return fn
 
     return deco
-
-
-def register_vectors(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Attach a precomputed-vector kernel ``kernel(arrays, **params)`` to the function metric
-    ``name`` (one result per ``(n, d)`` array).
-
-    Example:
-        >>> @register("demo-metric", family="content", granularity="set",
-        ...           higher_is_more_diverse=True, bounds=(0, None), citation="none")
-        ... def demo(responses):
-        ...     return 0.0
-        >>> @register_vectors("demo-metric")
-        ... def demo_vectors(arrays):
-        ...     return [float(a.shape[0]) for a in arrays]
-        >>> registry.get_metric("demo-metric").takes_vectors
-        True
-        >>> registry.drop("demo-metric")
-    """
-
-    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        cls = _function_definition(name, "register_vectors")
-        kernel = fn
-
-        def vectors(self: FunctionMetric, arrays: Sequence[Any]) -> list[MetricResult]:
-            return [self._wrap(r) for r in kernel(list(arrays), **self.p)]
-
-        cls.vectors = vectors  # type: ignore[method-assign]
-        registry.refresh(name)
-        return fn
-
-    return deco
-
-

@@ -181,13 +181,6 @@ def attach_public(cls: type[Metric], fn: Callable[..., Any]) -> None:
         _REGISTRY[cls.name] = replace(spec, fn=fn)
 
 
-def refresh(name: str) -> None:
-    """Read the facts of metric ``name`` again from its definition (after a kernel was attached
-    to a function metric)."""
-    spec = _REGISTRY[name]
-    _REGISTRY[name] = _spec_of(spec.definition, spec.fn)
-
-
 def drop(name: str) -> None:
     """Remove metric ``name`` (tests and examples that register a metric for a moment)."""
     _REGISTRY.pop(name, None)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from divmeter.core.errors import InvalidInputError
 from divmeter.core.result import MetricResult
 
-__all__ = ["check_int", "check_positive", "undefined", "check_choice"]
+__all__ = ["check_int", "check_positive", "undefined", "check_choice", "entropy_base"]
 
 
 def check_int(value: Any, name: str, metric: str, *, minimum: int = 1,
@@ -44,3 +45,19 @@ def check_choice(value: Any, name: str, metric: str, choices: tuple[str, ...]) -
 def undefined(metric: str, signature: str, reason: str, **details: Any) -> MetricResult:
     """A result whose value is undefined on this input, with the reason."""
     return MetricResult(metric, None, signature, reason=reason, details=details)
+
+
+def entropy_base(base: Any) -> tuple[float, str]:
+    """An entropy's logarithm base (declared: ``"e"``/``"nats"``, ``"bits"`` or a number > 0
+    other than 1) and its signature label.
+
+    Example:
+        >>> entropy_base("bits"), entropy_base(10), entropy_base(2.5)
+        ((2.0, '2'), (10.0, '10'), (2.5, '2.5'))
+    """
+    if base in ("e", "nats"):
+        return math.e, "e"
+    if base == "bits":
+        return 2.0, "2"
+    b = float(base)
+    return b, (str(int(b)) if b.is_integer() else repr(b))

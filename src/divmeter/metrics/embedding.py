@@ -590,19 +590,6 @@ def _not_square(name: str, K: np.ndarray) -> InvalidInputError | None:
     return None
 
 
-def pair_cost(name: str, n: int, squares: int, what: str) -> memory.Cost:
-    """What a metric that builds ``squares`` ``n x n`` float64 matrices of vectors costs on a set
-    of ``n``: their memory, the pairs and a rough time (an encoder's time comes on top).
-
-    Example:
-        >>> pair_cost("chamfer", 1000, 3, "distance").what
-        '3 x a 1,000 x 1,000 distance matrix'
-    """
-    return memory.Cost(name, n, squares * 8 * n * n, f"{squares} x a {n:,} x {n:,} {what} matrix",
-                       n * (n - 1) // 2, 3 * n * n * memory.MATRIX_ENTRY_SECONDS,
-                       "score a random sample of the responses")
-
-
 def _distance_param(default: str, choices: tuple[str, ...], doc: str) -> Param:
     """A ``distance`` parameter: one of ``choices`` (scipy's names), or from Python a function
     of two vectors (not readable from the command line; named in the signature by its module
@@ -744,11 +731,11 @@ class VectorMetric(Metric):
                     src.refuse(i, exc)
 
     def cost(self, n: int, items: Sequence[Any] | None = None) -> memory.Cost | None:
-        """``squares`` ``n x n`` matrices (:func:`pair_cost`); a measure that builds none (the
-        linear geometry measures) holds the vectors only: ``8 n d`` bytes (``d`` from
-        precomputed vectors, else :data:`EMBED_DIM`), nothing to announce."""
+        """``squares`` ``n x n`` matrices (:func:`divmeter.core.memory.pair_cost`); a measure
+        that builds none (the linear geometry measures) holds the vectors only: ``8 n d`` bytes
+        (``d`` from precomputed vectors, else :data:`EMBED_DIM`), nothing to announce."""
         if self.squares:
-            return pair_cost(self.name, n, self.squares, self.matrix)
+            return memory.pair_cost(self.name, n, self.squares, self.matrix)
         width = items.shape[1] if isinstance(items, np.ndarray) and items.ndim == 2 else (
             memory.EMBED_DIM)
         return memory.Cost(self.name, n, 8 * n * width, f"{n:,} vectors of {width}", 0, 0.0)

@@ -2,12 +2,12 @@
 
 distinct-n, entropy-n, expectation-adjusted distinct (EAD), n-gram cosine diversity, n-gram
 diversity score, compression ratio and self-repetition. All n-gram counting starts from exact
-integer token ids (:func:`divmeter.inputs.text.encode_sets`; n-grams never cross response boundaries):
-the base-``B`` number of an n-gram's token ids, next to its set's index, is an exact key while
-it fits in 62 bits (one sort per order for every set of a batch, no interning of lower orders);
-a set too wide for that on its own is counted from the interned n-gram ids of
-:class:`divmeter.inputs.text.NgramIndex`. Every metric is therefore exact and vectorised: a few numpy
-calls per order.
+integer token ids (:func:`divmeter.inputs.text.encode_sets`; n-grams never cross response
+boundaries): the base-``B`` number of an n-gram's token ids, next to its set's index, is an
+exact key while it fits in 62 bits (one sort per order for every set of a batch, no interning
+of lower orders); a set too wide for that on its own is counted from the interned n-gram ids of
+:class:`divmeter.inputs.text.NgramIndex`. Every metric is therefore exact and vectorised: a few
+numpy calls per order.
 
 Degenerate sets, shared conventions (each metric's docstring says which apply):
 
@@ -15,12 +15,13 @@ Degenerate sets, shared conventions (each metric's docstring says which apply):
 * an n-gram order with no n-gram at all (every text shorter than n) contributes 0 to averages
   and sums over orders, as in Tevet & Berant's code.
 
-One kernel per metric, over many sets: ``distinct_n_many``, ``entropy_n_many``, ``ead_many``,
-``ngram_diversity_many``, ``self_repetition_many`` and ``ngram_cosine_many`` (registered with
-:func:`divmeter.engine.registry.register_batch`, used by :func:`divmeter.score_many` and
-``divmeter score``) score many sets with one tokenizing pass and one sort per order for all of
-them (see the end of this module). The single-set functions (``distinct_n`` ...) are these
-kernels on a batch of one.
+Each metric is one :class:`~divmeter.engine.definition.Metric` subclass (the tokenizer and the
+n-gram orders resolved once by :class:`NgramMetric`; distinct-n, entropy-n, EAD and n-gram
+diversity share :class:`PooledMetric`, whose value is a function of each order's pooled counts).
+Its ``score`` scores many sets with one tokenizing pass and one sort per order for all of them
+(see the end of this module), the public function (``distinct_n`` ...) is that definition on a
+batch of one, and its corpus statistics (``statistics``) read every setting from the same
+resolved definition.
 """
 
 from __future__ import annotations
@@ -31,16 +32,16 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from divmeter.core.errors import InvalidInputError
+from divmeter.core.memory import Cost, pair_cost
 from divmeter.core.params import LOWERCASE, MAX_ORDER, Param, tokenizer_param
 from divmeter.core.result import MetricResult, make_signature
 from divmeter.engine.corpus.stats import Accumulator, TwoPass
-from divmeter.engine.public import register, register_batch
-from divmeter.inputs.data.model import as_texts
+from divmeter.engine.definition import Granularity, Metric
+from divmeter.engine.public import public_function, register
 from divmeter.inputs.text import NgramIndex, SetTokens, Tokenizer, get_tokenizer, ngram_tuples
 from divmeter.inputs.text import encode_sets as _encode_sets
 from divmeter.inputs.text import fit_groups as _fit_groups
@@ -59,7 +60,7 @@ from divmeter.inputs.text.table import (
     hashed_chunks,
     order_keys,
 )
-from divmeter.metrics._common import check_choice, check_int, undefined
+from divmeter.metrics._common import entropy_base, undefined
 from divmeter.metrics.reduce import REDUCTIONS, diversity_from_similarity
 
 TEVET = ("Tevet & Berant 2021, Evaluating the Evaluation of Diversity in Natural Language "
@@ -125,24 +126,19 @@ _DENSE_MAX_CELLS = 2_000_000
 # shared helpers (inputs already validated)
 
 
-def _orders(metric: str, n: int | None, n_max: int) -> tuple[list[int], str, str | None]:
-    """The n-gram orders to compute and their signature fields (``n``, ``avg``)."""
+def _orders(n: int | None, n_max: int) -> tuple[list[int], str, str | None]:
+    """The n-gram orders to compute and their signature fields (``n``, ``avg``): the single
+    order ``n``, else ``1..n_max`` averaged."""
     if n is not None:
-        k = check_int(n, "n", metric)
-        problem = _n_max_conflict(n_max, {"n": k})
-        if problem:
-            raise InvalidInputError(f"`n_max` of {metric} {problem}")
-        return [k], str(k), None
-    check_int(n_max, "n_max", metric, maximum=MAX_ORDER)
+        return [n], str(n), None
     return list(range(1, n_max + 1)), f"1..{n_max}", "mean"
 
 
-def _approx_fields(approx: str | None, metric: str) -> dict[str, str | None]:
+def _approx_fields(approx: str | None) -> dict[str, str | None]:
     """The signature fields of ``approx``: the sketch, its relative standard error and the key
     scheme it hashes (none for exact counts)."""
     if approx is None:
         return {}
-    check_choice(approx, "approx", metric, ("hll",))
     return {"approx": SKETCH_LABEL, "rse": f"{SKETCH_RSE:.4f}", "key": KEY_SCHEME}
 
 
@@ -222,25 +218,6 @@ def _distinct_value(unique: int, total: int, _: float) -> float:
     return unique / total if total else 0.0
 
 
-def _base_label(base: float | str, metric: str) -> tuple[float, str]:
-    """Resolve an entropy base: ``"e"`` (nats), 2 (bits), or any number > 0 other than 1."""
-    if isinstance(base, str):
-        if base in {"e", "nats"}:
-            return math.e, "e"
-        if base == "bits":
-            return 2.0, "2"
-        raise InvalidInputError(
-            f"`base` of {metric} must be 'e', 'bits' or a number > 0 other than 1; got {base!r}."
-        )
-    ok = isinstance(base, (int, float)) and not isinstance(base, bool)
-    if not ok or not math.isfinite(base) or base <= 0 or base == 1:
-        raise InvalidInputError(
-            f"`base` of {metric} must be 'e', 'bits' or a number > 0 other than 1; got {base!r}."
-        )
-    b = float(base)
-    return b, (str(int(b)) if b.is_integer() else repr(b))
-
-
 def _sep_label(separator: str) -> str:
     """How a separator is written in a signature: a name, or its code points."""
     names = {" ": "space", "\n": "newline", "\n\n": "blankline", "\t": "tab", "": "none"}
@@ -281,28 +258,6 @@ def _finish_rows(rows: list[list[float]], agg: str) -> list[float]:
     return [float(sum(r)) for r in rows]
 
 
-def _pooled_spec(name: str, p: dict[str, Any]
-                 ) -> tuple[Tokenizer, list[int], str, Callable[[int, int, float], float], str,
-                            bool]:
-    """``(tokenizer, orders, signature, per_order(distinct, total, sum c ln c), agg, xlogx)`` of
-    one of the pooled-count metrics with parameters ``p``."""
-    if name == "distinct-n":
-        tok, orders, sig = _distinct_setup(p["n"], p["n_max"], p["tokenizer"], p["lowercase"],
-                                           p.get("approx"))
-        return tok, orders, sig, _distinct_value, "mean", False
-    if name == "entropy-n":
-        tok, orders, b, sig = _entropy_setup(p["n"], p["n_max"], p["base"], p["tokenizer"],
-                                             p["lowercase"])
-        return tok, orders, sig, lambda _, t, s: _entropy_value(t, s, b), "mean", True
-    if name == "ead":
-        tok, orders, v, sig = _ead_setup(p["n"], p["n_max"], p["vocab_size"], p["tokenizer"],
-                                         p["lowercase"], p.get("approx"))
-        return tok, orders, sig, lambda u, t, _: _ead_one(u, t, v), "mean", False
-    tok, orders, sig = _ngram_diversity_setup(p["n_max"], p["tokenizer"], p["lowercase"],
-                                              p.get("approx"))
-    return tok, orders, sig, _distinct_value, "sum", False
-
-
 #: One order's corpus statistics: the count spectrum ``{count: n-grams with that count}``, the
 #: distinct n-grams and the occurrences.
 _Spectrum = tuple[dict[int, int], int, int]
@@ -316,9 +271,10 @@ class PooledCounts(Accumulator):
     order's count spectrum with the per-set formula (:func:`_finish_rows`)."""
 
     def _setup(self) -> None:
-        (self.tok, self.orders, self.sig, self._per_order, self.agg,
-         self.xlogx) = _pooled_spec(self.name, self.params)
-        self.approx = self.params.get("approx")
+        m: PooledMetric = self.metric  # type: ignore[assignment]
+        self.tok, self.orders, self.sig = m.tok, m.orders, m.signature()
+        self._per_order, self.agg, self.xlogx = m.per_order, m.agg, m.xlogx
+        self.approx = m.p.get("approx")
 
     def _reset(self) -> None:
         self.table = NgramTable(self.orders, COUNT, self.budget, self.spill_dir)
@@ -411,42 +367,49 @@ class PooledCounts(Accumulator):
 # distinct-n
 
 
-def _register(name: str, **info: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """:func:`divmeter.engine.registry.register` for this module's metrics: each one is a form metric
-    (over the n-grams or the bytes of the responses)."""
-    return register(name, family="form", **info)
+class NgramMetric(Metric):
+    """A form metric of this module: its tokenizer resolved once from ``tokenizer`` and
+    ``lowercase`` (:meth:`setup`), and, where it declares them, its n-gram orders from ``n``
+    (one order) or ``n_max`` (``1..n_max``; :data:`ORDERS`)."""
+
+    family = "form"
+    granularity: ClassVar[Granularity] = "set"
+
+    def setup(self) -> None:
+        p = self.p
+        self.tok = get_tokenizer(p["tokenizer"], p["lowercase"])
+        if "n_max" in p:
+            self.orders, self.n_label, self.avg = _orders(p.get("n"), p["n_max"])
+
+    def _tok_fields(self) -> dict[str, str]:
+        return {"tok": self.tok.name, "case": self.tok.case}
 
 
-def _distinct_setup(n: int | None, n_max: int, tokenizer: str, lowercase: bool,
-                    approx: str | None = None) -> tuple[Tokenizer, list[int], str]:
-    tok = get_tokenizer(tokenizer, lowercase)
-    orders, n_label, avg = _orders("distinct-n", n, n_max)
-    sig = make_signature("distinct-n", n=n_label, avg=avg, **_approx_fields(approx, "distinct-n"),
-                         tok=tok.name, case=tok.case)
-    return tok, orders, sig
+class PooledMetric(NgramMetric):
+    """distinct-n, entropy-n, EAD and n-gram diversity: per order, a function
+    (:meth:`per_order`) of the distinct n-grams, the n-gram occurrences and ``sum c ln c`` over
+    the n-grams' counts ``c``, pooled over the set; the orders' values combined by ``agg``
+    (``mean`` or ``sum``). One set and many sets: :func:`_pooled_many`; a corpus: the same
+    statistics merged (:class:`PooledCounts`)."""
+
+    statistics = PooledCounts
+    #: How the orders' values combine: ``mean`` or ``sum``.
+    agg: ClassVar[str] = "mean"
+    #: Whether :meth:`per_order` reads ``sum c ln c`` (it costs a second pass per order).
+    xlogx: ClassVar[bool] = False
+
+    def per_order(self, unique: int, total: int, xlogx: float) -> float:
+        """One order's value from its distinct n-grams, occurrences and ``sum c ln c``."""
+        raise NotImplementedError
+
+    def score(self, sets: Sequence[Any], context: Any = None) -> list[MetricResult]:
+        return _pooled_many(sets, metric=self.name, tok=self.tok, orders=self.orders,
+                            sig=self._sig(), per_order=self.per_order, agg=self.agg,
+                            xlogx=self.xlogx, approx=self.p.get("approx"))
 
 
-@_register(
-    "distinct-n",
-    granularity="set",
-    higher_is_more_diverse=True,
-    bounds=(0.0, 1.0),
-    citation=f"{LI2016}; averaged over n=1..5 as in {TEVET}",
-    params={**ORDERS,
-            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE, "approx": APPROX},
-    description="Unique n-grams / all n-grams pooled over the set; mean over n=1..n_max "
-    "unless `n` is given",
-    corpus=PooledCounts,
-)
-def distinct_n(
-    responses: Sequence[str],
-    *,
-    n: int | None = None,
-    n_max: int = 5,
-    tokenizer: str = "tevet",
-    lowercase: bool = False,
-    approx: str | None = None,
-) -> MetricResult:
+@register
+class DistinctN(PooledMetric):
     """Distinct-n: unique n-grams over all n-grams, pooled over the whole set.
 
     With ``n`` given, the value is distinct-n for that single order. Otherwise it is the plain
@@ -474,24 +437,29 @@ def distinct_n(
         >>> distinct_n(["a b a b", "a b c"], n=2).signature
         'distinct-n|n:2|tok:tevet|case:mixed|v:0.1.0'
     """
-    texts = as_texts(responses)
-    return distinct_n_many([texts], n=n, n_max=n_max, tokenizer=tokenizer,
-                           lowercase=lowercase, approx=approx)[0]
+
+    name = "distinct-n"
+    higher_is_more_diverse = True
+    bounds = (0.0, 1.0)
+    citation = f"{LI2016}; averaged over n=1..5 as in {TEVET}"
+    description = ("Unique n-grams / all n-grams pooled over the set; mean over n=1..n_max "
+                   "unless `n` is given")
+    params = {**ORDERS, "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE,
+              "approx": APPROX}
+
+    def signature(self) -> str:
+        return make_signature(self.name, n=self.n_label, avg=self.avg,
+                              **_approx_fields(self.p["approx"]), **self._tok_fields())
+
+    def per_order(self, unique: int, total: int, xlogx: float) -> float:
+        return _distinct_value(unique, total, xlogx)
+
+
+distinct_n = public_function(DistinctN)
 
 
 # --------------------------------------------------------------------------------------------
 # entropy-n
-
-
-def _entropy_setup(n: int | None, n_max: int, base: float | str, tokenizer: str,
-                   lowercase: bool) -> tuple[Tokenizer, list[int], float, str]:
-    tok = get_tokenizer(tokenizer, lowercase)
-    orders, n_label, avg = _orders("entropy-n", n, n_max)
-    b, b_label = _base_label(base, "entropy-n")
-    sig = make_signature(
-        "entropy-n", n=n_label, avg=avg, base=b_label, tok=tok.name, case=tok.case
-    )
-    return tok, orders, b, sig
 
 
 def _xlogx_sums(group: np.ndarray, counts: np.ndarray, n_groups: int) -> np.ndarray:
@@ -528,34 +496,8 @@ def _entropy_value(total: int, xlogx: float, base: float) -> float:
     return max(h, 0.0) / math.log(base)
 
 
-@_register(
-    "entropy-n",
-    granularity="set",
-    higher_is_more_diverse=True,
-    bounds=(0.0, None),
-    citation="Shannon entropy of n-gram frequencies (Ent-n), e.g. Zhang et al. 2018, "
-    "Generating Informative and Diverse Conversational Responses via Adversarial "
-    "Information Maximization (NeurIPS)",
-    params={**ORDERS,
-            "base": Param(float, default="e", doc="logarithm base",
-                          predicate=lambda b: b in ("e", "nats", "bits") or (
-                              isinstance(b, (int, float)) and not isinstance(b, bool)
-                              and 0 < b < float("inf") and b != 1),
-                          expect="'e', 'bits' or a number > 0 other than 1", alternative=2.0),
-            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
-    description="Shannon entropy of the n-gram distribution pooled over the set (nats by "
-    "default, bits with base=2); mean over n=1..n_max unless `n` is given",
-    corpus=PooledCounts,
-)
-def entropy_n(
-    responses: Sequence[str],
-    *,
-    n: int | None = None,
-    n_max: int = 5,
-    base: float | str = "e",
-    tokenizer: str = "tevet",
-    lowercase: bool = False,
-) -> MetricResult:
+@register
+class EntropyN(PooledMetric):
     """Entropy-n: Shannon entropy of the pooled n-gram frequency distribution of the set.
 
     ``H_n = -sum_g p(g) log p(g)`` with ``p(g) = count(g) / total`` over every n-gram occurrence
@@ -585,23 +527,42 @@ def entropy_n(
         >>> entropy_n(["a b", "a c"], n=1, base=2).signature
         'entropy-n|n:1|base:2|tok:tevet|case:mixed|v:0.1.0'
     """
-    texts = as_texts(responses)
-    return entropy_n_many([texts], n=n, n_max=n_max, base=base, tokenizer=tokenizer,
-                          lowercase=lowercase)[0]
+
+    name = "entropy-n"
+    higher_is_more_diverse = True
+    bounds = (0.0, None)
+    citation = ("Shannon entropy of n-gram frequencies (Ent-n), e.g. Zhang et al. 2018, "
+                "Generating Informative and Diverse Conversational Responses via Adversarial "
+                "Information Maximization (NeurIPS)")
+    description = ("Shannon entropy of the n-gram distribution pooled over the set (nats by "
+                   "default, bits with base=2); mean over n=1..n_max unless `n` is given")
+    params = {**ORDERS,
+              "base": Param(float, default="e", doc="logarithm base",
+                            predicate=lambda b: b in ("e", "nats", "bits") or (
+                                isinstance(b, (int, float)) and not isinstance(b, bool)
+                                and 0 < b < float("inf") and b != 1),
+                            expect="'e', 'bits' or a number > 0 other than 1",
+                            alternative=2.0),
+              "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE}
+    xlogx = True
+
+    def setup(self) -> None:
+        super().setup()
+        self.base, self.base_label = entropy_base(self.p["base"])
+
+    def signature(self) -> str:
+        return make_signature(self.name, n=self.n_label, avg=self.avg, base=self.base_label,
+                              **self._tok_fields())
+
+    def per_order(self, unique: int, total: int, xlogx: float) -> float:
+        return _entropy_value(total, xlogx, self.base)
+
+
+entropy_n = public_function(EntropyN)
 
 
 # --------------------------------------------------------------------------------------------
 # expectation-adjusted distinct
-
-
-def _ead_setup(n: int | None, n_max: int, vocab_size: int, tokenizer: str, lowercase: bool,
-               approx: str | None = None) -> tuple[Tokenizer, list[int], int, str]:
-    tok = get_tokenizer(tokenizer, lowercase)
-    orders, n_label, avg = _orders("ead", n, n_max)
-    v = check_int(vocab_size, "vocab_size", "ead")
-    sig = make_signature("ead", n=n_label, avg=avg, V=v, **_approx_fields(approx, "ead"),
-                         tok=tok.name, case=tok.case)
-    return tok, orders, v, sig
 
 
 def _ead_one(unique: int, total: int, v: int) -> float:
@@ -613,30 +574,8 @@ def _ead_one(unique: int, total: int, v: int) -> float:
     return unique / (v * frac)
 
 
-@_register(
-    "ead",
-    granularity="set",
-    higher_is_more_diverse=True,
-    bounds=(0.0, None),
-    citation=f"{LIU2022}; averaged over n=1..5 with V=50257 as in {KIRK2023}",
-    params={**ORDERS,
-            "vocab_size": Param(int, ge=1, cap=10**12, default=GPT2_VOCAB,
-                                 doc="vocabulary size V"),
-            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE, "approx": APPROX},
-    description="Expectation-adjusted distinct: unique n-grams / V(1-((V-1)/V)^C); mean over "
-    "n=1..n_max unless `n` is given",
-    corpus=PooledCounts,
-)
-def ead(
-    responses: Sequence[str],
-    *,
-    n: int | None = None,
-    n_max: int = 5,
-    vocab_size: int = GPT2_VOCAB,
-    tokenizer: str = "tevet",
-    lowercase: bool = False,
-    approx: str | None = None,
-) -> MetricResult:
+@register
+class EAD(PooledMetric):
     """Expectation-adjusted distinct n-grams (EAD, Liu et al. 2022).
 
     For one order n, with ``N`` the number of distinct n-grams and ``C`` the number of n-gram
@@ -676,9 +615,27 @@ def ead(
         >>> ead(["a b", "a c"]).signature
         'ead|n:1..5|avg:mean|V:50257|tok:tevet|case:mixed|v:0.1.0'
     """
-    texts = as_texts(responses)
-    return ead_many([texts], n=n, n_max=n_max, vocab_size=vocab_size, tokenizer=tokenizer,
-                    lowercase=lowercase, approx=approx)[0]
+
+    name = "ead"
+    higher_is_more_diverse = True
+    bounds = (0.0, None)
+    citation = f"{LIU2022}; averaged over n=1..5 with V=50257 as in {KIRK2023}"
+    description = ("Expectation-adjusted distinct: unique n-grams / V(1-((V-1)/V)^C); mean "
+                   "over n=1..n_max unless `n` is given")
+    params = {**ORDERS,
+              "vocab_size": Param(int, ge=1, cap=10**12, default=GPT2_VOCAB,
+                                  doc="vocabulary size V"),
+              "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE, "approx": APPROX}
+
+    def signature(self) -> str:
+        return make_signature(self.name, n=self.n_label, avg=self.avg, V=self.p["vocab_size"],
+                              **_approx_fields(self.p["approx"]), **self._tok_fields())
+
+    def per_order(self, unique: int, total: int, xlogx: float) -> float:
+        return _ead_one(unique, total, self.p["vocab_size"])
+
+
+ead = public_function(EAD)
 
 
 # --------------------------------------------------------------------------------------------
@@ -728,25 +685,15 @@ def _mean_pair_cosine_linear(doc: np.ndarray, ids: np.ndarray, n_docs: int, m: i
     return pair_sum / (n_docs * (n_docs - 1) / 2.0)
 
 
-def _ngram_cosine_setup(n: int | None, n_max: int, reduction: str, tokenizer: str,
-                        lowercase: bool) -> tuple[Tokenizer, list[int], str, str]:
-    tok = get_tokenizer(tokenizer, lowercase)
-    orders, n_label, avg = _orders("ngram-cosine", n, n_max)
-    red = check_choice(reduction, "reduction", "ngram-cosine", REDUCTIONS)
-    sig = make_signature("ngram-cosine", n=n_label, avg=avg, sim="cosine-counts", red=red,
-                         tok=tok.name, case=tok.case)
-    return tok, orders, red, sig
-
-
-class NgramCosine(Accumulator):
+class NgramCosineStats(Accumulator):
     """n-gram cosine: per order and n-gram ``g``, ``S_g = sum_i w_ig`` and ``Q_g = sum_i
     w_ig^2`` of the responses' L2-normalised count vectors ``w_i``; the pair sum is
     ``sum_g (S_g^2 - Q_g) / 2`` (exactly 0 for n-grams of one response)."""
 
     def _setup(self) -> None:
-        p = self.params
-        self.tok, self.orders, self.red, self.sig = _ngram_cosine_setup(
-            p["n"], p["n_max"], p["reduction"], p["tokenizer"], p["lowercase"])
+        m: NgramCosine = self.metric  # type: ignore[assignment]
+        self.tok, self.orders, self.red, self.sig = (m.tok, m.orders, m.p["reduction"],
+                                                     m.signature())
 
     def _reset(self) -> None:
         self.sums: dict[int, dict[Any, list[float]]] = {k: {} for k in self.orders}
@@ -770,7 +717,7 @@ class NgramCosine(Accumulator):
                         cell[0] += w
                         cell[1] += w * w
 
-    def _merge(self, other: NgramCosine) -> None:
+    def _merge(self, other: NgramCosineStats) -> None:
         self.n_tokens += other.n_tokens
         for k in self.orders:
             table = self.sums[k]
@@ -799,29 +746,8 @@ class NgramCosine(Accumulator):
         return MetricResult(self.name, value, self.sig, details={"per_n": per_n})
 
 
-@_register(
-    "ngram-cosine",
-    granularity="set",
-    higher_is_more_diverse=True,
-    bounds=(-1.0, 0.0),
-    citation=f"{TEVET} (cos-sim, section 5 reduction)",
-    params={**ORDERS,
-            "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
-                               doc="how similarities become a diversity"),
-            "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE},
-    description="Minus the mean pairwise cosine of n-gram count vectors, mean over n=1..n_max "
-    "(Tevet & Berant's cos-sim)",
-    corpus=NgramCosine,
-)
-def ngram_cosine(
-    responses: Sequence[str],
-    *,
-    n: int | None = None,
-    n_max: int = 5,
-    reduction: str = "neg-mean",
-    tokenizer: str = "tevet",
-    lowercase: bool = False,
-) -> MetricResult:
+@register
+class NgramCosine(NgramMetric):
     """N-gram cosine-similarity diversity (Tevet & Berant's cos-sim).
 
     For each order n, every response is a vector of its n-gram counts; the similarity of two
@@ -857,9 +783,72 @@ def ngram_cosine(
         >>> ngram_cosine(["a b", "a c", "d"]).signature
         'ngram-cosine|n:1..5|avg:mean|sim:cosine-counts|red:neg-mean|tok:tevet|case:mixed|v:0.1.0'
     """
-    texts = as_texts(responses)
-    return ngram_cosine_many([texts], n=n, n_max=n_max, reduction=reduction,
-                             tokenizer=tokenizer, lowercase=lowercase)[0]
+
+    name = "ngram-cosine"
+    higher_is_more_diverse = True
+    bounds = (-1.0, 0.0)
+    citation = f"{TEVET} (cos-sim, section 5 reduction)"
+    description = ("Minus the mean pairwise cosine of n-gram count vectors, mean over "
+                   "n=1..n_max (Tevet & Berant's cos-sim)")
+    params = {**ORDERS,
+              "reduction": Param(str, choices=REDUCTIONS, default="neg-mean",
+                                 doc="how similarities become a diversity"),
+              "tokenizer": tokenizer_param("tevet"), "lowercase": LOWERCASE}
+    statistics = NgramCosineStats
+
+    def signature(self) -> str:
+        return make_signature(self.name, n=self.n_label, avg=self.avg, sim="cosine-counts",
+                              red=self.p["reduction"], **self._tok_fields())
+
+    def cost(self, n: int, items: Sequence[Any] | None = None) -> Cost:
+        """Three ``n x n`` float64 matrices: one Gram matrix per order, its dense copy and the
+        sum (the pair matrix of a set scored alone)."""
+        return pair_cost(self.name, n, 3, "Gram")
+
+    def score(self, sets: Sequence[Any], context: Any = None) -> list[MetricResult]:
+        """Per order, one sort of ``(set, n-gram, response)`` keys gives every set's count
+        vectors; one sparse product gives every set's Gram matrix. Its entries are sums of
+        products of integer counts, hence exact whatever the summation order, so the cosines
+        and their pair means (per set size, one row per set, reduced as ``np.mean`` reduces one
+        set) carry the same bits as one set's dense count-matrix product. Sets of more than 64
+        responses, and a batch with a single scorable set (small-input branch: one dense
+        product is quicker than the sparse blocks), go through that dense (or, above 2,048
+        responses, linear-time) path."""
+        tok, orders, red, sig = self.tok, self.orders, self.p["reduction"], self._sig()
+        results, paired = _sets_with_pairs(sets, self.name, sig,
+                                           "needs at least 2 responses (pairs); got 1")
+        if self.p["n"] is not None and paired:
+            _beyond_longest(sets, tok, orders[0], self.name, sig, results)
+            paired = [i for i in paired if results[i] is None]
+        live: list[int] = []
+        for i in paired:
+            if len(sets[i]) > _COSINE_BATCH_MAX_DOCS or len(paired) == 1:
+                results[i] = _cosine_one_set(sets[i], tok, orders, red, sig)
+            else:
+                live.append(i)
+        if not live:
+            return results  # type: ignore[return-value]
+        top = max(orders)
+        st = _encode_live(sets, live, tok, top)
+        n_tok = st.n_tokens().tolist()
+        for a, b, solo in _fit_groups(st, top, st.n_texts):
+            if solo:  # too wide for the batched keys even alone: interned ids
+                results[live[a]] = _cosine_one_set(sets[live[a]], tok, orders, red, sig)
+                continue
+            per = _cosine_set_diversity(st.group(a, b), orders, red)
+            table = np.column_stack([per[k] for k in orders])
+            heads = table.mean(axis=1).tolist()  # == np.mean(row) for each row
+            for j, (row, head) in enumerate(zip(table.tolist(), heads, strict=True)):
+                if n_tok[a + j] == 0:
+                    results[live[a + j]] = undefined(self.name, sig, "no tokens in any response")
+                else:
+                    results[live[a + j]] = MetricResult(
+                        self.name, head, sig,
+                        details={"per_n": dict(zip(orders, row, strict=True))})
+        return results  # type: ignore[return-value]
+
+
+ngram_cosine = public_function(NgramCosine)
 
 
 def _cosine_one_set(texts: Sequence[str], tok: Tokenizer, orders: Sequence[int], red: str,
@@ -889,38 +878,8 @@ def _cosine_one_set(texts: Sequence[str], tok: Tokenizer, orders: Sequence[int],
 # n-gram diversity score (Shaib et al. 2024)
 
 
-def _ngram_diversity_setup(n_max: int, tokenizer: str, lowercase: bool,
-                           approx: str | None = None) -> tuple[Tokenizer, list[int], str]:
-    tok = get_tokenizer(tokenizer, lowercase)
-    n_max = check_int(n_max, "n_max", "ngram-diversity", maximum=MAX_ORDER)
-    sig = make_signature("ngram-diversity", n=f"1..{n_max}", agg="sum",
-                         **_approx_fields(approx, "ngram-diversity"), tok=tok.name,
-                         case=tok.case)
-    return tok, list(range(1, n_max + 1)), sig
-
-
-@_register(
-    "ngram-diversity",
-    granularity="corpus",
-    higher_is_more_diverse=True,
-    bounds=(0.0, None),
-    citation=f"{SHAIB2024} (NGD; `diversity` package's ngram_diversity_score)",
-    params={"n_max": Param(int, ge=1, le=MAX_ORDER, default=4,
-                           doc="sum over n-gram orders 1..n_max"),
-            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE,
-            "approx": APPROX},
-    description="N-gram diversity score: sum over n=1..n_max of unique/total n-grams, "
-    "n-grams not crossing response boundaries",
-    corpus=PooledCounts,
-)
-def ngram_diversity(
-    responses: Sequence[str],
-    *,
-    n_max: int = 4,
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-    approx: str | None = None,
-) -> MetricResult:
+@register
+class NgramDiversity(PooledMetric):
     """N-gram diversity score (NGD, Shaib et al. 2024): ``sum_{n=1}^{N} unique_n / total_n``.
 
     Counts are pooled over the whole set (corpus); n-grams never cross response boundaries. An
@@ -961,9 +920,29 @@ def ngram_diversity(
         >>> formula("ngram-diversity", [" ".join(docs)]).value  # the diversity package's number
         3.466666666666667
     """
-    texts = as_texts(responses)
-    return ngram_diversity_many([texts], n_max=n_max, tokenizer=tokenizer,
-                                lowercase=lowercase, approx=approx)[0]
+
+    name = "ngram-diversity"
+    granularity = "corpus"
+    higher_is_more_diverse = True
+    bounds = (0.0, None)
+    citation = f"{SHAIB2024} (NGD; `diversity` package's ngram_diversity_score)"
+    description = ("N-gram diversity score: sum over n=1..n_max of unique/total n-grams, "
+                   "n-grams not crossing response boundaries")
+    params = {"n_max": Param(int, ge=1, le=MAX_ORDER, default=4,
+                             doc="sum over n-gram orders 1..n_max"),
+              "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE,
+              "approx": APPROX}
+    agg = "sum"
+
+    def signature(self) -> str:
+        return make_signature(self.name, n=f"1..{self.p['n_max']}", agg="sum",
+                              **_approx_fields(self.p["approx"]), **self._tok_fields())
+
+    def per_order(self, unique: int, total: int, xlogx: float) -> float:
+        return _distinct_value(unique, total, xlogx)
+
+
+ngram_diversity = public_function(NgramDiversity)
 
 
 # --------------------------------------------------------------------------------------------
@@ -982,25 +961,8 @@ def _compressed_size(data: bytes, algo: str) -> int:
     return len(lzma.compress(data, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64, preset=6))
 
 
-@_register(
-    "compression-ratio",
-    granularity="corpus",
-    higher_is_more_diverse=False,
-    bounds=(0.0, None),
-    citation=f"{SHAIB2024} (CR; `diversity` package's compression_ratio)",
-    params={"algorithm": Param(str, choices=ALGORITHMS, default="gzip", doc="compressor"),
-            "separator": Param(str, default=" ", doc="joins the texts before compressing",
-                               alternative=" | ")},
-    description="UTF-8 size of the texts joined by `separator` / their compressed size "
-    "(gzip level 9 or xz preset 6), compressed once; higher = more repetitive",
-    order_invariant=False,  # the texts are joined in order, then compressed
-)
-def compression_ratio(
-    responses: Sequence[str],
-    *,
-    algorithm: str = "gzip",
-    separator: str = " ",
-) -> MetricResult:
+@register
+class CompressionRatio(Metric):
     """Compression ratio (Shaib et al. 2024): original size / compressed size.
 
     The texts are joined with ``separator`` (one space by default, as ``' '.join(texts)`` in the
@@ -1035,35 +997,45 @@ def compression_ratio(
         >>> r.signature
         'compression-ratio|algo:gzip|level:9|sep:space|enc:utf-8|v:0.1.0'
     """
-    texts = as_texts(responses)
-    algo = check_choice(algorithm, "algorithm", "compression-ratio", ALGORITHMS)
-    if not isinstance(separator, str):
-        raise InvalidInputError(
-            f"`separator` of compression-ratio must be a string; got {type(separator).__name__}."
-        )
-    level = 9 if algo == "gzip" else 6
-    sig = make_signature("compression-ratio", algo=algo, level=level,
-                         sep=_sep_label(separator), enc="utf-8")
-    if not texts:
-        return undefined("compression-ratio", sig, "empty set")
-    if not any(texts):
-        return undefined("compression-ratio", sig, "every response is an empty string")
-    data = separator.join(texts).encode("utf-8")
-    compressed = _compressed_size(data, algo)
-    return MetricResult("compression-ratio", len(data) / compressed, sig,
-                        details={"original_bytes": len(data), "compressed_bytes": compressed})
+
+    name = "compression-ratio"
+    family = "form"
+    granularity = "corpus"
+    higher_is_more_diverse = False
+    bounds = (0.0, None)
+    citation = f"{SHAIB2024} (CR; `diversity` package's compression_ratio)"
+    description = ("UTF-8 size of the texts joined by `separator` / their compressed size "
+                   "(gzip level 9 or xz preset 6), compressed once; higher = more repetitive")
+    params = {"algorithm": Param(str, choices=ALGORITHMS, default="gzip", doc="compressor"),
+              "separator": Param(str, default=" ", doc="joins the texts before compressing",
+                                 alternative=" | ")}
+    order_invariant = False  # the texts are joined in order, then compressed
+
+    def signature(self) -> str:
+        algo = self.p["algorithm"]
+        return make_signature(self.name, algo=algo, level=9 if algo == "gzip" else 6,
+                              sep=_sep_label(self.p["separator"]), enc="utf-8")
+
+    def score(self, sets: Sequence[Any], context: Any = None) -> list[MetricResult]:
+        return [self._one(texts) for texts in sets]
+
+    def _one(self, texts: Sequence[str]) -> MetricResult:
+        if not texts:
+            return self.result(None, "empty set")
+        if not any(texts):
+            return self.result(None, "every response is an empty string")
+        data = self.p["separator"].join(texts).encode("utf-8")
+        compressed = _compressed_size(data, self.p["algorithm"])
+        return self.result(len(data) / compressed,
+                           details={"original_bytes": len(data),
+                                    "compressed_bytes": compressed})
+
+
+compression_ratio = public_function(CompressionRatio)
 
 
 # --------------------------------------------------------------------------------------------
 # self-repetition
-
-
-def _self_repetition_setup(n: int, tokenizer: str, lowercase: bool
-                           ) -> tuple[Tokenizer, int, str]:
-    tok = get_tokenizer(tokenizer, lowercase)
-    k = check_int(n, "n", "self-repetition")
-    sig = make_signature("self-repetition", n=k, log="ln", tok=tok.name, case=tok.case)
-    return tok, k, sig
 
 
 def _df_minus_one(pair: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -1099,7 +1071,7 @@ def exact_weighted_log1p(counts: dict[int, int]) -> float:
     return float(total)
 
 
-class SelfRepetition(TwoPass):
+class SelfRepetitionStats(TwoPass):
     """Self-repetition in two passes. Pass 1: each n-gram's document frequency (an
     :class:`divmeter.inputs.text.table.NgramTable` of responses holding it, spilled past the
     memory budget), frozen as the n-grams of two or more responses (only they add to any
@@ -1107,9 +1079,8 @@ class SelfRepetition(TwoPass):
     responses}``; the value is ``sum ln(1 + s_d)`` over it, exactly rounded, over the responses."""
 
     def _setup(self) -> None:
-        p = self.params
-        self.tok, self.n, self.sig = _self_repetition_setup(
-            p["n"], p["tokenizer"], p["lowercase"])
+        m: SelfRepetition = self.metric  # type: ignore[assignment]
+        self.tok, self.n, self.sig = m.tok, m.p["n"], m.signature()
         self.frozen: FrozenRun | None = None
         self.owns_frozen = False
         self.n_docs = 0
@@ -1135,7 +1106,7 @@ class SelfRepetition(TwoPass):
                 s = frozen.doc_sums(hi, lo, doc, chunk.lengths.size, DOCS)
             _add_spectrum(self.s_counts, s)
 
-    def _merge(self, other: SelfRepetition) -> None:
+    def _merge(self, other: SelfRepetitionStats) -> None:
         if self.pass_ == 0:
             self.table.merge(other.table)
         else:
@@ -1148,8 +1119,8 @@ class SelfRepetition(TwoPass):
         self.table.close()
         self.owns_frozen = True
 
-    def spawn(self) -> SelfRepetition:
-        new: SelfRepetition = super().spawn()  # type: ignore[assignment]
+    def spawn(self) -> SelfRepetitionStats:
+        new: SelfRepetitionStats = super().spawn()  # type: ignore[assignment]
         new.owns_frozen = False  # shards read the run's frozen table; the run closes it
         return new
 
@@ -1196,25 +1167,8 @@ def _add_spectrum(spec: dict[int, int], values: np.ndarray) -> None:
         spec[v] = spec.get(v, 0) + h
 
 
-@_register(
-    "self-repetition",
-    granularity="set",
-    higher_is_more_diverse=False,
-    bounds=(0.0, None),
-    citation=f"{SALKAR2022}; score as defined in {SHAIB2024} and its `diversity` package",
-    params={"n": Param(int, ge=1, default=4, doc="n-gram order"),
-            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
-    description="Mean over responses of ln(1 + number of (n-gram, other response) matches of "
-    "the response's distinct n-grams); higher = more repetitive",
-    corpus=SelfRepetition,
-)
-def self_repetition(
-    responses: Sequence[str],
-    *,
-    n: int = 4,
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-) -> MetricResult:
+@register
+class SelfRepetition(NgramMetric):
     """Self-repetition score (Salkar et al. 2022, in the form of Shaib et al. 2024).
 
     For response ``d``, let ``G_d`` be its set of distinct n-grams and ``df(g)`` the number of
@@ -1246,8 +1200,60 @@ def self_repetition(
         >>> r.signature
         'self-repetition|n:2|log:ln|tok:whitespace|case:mixed|v:0.1.0'
     """
-    texts = as_texts(responses)
-    return self_repetition_many([texts], n=n, tokenizer=tokenizer, lowercase=lowercase)[0]
+
+    name = "self-repetition"
+    higher_is_more_diverse = False
+    bounds = (0.0, None)
+    citation = f"{SALKAR2022}; score as defined in {SHAIB2024} and its `diversity` package"
+    description = ("Mean over responses of ln(1 + number of (n-gram, other response) matches "
+                   "of the response's distinct n-grams); higher = more repetitive")
+    params = {"n": Param(int, ge=1, default=4, doc="n-gram order"),
+              "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE}
+    statistics = SelfRepetitionStats
+
+    def signature(self) -> str:
+        return make_signature(self.name, n=self.p["n"], log="ln", **self._tok_fields())
+
+    def score(self, sets: Sequence[Any], context: Any = None) -> list[MetricResult]:
+        """All sets' distinct (n-gram, response) pairs come from one sort of
+        ``(set, n-gram, response)`` keys; runs of one n-gram give its document frequency."""
+        tok, k, sig = self.tok, self.p["n"], self._sig()
+        results, live = _sets_with_pairs(
+            sets, self.name, sig,
+            "needs at least 2 responses (repetition across responses); got 1")
+        if live:
+            _beyond_longest(sets, tok, k, self.name, sig, results, blank=False)
+            blank = _longest_response(sets, tok).tolist()
+            for i in live:  # no token at all: every s_d is 0 (as computed), whatever n
+                if results[i] is None and blank[i] == 0:
+                    results[i] = MetricResult(self.name, 0.0, sig,
+                                              details={"per_response": [0.0] * len(sets[i])})
+            live = [i for i in live if results[i] is None]
+        if not live:
+            return results  # type: ignore[return-value]
+        st = None if len(live) == 1 else _encode_live(sets, live, tok, k)
+        # a batch of one set (small-input branch) is scored from its own keys, as a set too wide
+        groups = [(0, 1, True)] if st is None else _fit_groups(st, k, _pow2_at_least(st.n_texts))
+        for a, b, solo in groups:
+            if solo or st is None:
+                sizes = [len(sets[live[a]])]
+                per = _self_repetition_one_set(sets[live[a]], tok, k)
+            else:
+                g = st.group(a, b)
+                sizes = g.n_texts.tolist()
+                per = _self_repetition_per_response(g, k)
+            means = _segment_means(per, sizes)
+            per_list = per.tolist()
+            start = 0
+            for j, (size, mean) in enumerate(zip(sizes, means, strict=True)):
+                results[live[a + j]] = MetricResult(
+                    self.name, mean, sig,
+                    details={"per_response": per_list[start:start + size]})
+                start += size
+        return results  # type: ignore[return-value]
+
+
+self_repetition = public_function(SelfRepetition)
 
 
 def _ngram_keys(idx: NgramIndex, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -1288,16 +1294,16 @@ def _self_repetition_one_set(texts: Sequence[str], tok: Tokenizer, n: int) -> np
 #
 # Scoring 1,000 small sets one call at a time is dominated by per-call overhead (tokenizer and
 # numpy calls on arrays of a few hundred items). The kernels below score a whole batch with one
-# tokenizing pass (:func:`divmeter.inputs.text.encode_sets`) and, per n-gram order, one sort over the
-# n-grams of *every* set: each token gets a set-local id (< V_s, the set's vocabulary size), and
+# tokenizing pass (:func:`divmeter.inputs.text.encode_sets`) and, per n-gram order, one sort over
+# the n-grams of *every* set: each token gets a set-local id (< V_s, the set's vocabulary size), and
 # an n-gram's key is ``set * B**n + (its base-B number)`` with ``B = max_s V_s``, exact as long
 # as ``n_sets * B**n < 2**62``. Batches too wide for that are cut into consecutive groups that
-# fit (:func:`divmeter.inputs.text.fit_groups`); a single set too wide on its own is counted from the
-# interned ids of :class:`NgramIndex`. Counts are integers, and every float is reduced in an
+# fit (:func:`divmeter.inputs.text.fit_groups`); a single set too wide on its own is counted from
+# the interned ids of :class:`NgramIndex`. Counts are integers, and every float is reduced in an
 # order that does not depend on the batch (see :func:`_xlogx_sums`, :func:`_log1p_ints`), so a
 # set's result does not depend on the other sets of its batch. The kernels receive sets already
-# validated as lists of strings (the public single-set functions and
-# :func:`divmeter.score_many` validate).
+# validated as tuples of strings (the engine validates them once, and applies the rule for
+# degenerate sets, before the definitions' ``score``).
 
 def _pooled_set_stats(st: SetTokens, orders: Sequence[int], *, xlogx: bool
                       ) -> dict[int, _OrderStats]:
@@ -1393,102 +1399,6 @@ def _sketched_many(text_sets: Sequence[Sequence[str]], metric: str, tok: Tokeniz
     return results  # type: ignore[return-value]
 
 
-@register_batch("distinct-n")
-def distinct_n_many(
-    text_sets: Sequence[Sequence[str]],
-    *,
-    n: int | None = None,
-    n_max: int = 5,
-    tokenizer: str = "tevet",
-    lowercase: bool = False,
-    approx: str | None = None,
-) -> list[MetricResult]:
-    """The kernel of :func:`distinct_n` (same parameters): one result per set of ``text_sets``
-    (validated lists or tuples of strings), as ``distinct_n(set)``.
-
-    Example:
-        >>> [r.value for r in distinct_n_many([["a b a b", "a b c"], []], n=2)]
-        [0.6, None]
-    """
-    tok, orders, sig = _distinct_setup(n, n_max, tokenizer, lowercase, approx)
-    return _pooled_many(
-        text_sets, metric="distinct-n", tok=tok, orders=orders, sig=sig,
-        per_order=_distinct_value, agg="mean", xlogx=False, approx=approx,
-    )
-
-
-@register_batch("entropy-n")
-def entropy_n_many(
-    text_sets: Sequence[Sequence[str]],
-    *,
-    n: int | None = None,
-    n_max: int = 5,
-    base: float | str = "e",
-    tokenizer: str = "tevet",
-    lowercase: bool = False,
-) -> list[MetricResult]:
-    """The kernel of :func:`entropy_n` (same parameters): one result per set of ``text_sets``
-    (validated lists or tuples of strings), as ``entropy_n(set)``.
-
-    Example:
-        >>> [r.value for r in entropy_n_many([["a b", "a c"], ["x x", "x"]], n=1, base=2)]
-        [1.5, 0.0]
-    """
-    tok, orders, b, sig = _entropy_setup(n, n_max, base, tokenizer, lowercase)
-    return _pooled_many(
-        text_sets, metric="entropy-n", tok=tok, orders=orders, sig=sig,
-        per_order=lambda _, t, s: _entropy_value(t, s, b), agg="mean", xlogx=True,
-    )
-
-
-@register_batch("ead")
-def ead_many(
-    text_sets: Sequence[Sequence[str]],
-    *,
-    n: int | None = None,
-    n_max: int = 5,
-    vocab_size: int = GPT2_VOCAB,
-    tokenizer: str = "tevet",
-    lowercase: bool = False,
-    approx: str | None = None,
-) -> list[MetricResult]:
-    """The kernel of :func:`ead` (same parameters): one result per set of ``text_sets``
-    (validated lists or tuples of strings), as ``ead(set)``.
-
-    Example:
-        >>> [r.value for r in ead_many([["a b", "a c"], [""]], n=1, vocab_size=2)]
-        [1.6, None]
-    """
-    tok, orders, v, sig = _ead_setup(n, n_max, vocab_size, tokenizer, lowercase, approx)
-    return _pooled_many(
-        text_sets, metric="ead", tok=tok, orders=orders, sig=sig,
-        per_order=lambda u, t, _: _ead_one(u, t, v), agg="mean", xlogx=False, approx=approx,
-    )
-
-
-@register_batch("ngram-diversity")
-def ngram_diversity_many(
-    text_sets: Sequence[Sequence[str]],
-    *,
-    n_max: int = 4,
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-    approx: str | None = None,
-) -> list[MetricResult]:
-    """The kernel of :func:`ngram_diversity` (same parameters): one result per set of ``text_sets``
-    (validated lists or tuples of strings), as ``ngram_diversity(set)``.
-
-    Example:
-        >>> [r.value for r in ngram_diversity_many([["a b a", "a b"]], n_max=2)]
-        [1.0666666666666667]
-    """
-    tok, orders, sig = _ngram_diversity_setup(n_max, tokenizer, lowercase, approx)
-    return _pooled_many(
-        text_sets, metric="ngram-diversity", tok=tok, orders=orders, sig=sig,
-        per_order=_distinct_value, agg="sum", xlogx=False, approx=approx,
-    )
-
-
 def _sets_with_pairs(text_sets: Sequence[Sequence[str]], metric: str, sig: str, one: str
                      ) -> tuple[list[MetricResult | None], list[int]]:
     """Results for the sets a pair metric cannot score (empty: "empty set"; one response:
@@ -1520,60 +1430,6 @@ def _segment_means(values: np.ndarray, sizes: list[int]) -> list[float]:
         return out
     bounds = np.cumsum([0, *sizes]).tolist()
     return [float(np.mean(values[a:b])) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-
-
-@register_batch("self-repetition")
-def self_repetition_many(
-    text_sets: Sequence[Sequence[str]],
-    *,
-    n: int = 4,
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-) -> list[MetricResult]:
-    """The kernel of :func:`self_repetition` (same parameters): one result per set of ``text_sets``
-    (validated lists or tuples of strings), as ``self_repetition(set)``.
-
-    All sets' distinct (n-gram, response) pairs come from one sort of
-    ``(set, n-gram, response)`` keys; runs of one n-gram give its document frequency.
-
-    Example:
-        >>> [r.value for r in self_repetition_many([["a b", "a b"], ["a b"]], n=2)]
-        [0.6931471805599453, None]
-    """
-    tok, k, sig = _self_repetition_setup(n, tokenizer, lowercase)
-    results, live = _sets_with_pairs(
-        text_sets, "self-repetition", sig,
-        "needs at least 2 responses (repetition across responses); got 1")
-    if live:
-        _beyond_longest(text_sets, tok, k, "self-repetition", sig, results, blank=False)
-        blank = _longest_response(text_sets, tok).tolist()
-        for i in live:  # no token at all: every s_d is 0 (as computed), whatever n
-            if results[i] is None and blank[i] == 0:
-                results[i] = MetricResult("self-repetition", 0.0, sig,
-                                          details={"per_response": [0.0] * len(text_sets[i])})
-        live = [i for i in live if results[i] is None]
-    if not live:
-        return results  # type: ignore[return-value]
-    st = None if len(live) == 1 else _encode_live(text_sets, live, tok, k)
-    # a batch of one set (small-input branch) is scored from its own keys, as a set too wide
-    groups = [(0, 1, True)] if st is None else _fit_groups(st, k, _pow2_at_least(st.n_texts))
-    for a, b, solo in groups:
-        if solo or st is None:
-            sizes = [len(text_sets[live[a]])]
-            per = _self_repetition_one_set(text_sets[live[a]], tok, k)
-        else:
-            g = st.group(a, b)
-            sizes = g.n_texts.tolist()
-            per = _self_repetition_per_response(g, k)
-        means = _segment_means(per, sizes)
-        per_list = per.tolist()
-        start = 0
-        for j, (size, mean) in enumerate(zip(sizes, means, strict=True)):
-            results[live[a + j]] = MetricResult(
-                "self-repetition", mean, sig,
-                details={"per_response": per_list[start:start + size]})
-            start += size
-    return results  # type: ignore[return-value]
 
 
 def _text_starts(st: SetTokens) -> tuple[int, np.ndarray]:
@@ -1655,66 +1511,6 @@ def _self_repetition_per_response(st: SetTokens, n: int) -> np.ndarray:
 #: Sets with more responses than this are scored one by one from their count matrix (the batched
 #: path holds one dense k x k similarity block per set).
 _COSINE_BATCH_MAX_DOCS = 64
-
-
-@register_batch("ngram-cosine")
-def ngram_cosine_many(
-    text_sets: Sequence[Sequence[str]],
-    *,
-    n: int | None = None,
-    n_max: int = 5,
-    reduction: str = "neg-mean",
-    tokenizer: str = "tevet",
-    lowercase: bool = False,
-) -> list[MetricResult]:
-    """The kernel of :func:`ngram_cosine` (same parameters): one result per set of ``text_sets``
-    (validated lists or tuples of strings), as ``ngram_cosine(set)``.
-
-    Per order, one sort of ``(set, n-gram, response)`` keys gives every set's count vectors;
-    one sparse product gives every set's Gram matrix. Its entries are sums of products of
-    integer counts, hence exact whatever the summation order, so the cosines and their
-    pair means (per set size, one row per set, reduced as ``np.mean`` reduces one set) carry
-    the same bits as one set's dense count-matrix product. Sets of more than 64 responses, and
-    a batch with a single scorable set (small-input branch: one dense product is quicker than
-    the sparse blocks), go through that dense (or, above 2,048 responses, linear-time) path.
-
-    Example:
-        >>> [round(r.value, 12) for r in ngram_cosine_many([["a b", "a c", "d"]], n=1)]
-        [-0.166666666667]
-    """
-    tok, orders, red, sig = _ngram_cosine_setup(n, n_max, reduction, tokenizer, lowercase)
-    results, paired = _sets_with_pairs(text_sets, "ngram-cosine", sig,
-                                       "needs at least 2 responses (pairs); got 1")
-    if n is not None and paired:
-        _beyond_longest(text_sets, tok, orders[0], "ngram-cosine", sig, results)
-        paired = [i for i in paired if results[i] is None]
-    live: list[int] = []
-    for i in paired:
-        if len(text_sets[i]) > _COSINE_BATCH_MAX_DOCS or len(paired) == 1:
-            results[i] = _cosine_one_set(text_sets[i], tok, orders, red, sig)
-        else:
-            live.append(i)
-    if not live:
-        return results  # type: ignore[return-value]
-    top = max(orders)
-    st = _encode_live(text_sets, live, tok, top)
-    n_tok = st.n_tokens().tolist()
-    for a, b, solo in _fit_groups(st, top, st.n_texts):
-        if solo:  # too wide for the batched keys even alone: interned ids
-            results[live[a]] = _cosine_one_set(text_sets[live[a]], tok, orders, red, sig)
-            continue
-        per = _cosine_set_diversity(st.group(a, b), orders, red)
-        table = np.column_stack([per[k] for k in orders])
-        heads = table.mean(axis=1).tolist()  # == np.mean(row) for each row
-        for j, (row, head) in enumerate(zip(table.tolist(), heads, strict=True)):
-            if n_tok[a + j] == 0:
-                results[live[a + j]] = undefined("ngram-cosine", sig,
-                                                 "no tokens in any response")
-            else:
-                results[live[a + j]] = MetricResult(
-                    "ngram-cosine", head, sig,
-                    details={"per_n": dict(zip(orders, row, strict=True))})
-    return results  # type: ignore[return-value]
 
 
 def _cosine_set_diversity(st: SetTokens, orders: Sequence[int], red: str

@@ -47,6 +47,7 @@ from divmeter.core.result import MetricResult, make_signature
 from divmeter.engine.definition import Metric, SetContext
 from divmeter.engine.public import public_function, register
 from divmeter.inputs.data.model import as_texts
+from divmeter.metrics._common import entropy_base
 
 __all__ = [
     "EQUIVALENCES",
@@ -1159,15 +1160,6 @@ def noveltybench_quality(reward: float, scale: str = "novelty-bench") -> int:
 # semantic-entropy
 
 
-def _base(base: Any) -> tuple[float, str]:
-    if base in ("e", "nats"):
-        return math.e, "e"
-    if base == "bits":
-        return 2.0, "2"
-    b = float(base)
-    return b, (str(int(b)) if b.is_integer() else repr(b))
-
-
 @register
 class SemanticEntropy(PartitionMetric):
     """Semantic entropy of a set (Kuhn, Gal & Farquhar 2023): partition the responses into
@@ -1226,7 +1218,7 @@ class SemanticEntropy(PartitionMetric):
 
     def setup(self) -> None:
         super().setup()
-        self.b, self.blabel = _base(self.p["base"])
+        self.b, self.blabel = entropy_base(self.p["base"])
 
     def settings(self) -> dict[str, Any]:
         weighted = self.p["estimator"] == "weighted"

@@ -51,11 +51,13 @@ carries it: the log base of Maas, Dugast and Summer (``base``: lexicalrichness u
 TAALED and lexical-diversity ``10``), MSTTR's segments (``convention``), MTLD-MA's factor rule
 (``factor``, ``min_length``) and vocd-D's sampling (``sampling``, ``seed``).
 
-Kernels: one per metric, over many sets (``ttr_many``, ``root_ttr_many`` ...): every response
-of every set together, then each set's mean over its own responses; the single-set functions
-are these kernels on a batch of one, and a response's value never depends on the other
-responses (vocd-D's random stream included: it is derived from the seed and the response's own
-tokens).
+Definitions: each metric is one :class:`~divmeter.engine.definition.Metric` subclass of
+:class:`ResponseMetric` (the indices of the table: of :class:`Index`), whose ``values`` is its
+formula on every response of every set together; the shared ``score`` takes each set's mean
+over its own responses, and the public function (``ttr(responses, ...)``) is that definition
+on a batch of one. A response's value never depends on the other responses (vocd-D's random
+stream included: it is derived from the seed and the response's own tokens), so corpus mode is
+the exact mean of the same per-response values (:class:`ResponseMean`).
 
 Speed: TTR, PATTR and the indices of ``N``, ``V`` and ``M2`` are formulas of one count pass
 (:func:`_counts`) that every one of them shares on a batch: the engine passes one immutable
@@ -73,27 +75,24 @@ same values, bit for bit.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from functools import cache, lru_cache
 from itertools import chain
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import gammaln
 
-from divmeter.core.errors import InvalidInputError
-from divmeter.core.params import LOWERCASE, Param, tokenizer_param, validate
+from divmeter.core.params import LOWERCASE, Param, tokenizer_param
 from divmeter.core.result import MetricResult, make_signature
 from divmeter.engine.corpus.stats import ResponseMean
-from divmeter.engine.public import register, register_batch
-from divmeter.inputs.data.model import as_texts
+from divmeter.engine.definition import Metric
+from divmeter.engine.public import public_function, register
 from divmeter.inputs.text import Tokenizer, TokenKeys, get_tokenizer
 from divmeter.inputs.text.intern import TokenIds, compiled, per_text
-from divmeter.metrics._common import check_choice, check_int, undefined
+from divmeter.metrics._common import undefined
 from divmeter.metrics.ngram import ALGORITHMS, _compressed_size
 
 #: The former name of :class:`divmeter.inputs.text.TokenKeys` (tokenize-and-intern lives in
@@ -127,7 +126,10 @@ SHAIB2024 = (
     "Comparative Analysis of Scores"
 )
 
-_TOK = {"tokenizer": "whitespace", "lowercase": False}
+_TOK_PARAMS = {"tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE}
+_NO_TOKEN = "no response has a token"
+_NO_TWO = "no response has two or more tokens"
+_NO_REPEAT = "no response has a repeated word"
 
 
 # --------------------------------------------------------------------------------------------
@@ -201,16 +203,6 @@ def _get_tokenizer(tokenizer: Any, lowercase: Any) -> Tokenizer:
         return get_tokenizer(tokenizer, lowercase)
 
 
-@lru_cache(maxsize=512)
-def _signature(name: str, items: tuple[tuple[str, Any], ...]) -> str:
-    return make_signature(name, **dict(items))
-
-
-def cached_signature(name: str, **items: Any) -> str:
-    """:func:`divmeter.core.result.make_signature`, memoised (it runs once per scored set)."""
-    return _signature(name, tuple(items.items()))
-
-
 def _per_response_result(metric: str, sig: str, per: list[float | None], none_reason: str,
                          **details: Any) -> MetricResult:
     """Mean over the defined responses; ``None`` with ``none_reason`` when none is defined."""
@@ -250,31 +242,49 @@ def _tok_sig(tok: Tokenizer) -> dict[str, str]:
     return {"tok": tok.name, "case": tok.case}
 
 
-def _register(name: str, **info: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """:func:`divmeter.engine.registry.register` for this module's metrics: each one is a
-    response-level form metric (scored per response, mean over the set)."""
-    return register(name, family="form", granularity="response", **info)
+class ResponseMetric(Metric):
+    """A response-level form metric of this module: each response scored on its own tokens
+    (:meth:`values`, every response of every set at once), the set's value the mean over its
+    defined responses, ``details["per_response"]`` one float or ``None`` per response, corpus
+    mode the exact mean of the same per-response values (:class:`ResponseMean`). The
+    tokenizer is resolved once (:meth:`setup`) and the signature is the metric's
+    :meth:`fields` followed by the tokenizer's."""
+
+    family = "form"
+    granularity = "response"
+    statistics = ResponseMean
+    params: ClassVar[Mapping[str, Param]] = _TOK_PARAMS
+    #: The reason of a set where no response is defined (set in :meth:`setup` where a
+    #: parameter names it).
+    none_reason: str = _NO_TOKEN
+
+    def setup(self) -> None:
+        self.tok = _get_tokenizer(self.p["tokenizer"], self.p["lowercase"])
+
+    def fields(self) -> dict[str, Any]:
+        """The signature's fields ahead of the tokenizer's."""
+        return {}
+
+    def signature(self) -> str:
+        return make_signature(self.name, **self.fields(), **_tok_sig(self.tok))
+
+    def values(self, texts: list[str]) -> np.ndarray | list[float | None]:
+        """The value of every text (NaN or ``None`` where undefined), in order."""
+        raise NotImplementedError
+
+    def score(self, sets: Sequence[Any], context: Any = None) -> list[MetricResult]:
+        texts, sizes = _flatten(sets)
+        vals = self.values(texts)
+        per = _nan_to_none(vals) if isinstance(vals, np.ndarray) else vals
+        return _per_set_results(self.name, self._sig(), per, sizes, self.none_reason)
 
 
 # --------------------------------------------------------------------------------------------
 # TTR
 
 
-@_register(
-    "ttr",
-    higher_is_more_diverse=True,
-    bounds=(0.0, 1.0),
-    citation=f"Johnson 1944; as defined (eq. 4) in {PATTR_PAPER}",
-    params={"tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
-    description="Type-token ratio of each response (unique words / words), mean over the set",
-    corpus=ResponseMean,
-)
-def ttr(
-    responses: Sequence[str],
-    *,
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-) -> MetricResult:
+@register
+class TTR(ResponseMetric):
     """Type-token ratio, per response: ``|set(w)| / |w|`` (Deshpande et al. 2025, eq. 4).
 
     Args:
@@ -295,30 +305,20 @@ def ttr(
         >>> r.signature
         'ttr|tok:whitespace|case:mixed|v:0.1.0'
     """
-    return ttr_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
+
+    name = "ttr"
+    higher_is_more_diverse = True
+    bounds = (0.0, 1.0)
+    citation = f"Johnson 1944; as defined (eq. 4) in {PATTR_PAPER}"
+    description = "Type-token ratio of each response (unique words / words), mean over the set"
+
+    def values(self, texts: list[str]) -> np.ndarray:
+        n, v, _ = _counts(texts, self.tok)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return v / n  # |set(w)| / |w|, correctly rounded; 0 / 0: NaN (None)
 
 
-@register_batch("ttr")
-def ttr_many(
-    text_sets: Sequence[Sequence[str]],
-    *,
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-) -> list[MetricResult]:
-    """The kernel of :func:`ttr` (same parameters): one result per set of ``text_sets``
-    (validated lists or tuples of strings), as ``ttr(set)``.
-
-    Example:
-        >>> [r.value for r in ttr_many([["a b a b", "a b c"], [""]])]
-        [0.75, None]
-    """
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
-    sig = cached_signature("ttr", **_tok_sig(tok))
-    n, v, _ = _counts(texts, tok)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        per = _nan_to_none(v / n)  # |set(w)| / |w|, correctly rounded; 0 / 0: None
-    return _per_set_results("ttr", sig, per, sizes, "no response has a token")
+ttr = public_function(TTR)
 
 
 def _ttr_values(chunk: TokenIds) -> np.ndarray:
@@ -355,24 +355,8 @@ def _mattr_values(enc: TokenKeys, window: int) -> tuple[np.ndarray, np.ndarray]:
     return out, (lengths < window) & (lengths > 0)
 
 
-@_register(
-    "mattr",
-    higher_is_more_diverse=True,
-    bounds=(0.0, 1.0),
-    citation=f"{COVINGTON2010}; used per response in {PATTR_PAPER}",
-    params={"window": Param(int, ge=1, cap=10**7, default=50, doc="window length in words"),
-            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
-    description="Moving-average type-token ratio over windows of `window` words, per response; "
-    "a response shorter than the window gets its plain TTR",
-    corpus=ResponseMean,
-)
-def mattr(
-    responses: Sequence[str],
-    *,
-    window: int = 50,
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-) -> MetricResult:
+@register
+class MATTR(ResponseMetric):
     """Moving-average type-token ratio (Covington & McFall 2010), per response.
 
     The TTR of every window of ``window`` consecutive tokens (token 1..W, 2..W+1, ...), averaged.
@@ -406,57 +390,35 @@ def mattr(
         >>> mattr(["a b"], window=3).signature
         'mattr|window:3|short:ttr|tok:whitespace|case:mixed|v:0.1.0'
     """
-    return mattr_many([as_texts(responses)], window=window,
-                      tokenizer=tokenizer, lowercase=lowercase)[0]
+
+    name = "mattr"
+    higher_is_more_diverse = True
+    bounds = (0.0, 1.0)
+    citation = f"{COVINGTON2010}; used per response in {PATTR_PAPER}"
+    description = ("Moving-average type-token ratio over windows of `window` words, per "
+                   "response; a response shorter than the window gets its plain TTR")
+    params = {"window": Param(int, ge=1, cap=10**7, default=50, doc="window length in words"),
+              **_TOK_PARAMS}
+
+    def fields(self) -> dict[str, Any]:
+        return {"window": self.p["window"], "short": "ttr"}
+
+    def score(self, sets: Sequence[Any], context: Any = None) -> list[MetricResult]:
+        texts, sizes = _flatten(sets)
+        vals, short = _mattr_values(TokenKeys.from_texts(texts, self.tok), self.p["window"])
+        return _per_set_results(self.name, self._sig(), _nan_to_none(vals), sizes,
+                                self.none_reason, short=short)
 
 
-@register_batch("mattr")
-def mattr_many(
-    text_sets: Sequence[Sequence[str]],
-    *,
-    window: int = 50,
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-) -> list[MetricResult]:
-    """The kernel of :func:`mattr` (same parameters): one result per set of ``text_sets``
-    (validated lists or tuples of strings), as ``mattr(set)``.
-
-    Example:
-        >>> [r.value for r in mattr_many([["a a b a"], ["x y"]], window=3)]
-        [0.6666666666666666, 1.0]
-    """
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
-    window = check_int(window, "window", "mattr")
-    sig = cached_signature("mattr", window=window, short="ttr", **_tok_sig(tok))
-    vals, short = _mattr_values(TokenKeys.from_texts(texts, tok), window)
-    return _per_set_results("mattr", sig, _nan_to_none(vals), sizes, "no response has a token",
-                            short=short)
+mattr = public_function(MATTR)
 
 
 # --------------------------------------------------------------------------------------------
 # PATTR
 
 
-@_register(
-    "pattr",
-    higher_is_more_diverse=True,
-    bounds=(0.0, 1.0),
-    citation=f"{PATTR_PAPER} (eq. 6)",
-    params={"target_length": Param(int, ge=1, cap=10**7, default=400,
-                                   doc="the task's target length L_T in words"),
-            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
-    description="Penalty-adjusted TTR: unique words / (L + |L - L_T|) per response, L_T the "
-    "task's target length in words",
-    corpus=ResponseMean,
-)
-def pattr(
-    responses: Sequence[str],
-    *,
-    target_length: int = 400,
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-) -> MetricResult:
+@register
+class PATTR(ResponseMetric):
     """Penalty-Adjusted Type-Token Ratio (Deshpande et al. 2025, eq. 5-6), per response.
 
     ``PATTR(w, L_T) = |set(w)| / (|w| + | |w| - L_T |)``: TTR whose denominator grows with the
@@ -485,59 +447,36 @@ def pattr(
         >>> pattr(["a b"], target_length=5).signature
         'pattr|target_length:5|tok:whitespace|case:mixed|v:0.1.0'
     """
-    return pattr_many([as_texts(responses)], target_length=target_length,
-                      tokenizer=tokenizer, lowercase=lowercase)[0]
+
+    name = "pattr"
+    higher_is_more_diverse = True
+    bounds = (0.0, 1.0)
+    citation = f"{PATTR_PAPER} (eq. 6)"
+    description = ("Penalty-adjusted TTR: unique words / (L + |L - L_T|) per response, L_T the "
+                   "task's target length in words")
+    params = {"target_length": Param(int, ge=1, cap=10**7, default=400,
+                                     doc="the task's target length L_T in words"),
+              **_TOK_PARAMS}
+    none_reason = "no response"
+
+    def fields(self) -> dict[str, Any]:
+        return {"target_length": self.p["target_length"]}
+
+    def values(self, texts: list[str]) -> np.ndarray:
+        n, v, _ = _counts(texts, self.tok)
+        lt = self.p["target_length"]
+        out: np.ndarray = v / (n + np.abs(n - lt))
+        return out
 
 
-@register_batch("pattr")
-def pattr_many(
-    text_sets: Sequence[Sequence[str]],
-    *,
-    target_length: int = 400,
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-) -> list[MetricResult]:
-    """The kernel of :func:`pattr` (same parameters): one result per set of ``text_sets``
-    (validated lists or tuples of strings), as ``pattr(set)``.
-
-    Example:
-        >>> [r.value for r in pattr_many([["a b a b"], []], target_length=4)]
-        [0.5, None]
-    """
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
-    lt = check_int(target_length, "target_length", "pattr")
-    sig = cached_signature("pattr", target_length=lt, **_tok_sig(tok))
-    n, v, _ = _counts(texts, tok)
-    per: list[float | None] = (v / (n + np.abs(n - lt))).tolist()
-    return _per_set_results("pattr", sig, per, sizes, "no response")
+pattr = public_function(PATTR)
 
 
 # --------------------------------------------------------------------------------------------
 # per-response compression ratio
 
-@_register(
-    "response-compression",
-    higher_is_more_diverse=False,
-    bounds=(0.0, None),
-    citation=f"{SHAIB2024} (CR); per response, truncated to the first L words, as in "
-    f"{PATTR_PAPER}",
-    params={"algorithm": Param(str, choices=ALGORITHMS, default="gzip", doc="compressor"),
-            "truncate": Param(int, ge=1, cap=10**7, allow_none=True, default=128,
-                              doc="words kept per response (None: all)"),
-            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
-    description="Compression ratio (UTF-8 bytes / compressed bytes) of each response's first "
-    "`truncate` words; higher = more repetitive",
-    corpus=ResponseMean,
-)
-def response_compression(
-    responses: Sequence[str],
-    *,
-    algorithm: str = "gzip",
-    truncate: int | None = 128,
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-) -> MetricResult:
+@register
+class ResponseCompression(ResponseMetric):
     """Per-response compression ratio with truncation (CR of Shaib et al. 2024, per response).
 
     The PATTR paper treats each response "as a single-document corpus" and compresses its first
@@ -569,42 +508,37 @@ def response_compression(
         >>> r.signature
         'response-compression|algo:gzip|level:9|trunc:all|tok:whitespace|case:mixed|v:0.1.0'
     """
-    return response_compression_many([as_texts(responses)], algorithm=algorithm, truncate=truncate,
-                                     tokenizer=tokenizer, lowercase=lowercase)[0]
+
+    name = "response-compression"
+    higher_is_more_diverse = False
+    bounds = (0.0, None)
+    citation = (f"{SHAIB2024} (CR); per response, truncated to the first L words, as in "
+                f"{PATTR_PAPER}")
+    description = ("Compression ratio (UTF-8 bytes / compressed bytes) of each response's first "
+                   "`truncate` words; higher = more repetitive")
+    params = {"algorithm": Param(str, choices=ALGORITHMS, default="gzip", doc="compressor"),
+              "truncate": Param(int, ge=1, cap=10**7, allow_none=True, default=128,
+                                doc="words kept per response (None: all)"),
+              **_TOK_PARAMS}
+
+    def fields(self) -> dict[str, Any]:
+        algo, truncate = self.p["algorithm"], self.p["truncate"]
+        return {"algo": algo, "level": 9 if algo == "gzip" else 6,
+                "trunc": "all" if truncate is None else truncate}
+
+    def values(self, texts: list[str]) -> list[float | None]:
+        algo, truncate = self.p["algorithm"], self.p["truncate"]
+        per: list[float | None] = []
+        for toks in self.tok.each(texts):
+            if not toks:
+                per.append(None)
+                continue
+            data = " ".join(toks if truncate is None else toks[:truncate]).encode("utf-8")
+            per.append(len(data) / _compressed_size(data, algo))
+        return per
 
 
-@register_batch("response-compression")
-def response_compression_many(
-    text_sets: Sequence[Sequence[str]],
-    *,
-    algorithm: str = "gzip",
-    truncate: int | None = 128,
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-) -> list[MetricResult]:
-    """The kernel of :func:`response_compression` (same parameters): one result per set of
-    ``text_sets`` (validated lists or tuples of strings), as ``response_compression(set)``.
-
-    Example:
-        >>> [r.value for r in response_compression_many([["ab " * 50], []], truncate=None)]
-        [5.730769230769231, None]
-    """
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
-    algo = check_choice(algorithm, "algorithm", "response-compression", ALGORITHMS)
-    if truncate is not None:
-        truncate = check_int(truncate, "truncate", "response-compression")
-    sig = cached_signature("response-compression", algo=algo, level=9 if algo == "gzip" else 6,
-                         trunc="all" if truncate is None else truncate, **_tok_sig(tok))
-    per: list[float | None] = []
-    for toks in tok.each(texts):
-        if not toks:
-            per.append(None)
-            continue
-        data = " ".join(toks if truncate is None else toks[:truncate]).encode("utf-8")
-        per.append(len(data) / _compressed_size(data, algo))
-    return _per_set_results("response-compression", sig, per, sizes,
-                            "no response has a token")
+response_compression = public_function(ResponseCompression)
 
 
 # --------------------------------------------------------------------------------------------
@@ -711,34 +645,8 @@ def _mtld_values(enc: TokenKeys, threshold: float) -> np.ndarray:
     return out
 
 
-def _check_threshold(value: Any) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not ok or not 0.0 < value < 1.0:
-        raise InvalidInputError(
-            f"`threshold` of mtld must be a number strictly between 0 and 1; got {value!r}."
-        )
-    return float(value)
-
-
-@_register(
-    "mtld",
-    higher_is_more_diverse=True,
-    bounds=(0.0, None),
-    citation=MCCARTHY2010,
-    params={"threshold": Param(float, gt=0, lt=1, default=0.72, doc="TTR factor threshold",
-                               expect="a number strictly between 0 and 1"),
-            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
-    description="Measure of textual lexical diversity (mean factor length, TTR threshold 0.72, "
-    "forward and backward averaged), per response",
-    corpus=ResponseMean,
-)
-def mtld(
-    responses: Sequence[str],
-    *,
-    threshold: float = 0.72,
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-) -> MetricResult:
+@register
+class MTLD(ResponseMetric):
     """MTLD (McCarthy & Jarvis 2010), bidirectional, per response.
 
     Reading forward, a factor grows one token at a time until its TTR falls to ``threshold``
@@ -773,37 +681,32 @@ def mtld(
         >>> r.signature
         'mtld|threshold:0.72|dir:bi|tok:whitespace|case:mixed|v:0.1.0'
     """
-    return mtld_many([as_texts(responses)], threshold=threshold,
-                     tokenizer=tokenizer, lowercase=lowercase)[0]
+
+    name = "mtld"
+    higher_is_more_diverse = True
+    bounds = (0.0, None)
+    citation = MCCARTHY2010
+    description = ("Measure of textual lexical diversity (mean factor length, TTR threshold "
+                   "0.72, forward and backward averaged), per response")
+    params = {"threshold": Param(float, gt=0, lt=1, default=0.72, doc="TTR factor threshold",
+                                 expect="a number strictly between 0 and 1"),
+              **_TOK_PARAMS}
+    none_reason = "no response has a repeated word (MTLD is undefined without a repetition)"
+
+    def fields(self) -> dict[str, Any]:
+        return {"threshold": float(self.p["threshold"]), "dir": "bi"}
+
+    def values(self, texts: list[str]) -> np.ndarray:
+        thr = float(self.p["threshold"])
+        vals = per_text(  # compiled (divmeter[fast]): the same floats
+            texts, self.tok, lambda c: compiled().mtld_values(  # type: ignore[union-attr]
+                c.ids, c.lengths, c.n_types, thr))
+        if vals is None:
+            vals = _mtld_values(TokenKeys.from_texts(texts, self.tok), thr)
+        return vals
 
 
-@register_batch("mtld")
-def mtld_many(
-    text_sets: Sequence[Sequence[str]],
-    *,
-    threshold: float = 0.72,
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-) -> list[MetricResult]:
-    """The kernel of :func:`mtld` (same parameters): one result per set of ``text_sets``
-    (validated lists or tuples of strings), as ``mtld(set)``.
-
-    Example:
-        >>> [r.value for r in mtld_many([["a b a c a d"], ["one two three"]])]
-        [6.0, None]
-    """
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
-    thr = _check_threshold(threshold)
-    sig = cached_signature("mtld", threshold=thr, dir="bi", **_tok_sig(tok))
-    vals = per_text(  # compiled (divmeter[fast]): the same floats
-        texts, tok, lambda c: compiled().mtld_values(  # type: ignore[union-attr]
-            c.ids, c.lengths, c.n_types, thr))
-    if vals is None:
-        vals = _mtld_values(TokenKeys.from_texts(texts, tok), thr)
-    return _per_set_results(
-        "mtld", sig, _nan_to_none(vals), sizes,
-        "no response has a repeated word (MTLD is undefined without a repetition)")
+mtld = public_function(MTLD)
 
 
 # --------------------------------------------------------------------------------------------
@@ -850,24 +753,8 @@ def _hdd_values(enc: TokenKeys, sample_size: int) -> np.ndarray:
     return out
 
 
-@_register(
-    "hdd",
-    higher_is_more_diverse=True,
-    bounds=(0.0, 1.0),
-    citation=f"{MCCARTHY2007}; {MCCARTHY2010}",
-    params={"sample_size": Param(int, ge=1, cap=10**7, default=42, doc="tokens drawn"),
-            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
-    description="HD-D: expected TTR of a random sample of `sample_size` tokens (hypergeometric), "
-    "per response",
-    corpus=ResponseMean,
-)
-def hdd(
-    responses: Sequence[str],
-    *,
-    sample_size: int = 42,
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-) -> MetricResult:
+@register
+class HDD(ResponseMetric):
     """HD-D (McCarthy & Jarvis 2007, 2010), per response.
 
     For each type with ``k`` occurrences among the response's ``N`` tokens, the probability that
@@ -898,32 +785,29 @@ def hdd(
         >>> r.signature
         'hdd|sample:2|tok:whitespace|case:mixed|v:0.1.0'
     """
-    return hdd_many([as_texts(responses)], sample_size=sample_size,
-                    tokenizer=tokenizer, lowercase=lowercase)[0]
+
+    name = "hdd"
+    higher_is_more_diverse = True
+    bounds = (0.0, 1.0)
+    citation = f"{MCCARTHY2007}; {MCCARTHY2010}"
+    description = ("HD-D: expected TTR of a random sample of `sample_size` tokens "
+                   "(hypergeometric), per response")
+    params = {"sample_size": Param(int, ge=1, cap=10**7, default=42, doc="tokens drawn"),
+              **_TOK_PARAMS}
+
+    def setup(self) -> None:
+        super().setup()
+        self.none_reason = (
+            f"every response has fewer than sample_size={self.p['sample_size']} tokens")
+
+    def fields(self) -> dict[str, Any]:
+        return {"sample": self.p["sample_size"]}
+
+    def values(self, texts: list[str]) -> np.ndarray:
+        return _hdd_values(TokenKeys.from_texts(texts, self.tok), self.p["sample_size"])
 
 
-@register_batch("hdd")
-def hdd_many(
-    text_sets: Sequence[Sequence[str]],
-    *,
-    sample_size: int = 42,
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-) -> list[MetricResult]:
-    """The kernel of :func:`hdd` (same parameters): one result per set of ``text_sets``
-    (validated lists or tuples of strings), as ``hdd(set)``.
-
-    Example:
-        >>> [r.value for r in hdd_many([["a b"], ["a"]], sample_size=2)]
-        [1.0, None]
-    """
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
-    n = check_int(sample_size, "sample_size", "hdd")
-    sig = cached_signature("hdd", sample=n, **_tok_sig(tok))
-    vals = _hdd_values(TokenKeys.from_texts(texts, tok), n)
-    return _per_set_results("hdd", sig, _nan_to_none(vals), sizes,
-                            f"every response has fewer than sample_size={n} tokens")
+hdd = public_function(HDD)
 
 
 # --------------------------------------------------------------------------------------------
@@ -932,24 +816,8 @@ def hdd_many(
 UNITS = ("words", "bytes")
 
 
-@_register(
-    "length",
-    higher_is_more_diverse=True,
-    bounds=(0.0, None),
-    citation=f"{PATTR_PAPER} (response length in whitespace-separated words, Appendix B)",
-    params={"unit": Param(str, choices=UNITS, default="words", doc="unit of length"),
-            "tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE},
-    description="Response length in words or UTF-8 bytes (a length, not a diversity: used by "
-    "length-bias analyses)",
-    corpus=ResponseMean,
-)
-def length(
-    responses: Sequence[str],
-    *,
-    unit: str = "words",
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-) -> MetricResult:
+@register
+class Length(ResponseMetric):
     """Response length, per response: tokens (``unit="words"``) or UTF-8 bytes.
 
     Not a diversity measure: it is registered so length-bias analyses (the PATTR paper measures
@@ -977,35 +845,32 @@ def length(
         >>> length(["a"], unit="bytes").signature
         'length|unit:bytes|v:0.1.0'
     """
-    return length_many([as_texts(responses)], unit=unit,
-                       tokenizer=tokenizer, lowercase=lowercase)[0]
+
+    name = "length"
+    higher_is_more_diverse = True
+    bounds = (0.0, None)
+    citation = f"{PATTR_PAPER} (response length in whitespace-separated words, Appendix B)"
+    description = ("Response length in words or UTF-8 bytes (a length, not a diversity: used by "
+                   "length-bias analyses)")
+    params = {"unit": Param(str, choices=UNITS, default="words", doc="unit of length"),
+              **_TOK_PARAMS}
+    none_reason = "no response"
+
+    def signature(self) -> str:
+        if self.p["unit"] == "bytes":  # the raw text's bytes: no tokenizer applies
+            return make_signature(self.name, unit="bytes")
+        return super().signature()
+
+    def fields(self) -> dict[str, Any]:
+        return {"unit": self.p["unit"]}
+
+    def values(self, texts: list[str]) -> list[float | None]:
+        if self.p["unit"] == "bytes":
+            return [float(len(t.encode("utf-8"))) for t in texts]
+        return [float(len(t)) for t in self.tok.each(texts)]
 
 
-@register_batch("length")
-def length_many(
-    text_sets: Sequence[Sequence[str]],
-    *,
-    unit: str = "words",
-    tokenizer: str = "whitespace",
-    lowercase: bool = False,
-) -> list[MetricResult]:
-    """The kernel of :func:`length` (same parameters): one result per set of ``text_sets``
-    (validated lists or tuples of strings), as ``length(set)``.
-
-    Example:
-        >>> [r.value for r in length_many([["a b c", "a"], []])]
-        [2.0, None]
-    """
-    texts, sizes = _flatten(text_sets)
-    tok = _get_tokenizer(tokenizer, lowercase)
-    unit = check_choice(unit, "unit", "length", UNITS)
-    if unit == "bytes":
-        sig = cached_signature("length", unit=unit)
-        per: list[float | None] = [float(len(t.encode("utf-8"))) for t in texts]
-    else:
-        sig = cached_signature("length", unit=unit, **_tok_sig(tok))
-        per = [float(len(t)) for t in tok.each(texts)]
-    return _per_set_results("length", sig, per, sizes, "no response")
+length = public_function(Length)
 
 
 # ============================================================================================
@@ -1032,17 +897,10 @@ MCKEE2000 = ("McKee, Malvern & Richards 2000, Measuring vocabulary diversity usi
 KYLE2021 = ("Kyle, Crossley & Jarvis 2021, Assessing the validity of lexical diversity indices "
             "using direct judgements, Language Assessment Quarterly 18(2)")
 
-_NO_TOKEN = "no response has a token"
-_NO_REPEAT = "no response has a repeated word"
 
 
 # --------------------------------------------------------------------------------------------
-# registration: declared parameters, their defaults read from the function (written once)
-
-#: The declared parameters of each metric of this module, for the kernels' own validation (a
-#: kernel can be called directly, without :func:`divmeter.score`'s boundary check).
-_SCHEMAS: dict[str, dict[str, Param]] = {}
-_TOK_PARAMS = {"tokenizer": tokenizer_param("whitespace"), "lowercase": LOWERCASE}
+# the indices' shared parts
 
 #: The largest window, segment or factor length of a per-response index, in tokens (a
 #: response is never longer; the values beyond are null at once, the work stays finite).
@@ -1053,39 +911,16 @@ VOCD_MAX_SIZE = 10**5
 VOCD_MAX_DRAWS = 10**9
 
 
-def _register_index(name: str, *, higher: bool, bounds: tuple[float | None, float | None],
-              citation: str, description: str, params: Mapping[str, Param] | None = None
-              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """:func:`divmeter.engine.registry.register` for a response-level form index. Each declared
-    :class:`Param` takes its default from the function's own signature, so a default is
-    written once, where a reader of the function sees it."""
-
-    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        defaults = inspect.signature(fn).parameters
-        schema = {k: replace(p, default=defaults[k].default)
-                  for k, p in {**(params or {}), **_TOK_PARAMS}.items()}
-        _SCHEMAS[name] = schema
-        return register(name, family="form", granularity="response",
-                        higher_is_more_diverse=higher, bounds=bounds, citation=citation,
-                        params=schema, description=description, corpus=ResponseMean)(fn)
-
-    return deco
-
-
-def _check(name: str, **params: Any) -> None:
-    validate(name, _SCHEMAS[name], params)
-
-
 def _is_base(b: Any) -> bool:
     return b == "e" or (isinstance(b, (int, float)) and not isinstance(b, bool)
                         and 1 < b < float("inf"))
 
 
-def _base_param(doc: str, alternative: float | str) -> Param:
+def _base_param(doc: str, alternative: float | str, default: float | str) -> Param:
     """The ``base`` parameter; ``alternative`` is the other libraries' base (for the contract
     that every parameter changes the value or the signature)."""
     return Param(float, predicate=_is_base, expect="'e' or a number > 1", doc=doc,
-                 alternative=alternative)
+                 alternative=alternative, default=default)
 
 
 def _base_label(base: float | str) -> str:
@@ -1115,12 +950,6 @@ def _tokens_types(texts: list[str], tok: Tokenizer) -> tuple[np.ndarray, np.ndar
     return n, v
 
 
-def _spectrum(texts: list[str], tok: Tokenizer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(N, V, M2)`` of every text (int64 arrays; ``M2 = sum over types of count**2``)."""
-    n, v, m2 = _counts(texts, tok)
-    return n, v, m2
-
-
 @cache
 def _jit(loop: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     """``loop`` (a plain-Python kernel) compiled by numba, once per process (and cached on
@@ -1138,59 +967,22 @@ def _values(n: np.ndarray, ok: np.ndarray, formula: Callable[[], np.ndarray]) ->
     return np.where(ok, out, np.nan)
 
 
-#: What a kernel computes from the responses of every set at once: each response's value (NaN
-#: where undefined), the signature's fields ahead of the tokenizer's, and the reason of a set
-#: where no response is defined.
-_Out = tuple[np.ndarray, dict[str, Any], str]
-#: A kernel's body: ``(texts, tokenizer, params) -> _Out``, ``params`` every declared parameter
-#: (checked, defaults filled in).
-_Batch = Callable[[list[str], Tokenizer, Mapping[str, Any]], _Out]
+class Index(ResponseMetric):
+    """A lexical richness index of the table in the module docstring: a formula of each
+    response's counts (or of its token keys), scored on every response of every set at once;
+    the tokenizer's parameters come last, after the index's own; an index with a ``base``
+    names it in its signature (``log:e``)."""
 
-
-def _kernel(name: str, single: Callable[..., MetricResult], batch: _Batch
-            ) -> Callable[..., list[MetricResult]]:
-    """The batched kernel ``<single>_many`` of the single-set function ``single``, registered
-    for ``name`` (:func:`divmeter.engine.registry.register_batch`): it takes ``text_sets`` and the
-    keyword parameters of ``single`` (the same defaults), checks them, tokenizes every response
-    of every set once, computes the values with ``batch`` and returns one result per set."""
-    sig = inspect.signature(single)
-    sets = inspect.Parameter("text_sets", inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                             annotation="Sequence[Sequence[str]]")
-    sig = sig.replace(parameters=[sets, *list(sig.parameters.values())[1:]],
-                      return_annotation="list[MetricResult]")
-
-    def kernel(*args: Any, **kwargs: Any) -> list[MetricResult]:
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as exc:  # the wording of a call to a plain function
-            raise TypeError(f"{kernel.__name__}() {exc}") from None
-        bound.apply_defaults()
-        params = dict(bound.arguments)
-        text_sets = params.pop("text_sets")
-        _check(name, **params)
-        texts, sizes = _flatten(text_sets)
-        tok = _get_tokenizer(params["tokenizer"], params["lowercase"])
-        vals, fields, reason = batch(texts, tok, params)
-        signature = make_signature(name, **fields, **_tok_sig(tok))
-        return _per_set_results(name, signature, _nan_to_none(vals), sizes, reason)
-
-    kernel.__name__ = kernel.__qualname__ = f"{single.__name__}_many"
-    kernel.__doc__ = (f"The kernel of :func:`{single.__name__}` (same parameters): one result "
-                      "per set.")
-    kernel.__signature__ = sig  # type: ignore[attr-defined]
-    return register_batch(name)(kernel)
+    def fields(self) -> dict[str, Any]:
+        return {"log": _base_label(self.p["base"])} if "base" in self.p else {}
 
 
 # --------------------------------------------------------------------------------------------
 # indices of N and V
 
 
-@_register_index(
-    "root-ttr", higher=True, bounds=(0.0, None), citation=f"{GUIRAUD1954} (Guiraud's R)",
-    description="Root TTR (Guiraud's R): types / sqrt(tokens) of each response, mean over the set",
-)
-def root_ttr(responses: Sequence[str], *, tokenizer: str = "whitespace",
-             lowercase: bool = False) -> MetricResult:
+@register
+class RootTTR(Index):
     """Root type-token ratio (Guiraud's R), per response: ``V / sqrt(N)``.
 
     As lexicalrichness's ``rttr``, TAALED's ``RTTR`` and lexical-diversity's ``root_ttr``.
@@ -1210,24 +1002,24 @@ def root_ttr(responses: Sequence[str], *, tokenizer: str = "whitespace",
         >>> root_ttr(["a"]).signature
         'root-ttr|tok:whitespace|case:mixed|v:0.1.0'
     """
-    return root_ttr_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
+
+    name = "root-ttr"
+    higher_is_more_diverse = True
+    bounds = (0.0, None)
+    citation = f"{GUIRAUD1954} (Guiraud's R)"
+    description = ("Root TTR (Guiraud's R): types / sqrt(tokens) of each response, mean over "
+                   "the set")
+
+    def values(self, texts: list[str]) -> np.ndarray:
+        n, v = _tokens_types(texts, self.tok)
+        return _values(n, n > 0, lambda: v / np.sqrt(n))
 
 
-def _root_ttr_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
-    n, v = _tokens_types(texts, tok)
-    return _values(n, n > 0, lambda: v / np.sqrt(n)), {}, _NO_TOKEN
+root_ttr = public_function(RootTTR)
 
 
-root_ttr_many = _kernel("root-ttr", root_ttr, _root_ttr_batch)
-
-
-@_register_index(
-    "corrected-ttr", higher=True, bounds=(0.0, None), citation=f"{CARROLL1964} (Carroll's CTTR)",
-    description="Corrected TTR (Carroll's CTTR): types / sqrt(2 tokens) of each response, mean "
-    "over the set",
-)
-def corrected_ttr(responses: Sequence[str], *, tokenizer: str = "whitespace",
-                  lowercase: bool = False) -> MetricResult:
+@register
+class CorrectedTTR(Index):
     """Corrected type-token ratio (Carroll's CTTR), per response: ``V / sqrt(2 N)``.
 
     As lexicalrichness's ``cttr``. Undefined for a response without tokens.
@@ -1244,24 +1036,24 @@ def corrected_ttr(responses: Sequence[str], *, tokenizer: str = "whitespace",
         >>> corrected_ttr(["a b a b a b a b"]).value  # 2 / sqrt(16)
         0.5
     """
-    return corrected_ttr_many([as_texts(responses)], tokenizer=tokenizer,
-                              lowercase=lowercase)[0]
+
+    name = "corrected-ttr"
+    higher_is_more_diverse = True
+    bounds = (0.0, None)
+    citation = f"{CARROLL1964} (Carroll's CTTR)"
+    description = ("Corrected TTR (Carroll's CTTR): types / sqrt(2 tokens) of each response, "
+                   "mean over the set")
+
+    def values(self, texts: list[str]) -> np.ndarray:
+        n, v = _tokens_types(texts, self.tok)
+        return _values(n, n > 0, lambda: v / np.sqrt(2 * n))
 
 
-def _corrected_ttr_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
-    n, v = _tokens_types(texts, tok)
-    return _values(n, n > 0, lambda: v / np.sqrt(2 * n)), {}, _NO_TOKEN
+corrected_ttr = public_function(CorrectedTTR)
 
 
-corrected_ttr_many = _kernel("corrected-ttr", corrected_ttr, _corrected_ttr_batch)
-
-
-@_register_index(
-    "log-ttr", higher=True, bounds=(0.0, 1.0), citation=f"{HERDAN1960} (Herdan's C)",
-    description="Log TTR (Herdan's C): log types / log tokens of each response, mean over the set",
-)
-def log_ttr(responses: Sequence[str], *, tokenizer: str = "whitespace",
-            lowercase: bool = False) -> MetricResult:
+@register
+class LogTTR(Index):
     """Log type-token ratio (Herdan's C), per response: ``log V / log N``.
 
     The ratio does not depend on the log base (natural logs here; lexicalrichness's ``Herdan``
@@ -1281,25 +1073,25 @@ def log_ttr(responses: Sequence[str], *, tokenizer: str = "whitespace",
         >>> log_ttr(["a b a b", "x"]).details["per_response"]  # log 2 / log 4
         [0.5, None]
     """
-    return log_ttr_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
+
+    name = "log-ttr"
+    higher_is_more_diverse = True
+    bounds = (0.0, 1.0)
+    citation = f"{HERDAN1960} (Herdan's C)"
+    description = ("Log TTR (Herdan's C): log types / log tokens of each response, mean over "
+                   "the set")
+    none_reason = _NO_TWO
+
+    def values(self, texts: list[str]) -> np.ndarray:
+        n, v = _tokens_types(texts, self.tok)
+        return _values(n, n > 1, lambda: np.log(v) / np.log(n))
 
 
-def _log_ttr_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
-    n, v = _tokens_types(texts, tok)
-    vals = _values(n, n > 1, lambda: np.log(v) / np.log(n))
-    return vals, {}, "no response has two or more tokens"
+log_ttr = public_function(LogTTR)
 
 
-log_ttr_many = _kernel("log-ttr", log_ttr, _log_ttr_batch)
-
-
-@_register_index(
-    "summer-s", higher=True, bounds=(None, None), citation=SOMERS1966,
-    params={"base": _base_param("base of the inner logarithm (e: lexicalrichness)", 10)},
-    description="Summer's S: log(log types) / log(log tokens) of each response, mean over the set",
-)
-def summer_s(responses: Sequence[str], *, base: float | str = "e", tokenizer: str = "whitespace",
-             lowercase: bool = False) -> MetricResult:
+@register
+class SummerS(Index):
     """Summer's S (Somers 1966), per response: ``log(log V) / log(log N)``.
 
     The outer logarithms cancel in the ratio; the inner ones do not: ``base="e"`` is
@@ -1320,32 +1112,36 @@ def summer_s(responses: Sequence[str], *, base: float | str = "e", tokenizer: st
         >>> round(r.value, 6), r.signature
         (0.943842, 'summer-s|log:e|tok:whitespace|case:mixed|v:0.1.0')
     """
-    return summer_s_many([as_texts(responses)], base=base, tokenizer=tokenizer,
-                         lowercase=lowercase)[0]
+
+    name = "summer-s"
+    higher_is_more_diverse = True
+    bounds = (None, None)
+    citation = SOMERS1966
+    description = ("Summer's S: log(log types) / log(log tokens) of each response, mean over "
+                   "the set")
+    params = {"base": _base_param("base of the inner logarithm (e: lexicalrichness)", 10, "e"),
+              **_TOK_PARAMS}
+
+    def setup(self) -> None:
+        super().setup()
+        base = self.p["base"]
+        self.none_reason = "no response has two or more types" + (
+            "" if base == "e" else
+            f" (and a token count other than the base, {_base_label(base)})")
+
+    def values(self, texts: list[str]) -> np.ndarray:
+        base = self.p["base"]
+        n, v = _tokens_types(texts, self.tok)
+        with np.errstate(all="ignore"):
+            lln = np.log(_log(n, base))
+        return _values(n, (v > 1) & (lln != 0), lambda: np.log(_log(v, base)) / lln)
 
 
-def _summer_s_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
-    base = p["base"]
-    n, v = _tokens_types(texts, tok)
-    with np.errstate(all="ignore"):
-        lln = np.log(_log(n, base))
-    vals = _values(n, (v > 1) & (lln != 0), lambda: np.log(_log(v, base)) / lln)
-    reason = "no response has two or more types" + (
-        "" if base == "e" else f" (and a token count other than the base, {_base_label(base)})")
-    return vals, {"log": _base_label(base)}, reason
+summer_s = public_function(SummerS)
 
 
-summer_s_many = _kernel("summer-s", summer_s, _summer_s_batch)
-
-
-@_register_index(
-    "dugast-u", higher=True, bounds=(0.0, None), citation=DUGAST1978,
-    params={"base": _base_param("logarithm base (e: lexicalrichness)", 10)},
-    description="Dugast's U: (log tokens)^2 / (log tokens - log types) of each response, mean "
-    "over the set",
-)
-def dugast_u(responses: Sequence[str], *, base: float | str = "e", tokenizer: str = "whitespace",
-             lowercase: bool = False) -> MetricResult:
+@register
+class DugastU(Index):
     """Dugast's U, per response: ``(log N)^2 / (log N - log V)``.
 
     Proportional to ``1 / log(base)``; ``base="e"`` is lexicalrichness's ``Dugast``.
@@ -1364,30 +1160,29 @@ def dugast_u(responses: Sequence[str], *, base: float | str = "e", tokenizer: st
         >>> dugast_u(["a a a a", "a b"], base=2).details["per_response"]  # 2^2 / (2 - 0)
         [2.0, None]
     """
-    return dugast_u_many([as_texts(responses)], base=base, tokenizer=tokenizer,
-                         lowercase=lowercase)[0]
+
+    name = "dugast-u"
+    higher_is_more_diverse = True
+    bounds = (0.0, None)
+    citation = DUGAST1978
+    description = ("Dugast's U: (log tokens)^2 / (log tokens - log types) of each response, "
+                   "mean over the set")
+    params = {"base": _base_param("logarithm base (e: lexicalrichness)", 10, "e"),
+              **_TOK_PARAMS}
+    none_reason = _NO_REPEAT
+
+    def values(self, texts: list[str]) -> np.ndarray:
+        n, v = _tokens_types(texts, self.tok)
+        with np.errstate(all="ignore"):
+            ln, lv = _log(n, self.p["base"]), _log(v, self.p["base"])
+        return _values(n, (n > 0) & (v < n), lambda: ln ** 2 / (ln - lv))
 
 
-def _dugast_u_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
-    n, v = _tokens_types(texts, tok)
-    with np.errstate(all="ignore"):
-        ln, lv = _log(n, p["base"]), _log(v, p["base"])
-    vals = _values(n, (n > 0) & (v < n), lambda: ln ** 2 / (ln - lv))
-    return vals, {"log": _base_label(p["base"])}, _NO_REPEAT
+dugast_u = public_function(DugastU)
 
 
-dugast_u_many = _kernel("dugast-u", dugast_u, _dugast_u_batch)
-
-
-@_register_index(
-    "maas-a2", higher=False, bounds=(0.0, None), citation=f"{MAAS1972} (a^2)",
-    params={"base": _base_param("logarithm base (10: TAALED, lexical-diversity; e: "
-                                "lexicalrichness)", "e")},
-    description="Maas a^2: (log tokens - log types) / (log tokens)^2 of each response (lower = "
-    "more diverse), mean over the set",
-)
-def maas_a2(responses: Sequence[str], *, base: float | str = 10, tokenizer: str = "whitespace",
-            lowercase: bool = False) -> MetricResult:
+@register
+class MaasA2(Index):
     """Maas's a^2, per response: ``(log N - log V) / (log N)^2``; lower is more diverse.
 
     Proportional to ``log(base)``: ``base=10`` (default) is TAALED's ``MAAS`` and
@@ -1409,29 +1204,30 @@ def maas_a2(responses: Sequence[str], *, base: float | str = 10, tokenizer: str 
         >>> maas_a2(["a b"], base="e").signature
         'maas-a2|log:e|tok:whitespace|case:mixed|v:0.1.0'
     """
-    return maas_a2_many([as_texts(responses)], base=base, tokenizer=tokenizer,
-                        lowercase=lowercase)[0]
+
+    name = "maas-a2"
+    higher_is_more_diverse = False
+    bounds = (0.0, None)
+    citation = f"{MAAS1972} (a^2)"
+    description = ("Maas a^2: (log tokens - log types) / (log tokens)^2 of each response "
+                   "(lower = more diverse), mean over the set")
+    params = {"base": _base_param("logarithm base (10: TAALED, lexical-diversity; e: "
+                                  "lexicalrichness)", "e", 10),
+              **_TOK_PARAMS}
+    none_reason = _NO_TWO
+
+    def values(self, texts: list[str]) -> np.ndarray:
+        n, v = _tokens_types(texts, self.tok)
+        with np.errstate(all="ignore"):
+            ln, lv = _log(n, self.p["base"]), _log(v, self.p["base"])
+        return _values(n, n > 1, lambda: (ln - lv) / ln ** 2)
 
 
-def _maas_a2_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
-    n, v = _tokens_types(texts, tok)
-    with np.errstate(all="ignore"):
-        ln, lv = _log(n, p["base"]), _log(v, p["base"])
-    vals = _values(n, n > 1, lambda: (ln - lv) / ln ** 2)
-    return vals, {"log": _base_label(p["base"])}, "no response has two or more tokens"
+maas_a2 = public_function(MaasA2)
 
 
-maas_a2_many = _kernel("maas-a2", maas_a2, _maas_a2_batch)
-
-
-@_register_index(
-    "maas-log-v0", higher=True, bounds=(0.0, None), citation=f"{MAAS1972} (log V0)",
-    params={"base": _base_param("logarithm base of the numerator log V", "e")},
-    description="Maas's log V0: log types / sqrt(1 - (log types / log tokens)^2) of each "
-    "response, mean over the set",
-)
-def maas_log_v0(responses: Sequence[str], *, base: float | str = 10,
-                tokenizer: str = "whitespace", lowercase: bool = False) -> MetricResult:
+@register
+class MaasLogV0(Index):
     """Maas's ``log V0``, per response: ``log V / sqrt(1 - (log V / log N)^2)``.
 
     The ratio under the root does not depend on the base; the numerator does (``base=10``,
@@ -1453,31 +1249,33 @@ def maas_log_v0(responses: Sequence[str], *, base: float | str = 10,
         >>> round(r.value, 6)
         0.304499
     """
-    return maas_log_v0_many([as_texts(responses)], base=base, tokenizer=tokenizer,
-                            lowercase=lowercase)[0]
+
+    name = "maas-log-v0"
+    higher_is_more_diverse = True
+    bounds = (0.0, None)
+    citation = f"{MAAS1972} (log V0)"
+    description = ("Maas's log V0: log types / sqrt(1 - (log types / log tokens)^2) of each "
+                   "response, mean over the set")
+    params = {"base": _base_param("logarithm base of the numerator log V", "e", 10),
+              **_TOK_PARAMS}
+    none_reason = _NO_REPEAT
+
+    def values(self, texts: list[str]) -> np.ndarray:
+        n, v = _tokens_types(texts, self.tok)
+        base = self.p["base"]
+        return _values(n, (n > 0) & (v < n),
+                       lambda: _log(v, base) / np.sqrt(1.0 - (np.log(v) / np.log(n)) ** 2))
 
 
-def _maas_log_v0_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
-    n, v = _tokens_types(texts, tok)
-    vals = _values(n, (n > 0) & (v < n),
-                   lambda: _log(v, p["base"]) / np.sqrt(1.0 - (np.log(v) / np.log(n)) ** 2))
-    return vals, {"log": _base_label(p["base"])}, _NO_REPEAT
-
-
-maas_log_v0_many = _kernel("maas-log-v0", maas_log_v0, _maas_log_v0_batch)
+maas_log_v0 = public_function(MaasLogV0)
 
 
 # --------------------------------------------------------------------------------------------
 # indices of the frequency spectrum
 
 
-@_register_index(
-    "yule-k", higher=False, bounds=(0.0, 10000.0), citation=f"{YULE1944} (characteristic K)",
-    description="Yule's K: 10^4 (sum of squared type counts - tokens) / tokens^2 of each "
-    "response (lower = more diverse), mean over the set",
-)
-def yule_k(responses: Sequence[str], *, tokenizer: str = "whitespace",
-           lowercase: bool = False) -> MetricResult:
+@register
+class YuleK(Index):
     """Yule's characteristic K, per response: ``10^4 (M2 - N) / N^2`` with ``M2`` the sum of the
     squared type counts; lower is more diverse.
 
@@ -1496,24 +1294,24 @@ def yule_k(responses: Sequence[str], *, tokenizer: str = "whitespace",
         >>> yule_k(["a a b c", "a b"]).details["per_response"]  # 10^4 (6 - 4) / 16
         [1250.0, 0.0]
     """
-    return yule_k_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
+
+    name = "yule-k"
+    higher_is_more_diverse = False
+    bounds = (0.0, 10000.0)
+    citation = f"{YULE1944} (characteristic K)"
+    description = ("Yule's K: 10^4 (sum of squared type counts - tokens) / tokens^2 of each "
+                   "response (lower = more diverse), mean over the set")
+
+    def values(self, texts: list[str]) -> np.ndarray:
+        n, _, m2 = _counts(texts, self.tok)
+        return _values(n, n > 0, lambda: 1e4 * (m2 - n) / (n.astype(np.float64) ** 2))
 
 
-def _yule_k_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
-    n, _, m2 = _spectrum(texts, tok)
-    return _values(n, n > 0, lambda: 1e4 * (m2 - n) / (n.astype(np.float64) ** 2)), {}, _NO_TOKEN
+yule_k = public_function(YuleK)
 
 
-yule_k_many = _kernel("yule-k", yule_k, _yule_k_batch)
-
-
-@_register_index(
-    "yule-i", higher=True, bounds=(0.0, None), citation=f"{YULE1944} (characteristic I)",
-    description="Yule's I: types^2 / (sum of squared type counts - types) of each response, mean "
-    "over the set",
-)
-def yule_i(responses: Sequence[str], *, tokenizer: str = "whitespace",
-           lowercase: bool = False) -> MetricResult:
+@register
+class YuleI(Index):
     """Yule's I, per response: ``V^2 / (M2 - V)``, as lexicalrichness's ``yulei``.
 
     Undefined for a response without a repeated word (``M2 = V``; lexicalrichness returns
@@ -1531,24 +1329,25 @@ def yule_i(responses: Sequence[str], *, tokenizer: str = "whitespace",
         >>> yule_i(["a a b c", "a b"]).details["per_response"]  # 9 / (6 - 3)
         [3.0, None]
     """
-    return yule_i_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
+
+    name = "yule-i"
+    higher_is_more_diverse = True
+    bounds = (0.0, None)
+    citation = f"{YULE1944} (characteristic I)"
+    description = ("Yule's I: types^2 / (sum of squared type counts - types) of each response, "
+                   "mean over the set")
+    none_reason = _NO_REPEAT
+
+    def values(self, texts: list[str]) -> np.ndarray:
+        n, v, m2 = _counts(texts, self.tok)
+        return _values(n, m2 > v, lambda: v.astype(np.float64) ** 2 / (m2 - v))
 
 
-def _yule_i_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
-    n, v, m2 = _spectrum(texts, tok)
-    return _values(n, m2 > v, lambda: v.astype(np.float64) ** 2 / (m2 - v)), {}, _NO_REPEAT
+yule_i = public_function(YuleI)
 
 
-yule_i_many = _kernel("yule-i", yule_i, _yule_i_batch)
-
-
-@_register_index(
-    "herdan-vm", higher=False, bounds=(0.0, 1.0), citation=f"{HERDAN1955} (Vm)",
-    description="Herdan's Vm: sqrt(sum of squared type counts / tokens^2 - 1 / types) of each "
-    "response (lower = more diverse), mean over the set",
-)
-def herdan_vm(responses: Sequence[str], *, tokenizer: str = "whitespace",
-              lowercase: bool = False) -> MetricResult:
+@register
+class HerdanVm(Index):
     """Herdan's Vm, per response: ``sqrt(M2 / N^2 - 1 / V)``; lower is more diverse.
 
     The radicand is computed as the exact integer ratio ``(V M2 - N^2) / (V N^2)``, so a
@@ -1568,29 +1367,28 @@ def herdan_vm(responses: Sequence[str], *, tokenizer: str = "whitespace",
         >>> herdan_vm(["a a b c", "a b"]).details["per_response"]  # sqrt(6/16 - 1/3); 0
         [0.2041241452319315, 0.0]
     """
-    return herdan_vm_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
+
+    name = "herdan-vm"
+    higher_is_more_diverse = False
+    bounds = (0.0, 1.0)
+    citation = f"{HERDAN1955} (Vm)"
+    description = ("Herdan's Vm: sqrt(sum of squared type counts / tokens^2 - 1 / types) of "
+                   "each response (lower = more diverse), mean over the set")
+
+    def values(self, texts: list[str]) -> np.ndarray:
+        n, v, m2 = _counts(texts, self.tok)
+        nf, vf = n.astype(np.float64), v.astype(np.float64)
+        # V M2 - N^2 >= 0 (Cauchy-Schwarz), exact in int64 while N^3 < 2**63
+        small = n < 2_000_000
+        num = np.where(small, (v * m2 - n * n).astype(np.float64), vf * m2 - nf * nf)
+        return _values(n, n > 0, lambda: np.sqrt(np.maximum(num, 0.0) / (vf * nf * nf)))
 
 
-def _herdan_vm_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
-    n, v, m2 = _spectrum(texts, tok)
-    nf, vf = n.astype(np.float64), v.astype(np.float64)
-    # V M2 - N^2 >= 0 (Cauchy-Schwarz), exact in int64 while N^3 < 2**63
-    small = n < 2_000_000
-    num = np.where(small, (v * m2 - n * n).astype(np.float64), vf * m2 - nf * nf)
-    return _values(n, n > 0, lambda: np.sqrt(np.maximum(num, 0.0) / (vf * nf * nf))), {}, \
-        _NO_TOKEN
+herdan_vm = public_function(HerdanVm)
 
 
-herdan_vm_many = _kernel("herdan-vm", herdan_vm, _herdan_vm_batch)
-
-
-@_register_index(
-    "simpson-d", higher=False, bounds=(0.0, 1.0), citation=SIMPSON1949,
-    description="Simpson's D: the chance that two tokens drawn without replacement are the same "
-    "type, per response (lower = more diverse), mean over the set",
-)
-def simpson_d(responses: Sequence[str], *, tokenizer: str = "whitespace",
-              lowercase: bool = False) -> MetricResult:
+@register
+class SimpsonD(Index):
     """Simpson's D, per response: ``sum_t k_t (k_t - 1) / (N (N - 1))``, the probability that
     two tokens drawn without replacement are of the same type; lower is more diverse. As
     lexicalrichness's ``simpsond``; undefined for a response with fewer than two tokens.
@@ -1607,16 +1405,21 @@ def simpson_d(responses: Sequence[str], *, tokenizer: str = "whitespace",
         >>> simpson_d(["a a b c", "a"]).details["per_response"]  # 2 / 12
         [0.16666666666666666, None]
     """
-    return simpson_d_many([as_texts(responses)], tokenizer=tokenizer, lowercase=lowercase)[0]
+
+    name = "simpson-d"
+    higher_is_more_diverse = False
+    bounds = (0.0, 1.0)
+    citation = SIMPSON1949
+    description = ("Simpson's D: the chance that two tokens drawn without replacement are the "
+                   "same type, per response (lower = more diverse), mean over the set")
+    none_reason = _NO_TWO
+
+    def values(self, texts: list[str]) -> np.ndarray:
+        n, _, m2 = _counts(texts, self.tok)
+        return _values(n, n > 1, lambda: (m2 - n) / (n * (n - 1)).astype(np.float64))
 
 
-def _simpson_d_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
-    n, _, m2 = _spectrum(texts, tok)
-    vals = _values(n, n > 1, lambda: (m2 - n) / (n * (n - 1)).astype(np.float64))
-    return vals, {}, "no response has two or more tokens"
-
-
-simpson_d_many = _kernel("simpson-d", simpson_d, _simpson_d_batch)
+simpson_d = public_function(SimpsonD)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1696,18 +1499,8 @@ def _msttr_compiled() -> Callable[..., np.ndarray]:
     return _jit(_msttr_loop)
 
 
-@_register_index(
-    "msttr", higher=True, bounds=(0.0, 1.0), citation=JOHNSON1944,
-    params={"segment": Param(int, ge=1, cap=MAX_TOKENS, doc="segment length in tokens"),
-            "convention": Param(str, choices=CONVENTIONS,
-                                doc="which segments count (drop-remainder: TAALED, "
-                                "lexical-diversity; drop-last, keep-remainder: lexicalrichness "
-                                "discard=True / False)")},
-    description="Mean segmental TTR: mean TTR of consecutive segments of `segment` tokens, per "
-    "response, mean over the set",
-)
-def msttr(responses: Sequence[str], *, segment: int = 50, convention: str = "drop-remainder",
-          tokenizer: str = "whitespace", lowercase: bool = False) -> MetricResult:
+@register
+class MSTTR(Index):
     """Mean segmental type-token ratio (Johnson 1944), per response.
 
     The response is cut into consecutive segments of ``segment`` tokens from its start; the
@@ -1740,23 +1533,40 @@ def msttr(responses: Sequence[str], *, segment: int = 50, convention: str = "dro
         >>> msttr(["a a b b c"], segment=2, convention="keep-remainder").value  # + c: 1
         0.6666666666666666
     """
-    return msttr_many([as_texts(responses)], segment=segment, convention=convention,
-                      tokenizer=tokenizer, lowercase=lowercase)[0]
+
+    name = "msttr"
+    higher_is_more_diverse = True
+    bounds = (0.0, 1.0)
+    citation = JOHNSON1944
+    description = ("Mean segmental TTR: mean TTR of consecutive segments of `segment` tokens, "
+                   "per response, mean over the set")
+    params = {"segment": Param(int, ge=1, cap=MAX_TOKENS, default=50,
+                             doc="segment length in tokens"),
+              "convention": Param(str, choices=CONVENTIONS, default="drop-remainder",
+                                  doc="which segments count (drop-remainder: TAALED, "
+                                  "lexical-diversity; drop-last, keep-remainder: "
+                                  "lexicalrichness discard=True / False)"),
+              **_TOK_PARAMS}
+
+    def setup(self) -> None:
+        super().setup()
+        if self.p["convention"] == "drop-last":
+            self.none_reason = f"no response has more than segment={self.p['segment']} tokens"
+
+    def fields(self) -> dict[str, Any]:
+        return {"segment": self.p["segment"], "convention": self.p["convention"]}
+
+    def values(self, texts: list[str]) -> np.ndarray:
+        segment, convention = self.p["segment"], self.p["convention"]
+        code = CONVENTIONS.index(convention)
+        vals = per_text(texts, self.tok, lambda c: _msttr_compiled()(  # compiled: same floats
+            c.ids, c.lengths, c.n_types, segment, code))
+        if vals is None:
+            vals = _msttr_values(TokenKeys.from_texts(texts, self.tok), segment, convention)
+        return vals
 
 
-def _msttr_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
-    segment, convention = p["segment"], p["convention"]
-    code = CONVENTIONS.index(convention)
-    vals = per_text(texts, tok, lambda c: _msttr_compiled()(  # compiled: the same floats
-        c.ids, c.lengths, c.n_types, segment, code))
-    if vals is None:
-        vals = _msttr_values(TokenKeys.from_texts(texts, tok), segment, convention)
-    reason = _NO_TOKEN if convention != "drop-last" else \
-        f"no response has more than segment={segment} tokens"
-    return vals, {"segment": segment, "convention": convention}, reason
-
-
-msttr_many = _kernel("msttr", msttr, _msttr_batch)
+msttr = public_function(MSTTR)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1870,21 +1680,6 @@ def _mtld_ma_wrap_values(enc: TokenKeys, threshold: float, min_length: int,
     return _mean_factor(lengths, enc.doc, enc.n_docs)
 
 
-def _threshold_param() -> Param:
-    return Param(float, gt=0, lt=1, doc="TTR a factor falls below",
-                 expect="a number strictly between 0 and 1")
-
-
-_MTLD_MA_PARAMS = {
-    "threshold": _threshold_param(),
-    "factor": Param(str, choices=FACTOR_RULES,
-                    doc="lt: a factor ends at TTR < threshold (lexical-diversity, TAALED); le: "
-                    "at TTR <= threshold (lexicalrichness's MTLD)"),
-    "min_length": Param(int, ge=1, cap=MAX_TOKENS,
-                        doc="tokens a factor needs at least (lexical-diversity: 10)"),
-}
-
-
 def _mtld_ma_loop(ids: np.ndarray, lengths: np.ndarray, n_types: int, threshold: float,
                   min_length: int, strict: bool, wrap: bool) -> np.ndarray:
     """:func:`_mtld_ma_bi_values` (``wrap``: :func:`_mtld_ma_wrap_values`) over the compiled
@@ -1930,32 +1725,48 @@ def _mtld_ma_compiled() -> Callable[..., np.ndarray]:
     return _jit(_mtld_ma_loop)
 
 
-def _mtld_ma(values: Callable[..., np.ndarray], *, wrap: bool) -> _Batch:
-    """The kernel body of an MTLD-MA variant (``values``: its numpy path; ``wrap``: the
-    compiled path's variant)."""
+class MovingMTLD(Index):
+    """The moving-average MTLD variants: a walk from every token until a factor ends
+    (:attr:`walks`: the numpy walks; :attr:`wrap`: the compiled loop's variant)."""
 
-    def batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
-        threshold, factor, min_length = float(p["threshold"]), p["factor"], p["min_length"]
-        vals = per_text(texts, tok, lambda c: _mtld_ma_compiled()(  # compiled: the same floats
-            c.ids, c.lengths, c.n_types, threshold, min_length, factor == "lt", wrap))
+    params = {
+        "threshold": Param(float, gt=0, lt=1, default=0.72, doc="TTR a factor falls below",
+                           expect="a number strictly between 0 and 1"),
+        "factor": Param(str, choices=FACTOR_RULES, default="lt",
+                        doc="lt: a factor ends at TTR < threshold (lexical-diversity, TAALED); "
+                        "le: at TTR <= threshold (lexicalrichness's MTLD)"),
+        "min_length": Param(int, ge=1, cap=MAX_TOKENS, default=10,
+                            doc="tokens a factor needs at least (lexical-diversity: 10)"),
+        **_TOK_PARAMS,
+    }
+    wrap: ClassVar[bool]
+    #: ``(keys, threshold, min_length, strict) -> values``: the variant's numpy path.
+    walks: ClassVar[Callable[..., np.ndarray]]
+
+    def setup(self) -> None:
+        super().setup()
+        self.none_reason = (f"no response has a factor (a stretch of at least "
+                            f"{self.p['min_length']} tokens whose TTR falls to the threshold)")
+
+    def fields(self) -> dict[str, Any]:
+        return {"threshold": float(self.p["threshold"]), "factor": self.p["factor"],
+                "min": self.p["min_length"]}
+
+    def values(self, texts: list[str]) -> np.ndarray:
+        """The values of every text: the compiled loop (the same floats), else :attr:`walks`
+        on the token keys."""
+        threshold, min_length = float(self.p["threshold"]), self.p["min_length"]
+        strict = self.p["factor"] == "lt"
+        vals = per_text(texts, self.tok, lambda c: _mtld_ma_compiled()(
+            c.ids, c.lengths, c.n_types, threshold, min_length, strict, self.wrap))
         if vals is None:
-            vals = values(TokenKeys.from_texts(texts, tok), threshold, min_length, factor == "lt")
-        fields = {"threshold": threshold, "factor": factor, "min": min_length}
-        return vals, fields, (f"no response has a factor (a stretch of at least {min_length} "
-                              "tokens whose TTR falls to the threshold)")
+            vals = self.walks(TokenKeys.from_texts(texts, self.tok), threshold, min_length,
+                              strict)
+        return vals
 
-    return batch
 
-@_register_index(
-    "mtld-ma-bi", higher=True, bounds=(0.0, None),
-    citation=f"{MCCARTHY2010} (MTLD; moving-average form); {KYLE2021} (MTLD-MA-Bi)",
-    params=_MTLD_MA_PARAMS,
-    description="Moving-average MTLD, bidirectional: mean length of the factor that starts at "
-    "each token, forward and backward, per response",
-)
-def mtld_ma_bi(responses: Sequence[str], *, threshold: float = 0.72, factor: str = "lt",
-               min_length: int = 10, tokenizer: str = "whitespace",
-               lowercase: bool = False) -> MetricResult:
+@register
+class MTLDMABi(MovingMTLD):
     """Moving-average MTLD, bidirectional (MTLD-MA-Bi), per response.
 
     From every token a factor is grown one token at a time until its TTR falls below
@@ -1985,23 +1796,23 @@ def mtld_ma_bi(responses: Sequence[str], *, threshold: float = 0.72, factor: str
         >>> r.signature
         'mtld-ma-bi|threshold:0.72|factor:lt|min:1|tok:whitespace|case:mixed|v:0.1.0'
     """
-    return mtld_ma_bi_many([as_texts(responses)], threshold=threshold, factor=factor,
-                           min_length=min_length, tokenizer=tokenizer, lowercase=lowercase)[0]
+
+    name = "mtld-ma-bi"
+    higher_is_more_diverse = True
+    bounds = (0.0, None)
+    citation = f"{MCCARTHY2010} (MTLD; moving-average form); {KYLE2021} (MTLD-MA-Bi)"
+    description = ("Moving-average MTLD, bidirectional: mean length of the factor that starts "
+                   "at each token, forward and backward, per response")
+
+    wrap = False
+    walks = staticmethod(_mtld_ma_bi_values)
 
 
-mtld_ma_bi_many = _kernel("mtld-ma-bi", mtld_ma_bi, _mtld_ma(_mtld_ma_bi_values, wrap=False))
+mtld_ma_bi = public_function(MTLDMABi)
 
 
-@_register_index(
-    "mtld-ma-wrap", higher=True, bounds=(0.0, None),
-    citation=f"{MCCARTHY2010} (MTLD; moving-average form); {KYLE2021} (MTLD-MA-Wrap)",
-    params=_MTLD_MA_PARAMS,
-    description="Moving-average MTLD, wrap-around: mean length of the factor that starts at "
-    "each token, reading on from the text's start at its end, per response",
-)
-def mtld_ma_wrap(responses: Sequence[str], *, threshold: float = 0.72, factor: str = "lt",
-                 min_length: int = 10, tokenizer: str = "whitespace",
-                 lowercase: bool = False) -> MetricResult:
+@register
+class MTLDMAWrap(MovingMTLD):
     """Moving-average MTLD with wrap-around (MTLD-MA-Wrap), per response.
 
     As :func:`mtld_ma_bi`, forward only, but a factor that reaches the end of the text goes on
@@ -2025,12 +1836,19 @@ def mtld_ma_wrap(responses: Sequence[str], *, threshold: float = 0.72, factor: s
         >>> mtld_ma_wrap(["a b c"], min_length=1).value  # abcab, bcabc, cabca: 3/5 each
         5.0
     """
-    return mtld_ma_wrap_many([as_texts(responses)], threshold=threshold, factor=factor,
-                             min_length=min_length, tokenizer=tokenizer,
-                             lowercase=lowercase)[0]
+
+    name = "mtld-ma-wrap"
+    higher_is_more_diverse = True
+    bounds = (0.0, None)
+    citation = f"{MCCARTHY2010} (MTLD; moving-average form); {KYLE2021} (MTLD-MA-Wrap)"
+    description = ("Moving-average MTLD, wrap-around: mean length of the factor that starts at "
+                   "each token, reading on from the text's start at its end, per response")
+
+    wrap = True
+    walks = staticmethod(_mtld_ma_wrap_values)
 
 
-mtld_ma_wrap_many = _kernel("mtld-ma-wrap", mtld_ma_wrap, _mtld_ma(_mtld_ma_wrap_values, wrap=True))
+mtld_ma_wrap = public_function(MTLDMAWrap)
 
 
 # --------------------------------------------------------------------------------------------
@@ -2311,25 +2129,8 @@ def _vocd_draws(trials: int, p: Mapping[str, Any]) -> str | None:
             f"response, more than {VOCD_MAX_DRAWS:,}; use fewer samples, trials or sizes.")
 
 
-@_register_index(
-    "vocd-d", higher=True, bounds=(0.0, None), citation=MCKEE2000,
-    params={
-        "min_size": Param(int, ge=1, cap=VOCD_MAX_SIZE, doc="smallest sample, in tokens"),
-        "max_size": Param(int, ge=1, cap=VOCD_MAX_SIZE, doc="largest sample, in tokens",
-                          relation=lambda v, p: None if v >= p["min_size"] else
-                          f"must be >= min_size ({p['min_size']}); got {v!r}."),
-        "samples": Param(int, ge=1, cap=10**5, doc="random samples of each size"),
-        "trials": Param(int, ge=1, cap=1000, doc="fits averaged", relation=_vocd_draws),
-        "seed": Param(int, ge=0, doc="seed of the sampling (with each response's tokens)"),
-        "sampling": Param(str, choices=SAMPLINGS,
-                          doc="random: McKee et al.'s samples; expected: their exact mean"),
-    },
-    description="vocd-D: the D of the TTR curve fitted to random samples of 35..50 tokens, per "
-    "response, mean over the set",
-)
-def vocd_d(responses: Sequence[str], *, min_size: int = 35, max_size: int = 50,
-           samples: int = 100, trials: int = 3, seed: int = 0, sampling: str = "random",
-           tokenizer: str = "whitespace", lowercase: bool = False) -> MetricResult:
+@register
+class VocdD(Index):
     """vocd-D (McKee, Malvern & Richards 2000), per response.
 
     For each sample size ``n = min_size .. max_size`` (35..50), ``samples`` (100) random
@@ -2375,20 +2176,45 @@ def vocd_d(responses: Sequence[str], *, min_size: int = 35, max_size: int = 50,
         >>> vocd_d([text], sampling="expected").signature[:35]
         'vocd-d|sizes:35..50|sampling:expect'
     """
-    return vocd_d_many([as_texts(responses)], min_size=min_size, max_size=max_size,
-                       samples=samples, trials=trials, seed=seed, sampling=sampling,
-                       tokenizer=tokenizer, lowercase=lowercase)[0]
+
+    name = "vocd-d"
+    higher_is_more_diverse = True
+    bounds = (0.0, None)
+    citation = MCKEE2000
+    description = ("vocd-D: the D of the TTR curve fitted to random samples of 35..50 tokens, "
+                   "per response, mean over the set")
+    params = {
+        "min_size": Param(int, ge=1, cap=VOCD_MAX_SIZE, default=35,
+                          doc="smallest sample, in tokens"),
+        "max_size": Param(int, ge=1, cap=VOCD_MAX_SIZE, default=50, doc="largest sample, in tokens",
+                          relation=lambda v, p: None if v >= p["min_size"] else
+                          f"must be >= min_size ({p['min_size']}); got {v!r}."),
+        "samples": Param(int, ge=1, cap=10**5, default=100, doc="random samples of each size"),
+        "trials": Param(int, ge=1, cap=1000, default=3, doc="fits averaged",
+                        relation=_vocd_draws),
+        "seed": Param(int, ge=0, default=0,
+                      doc="seed of the sampling (with each response's tokens)"),
+        "sampling": Param(str, choices=SAMPLINGS, default="random",
+                          doc="random: McKee et al.'s samples; expected: their exact mean"),
+              **_TOK_PARAMS}
+
+    def setup(self) -> None:
+        super().setup()
+        self.none_reason = (
+            f"no response has {self.p['max_size']} tokens or more with a repeated word")
+
+    def fields(self) -> dict[str, Any]:
+        p = self.p
+        rnd = p["sampling"] == "random"
+        return {"sizes": f"{p['min_size']}..{p['max_size']}",
+                "samples": p["samples"] if rnd else None,
+                "trials": p["trials"] if rnd else None, "sampling": p["sampling"],
+                "seed": p["seed"] if rnd else None, "rng": "splitmix64" if rnd else None}
+
+    def values(self, texts: list[str]) -> np.ndarray:
+        p = self.p
+        return _vocd_values(TokenKeys.from_texts(texts, self.tok), p["min_size"],
+                            p["max_size"], p["samples"], p["trials"], p["seed"], p["sampling"])
 
 
-def _vocd_d_batch(texts: list[str], tok: Tokenizer, p: Mapping[str, Any]) -> _Out:
-    min_size, max_size, sampling = p["min_size"], p["max_size"], p["sampling"]
-    vals = _vocd_values(TokenKeys.from_texts(texts, tok), min_size, max_size, p["samples"],
-                        p["trials"], p["seed"], sampling)
-    rnd = sampling == "random"
-    fields = {"sizes": f"{min_size}..{max_size}", "samples": p["samples"] if rnd else None,
-              "trials": p["trials"] if rnd else None, "sampling": sampling,
-              "seed": p["seed"] if rnd else None, "rng": "splitmix64" if rnd else None}
-    return vals, fields, f"no response has {max_size} tokens or more with a repeated word"
-
-
-vocd_d_many = _kernel("vocd-d", vocd_d, _vocd_d_batch)
+vocd_d = public_function(VocdD)
