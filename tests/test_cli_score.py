@@ -262,7 +262,7 @@ def test_list_shows_parameter_types_and_choices() -> None:
     }
     assert specs["distinct-n"]["parameters"]["n"]["constraint"] == "an integer >= 1 or none"
     assert specs["distinct-n"]["params"] == {"n": None, "n_max": 5, "tokenizer": "tevet",
-                                             "lowercase": False}
+                                             "lowercase": False, "approx": None}
     # issue 15: parameters moved from the list table to `divmeter list NAME`
     table = CliRunner().invoke(app, ["list", "self-bleu"], env={"COLUMNS": "250"})
     lines = [" ".join(ln.split()) for ln in table.output.splitlines()]

@@ -117,7 +117,7 @@ def test_list_name_shows_the_evidence(monkeypatch, capsys):
     assert code == 0, err
     assert "evidence (what the benchmarks say" in out
     assert "conTest" in out and "decTest" in out and "McDiv_nuggets" in out
-    assert "scored as: self-bleu|n:4|variant:corpus" in out
+    assert "scored as:\nself-bleu|n:4|variant:corpus" in out
     assert load_evidence().signature in out
     code, out, _ = run_main(monkeypatch, capsys, "list", "judge")
     assert "not covered by any benchmark in divmeter's evidence table: needs an LLM judge" in out

@@ -58,9 +58,10 @@ def metric_evidence(table: EvidenceTable, metric: str) -> list[Any]:
     out: list[Any] = [grid, *notes, Text(
         "ρ and AUC oriented: positive = agrees with the benchmark; OCA is direction-blind. "
         + "; ".join(f"{b}: {bench.what}" for b, bench in BENCHMARKS.items()), style="dim")]
-    if entry.get("signature"):
-        out.append(f"scored as: {entry['signature']}")
-    out.append(provenance(table))
+    if entry.get("signature"):  # signatures are printed whole, on their own lines
+        out += ["scored as:", entry["signature"]]
+    prose = provenance(table).removesuffix(table.signature).rstrip("; ")
+    out += [Text(prose + ":", style="dim"), table.signature]
     return out
 
 

@@ -172,11 +172,7 @@ def judge_cmd(
     failures by kind, answers without a rating by kind, tokens, position bias) last; exits 1
     when the valid-answer rate is below --min-valid.
     """
-    from divmeter.studies.judge.protocol import (
-        estimate_cost,
-        ingest_batch_results,
-        write_batch_requests,
-    )
+    from divmeter.studies.judge.protocol import estimate_cost
 
     cfg = _config(task, chunk, min_valid, model=model, base_url=base_url, samples=samples,
                   temperature=temperature, max_tokens=max_tokens, template=template,
@@ -190,9 +186,7 @@ def judge_cmd(
             if task == "pairwise" else f"{len(rows)} sets x {samples} samples")
     client = cfg.client()
     if batch_ingest:
-        got = ingest_batch_results(batch_ingest, cfg, client=client)
-        _note(f"batch results: {got['stored']} answers stored in the cache, {got['failed']} "
-              "failed (sent again now).", quiet)
+        _ingest(batch_ingest, cfg, client, quiet)
     done = done_indices(output) if resume else set()
     todo = [i for i in range(len(rows)) if i not in done]
     est = estimate_cost(task, [items[i] for i in todo], cfg,
@@ -200,10 +194,8 @@ def judge_cmd(
     _note(_estimate_line(est, what) + (f" {len(done)} items already in {output}." if done
                                        else ""), quiet)
     if batch_write:
-        n = write_batch_requests(batch_write, task, [items[i] for i in todo], cfg,
-                                 contexts=[contexts[i] for i in todo], client=client)
-        _note(f"wrote {n} requests to {batch_write} (OpenAI Batch API input); ingest the "
-              "results with --batch-ingest.", quiet)
+        _write_batch(batch_write, task, [items[i] for i in todo],
+                     [contexts[i] for i in todo], cfg, client, quiet)
         return
     if dry_run:
         return
@@ -215,6 +207,25 @@ def judge_cmd(
                              consistency=consistency)
     typer.echo(json.dumps(summary, indent=2, allow_nan=False))
     _check_valid_rate(summary, cfg.model, min_valid, quiet)
+
+
+def _ingest(path: str, cfg: Any, client: Any, quiet: bool) -> None:
+    """--batch-ingest: the Batch API's answers into the request cache."""
+    from divmeter.studies.judge.protocol import ingest_batch_results
+
+    got = ingest_batch_results(path, cfg, client=client)
+    _note(f"batch results: {got['stored']} answers stored in the cache, {got['failed']} "
+          "failed (sent again now).", quiet)
+
+
+def _write_batch(path: str, task: str, items: list[Any], contexts: list[Any], cfg: Any,
+                 client: Any, quiet: bool) -> None:
+    """--batch-write: the run's requests as an OpenAI Batch API input file."""
+    from divmeter.studies.judge.protocol import write_batch_requests
+
+    n = write_batch_requests(path, task, items, cfg, contexts=contexts, client=client)
+    _note(f"wrote {n} requests to {path} (OpenAI Batch API input); ingest the results with "
+          "--batch-ingest.", quiet)
 
 
 def _guard(output: str, nulls: str | None, batch_write: str | None,

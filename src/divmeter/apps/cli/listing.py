@@ -193,6 +193,17 @@ def _details(spec: Any) -> list[Any]:
     return lines
 
 
+def _print_details(console: Any, spec: Any) -> None:
+    """``divmeter list NAME``: tables and prose fit the terminal; signatures stay whole."""
+    from divmeter.report.terminal import print_unbroken
+
+    for item in _details(spec):
+        if isinstance(item, str):
+            print_unbroken(console, item)
+        else:
+            console.print(item)
+
+
 def list_cmd(
     name: Annotated[str | None, typer.Argument(
         help="A metric: print its parameters (types, defaults, choices), citation and an "
@@ -249,9 +260,7 @@ def list_cmd(
             typer.echo(json.dumps({**spec.to_dict(), "evidence": ev.entry(spec.name) or {
                 "not_covered": ev.why_not(spec.name)}}, indent=2))
             return
-        from divmeter.report.terminal import print_unbroken
-
-        print_unbroken(console, *_details(spec))
+        _print_details(console, spec)
         return
     specs = list_metrics(family)
     if fmt == "markdown":
