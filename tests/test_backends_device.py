@@ -9,6 +9,7 @@ not float32. CUDA out-of-memory is simulated by an injected exception at the bac
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Iterator
 
@@ -63,6 +64,9 @@ def test_auto_selects_cpu_and_says_so_once(monkeypatch: pytest.MonkeyPatch) -> N
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     monkeypatch.setattr(dev, "_SAID", set())
+    # a library user's process: no handler on the divmeter log (an in-process CLI test run
+    # earlier leaves the command line's handler installed)
+    monkeypatch.setattr(logging.getLogger("divmeter"), "handlers", [])
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         assert [dev.resolve_device("auto") for _ in range(3)] == ["cpu"] * 3

@@ -70,7 +70,7 @@ code,.sig{font:12px/1.4 ui-monospace,Menlo,Consolas,monospace;word-break:break-a
 figure{margin:0}
 figcaption{font-size:.85em;color:#4a5561;margin-top:2px}
 svg,img{width:100%;height:auto;display:block}
-.note{color:#4a5561;font-size:.88em}
+.note{color:#4a5561;font-size:.88em;overflow-wrap:anywhere}
 details.set{border-bottom:1px solid #eceff2;padding:4px 0}
 details.set summary{cursor:pointer}
 details.set .vals{color:#4a5561;font-size:.88em}
