@@ -76,6 +76,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import statistics
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache, lru_cache
@@ -103,7 +104,7 @@ __all__ = [
     "ttr", "mattr", "pattr", "response_compression", "mtld", "hdd", "length",
     "root_ttr", "corrected_ttr", "log_ttr", "summer_s", "dugast_u", "maas_a2", "maas_log_v0",
     "yule_k", "yule_i", "herdan_vm", "simpson_d", "msttr", "vocd_d", "mtld_ma_bi",
-    "mtld_ma_wrap",
+    "mtld_ma_wrap", "mtld_taaled",
 ]
 
 PATTR_PAPER = (
@@ -120,6 +121,10 @@ MCCARTHY2010 = (
 )
 MCCARTHY2007 = (
     "McCarthy & Jarvis 2007, vocd: A theoretical and empirical evaluation, Language Testing 24(4)"
+)
+KYLE2021 = (
+    "Kyle, Crossley & Jarvis 2021, Assessing the Validity of Lexical Diversity Indices Using "
+    "Direct Judgements, Language Assessment Quarterly 18(2) (TAALED)"
 )
 SHAIB2024 = (
     "Shaib et al. 2024, Standardizing the Measurement of Text Diversity: A Tool and a "
@@ -707,6 +712,107 @@ class MTLD(ResponseMetric):
 
 
 mtld = public_function(MTLD)
+
+
+def _taaled_factors(tokens: Sequence[str], min_length: int, threshold: float
+                    ) -> tuple[list[int], list[float]]:
+    """The factors of one reading direction as TAALED's ``MTLDER`` forms them: a factor ends
+    at the first token where its TTR is below ``threshold`` *and* it holds ``min_length``
+    tokens or more (weight 1); the tokens left at the end (always, even when they would
+    close a factor) are a partial factor of weight ``(1 - TTR) / (1 - threshold)``.
+    Returns the factor lengths and weights."""
+    lengths: list[int] = []
+    weights: list[float] = []
+    start, seen, last = 0, set(), len(tokens) - 1
+    for x, t in enumerate(tokens):
+        seen.add(t)
+        n = x + 1 - start
+        ttr = len(seen) / n
+        if x == last:
+            lengths.append(n)
+            weights.append((1 - ttr) / (1 - threshold))
+        elif ttr < threshold and n >= min_length:
+            lengths.append(n)
+            weights.append(1)
+            start, seen = x + 1, set()
+    return lengths, weights
+
+
+@register
+class MtldTaaled(ResponseMetric):
+    """TAALED's MTLD (Kyle, Crossley & Jarvis 2021), per response, in its two estimates.
+
+    Factors differ from :func:`mtld`'s (lexicalrichness's): a factor ends where its TTR falls
+    *below* ``threshold`` and only once it holds at least ``min_length`` tokens (10, as in
+    lexical-diversity); the tokens left at the end form a partial factor weighted
+    ``(1 - TTR) / (1 - threshold)``. Both reading directions are factored.
+
+    * ``estimate="mfl"`` (TAALED's ``mtld``): the mean factor length over the factors of both
+      directions, each factor's length divided by its weight;
+    * ``estimate="original"`` (TAALED's ``mtldo``, McCarthy & Jarvis's estimate): tokens /
+      summed weights in each direction, the mean of the two.
+
+    Equal to TAALED's values to the last bit (``tests/test_mtld_taaled.py``, frozen from
+    TAALED 0.32 on its own sample and on Tevet & Berant's texts). Where TAALED returns 0 (a
+    response without tokens, or without a repeated word, whose weights sum to 0) the value
+    is undefined (``None``) with the reason.
+
+    Args:
+        responses: The response set.
+        estimate: ``mfl`` (mean factor length, TAALED's ``mtld``) or ``original``
+            (TAALED's ``mtldo``).
+        threshold: The factor TTR threshold, strictly between 0 and 1 (0.72).
+        min_length: The fewest tokens a factor holds (10).
+        tokenizer: ``whitespace`` (default), ``word`` or ``tevet``.
+        lowercase: Lowercase before tokenizing.
+
+    Returns:
+        MetricResult: mean over the defined responses; ``per_response``.
+
+    Example:
+        >>> text = "a b a c a d a e a f a g a h"  # each way: a factor of 10, a partial of 4
+        >>> mtld_taaled([text]).value  # mean of 10, 4 / (0.25 / 0.28) = 4.48, 10 and 4.48
+        7.24
+    """
+
+    name = "mtld-taaled"
+    higher_is_more_diverse = True
+    bounds = (0.0, None)
+    citation = f"{KYLE2021}; {MCCARTHY2010}"
+    description = ("TAALED's MTLD: factors of at least 10 tokens ending at TTR < 0.72; mean "
+                   "factor length (mtld) or tokens per factor (mtldo), per response")
+    params = {"estimate": Param(str, choices=("mfl", "original"), default="mfl",
+                                doc="mfl: mean factor length (TAALED's mtld); original: tokens "
+                                "/ factors, both directions averaged (TAALED's mtldo)"),
+              "threshold": Param(float, gt=0, lt=1, default=0.72, doc="TTR factor threshold",
+                                 expect="a number strictly between 0 and 1"),
+              "min_length": Param(int, ge=1, cap=10**7, default=10,
+                                  doc="the fewest tokens of a factor"),
+              **_TOK_PARAMS}
+    none_reason = "no response has a repeated word (MTLD is undefined without a repetition)"
+
+    def fields(self) -> dict[str, Any]:
+        return {"est": self.p["estimate"], "threshold": float(self.p["threshold"]),
+                "min": self.p["min_length"]}
+
+    def values(self, texts: list[str]) -> list[float | None]:
+        thr, mn, mfl = float(self.p["threshold"]), int(self.p["min_length"]), (
+            self.p["estimate"] == "mfl")
+        out: list[float | None] = []
+        for toks in self.tok.many(texts):
+            fl, fp = _taaled_factors(toks, mn, thr)
+            bl, bp = _taaled_factors(toks[::-1], mn, thr)
+            if mfl:
+                sizes = [w / p for w, p in zip(fl + bl, fp + bp, strict=True) if p != 0]
+                out.append(sum(sizes) / len(sizes) if sizes else None)
+            elif sum(fp) == 0 or sum(bp) == 0:
+                out.append(None)
+            else:
+                out.append(statistics.mean([sum(fl) / sum(fp), sum(bl) / sum(bp)]))
+        return out
+
+
+mtld_taaled = public_function(MtldTaaled)
 
 
 # --------------------------------------------------------------------------------------------
