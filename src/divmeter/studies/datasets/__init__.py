@@ -14,30 +14,5 @@ cache of :mod:`divmeter.backends.cache`), each file under its path in the source
 without the entry's ``strip`` prefix (Tevet: ``conTest/con_test_200_with_hds_prompt_gen.csv``).
 """
 
-from divmeter.studies.datasets.fetch import (
-    DataFile,
-    Dataset,
-    DatasetError,
-    FetchResult,
-    data_root,
-    dataset_path,
-    fetch,
-    get_dataset,
-    list_datasets,
-    status,
-    verify,
-)
-
-__all__ = [
-    "DataFile",
-    "Dataset",
-    "DatasetError",
-    "FetchResult",
-    "data_root",
-    "dataset_path",
-    "fetch",
-    "get_dataset",
-    "list_datasets",
-    "status",
-    "verify",
-]
+from divmeter.studies.datasets.fetch import *  # noqa: F403 (its __all__ is the API)
+from divmeter.studies.datasets.fetch import __all__ as __all__
