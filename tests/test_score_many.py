@@ -123,7 +123,10 @@ def test_batched_metrics_are_registered() -> None:
                        "ngram-cosine"}
     # the response-level metrics score every set with their one many-set formula too
     assert batched >= {"ttr", "mattr", "pattr", "response-compression", "mtld", "hdd", "length"}
-    assert not get_metric("compression-ratio").definition.batched
+    # compression-ratio compresses each set on its own, in the same one call
+    sets = [["a b a b", "c d"], ["x y z", "x y z", "x"], []]
+    assert [r.value for r in score_many(sets, "compression-ratio")] == [
+        score(s, "compression-ratio").value for s in sets]
 
 
 def test_hand_checked_values_inside_a_batch() -> None:
@@ -249,12 +252,14 @@ def test_an_immutable_batch_is_tokenized_once_per_tokenizer() -> None:
     as_lists = [list(s) for s in frozen]
     assert lexical._interned(as_lists, tevet) is not lexical._interned(as_lists, tevet)
     # shared interning, compacted or not, never changes a result
-    for metric, params in [("distinct-n", {}), ("ngram-cosine", {}), ("entropy-n", {"n": 2}),
-                           ("ead", {}), ("distinct-n", {"n": 1}), ("ngram-diversity", {}),
-                           ("self-repetition", {"n": 2})]:
-        formula = get_metric(metric).plan(params).score
-        _assert_same_results(formula(frozen), list(frozen), metric, kernel=True, **params)
-        assert lexical._interned(frozen, tevet) is first
+    runs = [("distinct-n", {}), ("ngram-cosine", {}), ("entropy-n", {"n": 2}), ("ead", {}),
+            ("distinct-n", {"n": 1}), ("ngram-diversity", {}), ("self-repetition", {"n": 2})]
+    got = []
+    for metric, params in runs:  # the metrics of one batch in turn, as the engine runs them
+        got.append(get_metric(metric).plan(params).score(frozen))
+        assert lexical._interned(frozen, tevet) is first  # tokenized once for all of them
+    for (metric, params), results in zip(runs, got, strict=True):
+        _assert_same_results(results, list(frozen), metric, kernel=True, **params)
 
 
 def test_on_error_null_gives_a_null_with_the_reason_and_goes_on() -> None:
