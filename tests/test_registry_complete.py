@@ -61,7 +61,7 @@ INPUTS: dict[str, Any] = {
     "hdd": LONG_TEXTS, "mtld": LONG_TEXTS, "cdm": INSTANTIATIONS, "decan": DECAN_TEXTS,
     # a repeated word (and for vocd-d, 50 tokens) in each response
     **dict.fromkeys(["dugast-u", "maas-log-v0", "yule-i", "mtld-ma-bi", "mtld-ma-wrap",
-                     "vocd-d"], LONG_TEXTS),
+                     "vocd-d", "mtld-taaled"], LONG_TEXTS),
 }
 PARAMS: dict[str, dict[str, Any]] = {
     "decan": {"prompt": "Weather:", "permutations": 2, "threads": 1},

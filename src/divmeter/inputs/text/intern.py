@@ -28,6 +28,7 @@ Both are exact: equal ids (keys) if and only if equal tokens.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain, count
@@ -411,6 +412,11 @@ _JIT_MIN_CHARS = _BYTE_MIN_CHARS
 _JIT_LOAD_CHARS = 1 << 24
 _chars_before_jit = 0
 _JIT: Any = None  # divmeter.inputs.text.jit once imported; False when numba is not installed
+#: Held while a module of compiled kernels imports numba (here and in
+#: :func:`divmeter.inputs.text.table.compiled_ngrams`): two threads importing numba at once
+#: (a Ray worker deserialising a task's arguments while another task runs) can otherwise see
+#: it partially initialised.
+JIT_IMPORT_LOCK = threading.RLock()
 #: The bytes that separate tokens, per tokenizer, as two ranges ``(lo1, n1, lo2, n2)``:
 #: ``str.split()``'s ASCII whitespace 9-13 and 28-32 (:func:`_joined_bytes` makes non-ASCII
 #: whitespace a space), and ``tevet``'s space and text separator (NUL).
@@ -425,12 +431,13 @@ def compiled() -> ModuleType | None:
     if os.environ.get("DIVMETER_NO_JIT", "") not in ("", "0"):
         return None
     if _JIT is None:
-        try:
-            from divmeter.inputs.text import jit
-        except (ImportError, RuntimeError, OSError):  # the numpy path gives the same numbers
-            _JIT = False
-        else:
-            _JIT = jit
+        with JIT_IMPORT_LOCK:
+            try:
+                from divmeter.inputs.text import jit
+            except (ImportError, RuntimeError, OSError):  # the numpy path: the same numbers
+                _JIT = False
+            else:
+                _JIT = jit
     return _JIT or None
 
 

@@ -82,12 +82,15 @@ def compiled_ngrams() -> ModuleType | None:
     if os.environ.get("DIVMETER_NO_JIT", "") not in ("", "0"):
         return None
     if _JIT is None:
-        try:
-            from divmeter.inputs.text import jit_ngrams
-        except (ImportError, RuntimeError, OSError):
-            _JIT = False
-        else:
-            _JIT = jit_ngrams
+        from divmeter.inputs.text.intern import JIT_IMPORT_LOCK
+
+        with JIT_IMPORT_LOCK:
+            try:
+                from divmeter.inputs.text import jit_ngrams
+            except (ImportError, RuntimeError, OSError):
+                _JIT = False
+            else:
+                _JIT = jit_ngrams
     return _JIT or None
 
 
