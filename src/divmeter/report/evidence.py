@@ -26,9 +26,14 @@ def provenance(table: EvidenceTable) -> str:
         >>> provenance(load_evidence()).startswith("computed by divmeter")
         True
     """
+    return f"{_source(table)}; {table.signature}"
+
+
+def _source(table: EvidenceTable) -> str:
+    """:func:`provenance` without the table's signature (printed on a line of its own)."""
     return (f"computed by divmeter {table.doc.get('divmeter', '?')} on {table.date or '?'} "
             f"from Tevet & Berant's data (tevet@{table.commit[:12] or '?'}; divmeter data "
-            f"fetch tevet), metrics at their defaults; {table.signature}")
+            f"fetch tevet), metrics at their defaults")
 
 
 def metric_evidence(table: EvidenceTable, metric: str) -> list[Any]:
@@ -60,8 +65,7 @@ def metric_evidence(table: EvidenceTable, metric: str) -> list[Any]:
         + "; ".join(f"{b}: {bench.what}" for b, bench in BENCHMARKS.items()), style="dim")]
     if entry.get("signature"):  # signatures are printed whole, on their own lines
         out += ["scored as:", entry["signature"]]
-    prose = provenance(table).removesuffix(table.signature).rstrip("; ")
-    out += [Text(prose + ":", style="dim"), table.signature]
+    out += [Text(_source(table) + ":", style="dim"), table.signature]
     return out
 
 
