@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from divmeter.backends.cache import cache_root
+from divmeter.backends.cache import cache_root, text_key
 from divmeter.backends.loading import first_use
 from divmeter.core._optional import require
 from divmeter.core.errors import InvalidInputError, MissingDependencyError
@@ -315,12 +315,15 @@ def cached_encode(enc: Any, texts: list[str]) -> np.ndarray:
     go to ``enc._encode_raw``; rows come back in input order."""
     if not texts:
         return np.zeros((0, enc.dim), dtype=np.float32)
-    found, missing = enc.cache.get(texts)
+    keys = [text_key(t) for t in texts]  # each text hashed once, for the lookup and the store
+    found, missing = enc.cache.get(texts, keys)
     if not missing:
         return np.stack([found[i] for i in range(len(texts))]).astype(np.float32, copy=False)
-    uniq = list(dict.fromkeys(texts[i] for i in missing))
+    todo = {texts[i]: keys[i] for i in missing}  # each distinct text once, in order
+    uniq = list(todo)
     fresh = np.asarray(enc._encode_raw(uniq), dtype=np.float32)
-    enc.cache.put(uniq, fresh)  # the cache keeps rows of `fresh`: the caller gets a copy
+    # the cache keeps rows of `fresh`: the caller gets a copy
+    enc.cache.put(uniq, fresh, list(todo.values()))
     if len(uniq) == len(texts):  # every text new and distinct: the rows are in input order
         return fresh.copy()
     new = dict(zip(uniq, fresh, strict=True))

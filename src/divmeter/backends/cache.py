@@ -110,14 +110,18 @@ class EmbeddingCache:
             for k, v in zip(keys, vecs, strict=True):
                 self._mem.setdefault(k.tobytes(), v)
 
-    def get(self, texts: Sequence[str]) -> tuple[dict[int, np.ndarray], list[int]]:
-        """Look texts up: (``{position: vector}`` for hits, positions of misses)."""
+    def get(self, texts: Sequence[str], keys: Sequence[bytes] | None = None
+            ) -> tuple[dict[int, np.ndarray], list[int]]:
+        """Look texts up: (``{position: vector}`` for hits, positions of misses); ``keys``:
+        their :func:`text_key` values when the caller has them (each text is hashed once)."""
+        if keys is None:
+            keys = [text_key(t) for t in texts]
         with self._lock:
             self._load()
             found: dict[int, np.ndarray] = {}
             missing: list[int] = []
-            for i, t in enumerate(texts):
-                v = self._mem.get(text_key(t))
+            for i, k in enumerate(keys):
+                v = self._mem.get(k)
                 if v is None:
                     missing.append(i)
                 else:
@@ -140,25 +144,29 @@ class EmbeddingCache:
             ([4.0, 2.0, 4.0], 3)
         """
         texts = list(texts)
-        hits, missing = self.get(texts)
+        keys = [text_key(t) for t in texts]
+        hits, missing = self.get(texts, keys)
         if missing:
-            todo = list(dict.fromkeys(texts[i] for i in missing))
-            fresh = compute(todo, hits)  # may raise: nothing of this call is stored then
-            self.put(todo, fresh)
+            todo = {texts[i]: keys[i] for i in missing}  # each distinct text once, in order
+            fresh = compute(list(todo), hits)  # may raise: nothing of this call is stored then
+            self.put(list(todo), fresh, list(todo.values()))
             row = dict(zip(todo, np.asarray(fresh, dtype=np.float32), strict=True))
             hits.update((i, row[texts[i]]) for i in missing)
         if not texts:
             return np.zeros((0, dim()), dtype=np.float32)
         return np.stack([hits[i] for i in range(len(texts))]).astype(np.float32, copy=False)
 
-    def put(self, texts: Sequence[str], vectors: np.ndarray) -> None:
-        """Store vectors (rows aligned with ``texts``); written to disk in batches."""
+    def put(self, texts: Sequence[str], vectors: np.ndarray,
+            keys: Sequence[bytes] | None = None) -> None:
+        """Store vectors (rows aligned with ``texts``; ``keys`` as in :meth:`get`); written to
+        disk in batches."""
         vecs = np.asarray(vectors, dtype=np.float32)
+        if keys is None:
+            keys = [text_key(t) for t in texts]
         with self._lock:
             self._load()
             new: list[int] = []
-            for i, (t, v) in enumerate(zip(texts, vecs, strict=True)):
-                k = text_key(t)
+            for i, (k, v) in enumerate(zip(keys, vecs, strict=True)):
                 if k not in self._mem:
                     self._mem[k] = v
                     if self.folder is not None:

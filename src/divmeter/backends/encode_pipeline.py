@@ -27,6 +27,7 @@ warning) if they disagree or the model is not a plain transformer + pooling pipe
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import copy
 import logging
 import os
@@ -116,6 +117,24 @@ class Pipeline:
                 ids[i], types[i] = e.ids, e.type_ids
         return ids, types, lengths
 
+    def _start_pool(self) -> cf.ThreadPoolExecutor:
+        """The worker threads, each holding its tokenizer copies from the start: the copies
+        (tens of ms each) are made by the first call, which is the pipeline's check on a few
+        texts, rather than inside the first large encode."""
+        n = _workers()
+        pool = cf.ThreadPoolExecutor(n, thread_name_prefix="divmeter-tok")
+        # the barrier holds each task on its own thread until all n threads exist
+        ready = threading.Barrier(n)
+
+        def start() -> None:
+            self._tokenizers()
+            with contextlib.suppress(threading.BrokenBarrierError):
+                ready.wait(timeout=60)
+
+        for job in [pool.submit(start) for _ in range(n)]:
+            job.result()
+        return pool
+
     # -- batches (main thread) -------------------------------------------------------------
 
     def _batches(self, lengths: list[int]) -> Iterator[list[int]]:
@@ -154,7 +173,7 @@ class Pipeline:
         device = str(model.device)
         n = len(texts)
         if self._pool is None:
-            self._pool = cf.ThreadPoolExecutor(_workers(), thread_name_prefix="divmeter-tok")
+            self._pool = self._start_pool()
         starts = list(range(0, n, CHUNK))
         jobs = [self._pool.submit(self._tokenize, [self.prepare(t) for t in texts[a:a + CHUNK]])
                 for a in starts]

@@ -157,7 +157,7 @@ def score_sets(
                 yield finish(rec)
         pool.shutdown(wait=True)
     except BaseException:  # an interrupt, an error, or the consumer stopped early (close())
-        _stop(pool, window)
+        _stop(pool)
         raise
     finally:
         if notes is not None and relay is not None:
@@ -199,7 +199,7 @@ def _sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _stop(pool: ProcessPoolExecutor, window: deque[Future[Any]]) -> None:
+def _stop(pool: ProcessPoolExecutor) -> None:
     """Stop the workers now and wait for nothing they were doing: the queued tasks are
     cancelled, the workers terminated (they ignore SIGINT: the parent owns the interrupt), and
     further interrupts are held off until the pool is down, so a second Ctrl-C during the
@@ -210,8 +210,10 @@ def _stop(pool: ProcessPoolExecutor, window: deque[Future[Any]]) -> None:
     main = threading.current_thread() is threading.main_thread()
     old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
     try:
-        for fut in window:
-            fut.cancel()
+        # the queued tasks are cancelled by the pool's own manager thread (shutdown's flag), not
+        # from here: a future cancelled here while that thread finds the pool broken is failed a
+        # second time there, which on Python 3.11 kills the thread with InvalidStateError
+        pool.shutdown(wait=False, cancel_futures=True)
         processes = dict(getattr(pool, "_processes", None) or {})
         for proc in processes.values():
             with contextlib.suppress(Exception):
