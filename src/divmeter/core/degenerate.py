@@ -59,7 +59,8 @@ def count_non_blank(texts: Iterable[str]) -> int:
         >>> count_non_blank(["a", "", " ", "b c"])
         2
     """
-    return sum(1 for t in texts if t and not t.isspace())
+    texts = texts if isinstance(texts, list) else list(texts)
+    return len(texts) - texts.count("") - sum(map(str.isspace, texts))
 
 
 def reason_from_counts(n: int, k: int, granularity: str = "set") -> str | None:

@@ -244,8 +244,11 @@ def _joined_bytes(texts: Sequence[str], name: str, check: bool = True
     # batch's string), then the bytes joined; surrogatepass: a lone surrogate (invalid UTF-8,
     # but a valid str) gets its own 3 bytes, so the encoding stays injective (equal bytes iff
     # equal tokens)
-    data = sep.encode().join([*(t.encode("utf-8", "surrogatepass") for t in texts),
-                              *[b""] * 9])
+    try:
+        parts = list(map(str.encode, texts))  # strict UTF-8: the same bytes where it succeeds
+    except UnicodeEncodeError:
+        parts = [t.encode("utf-8", "surrogatepass") for t in texts]
+    data = sep.encode().join([*parts, *[b""] * 9])
     if check and (data.count(b"\x00") != (n_texts + 8 if name == "tevet" else 0)
                   or (name == "whitespace" and data.count(b"\x1f") != n_texts + 8)):
         return None

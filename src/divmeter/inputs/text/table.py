@@ -150,14 +150,13 @@ def hashed_chunks(texts: Sequence[str], tok: Tokenizer) -> Iterator[HashedChunk]
     tokenizer and a dictionary of types. Both give the same tokens, hence the same hashes.
     """
     texts = list(texts)
+    # a part ends with the first text that brings it to CHUNK_CHARS characters (or the last)
+    ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
     a = 0
     while a < len(texts):
-        b, chars = a, 0
-        while b < len(texts) and (chars < CHUNK_CHARS or b == a):
-            chars += len(texts[b])
-            b += 1
-        part = texts[a:b]
-        yield _hash_part(part, tok)
+        before = int(ends[a - 1]) if a else 0
+        b = min(int(np.searchsorted(ends, before + CHUNK_CHARS, side="left")) + 1, len(texts))
+        yield _hash_part(texts[a:b], tok)
         a = b
 
 
