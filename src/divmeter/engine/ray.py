@@ -225,9 +225,12 @@ def _task_cause(exc: Exception) -> Exception:
 
 def _stop(ray: Any, pending: list[Any]) -> None:
     """Cancel the shard tasks still running after one failed, and collect their outcome (Ray
-    logs an error it thinks nobody saw, with a traceback, when its reference is dropped)."""
+    logs an error it thinks nobody saw, with a traceback, when its reference is dropped).
+    Their workers are killed, not interrupted: an interrupt that lands inside an import (numba's,
+    the first time a worker counts) leaves that module half made in a worker Ray would reuse,
+    and every later task there failed with "partially initialized module 'numba'"."""
     for ref in pending:
-        ray.cancel(ref)
+        ray.cancel(ref, force=True)
     ready, _ = ray.wait(pending, num_returns=len(pending), timeout=10)
     for ref in ready:
         try:
