@@ -39,7 +39,7 @@ import numpy as np
 from divmeter.core.memory import Cost, pair_cost
 from divmeter.core.params import LOWERCASE, MAX_ORDER, Param, tokenizer_param
 from divmeter.core.result import MetricResult, make_signature
-from divmeter.engine.corpus.stats import Accumulator, TwoPass
+from divmeter.engine.corpus.stats import Accumulator, FrozenTables
 from divmeter.engine.definition import Granularity, Metric
 from divmeter.engine.public import public_function, register
 from divmeter.inputs.text import NgramIndex, SetTokens, Tokenizer, get_tokenizer, ngram_tuples
@@ -55,7 +55,6 @@ from divmeter.inputs.text.sketch import HyperLogLog
 from divmeter.inputs.text.table import (
     COUNT,
     DOCS,
-    FrozenRun,
     NgramTable,
     hashed_chunks,
     order_keys,
@@ -1071,7 +1070,7 @@ def exact_weighted_log1p(counts: dict[int, int]) -> float:
     return float(total)
 
 
-class SelfRepetitionStats(TwoPass):
+class SelfRepetitionStats(FrozenTables):
     """Self-repetition in two passes. Pass 1: each n-gram's document frequency (an
     :class:`divmeter.inputs.text.table.NgramTable` of responses holding it, spilled past the
     memory budget), frozen as the n-grams of two or more responses (only they add to any
@@ -1081,25 +1080,21 @@ class SelfRepetitionStats(TwoPass):
     def _setup(self) -> None:
         m: SelfRepetition = self.metric  # type: ignore[assignment]
         self.tok, self.n, self.sig = m.tok, m.p["n"], m.signature()
-        self.frozen: FrozenRun | None = None
-        self.owns_frozen = False
+        self._tables((self.n,), DOCS)
         self.n_docs = 0
 
     def _reset(self) -> None:
         if self.pass_ == 0:
-            self.table = NgramTable((self.n,), DOCS, self.budget, self.spill_dir)
+            self.table = self._table()
             self.frozen = None
         self.s_counts: dict[int, int] = {}
-
-    def _configure(self) -> None:
-        self.table.budget, self.table.spill_dir = self.budget, self.spill_dir
 
     def _add(self, texts: Sequence[str]) -> None:
         if self.pass_ == 0:
             self.table.add_texts(texts, self.tok)
             return
-        frozen = self.frozen
-        assert frozen is not None  # set by next_pass
+        assert self.frozen is not None  # set by next_pass
+        frozen = self.frozen[self.n]
         for chunk in hashed_chunks(texts, self.tok):
             s = np.zeros(chunk.lengths.size, np.int64)
             for _, hi, lo, doc in order_keys(chunk, (self.n,)):
@@ -1112,43 +1107,6 @@ class SelfRepetitionStats(TwoPass):
         else:
             for v, h in other.s_counts.items():
                 self.s_counts[v] = self.s_counts.get(v, 0) + h
-
-    def _freeze(self) -> None:
-        if self.frozen is None:
-            self.frozen = self.table.frozen(self.n)
-        self.table.close()
-        self.owns_frozen = True
-
-    def spawn(self) -> SelfRepetitionStats:
-        new: SelfRepetitionStats = super().spawn()  # type: ignore[assignment]
-        new.owns_frozen = False  # shards read the run's frozen table; the run closes it
-        return new
-
-    def close(self) -> None:
-        self.table.close()
-        if self.frozen is not None and getattr(self, "owns_frozen", False):
-            self.frozen.close()
-
-    def split(self, parts: int) -> list[Any] | None:
-        if self.pass_ != 0:
-            return None
-        out: list[Any] = self.table.split(parts)
-        self.table.close()
-        self.table = NgramTable((self.n,), DOCS, self.budget, self.spill_dir)
-        return out
-
-    def reduce_part(self, parts: Sequence[Any]) -> Any:
-        t = NgramTable((self.n,), DOCS, self.budget, self.spill_dir)
-        for part in parts:
-            t.merge(part)
-        try:
-            return np.asarray(t.frozen(self.n).run).copy()
-        finally:
-            t.close()
-
-    def absorb(self, summaries: Sequence[Any]) -> None:
-        self.frozen = FrozenRun(np.concatenate([np.asarray(x) for x in summaries], axis=1))
-        self.owns_frozen = True
 
     def result(self) -> MetricResult:
         if self.n_docs == 0:

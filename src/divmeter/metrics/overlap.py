@@ -62,15 +62,13 @@ from divmeter.core.errors import InvalidInputError
 from divmeter.core.memory import NO_STEPS, Steps
 from divmeter.core.params import LOWERCASE, MAX_ORDER, TEXT_TOKENIZERS, Param, tokenizer_param
 from divmeter.core.result import MetricResult, make_signature
-from divmeter.engine.corpus.stats import ExactSum, TwoPass
+from divmeter.engine.corpus.stats import ExactSum, FrozenTables
 from divmeter.engine.definition import Metric
 from divmeter.engine.public import public_function, register
 from divmeter.inputs.text import NgramIndex, get_tokenizer
 from divmeter.inputs.text.table import (
     TOP2,
-    FrozenRun,
     HashedChunk,
-    NgramTable,
     hashed_chunks,
     order_keys,
 )
@@ -295,7 +293,7 @@ def _pair_reason(n_texts: int, has_tokens: bool, what: str) -> str | None:
     return None
 
 
-class SelfBleuStats(TwoPass):
+class SelfBleuStats(FrozenTables):
     """self-BLEU's corpus statistics, in two passes, read from the metric's resolved settings
     (order, variant, smoothing, tokenizer). Pass 1: for every n-gram (orders 1..n) the two
     largest counts any single response has (a multiset top-two, merged exactly), kept as an
@@ -310,16 +308,14 @@ class SelfBleuStats(TwoPass):
 
     def _setup(self) -> None:
         self.n = self.metric.n
-        self.orders = tuple(range(1, self.n + 1))
-        self.frozen: dict[int, FrozenRun] | None = None
-        self.owns_frozen = False
+        self._tables(tuple(range(1, self.n + 1)), TOP2)
         self.lengths: Counter[int] = Counter()
         self.n_docs = self.n_tokens = 0
         self._sorted: list[int] = []
 
     def _reset(self) -> None:
         if self.pass_ == 0:
-            self.table = NgramTable(self.orders, TOP2, self.budget, self.spill_dir)
+            self.table = self._table()
             self.frozen = None
             self.lengths = Counter()
             self.n_tokens = 0
@@ -327,9 +323,6 @@ class SelfBleuStats(TwoPass):
         self.totals = [0] * self.n
         self.sys_len = self.ref_len = 0
         self.sentence = ExactSum()
-
-    def _configure(self) -> None:
-        self.table.budget, self.table.spill_dir = self.budget, self.spill_dir
 
     def _add(self, texts: Sequence[str]) -> None:
         for chunk in hashed_chunks(texts, self.metric.tok):
@@ -390,43 +383,7 @@ class SelfBleuStats(TwoPass):
 
     def _freeze(self) -> None:
         self._sorted = sorted(self.lengths)
-        if self.frozen is None:
-            self.frozen = {k: self.table.frozen(k) for k in self.orders}
-        self.table.close()
-        self.owns_frozen = True
-
-    def spawn(self) -> SelfBleuStats:
-        new: SelfBleuStats = super().spawn()  # type: ignore[assignment]
-        new.owns_frozen = False  # shards read the run's frozen tables; the run closes them
-        return new
-
-    def close(self) -> None:
-        self.table.close()
-        if self.frozen is not None and getattr(self, "owns_frozen", False):
-            for f in self.frozen.values():
-                f.close()
-
-    def split(self, parts: int) -> list[Any] | None:
-        if self.pass_ != 0:
-            return None
-        out: list[Any] = self.table.split(parts)
-        self.table.close()
-        self.table = NgramTable(self.orders, TOP2, self.budget, self.spill_dir)
-        return out
-
-    def reduce_part(self, parts: Sequence[Any]) -> Any:
-        t = NgramTable(self.orders, TOP2, self.budget, self.spill_dir)
-        for part in parts:
-            t.merge(part)
-        try:
-            return {k: np.asarray(t.frozen(k).run).copy() for k in self.orders}
-        finally:
-            t.close()
-
-    def absorb(self, summaries: Sequence[Any]) -> None:
-        self.frozen = {k: FrozenRun(np.concatenate([np.asarray(x[k]) for x in summaries],
-                                                    axis=1)) for k in self.orders}
-        self.owns_frozen = True
+        super()._freeze()
 
     def result(self) -> MetricResult:
         metric = self.metric

@@ -25,7 +25,7 @@ import html
 import math
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -483,19 +483,12 @@ def meta_sections(result: Any, *, source: str, xlabel: str = "parameter",
            '<p class="note">settings: ' + _e(", ".join(f"{k}={v}" for k, v in
                                                        result.settings.items())) + "</p>",
            "<ul>"]
-    out += [f"<li><b>{_e(n)}</b>: <span class=\"sig\">{_e(r.signature)}</span></li>"
-            for n, r in result.results.items()]
+    out += _signature_items((n, r.signature) for n, r in result.results.items())
     out.append("</ul>")
     out += [f'<p class="note">{_e(n)}</p>' for n in notes(result)]
     from divmeter.report.tables import metric_signatures
 
-    metric_sigs = metric_signatures(result)
-    if metric_sigs:
-        out.append('<h3>Metric signatures</h3><ul class="metric-signatures">')
-        out += [f"<li><b>{_e(n)}</b>: <span class=\"sig\">{_e(s)}</span></li>"
-                for n, s in metric_sigs]
-        out.append("</ul>")
-    out.append("</section>")
+    out += _metric_signatures_end(metric_signatures(result))
     names = []  # the metric behind each row (compare: "<metric>: <system>" with several)
     for n, r in result.results.items():
         system = f": {r.values.get('system')}" if result.protocol == "compare" else ""
@@ -596,16 +589,25 @@ def _meta_json_section(doc: Mapping[str, Any], path: str) -> list[str]:
            _table(["metric"] + keys, [[_num_or_list(c) for c in r] for r in rows]),
            '<p class="note">settings: ' + _e(", ".join(
                f"{k}={v}" for k, v in (doc.get("settings") or {}).items())) + "</p><ul>"]
-    out += [f"<li><b>{_e(n)}</b>: <span class=\"sig\">{_e(r.get('signature', ''))}</span></li>"
-            for n, r in results.items()]
+    out += _signature_items((n, r.get("signature", "")) for n, r in results.items())
     metric_sigs = [(n, (r.get("details") or {}).get("metric_signature")) for n, r in
                    results.items() if isinstance(r, Mapping)]
-    metric_sigs = [(n, s) for n, s in metric_sigs if isinstance(s, str)]
     out.append("</ul>")
+    return out + _metric_signatures_end([(n, s) for n, s in metric_sigs if isinstance(s, str)])
+
+
+def _signature_items(signatures: Iterable[tuple[str, str]]) -> list[str]:
+    """One ``<li>`` per (name, signature)."""
+    return [f"<li><b>{_e(n)}</b>: <span class=\"sig\">{_e(s)}</span></li>" for n, s in signatures]
+
+
+def _metric_signatures_end(metric_sigs: Sequence[tuple[str, str]]) -> list[str]:
+    """The end of a meta-evaluation's section: the signatures of the metrics it scored (none,
+    no list)."""
+    out = []
     if metric_sigs:
         out.append('<h3>Metric signatures</h3><ul class="metric-signatures">')
-        out += [f"<li><b>{_e(n)}</b>: <span class=\"sig\">{_e(s)}</span></li>"
-                for n, s in metric_sigs]
+        out += _signature_items(metric_sigs)
         out.append("</ul>")
     out.append("</section>")
     return out

@@ -16,22 +16,17 @@ from divmeter.apps.cli.meta import (
     CiOpt,
     ColumnOpt,
     EmptyOpt,
-    FormatOpt,
-    HtmlOpt,
     LowerOpt,
     MetricOpt,
-    NoPlotOpt,
-    ReportOpt,
+    Output,
     SeedOpt,
-    WorkersOpt,
     _cond,
     _directions,
-    _emit,
     _field,
     _fmt,
     _scores,
 )
-from divmeter.apps.cli.options import QuietOpt, VerboseOpt
+from divmeter.apps.cli.options import option_group
 from divmeter.core.errors import InvalidInputError
 
 __all__ = ["compare_cmd"]
@@ -99,6 +94,7 @@ def _system_of(table: Any, i: int, by: str) -> str:
     return _cond(value)
 
 
+@option_group
 def compare_cmd(
     files: Annotated[list[str], typer.Argument(
         help="One file per system (`divmeter score` outputs or response sets; NAME=PATH names "
@@ -120,13 +116,8 @@ def compare_cmd(
     bootstrap: BootOpt = 10_000,
     ci: CiOpt = "percentile",
     seed: SeedOpt = 0,
-    fmt: FormatOpt = None,
-    report: ReportOpt = None,
-    html: HtmlOpt = None,
-    no_plots: NoPlotOpt = False,
-    workers: WorkersOpt = 1,
-    quiet: QuietOpt = False,
-    verbose: VerboseOpt = False,
+    *,
+    out: Output,
 ) -> None:
     """Each system against a baseline on the same prompts: per metric the mean difference with
     a paired-bootstrap CI, the Wilcoxon p (Holm-corrected over every metric and system), Cohen's
@@ -136,16 +127,17 @@ def compare_cmd(
     Examples: `divmeter compare base.jsonl sft.jsonl -m distinct-n -m self-bleu`;
     `divmeter compare scores.jsonl --by model --baseline base -c distinct-n`.
     """
-    _fmt(fmt, "compare")
+    _fmt(out.fmt, "compare")
     from divmeter.studies.meta.compare import compare
 
     if bootstrap is not None and bootstrap < 1:
         bootstrap = None
     sigs: dict[str, dict[str, str]] = {}
-    systems, keys, source = _systems(files, by, metric, column, empty, key, workers, quiet, sigs)
+    systems, keys, source = _systems(files, by, metric, column, empty, key, out.workers,
+                                     out.quiet, sigs)
     first = next(iter(systems.values()))
     dirs = _directions(metric, lower_is_diverse, list(first))
     result = compare(systems, keys, baseline=baseline, directions=dirs, bootstrap=bootstrap,
                      ci_method=ci, seed=seed, key=key, metric_signatures=sigs)
-    _emit(result, fmt, source=source, report=report, plots=not no_plots, quiet=quiet, html=html)
+    out.emit(result, source=source)
 

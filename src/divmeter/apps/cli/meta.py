@@ -10,12 +10,13 @@ import json
 import math
 import os
 import sys
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import numpy as np
 import typer
 
-from divmeter.apps.cli.options import SEED_CAP, QuietOpt, VerboseOpt, capped
+from divmeter.apps.cli.options import SEED_CAP, QuietOpt, VerboseOpt, capped, option_group
 from divmeter.apps.cli.progress import progress_bar
 from divmeter.core.errors import InvalidInputError
 
@@ -147,6 +148,32 @@ def _emit(result: Any, fmt: str | None, *, source: str, report: str | None, plot
         _note(f"HTML report written to {html}", quiet)
 
 
+@dataclass
+class Report:
+    """How a result is printed and written: ``--format``, ``--report``, ``--html`` and
+    ``--no-plots``, the options the meta-evaluation commands and ``compare`` share
+    (:func:`option_group`)."""
+
+    fmt: FormatOpt = None
+    report: ReportOpt = None
+    html: HtmlOpt = None
+    no_plots: NoPlotOpt = False
+
+
+@dataclass
+class Output(Report):
+    """:class:`Report`'s options, then ``--workers`` and the ``-q``/``-v`` every command has."""
+
+    workers: WorkersOpt = 1
+    quiet: QuietOpt = False
+    verbose: VerboseOpt = False
+
+    def emit(self, result: Any, *, source: str, xlabel: str = "parameter") -> None:
+        """Print ``result`` and write the reports asked for (:func:`_emit`)."""
+        _emit(result, self.fmt, source=source, report=self.report, plots=not self.no_plots,
+              xlabel=xlabel, quiet=self.quiet, html=self.html)
+
+
 def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty: str,
             round_: int | None, workers: int, quiet: bool, *,
             need_labels: bool = True) -> tuple[Any, dict[str, np.ndarray],
@@ -231,6 +258,7 @@ def _score_columns(sets: list[Any], metric: list[str], workers: int,
 
 
 @meta_app.command("contest")
+@option_group
 def contest_cmd(
     file: FileArg,
     metric: MetricOpt = None,
@@ -241,30 +269,25 @@ def contest_cmd(
     bootstrap: BootOpt = None,
     ci: CiOpt = "percentile",
     seed: SeedOpt = 0,
-    fmt: FormatOpt = None,
-    report: ReportOpt = None,
-    html: HtmlOpt = None,
-    no_plots: NoPlotOpt = False,
-    workers: WorkersOpt = 1,
-    quiet: QuietOpt = False,
-    verbose: VerboseOpt = False,
+    *,
+    out: Output,
 ) -> None:
     """conTest (Tevet & Berant): Spearman rho, OCA and ROC AUC of each metric against a 0/1 label.
 
     Prints, per metric/column: spearman, oca, auc, n (and p-values, thresholds, settings).
     """
-    _fmt(fmt)  # fail on a bad --format before any work
+    _fmt(out.fmt)  # fail on a bad --format before any work
     from divmeter.studies.meta.protocols import contest
 
-    table, scores, labels, settings, sigs, _ = _scores(file, metric, column, empty, round_, workers,
-                                                    quiet)
+    table, scores, labels, settings, sigs, _ = _scores(file, metric, column, empty, round_,
+                                                    out.workers, out.quiet)
     result = contest(scores, labels, nan=nan, bootstrap=bootstrap, ci_method=ci, seed=seed,
                      metric_signatures=sigs, settings=settings)
-    _emit(result, fmt, source=table.source, report=report, plots=not no_plots,
-          quiet=quiet, html=html)
+    out.emit(result, source=table.source)
 
 
 @meta_app.command("dectest")
+@option_group
 def dectest_cmd(
     file: FileArg,
     metric: MetricOpt = None,
@@ -310,31 +333,24 @@ def dectest_cmd(
     bootstrap: BootOpt = None,
     ci: CiOpt = "percentile",
     seed: SeedOpt = 0,
-    fmt: FormatOpt = None,
-    report: ReportOpt = None,
-    html: HtmlOpt = None,
-    no_plots: NoPlotOpt = False,
-    workers: WorkersOpt = 1,
-    quiet: QuietOpt = False,
-    verbose: VerboseOpt = False,
+    *,
+    out: Output,
 ) -> None:
     """decTest (Tevet & Berant): Spearman and Pearson of each metric with a decoding parameter.
 
     Prints, per metric/column: spearman, pearson, n (and sub-sampling mean/std when asked).
     """
-    _fmt(fmt)  # fail on a bad --format before any work
+    _fmt(out.fmt)  # fail on a bad --format before any work
     from divmeter.studies.meta.protocols import dectest
 
     table, scores, labels, settings, sigs, rows = _scores(file, metric, column, empty, round_,
-                                                       workers, quiet)
+                                                       out.workers, out.quiet)
     contexts = _contexts(table, rows, context_field) if ranking else None
     result = dectest(scores, labels, subsample=subsample, repeats=repeats, seed=seed,
                      sample=sample, per_value=per_value, pair_accuracy=pair_accuracy,
                      contexts=contexts, ranking_order=ranking_order, bootstrap=bootstrap,
                      ci_method=ci, nan=nan, metric_signatures=sigs, settings=settings)
-    _emit(result, fmt, source=table.source, report=report, plots=not no_plots,
-          xlabel=table.label_name or "parameter",
-          quiet=quiet, html=html)
+    out.emit(result, source=table.source, xlabel=table.label_name or "parameter")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -440,6 +456,7 @@ def _cond(value: Any) -> str:
 
 
 @meta_app.command("paired")
+@option_group
 def paired_cmd(
     file: FileArg,
     metric: MetricOpt = None,
@@ -474,13 +491,8 @@ def paired_cmd(
     bootstrap: BootOpt = None,
     ci: CiOpt = "percentile",
     seed: SeedOpt = 0,
-    fmt: FormatOpt = None,
-    report: ReportOpt = None,
-    html: HtmlOpt = None,
-    no_plots: NoPlotOpt = False,
-    workers: WorkersOpt = 1,
-    quiet: QuietOpt = False,
-    verbose: VerboseOpt = False,
+    *,
+    out: Output,
 ) -> None:
     """Paired contrasts (CDM P1 vs P2, Decan stages): Wilcoxon two/one-sided, d, sign accuracy.
 
@@ -488,7 +500,7 @@ def paired_cmd(
     in each compared condition is skipped (counted in n_unmatched). Lower-is-more-diverse
     metrics (self-BLEU, homogenization) are negated first; each row echoes its direction.
     """
-    _fmt(fmt)  # fail on a bad --format before any work
+    _fmt(out.fmt)  # fail on a bad --format before any work
     from divmeter.studies.meta.protocols import (
         attach_metric_signatures,
         paired_matched,
@@ -496,7 +508,7 @@ def paired_cmd(
     )
 
     table, scores, _, settings, sigs, kept_rows = _scores(file, metric, column, empty, round_,
-                                                          workers, quiet,
+                                                          out.workers, out.quiet,
                                                           need_labels=by == "label")
     conds = [_cond(_field(table, i, by)) for i in kept_rows]
     keys = [_cond(_field(table, i, key)) for i in kept_rows]
@@ -510,8 +522,7 @@ def paired_cmd(
                                 directions=dirs, settings=settings, correction=correction,
                                 zero_method=zero_method, nan=nan, bootstrap=bootstrap,
                                 ci_method=ci, seed=seed)
-    _emit(attach_metric_signatures(result, sigs), fmt, source=table.source, report=report,
-          plots=not no_plots, quiet=quiet, html=html)
+    out.emit(attach_metric_signatures(result, sigs), source=table.source)
 
 
 def _field(table: Any, i: int, name: str) -> Any:
@@ -591,6 +602,7 @@ def _pair_scores(pairs: Any, metric: list[str] | None, column: list[str] | None,
 
 
 @meta_app.command("pairwise")
+@option_group
 def pairwise_cmd(
     file: Annotated[str, typer.Argument(help="JSONL of {set1, set2, label} rows (label 0 = set1 "
                                         "more diverse, 1 = set2, 2 = tie).", show_default=False)],
@@ -615,13 +627,8 @@ def pairwise_cmd(
     confidence: Annotated[float, typer.Option("--confidence", help="CI level.")] = 0.95,
     seed: SeedOpt = 0,
     nan: NanOpt = "error",
-    fmt: FormatOpt = None,
-    report: ReportOpt = None,
-    html: HtmlOpt = None,
-    no_plots: NoPlotOpt = False,
-    workers: WorkersOpt = 1,
-    quiet: QuietOpt = False,
-    verbose: VerboseOpt = False,
+    *,
+    out: Output,
 ) -> None:
     """Pairwise preference accuracy against an annotator, with CIs and a kappa matrix.
 
@@ -629,20 +636,19 @@ def pairwise_cmd(
     (Clopper-Pearson), n, and the tie policy; the report adds Cohen's kappa between metrics and
     the annotator.
     """
-    _fmt(fmt)  # fail on a bad --format before any work
+    _fmt(out.fmt)  # fail on a bad --format before any work
     from divmeter.inputs.data.tables import read_pairs
     from divmeter.studies.meta.protocols import attach_metric_signatures, pairwise
 
     pairs = read_pairs(file)
     sigs: dict[str, str] = {}
-    s1, s2 = _pair_scores(pairs, metric, column, workers, quiet, sigs)
+    s1, s2 = _pair_scores(pairs, metric, column, out.workers, out.quiet, sigs)
     result = pairwise(s1, s2, pairs.labels, metric_ties=metric_ties, label_ties=label_ties,
                       rating1=pairs.rating1, rating2=pairs.rating2,
                       min_rating_diff=min_rating_diff, confidence=confidence,
                       n_resamples=resamples, seed=seed, nan=nan,
                       directions=_directions(metric, lower_is_diverse))
-    _emit(attach_metric_signatures(result, sigs), fmt, source=pairs.source, report=report,
-          plots=not no_plots, quiet=quiet, html=html)
+    out.emit(attach_metric_signatures(result, sigs), source=pairs.source)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -650,6 +656,7 @@ def pairwise_cmd(
 
 
 @meta_app.command("length-bias")
+@option_group
 def length_bias_cmd(
     file: Annotated[str, typer.Argument(help="Response sets; each set is one pool of responses "
                                         "to the same prompt.", show_default=False)],
@@ -674,17 +681,12 @@ def length_bias_cmd(
     length_range: LengthRangeOpt = None,
     bleu: BleuOpt = "bleu",
     seed: SeedOpt = 0,
-    fmt: FormatOpt = None,
-    report: ReportOpt = None,
-    html: HtmlOpt = None,
-    no_plots: NoPlotOpt = False,
-    workers: WorkersOpt = 1,
-    quiet: QuietOpt = False,
-    verbose: VerboseOpt = False,
+    *,
+    out: Output,
 ) -> None:
     """Length bias (PATTR paper): short-response win rate, Spearman with length (raw, as in its
     Table 1, and oriented to diversity), top-k filtering (after an optional length range)."""
-    _fmt(fmt)  # fail on a bad --format before any work
+    _fmt(out.fmt)  # fail on a bad --format before any work
     from divmeter.inputs.data.model import ResponseSet
     from divmeter.inputs.data.readers import read_sets
     from divmeter.studies.meta.pattr import length_bias, parse_length_range
@@ -695,7 +697,7 @@ def length_bias_cmd(
     singles = [ResponseSet(f"{p}.{j}", [t]) for p, pool in enumerate(pools)
                for j, t in enumerate(pool)]
     sigs: dict[str, str] = {}
-    flat = _score_columns(singles, metric, workers, sigs)
+    flat = _score_columns(singles, metric, out.workers, sigs)
     bounds = np.cumsum([0] + [len(p) for p in pools])
     per_pool = {k: [v[bounds[i]:bounds[i + 1]] for i in range(len(pools))]
                 for k, v in flat.items()}
@@ -705,9 +707,7 @@ def length_bias_cmd(
 
     from divmeter.studies.meta.protocols import attach_metric_signatures
 
-    _emit(attach_metric_signatures(result, sigs), fmt, source=os.path.basename(file),
-          report=report, plots=not no_plots,
-          quiet=quiet, html=html)
+    out.emit(attach_metric_signatures(result, sigs), source=os.path.basename(file))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -747,6 +747,7 @@ _DecanConfoundLowLabel = Annotated[float, typer.Option(
 
 
 @meta_app.command("decan-confound")
+@option_group
 def decan_confound_cmd(
     file: _DecanConfoundFile,
     column: _DecanConfoundColumn = None,
@@ -757,10 +758,8 @@ def decan_confound_cmd(
     bins: _DecanConfoundBins = "20,40,60,80,120",
     high_label: _DecanConfoundHighLabel = 1.0,
     low_label: _DecanConfoundLowLabel = 0.0,
-    fmt: FormatOpt = None,
-    report: ReportOpt = None,
-    html: HtmlOpt = None,
-    no_plots: NoPlotOpt = False,
+    *,
+    out: Report,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -770,7 +769,7 @@ def decan_confound_cmd(
     Table 8 (the same within length bins). --report DIR writes report.json, report.md and
     confound.png (class histograms and per-bin means).
     """
-    chosen = _fmt(fmt)
+    chosen = _fmt(out.fmt)
     from divmeter.studies.meta.confound import (
         DEFAULT_COLUMNS,
         decan_confound,
@@ -790,8 +789,9 @@ def decan_confound_cmd(
     from divmeter.inputs.data.paths import guard_outputs, report_folder
     from divmeter.report.decan_plot import confound_report_files
 
-    guard_outputs({"--html": html, "--report": report_folder(
-        report, confound_report_files(report, plots=not no_plots) if report else [])})
+    guard_outputs({"--html": out.html, "--report": report_folder(
+        out.report, confound_report_files(out.report, plots=not out.no_plots)
+        if out.report else [])})
     title = f"decan-confound — {info['source']}" + (
         f" ({', '.join(f'{k}={v}' for k, v in conds.items())})" if conds else "")
     if chosen == "json":
@@ -805,17 +805,18 @@ def decan_confound_cmd(
         from divmeter.report.terminal import printable
 
         Console().print(Markdown(printable(result.markdown(title=title), lines=True)))
-    if report:
+    if out.report:
         from divmeter.report.decan_plot import write_confound_report
 
-        files = write_confound_report(result, report, info=info, title=title, plots=not no_plots)
-        _note(f"report written to {report} ({len(files)} files)", quiet)
-    if html:
+        files = write_confound_report(result, out.report, info=info, title=title,
+                                      plots=not out.no_plots)
+        _note(f"report written to {out.report} ({len(files)} files)", quiet)
+    if out.html:
         from divmeter.report.html import text_report
 
-        text_report(result.markdown(title=title), html, title="divmeter meta decan-confound",
+        text_report(result.markdown(title=title), out.html, title="divmeter meta decan-confound",
                     source=str(info["source"]))
-        _note(f"HTML report written to {html}", quiet)
+        _note(f"HTML report written to {out.html}", quiet)
 
 
 @meta_app.command("pattr-sensitivity")

@@ -17,16 +17,22 @@ for the whole process, so a command body reads ``quiet`` only for its own notes.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 import logging
 import sys
 import time
-from typing import Annotated, Any
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from divmeter.core.errors import InvalidInputError
 
-__all__ = ["QuietOpt", "VerboseOpt", "LOGGER", "is_quiet", "note", "capped", "SEED_CAP"]
+__all__ = ["QuietOpt", "VerboseOpt", "LOGGER", "is_quiet", "note", "capped", "SEED_CAP",
+           "option_group"]
 
 #: The largest seed an option takes (every generator divmeter seeds accepts it: numpy, torch,
 #: UMAP and scikit-learn's random states, a server's sampling seed).
@@ -135,3 +141,40 @@ def note(msg: str) -> None:
     """A note on stderr (``divmeter: note: MSG``), unless ``--quiet``."""
     if not _state["quiet"]:
         typer.echo(f"divmeter: note: {msg}", err=True)
+
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+
+
+def option_group(command: _Command) -> _Command:
+    """Let ``command`` take a group of options as one argument.
+
+    A parameter annotated with a dataclass whose fields are typer options (e.g.
+    :class:`divmeter.apps.cli.meta.Output`) stands, in ``--help`` and on the command line, for
+    those options in the fields' order, where the parameter is; the command receives one
+    instance. Commands that share the options declare the dataclass once instead of repeating
+    its fields in every signature.
+    """
+    groups: dict[str, Any] = {}
+    params = []
+    for p in inspect.signature(command, eval_str=True).parameters.values():
+        if not dataclasses.is_dataclass(p.annotation):
+            params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+            continue
+        groups[p.name] = p.annotation
+        hints = typing.get_type_hints(p.annotation, include_extras=True)
+        params += [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
+                                     annotation=hints[f.name])
+                   for f in dataclasses.fields(p.annotation)]
+
+    @functools.wraps(command)
+    def run(**kwargs: Any) -> Any:
+        for name, group in groups.items():
+            kwargs[name] = group(**{f.name: kwargs.pop(f.name)
+                                    for f in dataclasses.fields(group)})
+        return command(**kwargs)
+
+    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    # what typing.get_type_hints(run) reads (typer, and the tests that walk every option)
+    run.__annotations__ = {p.name: p.annotation for p in params}
+    return typing.cast(_Command, run)

@@ -35,10 +35,13 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from divmeter.core import memory
 from divmeter.core.degenerate import count_non_blank, reason_from_counts
 from divmeter.core.result import MetricResult
 from divmeter.engine.registry import get_metric
+from divmeter.inputs.text.table import FrozenRun, NgramTable
 
 __all__ = [
     "ExactSum",
@@ -267,6 +270,69 @@ class TwoPass(Accumulator):
         self.pass_ = 1
         self.n_responses = 0
         self._reset()
+
+
+class FrozenTables(TwoPass):
+    """An exact two-pass metric whose pass 1 gathers an n-gram table (an
+    :class:`divmeter.inputs.text.table.NgramTable` of the orders ``orders``, its values of kind
+    ``mode``) and whose pass 2 reads it frozen, one :class:`~divmeter.inputs.text.table.FrozenRun`
+    per order in ``frozen``. The table's memory bound, its freezing (the run owns the frozen
+    tables; its shards read them), closing, and the distributed reduce of pass 1 (the table cut
+    by key range, each range frozen where it lies, the ranges absorbed) are the same for each
+    such metric; a subclass calls :meth:`_tables` in ``_setup`` and starts pass 0 with
+    ``self.table = self._table()`` in ``_reset``."""
+
+    table: NgramTable
+
+    def _tables(self, orders: tuple[int, ...], mode: int) -> None:
+        self.orders, self.mode = orders, mode
+        self.frozen: dict[int, FrozenRun] | None = None
+        self.owns_frozen = False
+
+    def _table(self) -> NgramTable:
+        return NgramTable(self.orders, self.mode, self.budget, self.spill_dir)
+
+    def _configure(self) -> None:
+        self.table.budget, self.table.spill_dir = self.budget, self.spill_dir
+
+    def _freeze(self) -> None:
+        if self.frozen is None:
+            self.frozen = {k: self.table.frozen(k) for k in self.orders}
+        self.table.close()
+        self.owns_frozen = True
+
+    def spawn(self) -> Accumulator:
+        new = super().spawn()
+        new.owns_frozen = False  # type: ignore[attr-defined]  # the run closes the frozen tables
+        return new
+
+    def close(self) -> None:
+        self.table.close()
+        if self.frozen is not None and self.owns_frozen:
+            for f in self.frozen.values():
+                f.close()
+
+    def split(self, parts: int) -> list[Any] | None:
+        if self.pass_ != 0:
+            return None
+        out: list[Any] = self.table.split(parts)
+        self.table.close()
+        self.table = self._table()
+        return out
+
+    def reduce_part(self, parts: Sequence[Any]) -> Any:
+        t = self._table()
+        for part in parts:
+            t.merge(part)
+        try:
+            return {k: np.asarray(t.frozen(k).run).copy() for k in self.orders}
+        finally:
+            t.close()
+
+    def absorb(self, summaries: Sequence[Any]) -> None:
+        self.frozen = {k: FrozenRun(np.concatenate([np.asarray(x[k]) for x in summaries],
+                                                    axis=1)) for k in self.orders}
+        self.owns_frozen = True
 
 
 class ResponseMean(Accumulator):

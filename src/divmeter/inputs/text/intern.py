@@ -27,6 +27,7 @@ Both are exact: equal ids (keys) if and only if equal tokens.
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -414,7 +415,6 @@ _JIT_MIN_CHARS = _BYTE_MIN_CHARS
 #: compiled path would save it; a long one pays it once.
 _JIT_LOAD_CHARS = 1 << 24
 _chars_before_jit = 0
-_JIT: Any = None  # divmeter.inputs.text.jit once imported; False when numba is not installed
 #: Held while a module of compiled kernels imports numba (here and in
 #: :func:`divmeter.inputs.text.table.compiled_ngrams`): two threads importing numba at once
 #: (a Ray worker deserialising a task's arguments while another task runs) can otherwise see
@@ -426,22 +426,40 @@ JIT_IMPORT_LOCK = threading.RLock()
 _SPACE_RANGES = {"whitespace": (9, 4, 28, 4), "tevet": (32, 0, 0, 0)}
 
 
+class Kernels:
+    """A module of compiled kernels, imported (with numba) the first time it is asked for, under
+    :data:`JIT_IMPORT_LOCK`.
+
+    Calling it gives the module, or ``None`` when numba is not installed (or cannot load: numba
+    raises ``RuntimeError`` when no cache folder is writable) or the environment sets
+    ``DIVMETER_NO_JIT=1`` (then nothing is imported).
+    """
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+        #: The module once imported; ``False`` when it cannot be; ``None`` until asked for.
+        self.loaded: Any = None
+
+    def __call__(self) -> ModuleType | None:
+        if os.environ.get("DIVMETER_NO_JIT", "") not in ("", "0"):
+            return None
+        if self.loaded is None:
+            with JIT_IMPORT_LOCK:
+                try:
+                    self.loaded = importlib.import_module(self.module)
+                except (ImportError, RuntimeError, OSError):  # the numpy path: the same numbers
+                    self.loaded = False
+        return self.loaded or None
+
+
+_JIT = Kernels("divmeter.inputs.text.jit")
+
+
 def compiled() -> ModuleType | None:
     """The compiled kernels (:mod:`divmeter.inputs.text.jit`, importing numba the first time), or
     ``None`` when numba is not installed (or cannot load: numba raises ``RuntimeError`` when no
     cache folder is writable) or the environment sets ``DIVMETER_NO_JIT=1``."""
-    global _JIT
-    if os.environ.get("DIVMETER_NO_JIT", "") not in ("", "0"):
-        return None
-    if _JIT is None:
-        with JIT_IMPORT_LOCK:
-            try:
-                from divmeter.inputs.text import jit
-            except (ImportError, RuntimeError, OSError):  # the numpy path: the same numbers
-                _JIT = False
-            else:
-                _JIT = jit
-    return _JIT or None
+    return _JIT()
 
 
 #: The compiled path joins and scans a batch this many characters at a time (never splitting a
@@ -491,7 +509,7 @@ def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int],
     chars = sum(map(len, texts))
     if not texts or chars < _JIT_MIN_CHARS:
         return None
-    if _JIT is None and not eager:  # not loaded yet
+    if _JIT.loaded is None and not eager:  # not loaded yet
         _chars_before_jit += chars
         if _chars_before_jit < _JIT_LOAD_CHARS:
             return None
@@ -569,7 +587,8 @@ def _intern_bytes(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> Interne
         return InternedSets(np.zeros(0, dtype=np.int64), zeros, n_texts.tolist(), zeros)
     set_cum = np.concatenate(([0], np.cumsum(n_texts)))
     parts = _jit_map(texts, tok.name, lambda c, g0, g1: (
-        *_JIT.set_local_ids(c.ids, c.lengths, n_texts[g0:g1], c.n_types), c.lengths), n_texts)
+        *_JIT.loaded.set_local_ids(c.ids, c.lengths, n_texts[g0:g1], c.n_types), c.lengths),
+        n_texts)
     if parts is not None:
         raw, n_types, lengths = (np.concatenate(p) for p in zip(*parts, strict=True))
     else:
@@ -660,7 +679,7 @@ class TokenKeys:
             offsets = np.cumsum([0] + [c.n_types for c in chunks])
             key = np.concatenate([c.ids + off for c, off in zip(chunks, offsets, strict=False)])
             enc = cls(key, np.concatenate([c.lengths for c in chunks]))
-            enc._sort = _JIT.group_order(key, int(offsets[-1]))
+            enc._sort = _JIT.loaded.group_order(key, int(offsets[-1]))
             return enc
         bt = _byte_tokens(texts, name)
         if bt is None:

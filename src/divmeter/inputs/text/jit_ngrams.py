@@ -24,12 +24,11 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from divmeter.inputs.text.keys import fmix_steps
+
 __all__ = ["type_hashes", "extend_keys", "step_take", "run_of_sorted", "merge_runs", "lookup",
            "bucket_starts", "doc_sums"]
 
-_F1 = np.uint64(0xFF51AFD7ED558CCD)
-_F2 = np.uint64(0xC4CEB9FE1A85EC53)
-_S33 = np.uint64(33)
 _LOW32 = np.uint64(0xFFFFFFFF)
 _S32 = np.uint64(32)
 #: A text with more n-grams than this sorts them by two stable merge sorts, not an insertion
@@ -37,14 +36,8 @@ _S32 = np.uint64(32)
 _SMALL = 48
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _fmix(x: np.uint64) -> np.uint64:
-    x ^= x >> _S33
-    x *= _F1
-    x ^= x >> _S33
-    x *= _F2
-    x ^= x >> _S33
-    return x
+#: MurmurHash3's finaliser of one uint64 (:func:`divmeter.inputs.text.keys.fmix_steps`).
+_fmix = njit(cache=True, nogil=True, inline="always")(fmix_steps)
 
 
 @njit(cache=True, nogil=True)
@@ -129,6 +122,16 @@ def step_take(ka: np.ndarray, kb: np.ndarray, ids: np.ndarray, lengths: np.ndarr
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _top2_with(run: np.uint64, t1: np.uint64, t2: np.uint64) -> Any:
+    """The two largest of ``t1 >= t2`` and ``run``, largest first."""
+    if run > t1:
+        return run, t1
+    if run > t2:
+        return t1, run
+    return t1, t2
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _less(h1: np.uint64, l1: np.uint64, h2: np.uint64, l2: np.uint64) -> Any:
     return h1 < h2 or (h1 == h2 and l1 < l2)
 
@@ -160,11 +163,7 @@ def run_of_sorted(packed: np.ndarray, bits: int, hi: np.ndarray, lo: np.ndarray,
             new = h != ph or lw != pl
         if new:
             if mode == 2 and m >= 0:
-                if run > t1:
-                    t2 = t1
-                    t1 = run
-                elif run > t2:
-                    t2 = run
+                t1, t2 = _top2_with(run, t1, t2)
                 ov[m] = (t1 << _S32) | t2
             m += 1
             oh[m] = h
@@ -186,20 +185,12 @@ def run_of_sorted(packed: np.ndarray, bits: int, hi: np.ndarray, lo: np.ndarray,
             else:
                 if d != prev_doc:
                     if prev_doc >= 0:
-                        if run > t1:
-                            t2 = t1
-                            t1 = run
-                        elif run > t2:
-                            t2 = run
+                        t1, t2 = _top2_with(run, t1, t2)
                     run = np.uint64(0)
                     prev_doc = d
                 run += np.uint64(1)
     if mode == 2 and m >= 0:
-        if run > t1:
-            t2 = t1
-            t1 = run
-        elif run > t2:
-            t2 = run
+        t1, t2 = _top2_with(run, t1, t2)
         ov[m] = (t1 << _S32) | t2
     return out[:, :m + 1].copy(), True
 
@@ -244,18 +235,11 @@ def merge_runs(x: np.ndarray, y: np.ndarray, mode: int) -> np.ndarray:
             ov[k] = yv[j]
             j += 1
         k += 1
-    while i < nx:
-        oh[k] = xh[i]
-        ol[k] = xl[i]
-        ov[k] = xv[i]
-        i += 1
-        k += 1
-    while j < ny:
-        oh[k] = yh[j]
-        ol[k] = yl[j]
-        ov[k] = yv[j]
-        j += 1
-        k += 1
+    # one run is used up: the rest of the other follows as it is
+    out[:, k:k + nx - i] = x[:, i:]
+    k += nx - i
+    out[:, k:k + ny - j] = y[:, j:]
+    k += ny - j
     if k == nx + ny:
         return out
     return out[:, :k].copy()

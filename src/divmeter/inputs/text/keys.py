@@ -34,6 +34,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -54,14 +55,22 @@ _MUL = tuple(np.uint64(m) for m in MULS)
 _STEP = tuple(np.uint64(s) for s in STEPS)
 
 
+def fmix_steps(x: Any) -> Any:
+    """MurmurHash3's 64-bit finaliser, the one definition: of every entry of a uint64 array, in
+    place (:func:`fmix64`), or of one ``np.uint64`` inside a compiled kernel
+    (:func:`divmeter.inputs.text.jit_ngrams._fmix`). Products wrap modulo 2**64."""
+    x ^= x >> _S33
+    x *= _F1
+    x ^= x >> _S33
+    x *= _F2
+    x ^= x >> _S33
+    return x
+
+
 def fmix64(x: np.ndarray) -> np.ndarray:
     """MurmurHash3's 64-bit finaliser of every entry of ``x`` (uint64), in place; returns ``x``."""
     with np.errstate(over="ignore"):
-        x ^= x >> _S33
-        x *= _F1
-        x ^= x >> _S33
-        x *= _F2
-        x ^= x >> _S33
+        fmix_steps(x)
     return x
 
 

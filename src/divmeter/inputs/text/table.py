@@ -72,26 +72,13 @@ _NO_DOC = np.zeros(1, np.int64)
 _S32 = np.uint64(32)
 _LOW32 = np.uint64(0xFFFFFFFF)
 
-_JIT: Any = None
+_JIT = _intern.Kernels("divmeter.inputs.text.jit_ngrams")
 
 
 def compiled_ngrams() -> ModuleType | None:
     """The compiled kernels (:mod:`divmeter.inputs.text.jit_ngrams`, importing numba the first
     time), or ``None`` without numba or with ``DIVMETER_NO_JIT=1``."""
-    global _JIT
-    if os.environ.get("DIVMETER_NO_JIT", "") not in ("", "0"):
-        return None
-    if _JIT is None:
-        from divmeter.inputs.text.intern import JIT_IMPORT_LOCK
-
-        with JIT_IMPORT_LOCK:
-            try:
-                from divmeter.inputs.text import jit_ngrams
-            except (ImportError, RuntimeError, OSError):
-                _JIT = False
-            else:
-                _JIT = jit_ngrams
-    return _JIT or None
+    return _JIT()
 
 
 # --------------------------------------------------------------------------------------------

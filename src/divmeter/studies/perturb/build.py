@@ -71,12 +71,8 @@ class Built:
         recorded, e.g. Para-k's ``layout``)."""
         out = []
         for s, src in zip(self.sets, self.sources, strict=True):
-            row: dict[str, Any] = {"set_id": s.set_id}
-            if src.prompt is not None:
-                row["prompt"] = src.prompt
-            row["responses"] = list(s.responses)
-            if src.label is not None:
-                row["label"] = src.label
+            # the built texts under the source's prompt and label
+            row = ResponseSet(s.set_id, s.responses, prompt=src.prompt, label=src.label).to_dict()
             row["source"] = {"set_id": src.set_id, "responses": list(src.responses)}
             row["metadata"] = {**src.metadata, **s.metadata, "signature": self.signature,
                                "source_set_id": src.set_id}
