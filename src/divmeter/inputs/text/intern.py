@@ -491,7 +491,7 @@ def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int],
     mode: a long job by design) instead of after :data:`_JIT_LOAD_CHARS` characters;
     ``max_len`` accepts tokens up to that many bytes (default: the numpy byte path's 64 with
     ``types``, else any length: the ids are exact whatever a token's length, and one URL in a
-    chunk must not send a whole batch to the dictionary path);
+    chunk must not send a whole batch of per-response metrics to the dictionary path);
     ``local`` (``"counts"`` or ``"ids"``) counts each text's types in a table of its own
     (:func:`divmeter.inputs.text.jit.local_types`: the per-response metrics, which never compare
     two texts' tokens)."""
@@ -582,8 +582,9 @@ def _intern_bytes(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> Interne
         zeros = [0] * len(text_sets)
         return InternedSets(np.zeros(0, dtype=np.int64), zeros, n_texts.tolist(), zeros)
     set_cum = np.concatenate(([0], np.cumsum(n_texts)))
-    parts = _jit_map(texts, tok.name, lambda c, g0, g1: (
-        *_JIT.set_local_ids(c.ids, c.lengths, n_texts[g0:g1], c.n_types), c.lengths), n_texts)
+    parts = _jit_map(texts, tok.name, lambda c, g0, g1: (  # (where the numpy path applies)
+        *_JIT.set_local_ids(c.ids, c.lengths, n_texts[g0:g1], c.n_types), c.lengths), n_texts,
+        max_len=_MAX_PACK)
     if parts is not None:
         raw, n_types, lengths = (np.concatenate(p) for p in zip(*parts, strict=True))
     else:
