@@ -39,6 +39,8 @@ _GOLD = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: slot = (key * _GOLD)
 _MIX = np.uint64(0xC2B2AE3D27D4EB4F)
 _NOT_LOW_BYTE = np.uint64(0xFFFFFFFFFFFFFF00)
 _FIRST_BITS = 12  # first table: 4,096 slots
+_LOW = np.uint64(0x0101010101010101)  # the low bit of each byte
+_GATHER = np.uint64(0x0102040810204080)  # (x & _LOW) * _GATHER >> 56: those 8 bits packed
 
 
 def _ctz_typing(typingctx: Any, x: Any) -> Any:
@@ -106,24 +108,33 @@ def _masks(buf: np.ndarray, spaces: tuple[int, int, int, int], end: int, nul: in
            ) -> tuple[np.ndarray, np.ndarray, np.int64]:
     """Bit ``j`` of word ``w`` flags byte ``64 w + j``: in ``sep`` a token separator (a byte in
     ``lo1 .. lo1 + n1`` or ``lo2 .. lo2 + n2``, ``spaces = (lo1, n1, lo2, n2)``; bits past the
-    end are set), in ``ends`` the byte ``end`` or ``nul``; with the count of those bytes."""
+    end are set), in ``ends`` the byte ``end`` or ``nul``; with the count of those bytes.
+
+    Each byte's two flags come from a 256-entry table (bit 0: separator, bit 1: end), and each
+    8 flag bytes are packed into 8 bits by one multiplication: byte ``j``'s bit lands on bit
+    ``56 + j`` of ``x * 0x0102040810204080`` (the other products fall on distinct lower bits,
+    so nothing carries)."""
     lo1, n1, lo2, n2 = spaces
+    lut = np.empty(256, np.uint8)
+    for b in range(256):
+        lut[b] = (np.uint8((np.uint8(b - lo1) <= n1) | (np.uint8(b - lo2) <= n2))
+                  | (np.uint8((b == end) | (b == nul)) << np.uint8(1)))
     n_full = buf.size // 64
+    flags = np.empty(64 * (n_full + 1), np.uint8)
+    for i in range(buf.size):
+        flags[i] = lut[buf[i]]
+    flags[buf.size:] = 1  # past the end: separators
+    f64 = flags.view(np.uint64)
     sep = np.empty(n_full + 1, np.uint64)
     ends = np.empty(n_full + 1, np.uint64)
     n_end = np.int64(0)
     for w in range(n_full + 1):
-        base = 64 * w
-        top = 64 if w < n_full else buf.size - base
         m = np.uint64(0)
         e = np.uint64(0)
-        for j in range(top):
-            b = buf[base + j]
-            is_sep = (np.uint8(b - lo1) <= n1) | (np.uint8(b - lo2) <= n2)  # modulo 256
-            m |= np.uint64(is_sep) << np.uint64(j)
-            e |= np.uint64((b == end) | (b == nul)) << np.uint64(j)
-        if top < 64:
-            m |= ~np.uint64(0) << np.uint64(top)
+        for q in range(8):
+            x = f64[8 * w + q]
+            m |= (((x & _LOW) * _GATHER) >> np.uint64(56)) << np.uint64(8 * q)
+            e |= ((((x >> _U1) & _LOW) * _GATHER) >> np.uint64(56)) << np.uint64(8 * q)
         sep[w] = m
         ends[w] = e
         n_end += np.int64(_popcount(e))
