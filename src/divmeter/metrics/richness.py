@@ -192,6 +192,7 @@ def _counts(texts: list[str], tok: Tokenizer) -> np.ndarray:
 def _count_chunk(chunk: TokenIds) -> np.ndarray:
     """``(N, V, M2)`` of each text of a chunk of the compiled path (``local="counts"``), one
     row a text."""
+    assert chunk.types is not None and chunk.squares is not None  # (local="counts" sets them)
     return np.column_stack((chunk.lengths, chunk.types, chunk.squares))
 
 

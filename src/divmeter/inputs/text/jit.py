@@ -20,6 +20,8 @@ code it replaces), compiled once per machine and cached (``cache=True``: next to
   factor rounds (McCarthy & Jarvis 2010) over the token ids.
 * :func:`type_counts`: types and the sum of squared type counts of every text (the counts the
   richness indices of :mod:`divmeter.metrics.richness` are formulas of).
+* :func:`local_types`: the same tokens and counts with a table per text (ids numbered per text),
+  for the per-response metrics, which never compare two texts' tokens.
 """
 
 from __future__ import annotations
