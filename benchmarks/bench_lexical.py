@@ -361,12 +361,14 @@ def indices_workload(n_texts: int, repeat: int, skip: Sequence[str] = ()
     # the indices of one count pass (tokens, types, squared type counts) and MSTTR, asked for
     # together as `divmeter score -m ttr -m root-ttr ...` asks: the engine's one run over them
     group = [k for k in labels if CASES[k][0] in ONE_PASS]
-    plans = resolve_metrics([(CASES[k][0], CASES[k][1]) for k in group])
-    tsets = tuple(tuple(s) for s in sets)
-    evaluate(tsets, plans)  # load every kernel once
-    t_all, _ = best_time(lambda: evaluate(tsets, plans), repeat)
-    share = t_all / len(group)
-    print(f"{len(group)} indices in one run: {t_all:.4f} s, {share:.4f} s an index")
+    share = math.nan
+    if group:  # (none where --skip leaves only the other indices)
+        plans = resolve_metrics([(CASES[k][0], CASES[k][1]) for k in group])
+        tsets = tuple(tuple(s) for s in sets)
+        evaluate(tsets, plans)  # load every kernel once
+        t_all, _ = best_time(lambda: evaluate(tsets, plans), repeat)
+        share = t_all / len(group)
+        print(f"{len(group)} indices in one run: {t_all:.4f} s, {share:.4f} s an index")
     rows = []
     for label in labels:
         metric, params, peers = CASES[label]

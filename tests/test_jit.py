@@ -143,6 +143,49 @@ def test_scan_tokens_grows_its_table() -> None:
     assert ids == list(range(5000)) + list(range(4999, -1, -1))
 
 
+def _local(texts: list[str], name: str, max_len: int = 64) -> tuple[Any, ...]:
+    ids, lengths, types, squares, most = jit.local_types(*_bytes(texts, name), len(texts),
+                                                         max_len, True)
+    return ids.tolist(), lengths.tolist(), types.tolist(), squares.tolist(), most
+
+
+@pytest.mark.parametrize("name", ["whitespace", "tevet"])
+def test_local_types_equal_the_chunk_scan(name: str) -> None:
+    """Each text's types counted in a table of its own: the tokens of ``scan_tokens``, ids
+    renumbered by first occurrence in their text, ``type_counts``'s types and squares."""
+    texts = [*TEXTS, *SURROGATES, " ".join(f"w{i}" for i in range(3000)), "a a b", ""]
+    ids, lengths, n_types = jit.scan_tokens(*_bytes(texts, name), len(texts), 64)
+    types, squares = jit.type_counts(ids, lengths, n_types)
+    local, lengths2, types2, squares2, most = _local(texts, name)
+    assert lengths2 == lengths.tolist() and most == max(types2) == 3000
+    assert types2 == types.tolist() and squares2 == squares.tolist()
+    at = 0
+    for n in lengths.tolist():
+        first: dict[int, int] = {}
+        assert local[at:at + n] == [first.setdefault(g, len(first))
+                                    for g in ids[at:at + n].tolist()]
+        at += n
+
+
+def test_local_types_golden_and_declines() -> None:
+    # "b a b": types b, a; squares 2^2 + 1; "cc  a": 2 types; "": none
+    assert _local(["b a b", "cc  a", ""], "whitespace") == (
+        [0, 1, 0, 0, 1], [3, 2, 0], [2, 2, 0], [5, 2, 0], 2)
+    # two 40-byte tokens equal but for their last byte; a 9-byte token inside a 10-byte one
+    assert _local(["q" * 39 + "1 " + "q" * 39 + "2 " + "q" * 39 + "1 abcdefghi abcdefghij"],
+                  "whitespace")[0] == [0, 1, 0, 2, 3]
+    for name, texts in [("whitespace", ["a\x00b a"]), ("whitespace", ["a\x1fb a"]),
+                        ("tevet", ["a\x00b a"]), ("whitespace", ["y " + "x" * 65])]:
+        assert _local(texts, name)[::4] == ([], -1), texts
+
+
+def _bytes(texts: list[str], name: str) -> tuple[Any, ...]:
+    buf = np.frombuffer(PAD[name].join([*texts, *[""] * 9]).encode("utf-8", "surrogatepass"),
+                        dtype=np.uint8)
+    words = np.ndarray(buffer=buf, dtype="<u8", shape=(buf.size - 7,), strides=(1,))
+    return buf, words, intern._SPACE_RANGES[name], END[name], 0
+
+
 def test_set_local_ids_and_group_order() -> None:
     ids = np.array([0, 1, 0, 2, 1, 0], dtype=np.int64)  # texts [0 1 0] [2] | [1 0]
     raw, types = jit.set_local_ids(ids, np.array([3, 1, 2]), np.array([2, 0, 1]), 3)
@@ -191,6 +234,8 @@ def _metrics(sets: list[list[str]], tokenizer: str, lowercase: bool) -> dict[str
         "ttr": _many("ttr", sets, **tok),
         "mtld": _many("mtld", sets, **tok),
         "mtld-0.5": _many("mtld", sets, threshold=0.5, **tok),
+        "yule-k": _many("yule-k", sets, **tok),
+        "msttr": _many("msttr", sets, segment=3, **tok),
         "mattr": _many("mattr", sets, window=3, **tok),
         "hdd": _many("hdd", sets, sample_size=2, **tok),
         "self-repetition": _many("self-repetition", sets, n=2, **tok),
@@ -206,7 +251,8 @@ def _metrics(sets: list[list[str]], tokenizer: str, lowercase: bool) -> dict[str
 def _assert_same(compiled: dict[str, Any], other: dict[str, Any]) -> None:
     for name in compiled:
         a, b = compiled[name], other[name]
-        if name in ("ttr", "mtld", "mtld-0.5", "mattr", "hdd", "self-repetition",
+        if name in ("ttr", "mtld", "mtld-0.5", "yule-k", "msttr", "mattr", "hdd",
+                    "self-repetition",
                     "ngram-diversity", "distinct-n"):
             a = [(r.value, r.reason, r.signature, r.details) for r in a]
             b = [(r.value, r.reason, r.signature, r.details) for r in b]
@@ -235,7 +281,10 @@ def test_per_text_runs_the_kernels(fast: Any) -> None:
     ["a\x00b a", "a b"], ["a\x1fb a", "a b"], ["x" * 65 + " y", "a b"],
 ], ids=["nul", "separator", "long-token"])
 def test_compiled_path_declines_where_the_byte_path_does(fast: Any, texts: list[str]) -> None:
-    assert intern._jit_map(texts, "whitespace", lambda c, g0, g1: c) is None
+    """A NUL or the separator in a text: both byte paths decline. A token over 64 bytes: the
+    numpy byte path declines, the compiled scan (exact at any length) does not."""
+    found = intern._jit_map(texts, "whitespace", lambda c, g0, g1: c.lengths.tolist())
+    assert found == ([[2], [2]] if texts[0].startswith("x") else None)  # 64-character chunks
     assert intern._byte_tokens(texts, "whitespace") is None
     _assert_same(*fast(lambda: _metrics([texts, ["a a b"]], "whitespace", False)))
 

@@ -63,7 +63,7 @@ Speed: TTR, PATTR and the indices of ``N``, ``V`` and ``M2`` are formulas of one
 (:func:`_counts`) that every one of them shares on a batch: the engine passes one immutable
 batch to every metric it scores, so ``divmeter score -m ttr -m root-ttr -m yule-k ...`` counts
 once. With numba (``divmeter[fast]``, loaded once a process has tokenized 16M characters) the
-pass is the compiled scan of :mod:`divmeter.inputs.text.jit` and its ``type_counts``; without
+pass is the compiled scan of :mod:`divmeter.inputs.text.jit` (``local_types``); without
 it, the sorted token keys of :class:`divmeter.inputs.text.TokenKeys` (one plain sort of
 ``hash32(key) << 32 | position``, checked against the keys). MATTR, MTLD, HD-D, MSTTR and
 MTLD-MA work on those keys too (each token's previous and next occurrence in its response); TTR
@@ -169,12 +169,12 @@ _LAST_COUNTS: dict[Tokenizer, tuple[list[str], np.ndarray]] = {}
 def _counts(texts: list[str], tok: Tokenizer) -> np.ndarray:
     """``(N, V, M2)`` of every text as the rows of a ``(3, texts)`` int64 array: tokens, types
     and the sum over types of their squared counts; one pass for every index that asks for
-    them on the same batch (the compiled kernel :func:`divmeter.inputs.text.jit.type_counts`
+    them on the same batch (the compiled kernel :func:`divmeter.inputs.text.jit.local_types`
     with numba, else the sorted keys of :class:`divmeter.inputs.text.TokenKeys`)."""
     last = _LAST_COUNTS.get(tok)
     if last is not None and last[0] is texts:
         return last[1]
-    fast = per_text(texts, tok, _count_chunk)
+    fast = per_text(texts, tok, _count_chunk, local="counts")
     if fast is not None:
         out = np.ascontiguousarray(fast.T)
     else:
@@ -190,10 +190,10 @@ def _counts(texts: list[str], tok: Tokenizer) -> np.ndarray:
 
 
 def _count_chunk(chunk: TokenIds) -> np.ndarray:
-    """``(N, V, M2)`` of each text of a chunk of the compiled path, one row a text."""
-    v, m2 = compiled().type_counts(  # type: ignore[union-attr]
-        chunk.ids, chunk.lengths, chunk.n_types)
-    return np.column_stack((chunk.lengths.astype(np.int64), v, m2))
+    """``(N, V, M2)`` of each text of a chunk of the compiled path (``local="counts"``), one
+    row a text."""
+    assert chunk.types is not None and chunk.squares is not None  # (local="counts" sets them)
+    return np.column_stack((chunk.lengths, chunk.types, chunk.squares))
 
 
 @lru_cache(maxsize=64)
@@ -1060,7 +1060,10 @@ def _tokens_types(texts: list[str], tok: Tokenizer) -> tuple[np.ndarray, np.ndar
 def _jit(loop: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     """``loop`` (a plain-Python kernel) compiled by numba, once per process (and cached on
     disk across runs)."""
-    from numba import njit
+    from divmeter.inputs.text.intern import JIT_IMPORT_LOCK
+
+    with JIT_IMPORT_LOCK:  # numba imported by one thread at a time (see the lock)
+        from numba import njit
 
     fn: Callable[..., np.ndarray] = njit(cache=True, nogil=True)(loop)
     return fn
@@ -1666,7 +1669,7 @@ class MSTTR(Index):
         segment, convention = self.p["segment"], self.p["convention"]
         code = CONVENTIONS.index(convention)
         vals = per_text(texts, self.tok, lambda c: _msttr_compiled()(  # compiled: same floats
-            c.ids, c.lengths, c.n_types, segment, code))
+            c.ids, c.lengths, c.n_types, segment, code), local="ids")
         if vals is None:
             vals = _msttr_values(TokenKeys.from_texts(texts, self.tok), segment, convention)
         return vals

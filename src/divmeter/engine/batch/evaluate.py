@@ -27,7 +27,6 @@ from typing import Any
 from divmeter.core import memory
 from divmeter.core.degenerate import (
     ONE_TEXT_GRANULARITIES,
-    count_non_blank,
     degenerate_reason,
     reason_from_counts,
 )
@@ -41,6 +40,7 @@ from divmeter.inputs.data.model import as_texts
 __all__ = ["Outcome", "evaluate"]
 
 Outcome = MetricResult | InvalidInputError
+_STR = {str}
 
 
 def evaluate(
@@ -106,13 +106,14 @@ def evaluate(
                 continue
         row: list[Outcome | None] = [None] * len(inputs)
         live, items = sets.live(metric)
-        for i in range(len(inputs)):
+        for i in range(len(inputs)) if len(live) < len(inputs) else ():
             item, err = sets.item(metric, i)
             if err is not None:
                 row[i] = err
             elif (why := sets.reason(metric, i)) is not None:
                 row[i] = metric.null(why, len(item))
-        costly = _check_costs(metric, items, [set_name(i) for i in live])
+        costly = (getattr(metric.cost, "__func__", None) is not Metric.cost  # linear: no check
+                  and _check_costs(metric, items, [set_name(i) for i in live]))
         ctx = ([context(i) for i in live] if metric.context else None)
         for i, res in zip(live, _score(metric, items, live, ctx, costly, set_name), strict=True):
             row[i] = res
@@ -180,7 +181,7 @@ class _Sets:
         if self._texts is None:
             self._texts = []
             for i, s in enumerate(self.inputs):
-                if (type(s) is list or type(s) is tuple) and all(type(t) is str for t in s):
+                if (type(s) is list or type(s) is tuple) and set(map(type, s)) <= _STR:
                     self._texts.append((tuple(s), None))  # what as_texts gives, without calls
                     continue
                 try:
@@ -206,8 +207,13 @@ class _Sets:
         (tokenize it once per tokenizer)."""
         key = (metric.input, metric.granularity in ONE_TEXT_GRANULARITIES)
         if key not in self._live:
-            idx = [i for i in range(len(self.inputs))
-                   if self.item(metric, i)[1] is None and self.reason(metric, i) is None]
+            if metric.input == "texts":  # (the same sets as below, without two calls a set)
+                idx = [i for i, ((_, err), why) in enumerate(zip(
+                       self.texts(), self._whys(metric), strict=True))
+                       if err is None and why is None]
+            else:
+                idx = [i for i in range(len(self.inputs))
+                       if self.item(metric, i)[1] is None and self.reason(metric, i) is None]
             whole = (metric.input == "texts" and len(idx) == len(self.inputs))
             items = (tuple(t for t, _ in self.texts()) if whole  # type: ignore[misc]
                      else tuple(self.item(metric, i)[0] for i in idx))
@@ -218,21 +224,26 @@ class _Sets:
 
     def reason(self, metric: Metric, i: int) -> str | None:
         """The rule's verdict on set ``i`` for ``metric`` (``None``: it is scored)."""
+        return self._whys(metric)[i]
+
+    def _whys(self, metric: Metric) -> list[str | None]:
+        """The rule's verdict on every set for ``metric``, computed once a granularity kind."""
         key = (metric.input, metric.granularity in ONE_TEXT_GRANULARITIES)
         whys = self._why.get(key)
-        if whys is None:
+        if whys is None and metric.input == "texts":
+            # count_non_blank's count without a call a text: blank = empty or whitespace only
+            whys = [None if item is None else reason_from_counts(
+                len(item), len(item) - item.count("") - sum(map(str.isspace, item)),
+                metric.granularity) for item, _ in self.texts()]
+            self._why[key] = whys
+        elif whys is None:
             whys = []
             for j in range(len(self.inputs)):
                 item, err = self.item(metric, j)
-                if err is not None:
-                    whys.append(None)
-                elif metric.input == "texts":
-                    whys.append(reason_from_counts(len(item), count_non_blank(item),
-                                                   metric.granularity))
-                else:
-                    whys.append(degenerate_reason(item, metric.granularity))
+                whys.append(None if err is not None
+                            else degenerate_reason(item, metric.granularity))
             self._why[key] = whys
-        return whys[i]
+        return whys
 
 
 def _not_instantiations(name: str) -> InvalidInputError:

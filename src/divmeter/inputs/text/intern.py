@@ -488,11 +488,17 @@ class TokenIds:
     starts: np.ndarray | None = None
     sizes: np.ndarray | None = None
     words: np.ndarray | None = None
+    #: With ``local`` (:func:`_jit_map`): each text's type count and sum of squared type
+    #: counts; the ids (``local="ids"``; none for ``"counts"``) are then numbered by first
+    #: occurrence in their text, and ``n_types`` is the most types of one text.
+    types: np.ndarray | None = None
+    squares: np.ndarray | None = None
 
 
 def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int], Any],
              groups: np.ndarray | None = None, *, types: bool = False,
-             eager: bool = False, max_len: int = 0) -> list[Any] | None:
+             eager: bool = False, max_len: int = 0, local: str | None = None
+             ) -> list[Any] | None:
     """``fn(chunk, g0, g1)`` of each chunk of :func:`divmeter.inputs.text.jit.scan_tokens` of
     ``texts`` (cased as the tokenizer wants; a tokenizer of :data:`_BYTE_SPLITS`), right after
     the chunk is scanned (so its buffers are reused for the next). Chunks hold about
@@ -500,11 +506,16 @@ def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int],
     consecutive groups of texts; ``None``: every text alone); ``g0 .. g1-1`` are a chunk's
     groups. ``None`` for no text, a batch under :data:`_JIT_MIN_CHARS` characters, until
     :data:`_JIT_LOAD_CHARS` characters have passed, without numba, and wherever the numpy byte
-    path declines too (a NUL or separator character, a token over 64 bytes). With ``types``,
-    each chunk also holds its types' first occurrences
+    path declines too (a NUL or separator character; with ``types``, a token over ``max_len``
+    bytes). With ``types``, each chunk also holds its types' first occurrences
     (:func:`divmeter.inputs.text.jit.scan_types`); ``eager`` loads the kernels at once (corpus
     mode: a long job by design) instead of after :data:`_JIT_LOAD_CHARS` characters;
-    ``max_len`` accepts tokens up to that many bytes (default: the numpy byte path's 64)."""
+    ``max_len`` accepts tokens up to that many bytes (default: the numpy byte path's 64 with
+    ``types``, else any length: the ids are exact whatever a token's length, and one URL in a
+    chunk must not send a whole batch of per-response metrics to the dictionary path);
+    ``local`` (``"counts"`` or ``"ids"``) counts each text's types in a table of its own
+    (:func:`divmeter.inputs.text.jit.local_types`: the per-response metrics, which never compare
+    two texts' tokens)."""
     global _chars_before_jit
     chars = sum(map(len, texts))
     if not texts or chars < _JIT_MIN_CHARS:
@@ -536,13 +547,18 @@ def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int],
             return None
         buf = joined[0]
         words = np.ndarray(buffer=buf, dtype="<u8", shape=(buf.size - 7,), strides=(1,))
-        if types:
+        if local:
+            ids, lengths, v, m2, n_types = jit.local_types(  # (a token of any length)
+                buf, words, _SPACE_RANGES[name], end, 0, len(part), max_len or buf.size,
+                local == "ids")
+            chunk = TokenIds(ids, lengths, n_types, types=v, squares=m2)
+        elif types:
             ids, lengths, n_types, starts, sizes = jit.scan_types(
                 buf, words, _SPACE_RANGES[name], end, 0, len(part), max_len or _MAX_PACK)
             chunk = TokenIds(ids, lengths, n_types, starts, sizes, words)
         else:
             ids, lengths, n_types = jit.scan_tokens(buf, words, _SPACE_RANGES[name], end, 0,
-                                                    len(part), _MAX_PACK)
+                                                    len(part), max_len or buf.size)
             chunk = TokenIds(ids, lengths, n_types)
         if n_types < 0:
             return None
@@ -551,11 +567,12 @@ def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int],
 
 
 def per_text(texts: Sequence[str], tok: Tokenizer,
-             values: Callable[[TokenIds], np.ndarray]) -> np.ndarray | None:
+             values: Callable[[TokenIds], np.ndarray], local: str | None = None
+             ) -> np.ndarray | None:
     """``values`` of each chunk of the compiled path's tokens of ``texts``, concatenated (one
     value per text; for the per-response metrics of :mod:`divmeter.metrics.richness`), or
     ``None`` where the compiled path does not run: a tokenizer other than ``whitespace`` and
-    ``tevet``, and the cases of :func:`_jit_map`.
+    ``tevet``, and the cases of :func:`_jit_map` (whose ``local`` it passes on).
 
     Example:
         >>> from divmeter.inputs.text.tokenize import get_tokenizer
@@ -568,7 +585,7 @@ def per_text(texts: Sequence[str], tok: Tokenizer,
         if sum(map(len, texts)) < _JIT_MIN_CHARS:
             return None  # (checked first: no lowercasing for nothing)
         texts = [t.lower() for t in texts]
-    found = _jit_map(texts, tok.name, lambda c, g0, g1: values(c))
+    found = _jit_map(texts, tok.name, lambda c, g0, g1: values(c), local=local)
     return None if found is None else np.concatenate(found)
 
 
@@ -586,9 +603,9 @@ def _intern_bytes(text_sets: Sequence[Sequence[str]], tok: Tokenizer) -> Interne
         zeros = [0] * len(text_sets)
         return InternedSets(np.zeros(0, dtype=np.int64), zeros, n_texts.tolist(), zeros)
     set_cum = np.concatenate(([0], np.cumsum(n_texts)))
-    parts = _jit_map(texts, tok.name, lambda c, g0, g1: (
+    parts = _jit_map(texts, tok.name, lambda c, g0, g1: (  # (where the numpy path applies)
         *_JIT.loaded.set_local_ids(c.ids, c.lengths, n_texts[g0:g1], c.n_types), c.lengths),
-        n_texts)
+        n_texts, max_len=_MAX_PACK)
     if parts is not None:
         raw, n_types, lengths = (np.concatenate(p) for p in zip(*parts, strict=True))
     else:

@@ -20,6 +20,8 @@ code it replaces), compiled once per machine and cached (``cache=True``: next to
   factor rounds (McCarthy & Jarvis 2010) over the token ids.
 * :func:`type_counts`: types and the sum of squared type counts of every text (the counts the
   richness indices of :mod:`divmeter.metrics.richness` are formulas of).
+* :func:`local_types`: the same tokens and counts with a table per text (ids numbered per text),
+  for the per-response metrics, which never compare two texts' tokens.
 """
 
 from __future__ import annotations
@@ -32,13 +34,15 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 __all__ = ["scan_tokens", "scan_types", "set_local_ids", "group_order", "ttr_values",
-           "mtld_values", "type_counts"]
+           "mtld_values", "type_counts", "local_types"]
 
 _U1 = np.uint64(1)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: slot = (key * _GOLD) >> (64 - bits)
 _MIX = np.uint64(0xC2B2AE3D27D4EB4F)
 _NOT_LOW_BYTE = np.uint64(0xFFFFFFFFFFFFFF00)
 _FIRST_BITS = 12  # first table: 4,096 slots
+_LOW = np.uint64(0x0101010101010101)  # the low bit of each byte
+_GATHER = np.uint64(0x0102040810204080)  # (x & _LOW) * _GATHER >> 56: those 8 bits packed
 
 
 def _ctz_typing(typingctx: Any, x: Any) -> Any:
@@ -106,24 +110,33 @@ def _masks(buf: np.ndarray, spaces: tuple[int, int, int, int], end: int, nul: in
            ) -> tuple[np.ndarray, np.ndarray, np.int64]:
     """Bit ``j`` of word ``w`` flags byte ``64 w + j``: in ``sep`` a token separator (a byte in
     ``lo1 .. lo1 + n1`` or ``lo2 .. lo2 + n2``, ``spaces = (lo1, n1, lo2, n2)``; bits past the
-    end are set), in ``ends`` the byte ``end`` or ``nul``; with the count of those bytes."""
+    end are set), in ``ends`` the byte ``end`` or ``nul``; with the count of those bytes.
+
+    Each byte's two flags come from a 256-entry table (bit 0: separator, bit 1: end), and each
+    8 flag bytes are packed into 8 bits by one multiplication: byte ``j``'s bit lands on bit
+    ``56 + j`` of ``x * 0x0102040810204080`` (the other products fall on distinct lower bits,
+    so nothing carries)."""
     lo1, n1, lo2, n2 = spaces
+    lut = np.empty(256, np.uint8)
+    for b in range(256):
+        lut[b] = (np.uint8((np.uint8(b - lo1) <= n1) | (np.uint8(b - lo2) <= n2))
+                  | (np.uint8((b == end) | (b == nul)) << np.uint8(1)))
     n_full = buf.size // 64
+    flags = np.empty(64 * (n_full + 1), np.uint8)
+    for i in range(buf.size):
+        flags[i] = lut[buf[i]]
+    flags[buf.size:] = 1  # past the end: separators
+    f64 = flags.view(np.uint64)
     sep = np.empty(n_full + 1, np.uint64)
     ends = np.empty(n_full + 1, np.uint64)
     n_end = np.int64(0)
     for w in range(n_full + 1):
-        base = 64 * w
-        top = 64 if w < n_full else buf.size - base
         m = np.uint64(0)
         e = np.uint64(0)
-        for j in range(top):
-            b = buf[base + j]
-            is_sep = (np.uint8(b - lo1) <= n1) | (np.uint8(b - lo2) <= n2)  # modulo 256
-            m |= np.uint64(is_sep) << np.uint64(j)
-            e |= np.uint64((b == end) | (b == nul)) << np.uint64(j)
-        if top < 64:
-            m |= ~np.uint64(0) << np.uint64(top)
+        for q in range(8):
+            x = f64[8 * w + q]
+            m |= (((x & _LOW) * _GATHER) >> np.uint64(56)) << np.uint64(8 * q)
+            e |= ((((x >> _U1) & _LOW) * _GATHER) >> np.uint64(56)) << np.uint64(8 * q)
         sep[w] = m
         ends[w] = e
         n_end += np.int64(_popcount(e))
@@ -449,3 +462,134 @@ def type_counts(ids: np.ndarray, lengths: np.ndarray, n_types: int
         v[d] = types
         m2[d] = sq
     return v, m2
+
+
+@njit(cache=True, nogil=True)
+def local_types(buf: np.ndarray, words: np.ndarray, spaces: tuple[int, int, int, int],
+                end: int, nul: int, n_texts: int, max_len: int, want_ids: bool
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """The tokens of :func:`scan_types` (the same bytes, the same tokens), each text's types
+    counted in a table of its own: for the per-response metrics, which never compare two
+    texts' tokens.
+
+    A text's table has at least twice as many slots as the text has tokens (a prefix of one
+    buffer; a slot is free for text ``d`` unless stamped ``d``), so a short text's table stays
+    in the cache where one table of the whole chunk's types would not; and no pass over the ids
+    is needed for the counts. Keys and the byte comparison of long tokens are
+    :func:`scan_types`'s.
+
+    Returns:
+        ``(ids, lengths, types, squares, most)``: with ``want_ids``, the type of every token
+        numbered 0, 1, ... by first occurrence in its text (else no ids); the token count, the
+        type count and the sum of squared type counts of each text; the most types of one text.
+        ``most = -1`` (and no ids) where :func:`scan_types` gives ``n_types = -1``.
+    """
+    sep, ends, n_end = _masks(buf, spaces, end, nul)
+    lengths = np.zeros(n_texts, np.int64)
+    v = np.zeros(n_texts, np.int64)
+    m2 = np.zeros(n_texts, np.int64)
+    none = np.empty(0, np.int64)
+    if n_end != n_texts + 8:  # a text holds the end byte or a NUL
+        return none, lengths, v, m2, -1
+    # each text's token count (the token ends up to its end byte), as _scan_words counts them
+    n_tok = np.int64(0)
+    carry = _U1  # the byte before the buffer counts as a separator
+    doc = 0
+    doc_first = np.int64(0)
+    for w in range(sep.size):
+        m = sep[w]
+        stops = m & ~((m << _U1) | carry)
+        carry = m >> np.uint64(63)
+        k0 = n_tok
+        n_tok += np.int64(_popcount(stops))
+        e = ends[w]
+        while e and doc < n_texts:
+            bit = _ctz(e)
+            e &= e - _U1
+            upto = k0 + np.int64(_popcount(stops & (((_U1 << bit) - _U1) | (_U1 << bit))))
+            lengths[doc] = upto - doc_first
+            doc_first = upto
+            doc += 1
+    most_tokens = lengths.max() if n_texts else 0
+    bits = 4
+    while (1 << bits) < 2 * most_tokens:
+        bits += 1
+    keys = np.empty(1 << bits, np.uint64)
+    stamp = np.full(1 << bits, -1, np.int64)
+    count = np.empty(1 << bits, np.int64)
+    first = np.empty(1 << bits, np.int64)  # byte offset of the type's first occurrence
+    length = np.empty(1 << bits, np.int64)  # and its byte length
+    local = np.empty(1 << bits, np.int64)  # the type's number in its text
+    ids = np.empty(n_tok if want_ids else 0, np.int64)
+    most = 0
+    d = -1
+    left = 0  # tokens of text d still to come
+    types = 0
+    sq = 0
+    mask = 0
+    shift = np.uint64(60)
+    k = 0
+    carry = _U1
+    last_sep = np.int64(-1)
+    for w in range(sep.size):
+        m = sep[w]
+        stops = m & ~((m << _U1) | carry)
+        carry = m >> np.uint64(63)
+        base = 64 * w
+        todo = stops
+        while todo:
+            bit = _ctz(todo)
+            todo &= todo - _U1
+            below = m & ((_U1 << bit) - _U1)
+            start = base + 64 - np.int64(_clz(below)) if below else last_sep + 1
+            size = base + np.int64(bit) - start
+            while left == 0:  # the next text with a token
+                if d >= 0:
+                    v[d] = types
+                    m2[d] = sq
+                    most = max(most, types)
+                d += 1
+                left = lengths[d]
+                types = 0
+                sq = 0
+                b = 4
+                while (1 << b) < 2 * left:
+                    b += 1
+                mask = (1 << b) - 1
+                shift = np.uint64(64 - b)
+            key = _tail(words, start, size)
+            if size > 8:
+                if size > max_len:
+                    return none, lengths, v, m2, -1
+                key = _long_key(words, start, size)
+            slot = np.int64((key * _GOLD) >> shift)
+            while True:
+                if stamp[slot] != d:  # a new type of this text
+                    stamp[slot] = d
+                    keys[slot] = key
+                    count[slot] = 1
+                    first[slot] = start
+                    length[slot] = size
+                    local[slot] = types
+                    if want_ids:
+                        ids[k] = types
+                    types += 1
+                    sq += 1
+                    break
+                if keys[slot] == key and (size <= 8 or (length[slot] == size and _same_bytes(
+                        words, first[slot], start, size))):
+                    sq += 2 * count[slot] + 1
+                    count[slot] += 1
+                    if want_ids:
+                        ids[k] = local[slot]
+                    break
+                slot = (slot + 1) & mask
+            left -= 1
+            k += 1
+        if m:
+            last_sep = base + 63 - np.int64(_clz(m))
+    if d >= 0:
+        v[d] = types
+        m2[d] = sq
+        most = max(most, types)
+    return ids, lengths, v, m2, most
