@@ -95,6 +95,43 @@ def _long_key(words: np.ndarray, start: Any, size: Any) -> np.uint64:
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _next_token(todo: Any, m: Any, base: Any, last_sep: Any) -> Any:
+    """The token that ends at the lowest bit of ``todo`` (the token ends of the word ``m`` of
+    separator flags, whose bit 0 is byte ``base``; ``last_sep`` the last separator before it):
+    ``todo`` without that bit, the token's first byte and its size. It starts after the highest
+    separator bit below its end, or after ``last_sep`` when there is none."""
+    bit = _ctz(todo)
+    below = m & ((_U1 << bit) - _U1)
+    start = base + 64 - np.int64(_clz(below)) if below else last_sep + 1
+    return todo & (todo - _U1), start, base + np.int64(bit) - start
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _key(words: np.ndarray, start: Any, size: Any) -> np.uint64:
+    """The table key of the token of ``size`` bytes from ``start``: its bytes themselves up to 8
+    bytes, else :func:`_long_key`."""
+    if size > 8:
+        return _long_key(words, start, size)
+    return _tail(words, start, size)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _end_texts(e: Any, stops: Any, k0: Any, lengths: np.ndarray, doc: Any, doc_first: Any,
+               n_texts: Any) -> Any:
+    """Sets the token counts in ``lengths`` of the texts that end in a word: ``e`` flags their
+    end bytes, ``stops`` the word's token ends, ``k0`` the tokens before the word; ``doc`` is the
+    next text to end and ``doc_first`` its first token. Returns both, moved past these texts."""
+    while e and doc < n_texts:
+        bit = _ctz(e)
+        e &= e - _U1
+        upto = k0 + np.int64(_popcount(stops & (((_U1 << bit) - _U1) | (_U1 << bit))))
+        lengths[doc] = upto - doc_first
+        doc_first = upto
+        doc += 1
+    return doc, doc_first
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _same_bytes(words: np.ndarray, a: Any, b: Any, size: Any) -> bool:
     """Whether the ``size`` bytes from ``a`` equal those from ``b``, 8 at a time."""
     j = 0
@@ -191,16 +228,10 @@ def _scan_words(words: np.ndarray, sep: np.ndarray, ends: np.ndarray, w0: int,
         k0 = k
         todo = stops
         while todo:
-            bit = _ctz(todo)
-            todo &= todo - _U1
-            below = m & ((_U1 << bit) - _U1)
-            start = base + 64 - np.int64(_clz(below)) if below else last_sep + 1
-            size = base + np.int64(bit) - start
-            key = _tail(words, start, size)
-            if size > 8:
-                if size > max_len:
-                    return -2
-                key = _long_key(words, start, size)
+            todo, start, size = _next_token(todo, m, base, last_sep)
+            if size > max_len and size > 8:
+                return -2
+            key = _key(words, start, size)
             slot = np.int64((key * _GOLD) >> shift)
             while True:
                 found = table[2 * slot + 1]
@@ -224,14 +255,7 @@ def _scan_words(words: np.ndarray, sep: np.ndarray, ends: np.ndarray, w0: int,
                 slot = (slot + 1) & (capacity - 1)
             ids[k] = t
             k += 1
-        e = ends[w]
-        while e and doc < n_texts:  # texts ending in this word
-            bit = _ctz(e)
-            e &= e - _U1
-            upto = k0 + np.int64(_popcount(stops & (((_U1 << bit) - _U1) | (_U1 << bit))))
-            lengths[doc] = upto - doc_first
-            doc_first = upto
-            doc += 1
+        doc, doc_first = _end_texts(ends[w], stops, k0, lengths, doc, doc_first, n_texts)
         if m:
             last_sep = base + 63 - np.int64(_clz(m))
     state[5] = n_types
@@ -502,14 +526,7 @@ def local_types(buf: np.ndarray, words: np.ndarray, spaces: tuple[int, int, int,
         carry = m >> np.uint64(63)
         k0 = n_tok
         n_tok += np.int64(_popcount(stops))
-        e = ends[w]
-        while e and doc < n_texts:
-            bit = _ctz(e)
-            e &= e - _U1
-            upto = k0 + np.int64(_popcount(stops & (((_U1 << bit) - _U1) | (_U1 << bit))))
-            lengths[doc] = upto - doc_first
-            doc_first = upto
-            doc += 1
+        doc, doc_first = _end_texts(ends[w], stops, k0, lengths, doc, doc_first, n_texts)
     most_tokens = lengths.max() if n_texts else 0
     bits = 4
     while (1 << bits) < 2 * most_tokens:
@@ -538,11 +555,7 @@ def local_types(buf: np.ndarray, words: np.ndarray, spaces: tuple[int, int, int,
         base = 64 * w
         todo = stops
         while todo:
-            bit = _ctz(todo)
-            todo &= todo - _U1
-            below = m & ((_U1 << bit) - _U1)
-            start = base + 64 - np.int64(_clz(below)) if below else last_sep + 1
-            size = base + np.int64(bit) - start
+            todo, start, size = _next_token(todo, m, base, last_sep)
             while left == 0:  # the next text with a token
                 if d >= 0:
                     v[d] = types
@@ -557,11 +570,9 @@ def local_types(buf: np.ndarray, words: np.ndarray, spaces: tuple[int, int, int,
                     b += 1
                 mask = (1 << b) - 1
                 shift = np.uint64(64 - b)
-            key = _tail(words, start, size)
-            if size > 8:
-                if size > max_len:
-                    return none, lengths, v, m2, -1
-                key = _long_key(words, start, size)
+            if size > max_len and size > 8:
+                return none, lengths, v, m2, -1
+            key = _key(words, start, size)
             slot = np.int64((key * _GOLD) >> shift)
             while True:
                 if stamp[slot] != d:  # a new type of this text
