@@ -10,11 +10,12 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
 
-from divmeter.apps.cli.options import SEED_CAP, QuietOpt, VerboseOpt, capped
+from divmeter.apps.cli.options import SEED_CAP, QuietOpt, VerboseOpt, capped, option_group
 from divmeter.backends.judge.config import CAPS
 from divmeter.core.errors import InvalidInputError
 from divmeter.inputs.data.paths import guard_outputs
@@ -131,6 +132,40 @@ _JudgeChunk = Annotated[int, typer.Option("--chunk",
                                        "step.")]
 
 
+@dataclass
+class Requests:
+    """How the requests are sent: ``--concurrency``, ``--timeout``, ``--max-attempts`` and
+    ``--cache`` (:func:`~divmeter.apps.cli.options.option_group`)."""
+
+    concurrency: _JudgeConcurrency = 4
+    timeout: _JudgeTimeout = 60.0
+    max_attempts: _JudgeMaxAttempts = 5
+    cache: _JudgeCache = "default"
+
+    def settings(self) -> dict[str, Any]:
+        """The :class:`~divmeter.backends.judge.config.JudgeConfig` fields they set (``--cache
+        none`` or ``off``: no cache)."""
+        return {"concurrency": self.concurrency, "timeout": self.timeout,
+                "max_attempts": self.max_attempts,
+                "cache": None if self.cache in ("none", "off") else self.cache}
+
+
+@dataclass
+class Run:
+    """What the run writes and how far it goes: ``--nulls``, ``--resume``, ``--dry-run``, the
+    Batch API files, ``--consistency`` and ``--chunk``
+    (:func:`~divmeter.apps.cli.options.option_group`)."""
+
+    nulls: _JudgeNulls = None
+    resume: _JudgeResume = False
+    dry_run: _JudgeDryRun = False
+    batch_write: _JudgeBatchWrite = None
+    batch_ingest: _JudgeBatchIngest = None
+    consistency: _JudgeConsistency = False
+    chunk: _JudgeChunk = 32
+
+
+@option_group
 def judge_cmd(
     file: _JudgeFile,
     output: _JudgeOutput,
@@ -145,17 +180,9 @@ def judge_cmd(
     retries: _JudgeRetries = 2,
     seed: _JudgeSeed = None,
     orders: _JudgeOrders = "both",
-    concurrency: _JudgeConcurrency = 4,
-    timeout: _JudgeTimeout = 60.0,
-    max_attempts: _JudgeMaxAttempts = 5,
-    cache: _JudgeCache = "default",
-    nulls: _JudgeNulls = None,
-    resume: _JudgeResume = False,
-    dry_run: _JudgeDryRun = False,
-    batch_write: _JudgeBatchWrite = None,
-    batch_ingest: _JudgeBatchIngest = None,
-    consistency: _JudgeConsistency = False,
-    chunk: _JudgeChunk = 32,
+    *,
+    requests: Requests,
+    run: Run,
     answer: _JudgeAnswer = "text",
     top_logprobs: _JudgeTopLogprobs = 20,
     min_valid: _JudgeMinValid = 0.8,
@@ -174,37 +201,35 @@ def judge_cmd(
     """
     from divmeter.studies.judge.protocol import estimate_cost
 
-    cfg = _config(task, chunk, min_valid, model=model, base_url=base_url, samples=samples,
+    cfg = _config(task, run.chunk, min_valid, model=model, base_url=base_url, samples=samples,
                   temperature=temperature, max_tokens=max_tokens, template=template,
                   fewshot=fewshot, retries=retries, seed=seed, orders=orders,
-                  concurrency=concurrency, timeout=timeout, max_attempts=max_attempts,
-                  cache=None if cache in ("none", "off") else cache, answer=answer,
-                  top_logprobs=top_logprobs)
-    _guard(output, nulls, batch_write, [file, batch_ingest, template, fewshot])
+                  **requests.settings(), answer=answer, top_logprobs=top_logprobs)
+    _guard(output, run.nulls, run.batch_write, [file, run.batch_ingest, template, fewshot])
     rows, items, contexts = read_judge_input(file, task)
     what = (f"{len(rows)} pairs x {2 if orders == 'both' else 1} orders x {samples} samples"
             if task == "pairwise" else f"{len(rows)} sets x {samples} samples")
     client = cfg.client()
-    if batch_ingest:
-        _ingest(batch_ingest, cfg, client, quiet)
-    done = done_indices(output) if resume else set()
+    if run.batch_ingest:
+        _ingest(run.batch_ingest, cfg, client, quiet)
+    done = done_indices(output) if run.resume else set()
     todo = [i for i in range(len(rows)) if i not in done]
     est = estimate_cost(task, [items[i] for i in todo], cfg,
                         contexts=[contexts[i] for i in todo], client=client)
     _note(_estimate_line(est, what) + (f" {len(done)} items already in {output}." if done
                                        else ""), quiet)
-    if batch_write:
-        _write_batch(batch_write, task, [items[i] for i in todo],
+    if run.batch_write:
+        _write_batch(run.batch_write, task, [items[i] for i in todo],
                      [contexts[i] for i in todo], cfg, client, quiet)
         return
-    if dry_run:
+    if run.dry_run:
         return
     if est["to_send"]:  # fail fast on a wrong URL; a run served from the cache needs no server
         client.check()
     with _progress(not quiet and sys.stderr.isatty()) as tick:
         summary = judge_file(task, rows, items, contexts, todo, cfg, client, output=output,
-                             nulls_path=nulls, resume=resume, chunk=chunk, on_answer=tick,
-                             consistency=consistency)
+                             nulls_path=run.nulls, resume=run.resume, chunk=run.chunk,
+                             on_answer=tick, consistency=run.consistency)
     typer.echo(json.dumps(summary, indent=2, allow_nan=False))
     _check_valid_rate(summary, cfg.model, min_valid, quiet)
 
