@@ -174,6 +174,34 @@ class Output(Report):
               xlabel=xlabel, quiet=self.quiet, html=self.html)
 
 
+@dataclass
+class Interval:
+    """The bootstrap interval of a protocol's statistics: ``--bootstrap``, ``--ci`` and
+    ``--seed`` (:func:`option_group`)."""
+
+    bootstrap: BootOpt = None
+    ci: CiOpt = "percentile"
+    seed: SeedOpt = 0
+
+
+@dataclass
+class Scored:
+    """What a protocol scores and how: FILE, ``-m``, ``-c``, ``--empty``, ``--nan`` and
+    ``--round``, the start of ``contest`` and ``dectest`` (:func:`option_group`)."""
+
+    file: FileArg
+    metric: MetricOpt = None
+    column: ColumnOpt = None
+    empty: EmptyOpt = "drop"
+    nan: NanOpt = "error"
+    round_: RoundOpt = None
+
+    def scores(self, out: Output) -> Any:
+        """FILE loaded and scored (:func:`_scores`)."""
+        return _scores(self.file, self.metric, self.column, self.empty, self.round_,
+                       out.workers, out.quiet)
+
+
 def _scores(file: str, metric: list[str] | None, column: list[str] | None, empty: str,
             round_: int | None, workers: int, quiet: bool, *,
             need_labels: bool = True) -> tuple[Any, dict[str, np.ndarray],
@@ -259,19 +287,7 @@ def _score_columns(sets: list[Any], metric: list[str], workers: int,
 
 @meta_app.command("contest")
 @option_group
-def contest_cmd(
-    file: FileArg,
-    metric: MetricOpt = None,
-    column: ColumnOpt = None,
-    empty: EmptyOpt = "drop",
-    nan: NanOpt = "error",
-    round_: RoundOpt = None,
-    bootstrap: BootOpt = None,
-    ci: CiOpt = "percentile",
-    seed: SeedOpt = 0,
-    *,
-    out: Output,
-) -> None:
+def contest_cmd(scored: Scored, interval: Interval, out: Output) -> None:
     """conTest (Tevet & Berant): Spearman rho, OCA and ROC AUC of each metric against a 0/1 label.
 
     Prints, per metric/column: spearman, oca, auc, n (and p-values, thresholds, settings).
@@ -279,22 +295,17 @@ def contest_cmd(
     _fmt(out.fmt)  # fail on a bad --format before any work
     from divmeter.studies.meta.protocols import contest
 
-    table, scores, labels, settings, sigs, _ = _scores(file, metric, column, empty, round_,
-                                                    out.workers, out.quiet)
-    result = contest(scores, labels, nan=nan, bootstrap=bootstrap, ci_method=ci, seed=seed,
-                     metric_signatures=sigs, settings=settings)
+    table, scores, labels, settings, sigs, _ = scored.scores(out)
+    result = contest(scores, labels, nan=scored.nan, bootstrap=interval.bootstrap,
+                     ci_method=interval.ci, seed=interval.seed, metric_signatures=sigs,
+                     settings=settings)
     out.emit(result, source=table.source)
 
 
 @meta_app.command("dectest")
 @option_group
 def dectest_cmd(
-    file: FileArg,
-    metric: MetricOpt = None,
-    column: ColumnOpt = None,
-    empty: EmptyOpt = "drop",
-    nan: NanOpt = "error",
-    round_: RoundOpt = None,
+    scored: Scored,
     subsample: Annotated[
         int | None,
         typer.Option("--subsample",
@@ -330,10 +341,8 @@ def dectest_cmd(
         bool, typer.Option("--pair-accuracy", help="Also the pairwise ranking accuracy "
                            "(Tevet Table 5; metric ties count as misses).")
     ] = False,
-    bootstrap: BootOpt = None,
-    ci: CiOpt = "percentile",
-    seed: SeedOpt = 0,
     *,
+    interval: Interval,
     out: Output,
 ) -> None:
     """decTest (Tevet & Berant): Spearman and Pearson of each metric with a decoding parameter.
@@ -343,13 +352,13 @@ def dectest_cmd(
     _fmt(out.fmt)  # fail on a bad --format before any work
     from divmeter.studies.meta.protocols import dectest
 
-    table, scores, labels, settings, sigs, rows = _scores(file, metric, column, empty, round_,
-                                                       out.workers, out.quiet)
+    table, scores, labels, settings, sigs, rows = scored.scores(out)
     contexts = _contexts(table, rows, context_field) if ranking else None
-    result = dectest(scores, labels, subsample=subsample, repeats=repeats, seed=seed,
+    result = dectest(scores, labels, subsample=subsample, repeats=repeats, seed=interval.seed,
                      sample=sample, per_value=per_value, pair_accuracy=pair_accuracy,
-                     contexts=contexts, ranking_order=ranking_order, bootstrap=bootstrap,
-                     ci_method=ci, nan=nan, metric_signatures=sigs, settings=settings)
+                     contexts=contexts, ranking_order=ranking_order,
+                     bootstrap=interval.bootstrap, ci_method=interval.ci, nan=scored.nan,
+                     metric_signatures=sigs, settings=settings)
     out.emit(result, source=table.source, xlabel=table.label_name or "parameter")
 
 
@@ -488,10 +497,8 @@ def paired_cmd(
     empty: EmptyOpt = "drop",
     nan: NanOpt = "error",
     round_: RoundOpt = None,
-    bootstrap: BootOpt = None,
-    ci: CiOpt = "percentile",
-    seed: SeedOpt = 0,
     *,
+    interval: Interval,
     out: Output,
 ) -> None:
     """Paired contrasts (CDM P1 vs P2, Decan stages): Wilcoxon two/one-sided, d, sign accuracy.
@@ -520,8 +527,8 @@ def paired_cmd(
     else:
         result = paired_matched(scores, conds, keys, high=high, low=low, by=by, key=key,
                                 directions=dirs, settings=settings, correction=correction,
-                                zero_method=zero_method, nan=nan, bootstrap=bootstrap,
-                                ci_method=ci, seed=seed)
+                                zero_method=zero_method, nan=nan, bootstrap=interval.bootstrap,
+                                ci_method=interval.ci, seed=interval.seed)
     out.emit(attach_metric_signatures(result, sigs), source=table.source)
 
 
