@@ -150,10 +150,10 @@ def option_group(command: _Command) -> _Command:
     """Let ``command`` take a group of options as one argument.
 
     A parameter annotated with a dataclass whose fields are typer options (e.g.
-    :class:`divmeter.apps.cli.meta.Output`) stands, in ``--help`` and on the command line, for
-    those options in the fields' order, where the parameter is; the command receives one
-    instance. Commands that share the options declare the dataclass once instead of repeating
-    its fields in every signature.
+    :class:`divmeter.apps.cli.meta.Output`; arguments too, and a field without a default is
+    required) stands, in ``--help`` and on the command line, for those options in the fields'
+    order, where the parameter is; the command receives one instance. Commands that share the
+    options declare the dataclass once instead of repeating its fields in every signature.
     """
     groups: dict[str, Any] = {}
     params = []
@@ -163,7 +163,9 @@ def option_group(command: _Command) -> _Command:
             continue
         groups[p.name] = p.annotation
         hints = typing.get_type_hints(p.annotation, include_extras=True)
-        params += [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
+        params += [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY,
+                                     default=inspect.Parameter.empty
+                                     if f.default is dataclasses.MISSING else f.default,
                                      annotation=hints[f.name])
                    for f in dataclasses.fields(p.annotation)]
 
