@@ -10,11 +10,12 @@ exits 1 when more than ``--max-rejected`` of the sets were rejected, or none was
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
 
-from divmeter.apps.cli.options import SEED_CAP, QuietOpt, VerboseOpt, capped
+from divmeter.apps.cli.options import SEED_CAP, QuietOpt, VerboseOpt, capped, option_group
 from divmeter.core.errors import InvalidInputError
 from divmeter.inputs.data.paths import guard_outputs
 
@@ -58,6 +59,7 @@ TemplateOpt = Annotated[
 ]
 MaxTokOpt = Annotated[int, typer.Option("--max-tokens",
     callback=capped(10**6, low=1), help="Longest generation in tokens.")]
+TemperatureOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
 MaxRejectedOpt = Annotated[float, typer.Option(
     "--max-rejected", help="Exit 1 when more than this share of the sets tried was rejected "
     "(a generated text failed the quality gate after its retries).")]
@@ -167,29 +169,41 @@ def _generator(model: str, base_url: str | None, chat: bool | None = None, *,
     return gen
 
 
+@dataclass
+class Shuffled:
+    """The input, output and pairing of the builders that shuffle words (``rndshuff``,
+    ``nounshuff``): SETS, ``-o``, ``--seed``, ``--pairs`` and ``--prefer``
+    (:func:`~divmeter.apps.cli.options.option_group`)."""
+
+    sets: SetsArg
+    output: OutOpt
+    seed: SeedOpt = 0
+    pairs: PairsOpt = None
+    prefer: PreferOpt = "source"
+
+    def build(self, builder: str, quiet: bool, **kw: Any) -> None:
+        """Build (:func:`_run`; ``kw``: the builder's own settings)."""
+        _run(builder, self.sets, self.output, self.pairs, self.prefer, quiet, seed=self.seed,
+             **kw)
+
+
 @build_app.command("rndshuff")
+@option_group
 def rndshuff_cmd(
-    sets: SetsArg,
-    output: OutOpt,
-    seed: SeedOpt = 0,
-    pairs: PairsOpt = None,
-    prefer: PreferOpt = "source",
+    shuffled: Shuffled,
     within: Annotated[str, typer.Option("--within", help="Shuffle words per sentence or per "
                                         "response.")] = "sentence",
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """RndShuff: shuffle all the words of each sentence (section 4.2.2)."""
-    _run("rndshuff", sets, output, pairs, prefer, quiet, seed=seed, within=within)
+    shuffled.build("rndshuff", quiet, within=within)
 
 
 @build_app.command("nounshuff")
+@option_group
 def nounshuff_cmd(
-    sets: SetsArg,
-    output: OutOpt,
-    seed: SeedOpt = 0,
-    pairs: PairsOpt = None,
-    prefer: PreferOpt = "source",
+    shuffled: Shuffled,
     pos: Annotated[
         list[str] | None,
         typer.Option("--pos", help="POS tag that moves (repeatable; default NOUN PROPN PRON).",
@@ -199,28 +213,57 @@ def nounshuff_cmd(
     verbose: VerboseOpt = False,
 ) -> None:
     """NounShuff: shuffle nouns and pronouns within each sentence (spaCy en_core_web_sm)."""
-    _run("nounshuff", sets, output, pairs, prefer, quiet, seed=seed, pos=pos)
+    shuffled.build("nounshuff", quiet, pos=pos)
+
+
+@dataclass
+class Generated:
+    """The options of the builders whose sentences a generator writes (``para``,
+    ``nonsensical``), from ``--base-url`` to ``--max-rejected``
+    (:func:`~divmeter.apps.cli.options.option_group`)."""
+
+    base_url: BaseUrlOpt = None
+    seed: SeedOpt = 0
+    pairs: PairsOpt = None
+    prefer: PreferOpt = "source"
+    template: TemplateOpt = None
+    temperature: TemperatureOpt = 0.7
+    max_tokens: MaxTokOpt = 64
+    chat: ChatOpt = None
+    retries: RetriesOpt = 3
+    length_factor: LengthFactorOpt = 3.0
+    max_rejected: MaxRejectedOpt = 0.2
+
+    def build(self, builder: str, sets: str, output: str, model: str, quiet: bool,
+              **kw: Any) -> None:
+        """Build with ``model`` as the generator and every text through the quality gate
+        (:func:`_run`; ``kw``: the builder's own settings)."""
+        _check_share(self.max_rejected)
+        _run(builder, sets, output, self.pairs, self.prefer, quiet, self.max_rejected,
+             seed=self.seed, **kw, template=self.template, temperature=self.temperature,
+             max_tokens=self.max_tokens, gate=_gate(self.retries, self.length_factor),
+             generator=lambda: _generator(model, self.base_url, self.chat,
+                                          temperature=self.temperature,
+                                          max_tokens=self.max_tokens))
+
+
+@dataclass
+class Nonsense(Generated):
+    """:class:`Generated` with the temperature of ``nonsensical``."""
+
+    temperature: TemperatureOpt = 1.0
 
 
 @build_app.command("para")
+@option_group
 def para_cmd(
     sets: SetsArg,
     output: OutOpt,
     model: ModelOpt,
     k: Annotated[int, typer.Option("--k", "-k",
                                    callback=capped(3, low=1), help="Para-k: 1, 2 or 3.")] = 1,
-    base_url: BaseUrlOpt = None,
-    seed: SeedOpt = 0,
-    pairs: PairsOpt = None,
-    prefer: PreferOpt = "source",
-    template: TemplateOpt = None,
-    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
-    = 0.7,
-    max_tokens: MaxTokOpt = 64,
-    chat: ChatOpt = None,
-    retries: RetriesOpt = 3,
-    length_factor: LengthFactorOpt = 3.0,
-    max_rejected: MaxRejectedOpt = 0.2,
+    *,
+    gen: Generated,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -229,12 +272,7 @@ def para_cmd(
     echo of the request or of the sentence, a length within --length-factor of it)."""
     if k not in (1, 2, 3):
         raise InvalidInputError(f"--k must be 1, 2 or 3; got {k}.")
-    _check_share(max_rejected)
-    _run("para", sets, output, pairs, prefer, quiet, max_rejected, seed=seed, k=k,
-         template=template, temperature=temperature, max_tokens=max_tokens,
-         gate=_gate(retries, length_factor),
-         generator=lambda: _generator(model, base_url, chat, temperature=temperature,
-                                      max_tokens=max_tokens))
+    gen.build("para", sets, output, model, quiet, k=k)
 
 
 def _gate(retries: int, length_factor: float) -> Any:
@@ -244,34 +282,20 @@ def _gate(retries: int, length_factor: float) -> Any:
 
 
 @build_app.command("nonsensical")
+@option_group
 def nonsensical_cmd(
     sets: SetsArg,
     output: OutOpt,
     model: ModelOpt,
-    base_url: BaseUrlOpt = None,
-    seed: SeedOpt = 0,
-    pairs: PairsOpt = None,
-    prefer: PreferOpt = "source",
-    template: TemplateOpt = None,
-    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
-    = 1.0,
-    max_tokens: MaxTokOpt = 64,
-    chat: ChatOpt = None,
-    retries: RetriesOpt = 3,
-    length_factor: LengthFactorOpt = 3.0,
-    max_rejected: MaxRejectedOpt = 0.2,
+    *,
+    gen: Nonsense,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Nonsensical: concept-covering sentences that defy common sense (section 4.2.2). Every
     sentence passes the quality gate (as for para; its length is compared with the median
     source response)."""
-    _check_share(max_rejected)
-    _run("nonsensical", sets, output, pairs, prefer, quiet, max_rejected, seed=seed,
-         template=template, temperature=temperature, max_tokens=max_tokens,
-         gate=_gate(retries, length_factor),
-         generator=lambda: _generator(model, base_url, chat, temperature=temperature,
-                                      max_tokens=max_tokens))
+    gen.build("nonsensical", sets, output, model, quiet)
 
 
 @build_app.command("cdm-fillers")
@@ -287,8 +311,7 @@ def cdm_fillers_cmd(
                                           callback=capped(100, low=1), help="Samples per frame and "
                                           "condition; the first well-marked one is kept.")] = 3,
     template: TemplateOpt = None,
-    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
-    = 0.7,
+    temperature: TemperatureOpt = 0.7,
     max_tokens: MaxTokOpt = 96,
     chat: ChatOpt = None,
     max_rejected: MaxRejectedOpt = 0.2,
@@ -371,8 +394,7 @@ def pattr_grid_cmd(
         callback=capped(10**6, low=1), help="Responses per prompt.")] = 1,
     seed: SeedOpt = 0,
     template: TemplateOpt = None,
-    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
-    = 1.0,
+    temperature: TemperatureOpt = 1.0,
     max_tokens: MaxTokOpt = 256,
     chat: ChatOpt = None,
     retries: RetriesOpt = 3,
