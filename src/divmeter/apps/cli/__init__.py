@@ -94,54 +94,42 @@ def _plain_metavars() -> None:
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
+#: What ``divmeter`` mounts, in this order: (its name, the module of :mod:`divmeter.apps.cli`
+#: that holds it, the command or typer app there, and the module whose absence leaves it out,
+#: a trimmed install's, or ``None``). A name ``group command`` mounts on that group.
+_MOUNTS: tuple[tuple[str, str, str, str | None], ...] = (
+    ("list", "listing", "list_cmd", None),
+    ("report", "report", "report_cmd", None),
+    ("score", "score", "score_cmd", "score"),
+    ("meta", "meta", "meta_app", "meta"),
+    ("meta agreement", "agreement", "agreement_cmd", "meta"),
+    ("compare", "compare", "compare_cmd", "meta"),
+    ("annotate", "annotate", "annotate_app", "annotate"),
+    ("build", "build", "build_app", "build"),
+    ("judge", "judge", "judge_cmd", None),
+    ("generate", "generate", "generate_cmd", "generate"),
+    ("data", "data", "data_app", None),
+    ("reproduce", "reproduce", "reproduce_cmd", None),
+    ("embed-parity", "backends", "embed_parity_cmd", "backends"),
+)
+
+
 def _mount() -> None:
+    """Every command and group of :data:`_MOUNTS` on :data:`app`."""
+    import importlib
     import importlib.util
 
-    from divmeter.apps.cli.listing import list_cmd
-
-    app.command("list")(list_cmd)
-    from divmeter.apps.cli.report import report_cmd
-
-    app.command("report")(report_cmd)
-
-    if importlib.util.find_spec("divmeter.apps.cli.score") is not None:
-        from divmeter.apps.cli.score import score_cmd
-
-        app.command("score")(score_cmd)
-    if importlib.util.find_spec("divmeter.apps.cli.meta") is not None:
-        from divmeter.apps.cli.agreement import agreement_cmd
-        from divmeter.apps.cli.meta import meta_app
-
-        meta_app.command("agreement")(agreement_cmd)
-        app.add_typer(meta_app, name="meta")
-        from divmeter.apps.cli.compare import compare_cmd
-
-        app.command("compare")(compare_cmd)
-    if importlib.util.find_spec("divmeter.apps.cli.annotate") is not None:
-        from divmeter.apps.cli.annotate import annotate_app
-
-        app.add_typer(annotate_app, name="annotate")
-    if importlib.util.find_spec("divmeter.apps.cli.build") is not None:
-        from divmeter.apps.cli.build import build_app
-
-        app.add_typer(build_app, name="build")
-    from divmeter.apps.cli.judge import judge_cmd
-
-    app.command("judge")(judge_cmd)
-    if importlib.util.find_spec("divmeter.apps.cli.generate") is not None:
-        from divmeter.apps.cli.generate import generate_cmd
-
-        app.command("generate")(generate_cmd)
-    from divmeter.apps.cli.data import data_app
-
-    app.add_typer(data_app, name="data")
-    from divmeter.apps.cli.reproduce import reproduce_cmd
-
-    app.command("reproduce")(reproduce_cmd)
-    if importlib.util.find_spec("divmeter.apps.cli.backends") is not None:
-        from divmeter.apps.cli.backends import embed_parity_cmd
-
-        app.command("embed-parity")(embed_parity_cmd)
+    groups: dict[str, typer.Typer] = {}
+    for name, module, attr, needs in _MOUNTS:
+        if needs and importlib.util.find_spec(f"divmeter.apps.cli.{needs}") is None:
+            continue
+        found = getattr(importlib.import_module(f"divmeter.apps.cli.{module}"), attr)
+        group, _, name = name.rpartition(" ")
+        if isinstance(found, typer.Typer):
+            groups[name] = found
+            app.add_typer(found, name=name)
+        else:
+            (groups[group] if group else app).command(name)(found)
 
 
 #: How every ``--help`` reads its texts: as Markdown, so a docstring's paragraphs are wrapped
