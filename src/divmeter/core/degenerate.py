@@ -59,7 +59,7 @@ def count_non_blank(texts: Iterable[str]) -> int:
         >>> count_non_blank(["a", "", " ", "b c"])
         2
     """
-    texts = texts if isinstance(texts, list) else list(texts)
+    texts = texts if isinstance(texts, (list, tuple)) else list(texts)
     return len(texts) - texts.count("") - sum(map(str.isspace, texts))
 
 

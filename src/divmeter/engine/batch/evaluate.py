@@ -27,6 +27,7 @@ from typing import Any
 from divmeter.core import memory
 from divmeter.core.degenerate import (
     ONE_TEXT_GRANULARITIES,
+    count_non_blank,
     degenerate_reason,
     reason_from_counts,
 )
@@ -231,10 +232,9 @@ class _Sets:
         key = (metric.input, metric.granularity in ONE_TEXT_GRANULARITIES)
         whys = self._why.get(key)
         if whys is None and metric.input == "texts":
-            # count_non_blank's count without a call a text: blank = empty or whitespace only
             whys = [None if item is None else reason_from_counts(
-                len(item), len(item) - item.count("") - sum(map(str.isspace, item)),
-                metric.granularity) for item, _ in self.texts()]
+                len(item), count_non_blank(item), metric.granularity)
+                for item, _ in self.texts()]
             self._why[key] = whys
         elif whys is None:
             whys = []

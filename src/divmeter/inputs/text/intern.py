@@ -415,10 +415,10 @@ _JIT_MIN_CHARS = _BYTE_MIN_CHARS
 #: compiled path would save it; a long one pays it once.
 _JIT_LOAD_CHARS = 1 << 24
 _chars_before_jit = 0
-#: Held while a module of compiled kernels imports numba (here and in
-#: :func:`divmeter.inputs.text.table.compiled_ngrams`): two threads importing numba at once
-#: (a Ray worker deserialising a task's arguments while another task runs) can otherwise see
-#: it partially initialised.
+#: Held while a module of compiled kernels (:class:`Kernels`) or richness's ``_jit`` imports
+#: numba: two threads importing it at once can see it partially initialised. (The Ray failure
+#: with that message had another cause: a cancelled task interrupted inside the import; see
+#: :func:`divmeter.engine.ray._stop`.)
 JIT_IMPORT_LOCK = threading.RLock()
 #: The bytes that separate tokens, per tokenizer, as two ranges ``(lo1, n1, lo2, n2)``:
 #: ``str.split()``'s ASCII whitespace 9-13 and 28-32 (:func:`_joined_bytes` makes non-ASCII
