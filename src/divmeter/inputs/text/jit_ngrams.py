@@ -8,10 +8,14 @@ computes (integers only), so the two paths give the same keys, runs and counts.
 * :func:`type_hashes`: the 128-bit hash of each token type's bytes (:mod:`keys`' definition);
 * :func:`extend_keys`, :func:`step_take`: keys of order ``n`` from those of order ``n - 1``
   (in place), and each order's keys taken in the same pass;
-* :func:`run_of_sorted`: the sorted run of a chunk's n-gram occurrences once numpy has sorted
-  them as packed 64-bit words: one pass over runs of equal keys (occurrences, documents, or
-  the top two per-document counts), checking the order;
-* :func:`merge_runs`: two sorted runs into one (values added, or top two kept);
+* :func:`packed_keys`, :func:`run_of_sorted`: the sorted run of a chunk's n-gram occurrences
+  once numpy has sorted them as packed 64-bit words: one pass over runs of equal keys
+  (occurrences, documents, or the top two per-document counts), checking the order;
+* :func:`merge_runs`: two sorted runs into one (values added, or top two kept).
+
+The kernels that make runs write them into a buffer the caller allocates (``3 * capacity``
+words) and pack its rows to the size they found, so the caller hands the rest back to the
+allocator without copying the run (:func:`divmeter.inputs.text.table.as_run`);
 * :func:`lookup`: the values of many keys in a sorted run (0 where absent), through a table of
   bucket starts;
 * :func:`doc_sums`: self-repetition's ``s_d`` and self-BLEU's clipped matches per response.
@@ -26,8 +30,8 @@ from numba import njit
 
 from divmeter.inputs.text.keys import fmix_steps
 
-__all__ = ["type_hashes", "extend_keys", "step_take", "run_of_sorted", "merge_runs", "lookup",
-           "bucket_starts", "doc_sums"]
+__all__ = ["type_hashes", "extend_keys", "step_take", "packed_keys", "run_of_sorted", "merge_runs",
+           "lookup", "bucket_starts", "doc_sums"]
 
 _LOW32 = np.uint64(0xFFFFFFFF)
 _S32 = np.uint64(32)
@@ -137,15 +141,37 @@ def _less(h1: np.uint64, l1: np.uint64, h2: np.uint64, l2: np.uint64) -> Any:
 
 
 @njit(cache=True, nogil=True)
+def packed_keys(hi: np.ndarray, bits: int) -> np.ndarray:
+    """The words ``hi``'s top ``64 - bits`` bits | index (index in the low ``bits``), to be
+    sorted as plain uint64 (:func:`run_of_sorted`)."""
+    out = np.empty(hi.size, np.uint64)
+    b = np.uint64(bits)
+    for i in range(hi.size):
+        out[i] = ((hi[i] >> b) << b) | np.uint64(i)
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pack_rows(buf: np.ndarray, k: int, c: int) -> None:
+    """Rows written at capacity ``c`` (keys hi at 0, lo at ``c``, values at ``2c``) moved to
+    capacity ``k <= c``: forward copies, each destination starting before its source."""
+    if k < c:
+        for t in range(k):
+            buf[k + t] = buf[c + t]
+        for t in range(k):
+            buf[2 * k + t] = buf[2 * c + t]
+
+
+@njit(cache=True, nogil=True)
 def run_of_sorted(packed: np.ndarray, bits: int, hi: np.ndarray, lo: np.ndarray,
-                  doc: np.ndarray, mode: int) -> tuple[np.ndarray, bool]:
-    """The run of occurrences in the order of ``packed`` (sorted ``hi``'s top bits | index, the
-    index in the low ``bits``), in one pass: records of equal keys, with values by ``mode`` as
-    :func:`sort_run`; ``False`` (and no run) if that order is not sorted by the full keys."""
+                  doc: np.ndarray, mode: int, buf: np.ndarray) -> int:
+    """The run of occurrences in the order of ``packed`` (sorted :func:`packed_keys`), in one
+    pass: records of equal keys, with values by ``mode`` as :func:`sort_run`, written to
+    ``buf`` (``3 * packed.size`` words) as ``(3, m)`` rows; returns ``m``, or -1 if that order
+    is not sorted by the full keys."""
     n = packed.size
     mask = np.uint64((1 << bits) - 1)
-    out = np.empty((3, n), np.uint64)
-    oh, ol, ov = out[0], out[1], out[2]
+    oh, ol, ov = buf[:n], buf[n:2 * n], buf[2 * n:3 * n]
     m = -1
     ph = np.uint64(0)
     pl = np.uint64(0)
@@ -159,7 +185,7 @@ def run_of_sorted(packed: np.ndarray, bits: int, hi: np.ndarray, lo: np.ndarray,
         new = i == 0
         if not new:
             if h < ph or (h == ph and lw < pl):
-                return out[:, :0], False
+                return -1
             new = h != ph or lw != pl
         if new:
             if mode == 2 and m >= 0:
@@ -192,7 +218,8 @@ def run_of_sorted(packed: np.ndarray, bits: int, hi: np.ndarray, lo: np.ndarray,
     if mode == 2 and m >= 0:
         t1, t2 = _top2_with(run, t1, t2)
         ov[m] = (t1 << _S32) | t2
-    return out[:, :m + 1].copy(), True
+    _pack_rows(buf, m + 1, n)
+    return m + 1
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -207,14 +234,15 @@ def _top2(a: np.uint64, b: np.uint64) -> np.uint64:
 
 
 @njit(cache=True, nogil=True)
-def merge_runs(x: np.ndarray, y: np.ndarray, mode: int) -> np.ndarray:
+def merge_runs(x: np.ndarray, y: np.ndarray, mode: int, buf: np.ndarray) -> int:
     """Two sorted runs merged into one (values of equal keys added, ``mode`` 0 or 1; or their
-    top two kept, ``mode`` 2)."""
+    top two kept, ``mode`` 2), written to ``buf`` (``3 * (nx + ny)`` words) as ``(3, k)``
+    rows; returns ``k``."""
     xh, xl, xv = x[0], x[1], x[2]
     yh, yl, yv = y[0], y[1], y[2]
     nx, ny = xh.size, yh.size
-    out = np.empty((3, nx + ny), np.uint64)
-    oh, ol, ov = out[0], out[1], out[2]
+    c = nx + ny
+    oh, ol, ov = buf[:c], buf[c:2 * c], buf[2 * c:3 * c]
     i = j = k = 0
     while i < nx and j < ny:
         a, b = xh[i], yh[j]
@@ -236,13 +264,18 @@ def merge_runs(x: np.ndarray, y: np.ndarray, mode: int) -> np.ndarray:
             j += 1
         k += 1
     # one run is used up: the rest of the other follows as it is
-    out[:, k:k + nx - i] = x[:, i:]
-    k += nx - i
-    out[:, k:k + ny - j] = y[:, j:]
-    k += ny - j
-    if k == nx + ny:
-        return out
-    return out[:, :k].copy()
+    left = nx - i
+    oh[k:k + left] = xh[i:]
+    ol[k:k + left] = xl[i:]
+    ov[k:k + left] = xv[i:]
+    k += left
+    left = ny - j
+    oh[k:k + left] = yh[j:]
+    ol[k:k + left] = yl[j:]
+    ov[k:k + left] = yv[j:]
+    k += left
+    _pack_rows(buf, k, c)
+    return k
 
 
 @njit(cache=True, nogil=True)

@@ -241,6 +241,15 @@ def sorted_order(hi: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return order, sh, sl
 
 
+def as_run(buf: np.ndarray, m: int) -> np.ndarray:
+    """The ``(3, m)`` run a kernel wrote into the first ``3 * m`` words of ``buf`` (a fresh
+    array of its own); the rest of ``buf`` goes back to the allocator in place (a ``realloc``
+    that shrinks), not by a copy of the run."""
+    if buf.size > 3 * m:
+        buf.resize(3 * m, refcheck=False)
+    return buf.reshape(3, m)
+
+
 def sort_run(hi: np.ndarray, lo: np.ndarray, doc: np.ndarray, mode: int) -> np.ndarray:
     """The sorted run of occurrences ``(hi, lo)`` in texts ``doc`` (nondecreasing), with values
     by ``mode`` (:data:`COUNT`, :data:`DOCS` or :data:`TOP2`)."""
@@ -249,14 +258,12 @@ def sort_run(hi: np.ndarray, lo: np.ndarray, doc: np.ndarray, mode: int) -> np.n
     jit = compiled_ngrams()
     bits = max(1, int(hi.size - 1).bit_length())
     if jit is not None and bits <= 40:  # sort the packed words, then one compiled pass
-        packed = hi >> np.uint64(bits)
-        packed <<= np.uint64(bits)
-        packed |= np.arange(hi.size, dtype=np.uint64)
+        packed = jit.packed_keys(hi, bits)
         packed.sort()
-        run, ok = jit.run_of_sorted(packed, bits, hi, lo, doc if doc.size else _NO_DOC, mode)
-        if ok:
-            out: np.ndarray = run
-            return out
+        buf = np.empty(3 * hi.size, np.uint64)
+        m = jit.run_of_sorted(packed, bits, hi, lo, doc if doc.size else _NO_DOC, mode, buf)
+        if m >= 0:
+            return as_run(buf, m)
     order, sh, sl = sorted_order(hi, lo)  # stable: texts stay in order within a key
     new = np.empty(sh.size, dtype=bool)
     new[0] = True
@@ -340,8 +347,8 @@ def merge_runs(x: np.ndarray, y: np.ndarray, mode: int) -> np.ndarray:
         return x
     jit = compiled_ngrams()
     if jit is not None:
-        out: np.ndarray = jit.merge_runs(np.ascontiguousarray(x), np.ascontiguousarray(y), mode)
-        return out
+        buf = np.empty(3 * (x.shape[1] + y.shape[1]), np.uint64)
+        return as_run(buf, jit.merge_runs(x, y, mode, buf))
     both = np.concatenate((x, y), axis=1)
     order = np.lexsort((both[1], both[0]))
     s = both[:, order]
