@@ -164,11 +164,13 @@ def _pack_rows(buf: np.ndarray, k: int, c: int) -> None:
 
 @njit(cache=True, nogil=True)
 def run_of_sorted(packed: np.ndarray, bits: int, hi: np.ndarray, lo: np.ndarray,
-                  doc: np.ndarray, mode: int, buf: np.ndarray) -> int:
+                  doc: np.ndarray, mode: int, buf: np.ndarray, weight: np.ndarray) -> int:
     """The run of occurrences in the order of ``packed`` (sorted :func:`packed_keys`), in one
-    pass: records of equal keys, with values by ``mode`` as :func:`sort_run`, written to
-    ``buf`` (``3 * packed.size`` words) as ``(3, m)`` rows; returns ``m``, or -1 if that order
-    is not sorted by the full keys."""
+    pass: records of equal keys, with values by ``mode`` as :func:`sort_run` (mode 0: each
+    occurrence counts ``weight[j]`` if ``weight`` is not empty, else 1), written to ``buf``
+    (``3 * packed.size`` words) as ``(3, m)`` rows; returns ``m``, or -1 if that order is not
+    sorted by the full keys."""
+    weighted = weight.size > 0
     n = packed.size
     mask = np.uint64((1 << bits) - 1)
     oh, ol, ov = buf[:n], buf[n:2 * n], buf[2 * n:3 * n]
@@ -201,7 +203,7 @@ def run_of_sorted(packed: np.ndarray, bits: int, hi: np.ndarray, lo: np.ndarray,
             t2 = np.uint64(0)
             ph, pl = h, lw
         if mode == 0:
-            ov[m] += np.uint64(1)
+            ov[m] += weight[j] if weighted else np.uint64(1)
         else:
             d = doc[j]
             if mode == 1:

@@ -69,6 +69,7 @@ _MAX_TOKEN = 1 << 24
 BLOCK = 1 << 18
 _EMPTY = np.zeros((3, 0), np.uint64)
 _NO_DOC = np.zeros(1, np.int64)
+_NO_WEIGHT = np.zeros(0, np.uint64)
 _S32 = np.uint64(32)
 _LOW32 = np.uint64(0xFFFFFFFF)
 
@@ -250,9 +251,11 @@ def as_run(buf: np.ndarray, m: int) -> np.ndarray:
     return buf.reshape(3, m)
 
 
-def sort_run(hi: np.ndarray, lo: np.ndarray, doc: np.ndarray, mode: int) -> np.ndarray:
+def sort_run(hi: np.ndarray, lo: np.ndarray, doc: np.ndarray, mode: int,
+             weight: np.ndarray | None = None) -> np.ndarray:
     """The sorted run of occurrences ``(hi, lo)`` in texts ``doc`` (nondecreasing), with values
-    by ``mode`` (:data:`COUNT`, :data:`DOCS` or :data:`TOP2`)."""
+    by ``mode`` (:data:`COUNT`, :data:`DOCS` or :data:`TOP2`); for :data:`COUNT`, occurrence
+    ``i`` counts ``weight[i]`` times where ``weight`` is given (uint64)."""
     if hi.size == 0:
         return _EMPTY.copy()
     jit = compiled_ngrams()
@@ -261,7 +264,8 @@ def sort_run(hi: np.ndarray, lo: np.ndarray, doc: np.ndarray, mode: int) -> np.n
         packed = jit.packed_keys(hi, bits)
         packed.sort()
         buf = np.empty(3 * hi.size, np.uint64)
-        m = jit.run_of_sorted(packed, bits, hi, lo, doc if doc.size else _NO_DOC, mode, buf)
+        m = jit.run_of_sorted(packed, bits, hi, lo, doc if doc.size else _NO_DOC, mode, buf,
+                              _NO_WEIGHT if weight is None else weight)
         if m >= 0:
             return as_run(buf, m)
     order, sh, sl = sorted_order(hi, lo)  # stable: texts stay in order within a key
@@ -273,7 +277,8 @@ def sort_run(hi: np.ndarray, lo: np.ndarray, doc: np.ndarray, mode: int) -> np.n
     out = np.empty((3, starts.size), np.uint64)
     out[0], out[1] = sh[starts], sl[starts]
     if mode == COUNT:
-        out[2] = np.diff(np.append(starts, sh.size))
+        out[2] = (np.diff(np.append(starts, sh.size)) if weight is None
+                  else np.add.reduceat(weight[order], starts))
         return out
     sd = doc[order]
     new_doc = new.copy()
@@ -303,20 +308,12 @@ def chunk_runs(chunk: HashedChunk, orders: Sequence[int], mode: int) -> dict[int
     """The sorted run of every order of ``orders`` over one chunk (see :func:`sort_run`)."""
     out: dict[int, np.ndarray] = {}
     for n, hi, lo, doc in order_keys(chunk, orders, want_doc=mode != COUNT):
-        if n == 1 and mode == COUNT:  # unigrams: counted by type, no sort of occurrences
-            counts = np.bincount(chunk.ids, minlength=chunk.ha.size)
+        if n == 1 and mode == COUNT:  # unigrams: one record per type, weighted by its count
+            # (a chunk joined from several scans holds a type once per scan: the run adds
+            # those up)
+            counts = np.bincount(chunk.ids, minlength=chunk.ha.size).astype(np.uint64)
             live = np.flatnonzero(counts)
-            ha, hb = chunk.ha[live], chunk.hb[live]
-            o = np.lexsort((hb, ha))
-            run = np.stack([ha[o], hb[o], counts[live][o].astype(np.uint64)])
-            # a chunk joined from several scans holds a type once per scan: add those up
-            new = np.ones(run.shape[1], dtype=bool)
-            new[1:] = (run[0, 1:] != run[0, :-1]) | (run[1, 1:] != run[1, :-1])
-            if not new.all():
-                starts = np.flatnonzero(new)
-                run = np.stack([run[0, starts], run[1, starts],
-                                np.add.reduceat(run[2], starts)])
-            out[1] = run
+            out[1] = sort_run(chunk.ha[live], chunk.hb[live], _NO_DOC[:0], COUNT, counts[live])
             continue
         out[n] = sort_run(hi, lo, doc, mode)
     return out
