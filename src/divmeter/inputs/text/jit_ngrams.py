@@ -92,18 +92,12 @@ def extend_keys(ka: np.ndarray, kb: np.ndarray, ids: np.ndarray, lengths: np.nda
 
 @njit(cache=True, nogil=True)
 def step_take(ka: np.ndarray, kb: np.ndarray, ids: np.ndarray, lengths: np.ndarray,
-              ha: np.ndarray, hb: np.ndarray, n: int, steps: tuple[int, int], want_doc: bool
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              ha: np.ndarray, hb: np.ndarray, n: int, steps: tuple[int, int], want_doc: bool,
+              hi: np.ndarray, lo: np.ndarray, doc: np.ndarray) -> int:
     """:func:`extend_keys` to order ``n`` (for ``n > 1``) and the keys of every n-gram of the
-    chunk taken in one pass: ``(hi, lo, doc)`` (``doc`` empty unless ``want_doc``)."""
+    chunk taken in the same pass into ``hi``, ``lo`` and (``want_doc``) ``doc``, arrays of at
+    least ``ids.size`` items; returns how many."""
     st0, st1 = np.uint64(steps[0]), np.uint64(steps[1])
-    total = 0
-    for d in range(lengths.size):
-        if lengths[d] >= n:
-            total += lengths[d] - n + 1
-    hi = np.empty(total, np.uint64)
-    lo = np.empty(total, np.uint64)
-    doc = np.empty(total if want_doc else 0, np.int64)
     k = 0
     p = 0
     for d in range(lengths.size):
@@ -122,7 +116,7 @@ def step_take(ka: np.ndarray, kb: np.ndarray, ids: np.ndarray, lengths: np.ndarr
                 doc[k] = d
             k += 1
         p = end
-    return hi, lo, doc
+    return k
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -141,14 +135,12 @@ def _less(h1: np.uint64, l1: np.uint64, h2: np.uint64, l2: np.uint64) -> Any:
 
 
 @njit(cache=True, nogil=True)
-def packed_keys(hi: np.ndarray, bits: int) -> np.ndarray:
-    """The words ``hi``'s top ``64 - bits`` bits | index (index in the low ``bits``), to be
-    sorted as plain uint64 (:func:`run_of_sorted`)."""
-    out = np.empty(hi.size, np.uint64)
+def packed_keys(hi: np.ndarray, bits: int, out: np.ndarray) -> None:
+    """``out``: the words ``hi``'s top ``64 - bits`` bits | index (index in the low ``bits``),
+    to be sorted as plain uint64 (:func:`run_of_sorted`)."""
     b = np.uint64(bits)
     for i in range(hi.size):
         out[i] = ((hi[i] >> b) << b) | np.uint64(i)
-    return out
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -52,7 +52,7 @@ from divmeter.inputs.text import intern as _intern
 from divmeter.inputs.text.keys import MULS, SEEDS, STEPS, hash_words, step_keys, token_hashes
 from divmeter.inputs.text.tokenize import Tokenizer
 
-__all__ = ["NgramTable", "FrozenRun", "HashedChunk", "hashed_chunks", "chunk_runs",
+__all__ = ["NgramTable", "FrozenRun", "HashedChunk", "Scratch", "hashed_chunks", "chunk_runs",
            "compiled_ngrams", "RECORD_BYTES", "COUNT", "DOCS", "TOP2"]
 
 #: Bytes of memory per record (distinct n-gram) held: key hi, key lo, value.
@@ -187,21 +187,45 @@ def _window_index(lengths: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return pos[keep], doc_of[keep]
 
 
-def order_keys(chunk: HashedChunk, orders: Sequence[int], want_doc: bool = True
+class Scratch:
+    """Working arrays reused from one chunk to the next (and from order to order): fresh
+    memory costs a page fault per page on first touch, about as much as the work done in it.
+    A consumer holds an array from :meth:`get` only until its next call for that name."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, size: int, dtype: Any) -> np.ndarray:
+        a = self.arrays.get(name)
+        if a is None or a.size < size or a.dtype != dtype:
+            a = self.arrays[name] = np.empty(size + size // 4, dtype)
+        return a[:size]
+
+
+def order_keys(chunk: HashedChunk, orders: Sequence[int], want_doc: bool = True,
+               scratch: Scratch | None = None
                ) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
     """``(n, hi, lo, doc)`` for each order of ``orders`` (ascending): the key of every n-gram
     occurrence of the chunk (n-grams never cross texts) and the text it is in (nondecreasing;
-    an empty array unless ``want_doc``)."""
+    an empty array unless ``want_doc``). With ``scratch``, the arrays of an order are
+    overwritten by the next order's (use each before asking for the next)."""
     jit = compiled_ngrams()
-    ka = chunk.ha[chunk.ids]
-    kb = chunk.hb[chunk.ids]
+    work = scratch if scratch is not None else Scratch()
+    size = int(chunk.ids.size)
+    ka = np.take(chunk.ha, chunk.ids, out=work.get("ka", size, np.uint64))
+    kb = np.take(chunk.hb, chunk.ids, out=work.get("kb", size, np.uint64))
     top = max(orders)
     for n in range(1, top + 1):
         if jit is not None:
             if n in orders:
-                hi, lo, doc = jit.step_take(ka, kb, chunk.ids, chunk.lengths, chunk.ha,
-                                            chunk.hb, n, STEPS, want_doc)
-                yield n, hi, lo, doc
+                if scratch is None:  # the caller may keep them
+                    work = Scratch()
+                hi = work.get("hi", size, np.uint64)
+                lo = work.get("lo", size, np.uint64)
+                doc = work.get("doc", size if want_doc else 0, np.int64)
+                k = jit.step_take(ka, kb, chunk.ids, chunk.lengths, chunk.ha, chunk.hb, n,
+                                  STEPS, want_doc, hi, lo, doc)
+                yield n, hi[:k], lo[:k], doc[:k]
             elif n > 1:
                 jit.extend_keys(ka, kb, chunk.ids, chunk.lengths, chunk.ha, chunk.hb, n, STEPS)
             continue
@@ -252,7 +276,7 @@ def as_run(buf: np.ndarray, m: int) -> np.ndarray:
 
 
 def sort_run(hi: np.ndarray, lo: np.ndarray, doc: np.ndarray, mode: int,
-             weight: np.ndarray | None = None) -> np.ndarray:
+             weight: np.ndarray | None = None, scratch: Scratch | None = None) -> np.ndarray:
     """The sorted run of occurrences ``(hi, lo)`` in texts ``doc`` (nondecreasing), with values
     by ``mode`` (:data:`COUNT`, :data:`DOCS` or :data:`TOP2`); for :data:`COUNT`, occurrence
     ``i`` counts ``weight[i]`` times where ``weight`` is given (uint64)."""
@@ -261,7 +285,8 @@ def sort_run(hi: np.ndarray, lo: np.ndarray, doc: np.ndarray, mode: int,
     jit = compiled_ngrams()
     bits = max(1, int(hi.size - 1).bit_length())
     if jit is not None and bits <= 40:  # sort the packed words, then one compiled pass
-        packed = jit.packed_keys(hi, bits)
+        packed = (scratch or Scratch()).get("packed", hi.size, np.uint64)
+        jit.packed_keys(hi, bits, packed)
         packed.sort()
         buf = np.empty(3 * hi.size, np.uint64)
         m = jit.run_of_sorted(packed, bits, hi, lo, doc if doc.size else _NO_DOC, mode, buf,
@@ -304,10 +329,12 @@ def sort_run(hi: np.ndarray, lo: np.ndarray, doc: np.ndarray, mode: int,
     return out
 
 
-def chunk_runs(chunk: HashedChunk, orders: Sequence[int], mode: int) -> dict[int, np.ndarray]:
+def chunk_runs(chunk: HashedChunk, orders: Sequence[int], mode: int,
+               scratch: Scratch | None = None) -> dict[int, np.ndarray]:
     """The sorted run of every order of ``orders`` over one chunk (see :func:`sort_run`)."""
     out: dict[int, np.ndarray] = {}
-    for n, hi, lo, doc in order_keys(chunk, orders, want_doc=mode != COUNT):
+    work = scratch if scratch is not None else Scratch()
+    for n, hi, lo, doc in order_keys(chunk, orders, want_doc=mode != COUNT, scratch=work):
         if n == 1 and mode == COUNT:  # unigrams: one record per type, weighted by its count
             # (a chunk joined from several scans holds a type once per scan: the run adds
             # those up)
@@ -315,7 +342,7 @@ def chunk_runs(chunk: HashedChunk, orders: Sequence[int], mode: int) -> dict[int
             live = np.flatnonzero(counts)
             out[1] = sort_run(chunk.ha[live], chunk.hb[live], _NO_DOC[:0], COUNT, counts[live])
             continue
-        out[n] = sort_run(hi, lo, doc, mode)
+        out[n] = sort_run(hi, lo, doc, mode, scratch=work)
     return out
 
 
@@ -539,6 +566,7 @@ class NgramTable:
         self.runs: dict[int, list[np.ndarray]] = {n: [] for n in self.orders}
         self.files: dict[int, list[str]] = {n: [] for n in self.orders}
         self._own_dir: str | None = None
+        self._scratch = Scratch()
         #: Tokens and texts added (merged with the tables).
         self.tokens = 0
         self.texts = 0
@@ -555,7 +583,7 @@ class NgramTable:
         """Count the n-grams of one chunk of hashed texts."""
         self.tokens += int(chunk.ids.size)
         self.texts += int(chunk.lengths.size)
-        for n, run in chunk_runs(chunk, self.orders, self.mode).items():
+        for n, run in chunk_runs(chunk, self.orders, self.mode, self._scratch).items():
             self.add_run(n, run)
 
     def add_run(self, n: int, run: np.ndarray) -> None:
@@ -656,6 +684,7 @@ class NgramTable:
                          for n in self.orders}
         state["files"] = {n: [] for n in self.orders}
         state["_own_dir"] = None
+        state["_scratch"] = Scratch()  # (working arrays: not shipped)
         state.pop("_extra_dirs", None)
         return state
 
