@@ -10,6 +10,7 @@ exact.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ import pytest
 from divmeter.core.result import MetricResult
 from divmeter.engine.registry import get_metric
 from divmeter.inputs.text import intern as intern_module
+from divmeter.inputs.text import tokenize as tokenize_module
 from divmeter.inputs.text.intern import _byte_tokens, intern_sets
 from divmeter.inputs.text.tokenize import get_tokenizer
 
@@ -199,3 +201,55 @@ def test_kernels_agree_with_the_dictionary_path() -> None:
     finally:
         intern_module._BYTE_SPLITS = saved
     assert fast == slow and fast_rep == slow_rep
+
+
+# --------------------------------------------------------------------------- non-ASCII bytes
+
+_MIXED = ["a", " ", "\u00a0", "\u0085", "\u2003", "\u3000", "\u0e01", "\u00e9", "\u1680",
+          "\u2028", "\u205f", "\u4e00", "\U0001f600", "\u200b", "\u202f", "\u200a", "\u0100"]
+
+
+def _non_ascii_reference(data: bytes) -> tuple[bytes, list[int]]:
+    """The definition, a character at a time: every non-ASCII whitespace character that
+    ``str.split()`` splits on becomes as many spaces as it has bytes; the offsets of the
+    characters of the scripts written without spaces."""
+    out, unspaced, at = bytearray(), [], 0
+    for ch in data.decode():
+        enc = ch.encode()
+        if ord(ch) > 127 and ch.isspace():
+            enc = b" " * len(enc)
+        if tokenize_module._UNSPACED.match(ch):
+            unspaced.append(at)
+        out += enc
+        at += len(enc)
+    return bytes(out), unspaced
+
+
+def test_non_ascii_bytes_equal_their_definition() -> None:
+    """The word-at-a-time search for lead bytes and the table lookups of space codes give what
+    a character-by-character pass gives, at every length around the 8-byte words."""
+    rng = np.random.default_rng(7)
+    for size in [*range(1, 20), 31, 64, 257]:
+        for _ in range(20):
+            text = "".join(rng.choice(_MIXED, size=size).tolist())
+            data = text.encode()
+            want, offsets = _non_ascii_reference(data)
+            got, unspaced = intern_module._non_ascii(data, True)
+            assert got.tobytes() == want, text
+            assert unspaced.tolist() == offsets, text
+
+
+def test_byte_path_warns_of_an_unspaced_text_in_a_large_batch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The text that warns is found from the texts' lengths (non-ASCII texts before it move
+    every later offset)."""
+    monkeypatch.setattr(tokenize_module, "_warned", False)
+    texts = [f"caf\u00e9 na\u00efve {i} \u00a0 x" for i in range(3000)]
+    texts[1717] = "彼は毎朝コーヒーを飲みます。"
+    with pytest.warns(tokenize_module.UnspacedScriptWarning):
+        assert intern_module._joined_bytes(texts, "whitespace", check=False) is not None
+    monkeypatch.setattr(tokenize_module, "_warned", False)
+    texts[1717] = "caf\u00e9 \u4e00 a b c d e f"  # one CJK character among words: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tokenize_module.UnspacedScriptWarning)
+        intern_module._joined_bytes(texts, "whitespace", check=False)

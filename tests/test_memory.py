@@ -288,3 +288,25 @@ def test_homogenization_public_blocked_path(monkeypatch: pytest.MonkeyPatch) -> 
     assert blocked.signature == dense.signature
     assert blocked.details["similarity"] is None
     assert blocked.details["diversity"] == pytest.approx(1 - dense.value, rel=1e-12)
+
+
+def test_collector_paused_nests_and_leaves_the_collector_as_it_found_it() -> None:
+    import gc
+
+    assert gc.isenabled()
+    with memory.collector_paused():
+        assert not gc.isenabled()
+        with memory.collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the outer block still holds it
+    assert gc.isenabled()
+    gc.disable()  # a caller that turned it off itself keeps it off
+    try:
+        with memory.collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(ValueError), memory.collector_paused():
+        raise ValueError
+    assert gc.isenabled()

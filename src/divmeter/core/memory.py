@@ -70,9 +70,11 @@ not shown there. The Ray engine (``--engine ray``) reports neither.
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -386,6 +388,33 @@ def current_reporter() -> Reporter | None:
     """The reporter in force (:func:`reporting`), or ``None``; the process pool (``-j``) relays
     its workers' notes to it."""
     return _REPORTER.get()
+
+
+_GC_LOCK = threading.Lock()
+_gc_pauses = 0  # blocks inside collector_paused() that found the collector running
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused inside the block, and running again after the
+    last such block ends (left as it was where it was off already). Scoring a batch makes many
+    small containers (tuples of texts, results and their details) that form no cycle, and the
+    collector's passes over everything alive cost about a tenth of the time of a large batch
+    of cheap metrics; reference counting frees them as before."""
+    global _gc_pauses
+    with _GC_LOCK:
+        mine = gc.isenabled() or _gc_pauses > 0
+        if mine:
+            _gc_pauses += 1
+            gc.disable()
+    try:
+        yield
+    finally:
+        if mine:
+            with _GC_LOCK:
+                _gc_pauses -= 1
+                if _gc_pauses == 0:
+                    gc.enable()
 
 
 @contextlib.contextmanager

@@ -83,6 +83,16 @@ def evaluate(
         [[0.75, None]]
     """
     memory.current_limit()  # a bad $DIVMETER_MAX_MEMORY stops the run, not each set
+    with memory.collector_paused():
+        return _evaluate(inputs, plans, prompts, fields, instantiations, what, names, vectors)
+
+
+def _evaluate(inputs: Sequence[Any], plans: Sequence[MetricPlan],
+              prompts: Sequence[str | None] | None,
+              fields: Sequence[Mapping[str, Any] | None] | None,
+              instantiations: Sequence[Any] | None, what: str | None,
+              names: Sequence[str] | None, vectors: Sequence[Any] | None
+              ) -> list[list[Outcome]]:
     sets = _Sets(inputs, what, instantiations)
 
     def set_name(i: int) -> str:

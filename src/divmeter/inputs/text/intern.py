@@ -258,7 +258,11 @@ def _joined_bytes(texts: Sequence[str], name: str, check: bool = True
     if not data.isascii():
         buf, unspaced = _non_ascii(data, name == "whitespace")
         if unspaced.size:  # the byte paths never call the tokenizer, which would warn
-            ends = np.flatnonzero(buf == ord(sep))[:n_texts]
+            if name == "whitespace":  # the texts' ends from their lengths (bytes kept 1:1)
+                ends = np.cumsum(np.fromiter(map(len, parts), dtype=np.int64,
+                                             count=n_texts) + 1) - 1
+            else:
+                ends = np.flatnonzero(buf == ord(sep))[:n_texts]
             which = np.unique(np.searchsorted(ends, unspaced)).tolist()
             check_scripts([texts[i] for i in which if i < n_texts], name)
         return buf, False
@@ -278,14 +282,37 @@ _SPACE_CODES3 = np.array([0xE19A80, *range(0xE28080, 0xE2808B), 0xE280A8, 0xE280
                           0xE2819F, 0xE38080], dtype=np.int64)
 
 
+def _codes_in(codes: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Which of ``codes`` are in the sorted ``table`` (a binary search: cheaper than
+    ``numpy.isin`` for the few codes a batch has)."""
+    at = np.minimum(np.searchsorted(table, codes), table.size - 1)
+    out: np.ndarray = table[at] == codes
+    return out
+
+
+_HIGH_BITS = np.uint64(0x8080808080808080)
+_EIGHT = np.arange(8, dtype=np.int64)
+
+
+def _lead_bytes(b: np.ndarray) -> np.ndarray:
+    """Offsets of the bytes >= 0xC2 of ``b`` (lead bytes of multi-byte UTF-8 characters),
+    looked for 8 bytes at a time: only the words with a byte >= 0x80 are opened."""
+    n8 = b.size // 8
+    words = np.frombuffer(b.data, dtype="<u8", count=n8)
+    high = np.bitwise_and(words, _HIGH_BITS).astype(bool)
+    pos = (np.flatnonzero(high)[:, None] * 8 + _EIGHT).ravel()
+    pos = np.concatenate((pos, np.arange(8 * n8, b.size, dtype=np.int64)))
+    return pos[b[pos] >= 0xC2]
+
+
 def _non_ascii(data: bytes, spaces: bool) -> tuple[np.ndarray, np.ndarray]:
     """The bytes of non-ASCII joined texts, with (``spaces``) every non-ASCII whitespace
     character replaced by as many spaces as it has bytes (``str.split()`` splits on both; the
     offsets stay the text's), and the offsets of the characters of scripts written without
-    spaces (only the texts holding one are checked). One numpy pass finds the lead bytes of
-    multi-byte characters; only those few are looked at."""
+    spaces (only the texts holding one are checked). One numpy pass over 8-byte words finds the
+    lead bytes of multi-byte characters; only those few are looked at."""
     b = np.frombuffer(data, dtype=np.uint8)
-    lead = np.flatnonzero(b >= 0xC2)
+    lead = _lead_bytes(b)
     if not lead.size:
         return b, lead
     nxt = b[np.minimum(lead + 1, b.size - 1)].astype(np.int64)
@@ -295,8 +322,8 @@ def _non_ascii(data: bytes, spaces: bool) -> tuple[np.ndarray, np.ndarray]:
         hit |= (code3 >= lo) & (code3 <= hi)
     unspaced = lead[hit]
     if spaces:
-        two = np.isin(code3 >> 8, _SPACE_CODES2)
-        three = np.isin(code3, _SPACE_CODES3)
+        two = _codes_in(code3 >> 8, _SPACE_CODES2)
+        three = _codes_in(code3, _SPACE_CODES3)
         if two.any() or three.any():
             b = b.copy()
             for k, hit in ((2, two), (3, three)):
