@@ -8,13 +8,17 @@ fresh process (``os.wait4`` gives its peak resident memory and CPU time), nice'd
 * per metric and corpus: wall and CPU seconds, MB/s of input file (end to end: reading,
   tokenizing, counting, finishing), peak memory; with and without ``--memory-budget``;
 * counting alone: the metric's corpus accumulator fed the corpus's texts already in memory
-  (no reading), MB/s of text per core (CPU time);
+  (no reading) in the engine's batches, MB/s of text (and of file) per core (CPU time), best
+  and median of 3 runs a process; ``--counting-against PATH`` alternates the processes with
+  another checkout's (``--counting-rounds`` each);
 * Ray: ``--engine ray`` on the corpus cut into 8 shards, on a local cluster of 1 and 2 CPUs;
 * before/after: distinct-n on the 60 MB corpus, this checkout against commit 0fca95d (a
   ``git worktree`` of it, ``--before PATH``).
 
     PYTHONPATH=src python benchmarks/bench_corpus.py --sizes 10 100 --budget none 256 --counting \
         [--before /tmp/corpus_before]
+    PYTHONPATH=src python benchmarks/bench_corpus.py --sizes 10 --budget --counting \
+        --counting-rounds 3 --counting-against /tmp/before
     PYTHONPATH=src python benchmarks/bench_corpus.py --sizes 100 --metrics distinct-n --ray
     PYTHONPATH=src python benchmarks/bench_corpus.py --sizes 1024 --metrics distinct-n \
         --budget 3072 1024
@@ -82,30 +86,63 @@ def measure(argv: list[str], src: Path, env_extra: dict[str, str] | None = None
             "records": [json.loads(x) for x in out.decode().splitlines() if x.strip()]}
 
 
-def counting_only(path: Path, metric: str, src: Path) -> dict[str, float]:
+def counting_only(path: Path, metric: str, src: Path, repeat: int = 3) -> dict[str, float]:
     """CPU seconds of the accumulator on texts already in memory (first pass only for the
-    two-pass metrics: the counting), and the text's MB."""
+    two-pass metrics: the counting), fed in the engine's batches (``DEFAULT_BATCH_BYTES``), a
+    fresh accumulator each of ``repeat`` runs in one process: best and median; and the text's
+    MB."""
     code = f"""
-import json, sys, time
+import json, statistics, time
 from divmeter.engine.corpus.shards import iter_texts
 from divmeter.engine.corpus.stats import make_accumulator
 from divmeter.engine.batch import resolve_metrics
+try:
+    from divmeter.engine.corpus.shards import DEFAULT_BATCH_BYTES, _batches
+except ImportError:  # older checkouts: slices of 100,000 texts
+    DEFAULT_BATCH_BYTES = None
 texts = list(iter_texts({str(path)!r}))
+batches = (list(_batches(iter(texts), DEFAULT_BATCH_BYTES)) if DEFAULT_BATCH_BYTES else
+           [texts[a:a + 100000] for a in range(0, len(texts), 100000)])
 plan = resolve_metrics([{metric!r}])[0]
 acc = make_accumulator(plan.name, plan.params)
 acc.add(texts[:2000])  # load the compiled kernels
-acc = make_accumulator(plan.name, plan.params)
-t0 = time.process_time()
-for a in range(0, len(texts), 100000):
-    acc.add(texts[a:a + 100000])
-cpu = time.process_time() - t0
-print(json.dumps({{"cpu": cpu, "text_mb": sum(map(len, texts)) / 2**20}}))
+cpus = []
+for _ in range({repeat}):
+    acc = make_accumulator(plan.name, plan.params)
+    t0 = time.process_time()
+    for b in batches:
+        acc.add(b)
+    cpus.append(time.process_time() - t0)
+print(json.dumps({{"cpu": min(cpus), "cpu_median": statistics.median(cpus),
+                  "text_mb": sum(map(len, texts)) / 2**20}}))
 """
     env = {**os.environ, "PYTHONPATH": str(src)}
     out = subprocess.run(["nice", sys.executable, "-c", code], capture_output=True, env=env,
                          check=True)
     got: dict[str, float] = json.loads(out.stdout.decode().splitlines()[-1])
     return got
+
+
+def counting_rows(path: Path, metric: str, trees: dict[str, Path], rounds: int
+                  ) -> list[dict[str, object]]:
+    """:func:`counting_only` of each checkout in ``trees``, alternating, ``rounds`` processes
+    each (3 runs a process): the best and the median of all their runs' CPU seconds."""
+    runs: dict[str, list[dict[str, float]]] = {k: [] for k in trees}
+    for _ in range(rounds):
+        for label, where in trees.items():
+            runs[label].append(counting_only(path, metric, where))
+    mb = path.stat().st_size / 2**20
+    out: list[dict[str, object]] = []
+    for label, got in runs.items():
+        best = min(g["cpu"] for g in got)
+        med = sorted(g["cpu_median"] for g in got)[len(got) // 2]
+        text = got[0]["text_mb"]
+        out.append({"row": "counting", "side": label, "corpus_mb": round(mb, 1),
+                    "metric": metric, "text_mb": round(text, 1), "cpu": round(best, 3),
+                    "cpu_median": round(med, 3), "text_mb_s_cpu": round(text / best, 2),
+                    "text_mb_s_cpu_median": round(text / med, 2),
+                    "file_mb_s_cpu": round(mb / best, 2)})
+    return out
 
 
 def load() -> str:
@@ -116,11 +153,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=float, nargs="+", default=[10, 100])
     ap.add_argument("--metrics", nargs="+", default=METRICS)
-    ap.add_argument("--budget", nargs="+", default=["none"],
-                    help="memory budgets to run each metric with (MB; none: unbounded)")
+    ap.add_argument("--budget", nargs="*", default=["none"],
+                    help="memory budgets to run each metric with (MB; none: unbounded; "
+                    "no value: no end-to-end rows)")
     ap.add_argument("--ray", action="store_true", help="also run --engine ray at 1 and 2 CPUs")
     ap.add_argument("--ray-only", action="store_true", help="only the Ray rows")
     ap.add_argument("--counting", action="store_true", help="also time counting alone")
+    ap.add_argument("--counting-rounds", type=int, default=1,
+                    help="processes per checkout for the counting rows (3 runs each)")
+    ap.add_argument("--counting-against", type=Path, default=None,
+                    help="another checkout whose counting rows alternate with this one's")
     ap.add_argument("--before", type=Path, default=None,
                     help="a checkout of 0fca95d: the 60 MB distinct-n row before/after")
     ap.add_argument("--data", type=Path, default=Path("/tmp/divmeter-bench-corpus"))
@@ -163,10 +205,11 @@ def main() -> None:
                       "mb_s_cpu": round(mb / m["cpu"], 2), "peak_mb": round(m["peak_mb"]),
                       "value": m["records"][0]["value"]})
             if a.counting and not metric.endswith("hll"):
-                c = counting_only(path, metric, src)
-                emit({"row": "counting", "corpus_mb": round(mb, 1), "metric": metric,
-                      "text_mb": round(c["text_mb"], 1), "cpu": round(c["cpu"], 2),
-                      "text_mb_s_cpu": round(c["text_mb"] / c["cpu"], 2)})
+                trees = {"this checkout": src}
+                if a.counting_against is not None:
+                    trees = {"against": a.counting_against / "src", **trees}
+                for row in counting_rows(path, metric, trees, a.counting_rounds):
+                    emit(row)
         if a.ray or a.ray_only:
             parts = shards(path, 8)
             for cpus in (1, 2):

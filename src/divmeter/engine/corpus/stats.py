@@ -201,7 +201,8 @@ class Accumulator:
         if self.pass_ == 0:
             self.n_seen += len(texts)
             self.n_non_blank += count_non_blank(texts)
-        self._add(texts)
+        with memory.collector_paused():  # (the batch's texts: no cycle to look for)
+            self._add(texts)
 
     def _add(self, texts: Sequence[str]) -> None:
         raise NotImplementedError
