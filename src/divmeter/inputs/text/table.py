@@ -380,7 +380,9 @@ def merge_runs(x: np.ndarray, y: np.ndarray, mode: int) -> np.ndarray:
     if dup.size:
         s[2, dup] = _combine(s[2, dup], s[2, dup + 1], mode)
         s = np.delete(s, dup + 1, axis=1)
-    return s
+    # (indexing columns may give a Fortran-ordered array; a run is C-ordered, rows whole,
+    # as a spilled run is read back: DiskRun)
+    return np.ascontiguousarray(s)
 
 
 def _count_le(run: np.ndarray, a: int, h: np.uint64, lw: np.uint64) -> int:
@@ -651,7 +653,7 @@ class NgramTable:
                 continue
             run = _merge_many(self.runs[n], self.mode)
             path = os.path.join(folder, f"run-{n}-{uuid.uuid4().hex}.npy")
-            np.save(path, run)
+            np.save(path, np.ascontiguousarray(run))  # C order: DiskRun reads rows by offset
             self.files[n].append(path)
             self.runs[n] = []
 
@@ -789,6 +791,8 @@ class DiskRun:
 
     def __init__(self, path: str) -> None:
         head = np.load(path, mmap_mode="r")  # the header only: shape and data offset
+        if not head.flags.c_contiguous:
+            raise ValueError(f"{path}: a spilled run must be stored in C order")
         self.path = path
         self.shape = tuple(int(x) for x in head.shape)
         self._offset = int(head.offset)
