@@ -310,3 +310,23 @@ def test_collector_paused_nests_and_leaves_the_collector_as_it_found_it() -> Non
     with pytest.raises(ValueError), memory.collector_paused():
         raise ValueError
     assert gc.isenabled()
+
+
+def test_form_metrics_run_with_the_collector_paused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine pauses the collector around a form metric's batch, and only there."""
+    import gc
+
+    from divmeter.metrics import richness
+
+    seen: list[bool] = []
+    values = richness.TTR.values
+
+    def watched(self: richness.TTR, texts: list[str]) -> np.ndarray:
+        seen.append(gc.isenabled())
+        return values(self, texts)
+
+    monkeypatch.setattr(richness.TTR, "values", watched)
+    got = divmeter.score_many([["a b", "a a"], ["c d", "c"]], "ttr")
+    assert [r.value for r in got] == [0.75, 1.0]  # (1 + 1/2) / 2; (1 + 1) / 2
+    assert seen and not any(seen)
+    assert gc.isenabled()

@@ -21,7 +21,8 @@ It runs in the main process or in workers, and is what :func:`divmeter.score`,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from divmeter.core import memory
@@ -83,16 +84,6 @@ def evaluate(
         [[0.75, None]]
     """
     memory.current_limit()  # a bad $DIVMETER_MAX_MEMORY stops the run, not each set
-    with memory.collector_paused():
-        return _evaluate(inputs, plans, prompts, fields, instantiations, what, names, vectors)
-
-
-def _evaluate(inputs: Sequence[Any], plans: Sequence[MetricPlan],
-              prompts: Sequence[str | None] | None,
-              fields: Sequence[Mapping[str, Any] | None] | None,
-              instantiations: Sequence[Any] | None, what: str | None,
-              names: Sequence[str] | None, vectors: Sequence[Any] | None
-              ) -> list[list[Outcome]]:
     sets = _Sets(inputs, what, instantiations)
 
     def set_name(i: int) -> str:
@@ -110,26 +101,36 @@ def _evaluate(inputs: Sequence[Any], plans: Sequence[MetricPlan],
     out: list[list[Outcome]] = []
     for plan in plans:
         metric = plan.metric
-        if vecs is not None:  # precomputed vectors (divmeter.engine.precomputed)
-            vrow = vector_outcomes(metric, inputs, vecs, set_name)
-            if vrow is not None:
-                out.append(vrow)
-                continue
-        row: list[Outcome | None] = [None] * len(inputs)
-        live, items = sets.live(metric)
-        for i in range(len(inputs)) if len(live) < len(inputs) else ():
-            item, err = sets.item(metric, i)
-            if err is not None:
-                row[i] = err
-            elif (why := sets.reason(metric, i)) is not None:
-                row[i] = metric.null(why, len(item))
-        costly = (getattr(metric.cost, "__func__", None) is not Metric.cost  # linear: no check
-                  and _check_costs(metric, items, [set_name(i) for i in live]))
-        ctx = ([context(i) for i in live] if metric.context else None)
-        for i, res in zip(live, _score(metric, items, live, ctx, costly, set_name), strict=True):
-            row[i] = res
-        out.append(row)  # type: ignore[arg-type]
+        # form metrics (counting in memory, no model, no I/O) make many small objects that
+        # form no cycle: the collector is paused while they run (never around models or HTTP
+        # clients, whose objects may hold cycles for as long as a run takes)
+        with memory.collector_paused() if metric.family == "form" else contextlib.nullcontext():
+            out.append(_row(metric, inputs, vecs, sets, set_name, context))
     return out
+
+
+def _row(metric: Metric, inputs: Sequence[Any], vecs: Any, sets: _Sets,
+         set_name: Callable[[int], str], context: Callable[[int], dict[str, Any]]
+         ) -> list[Outcome]:
+    """One metric's outcome for every set of the chunk."""
+    if vecs is not None:  # precomputed vectors (divmeter.engine.precomputed)
+        vrow = vector_outcomes(metric, inputs, vecs, set_name)
+        if vrow is not None:
+            return vrow
+    row: list[Outcome | None] = [None] * len(inputs)
+    live, items = sets.live(metric)
+    for i in range(len(inputs)) if len(live) < len(inputs) else ():
+        item, err = sets.item(metric, i)
+        if err is not None:
+            row[i] = err
+        elif (why := sets.reason(metric, i)) is not None:
+            row[i] = metric.null(why, len(item))
+    costly = (getattr(metric.cost, "__func__", None) is not Metric.cost  # linear: no check
+              and _check_costs(metric, items, [set_name(i) for i in live]))
+    ctx = ([context(i) for i in live] if metric.context else None)
+    for i, res in zip(live, _score(metric, items, live, ctx, costly, set_name), strict=True):
+        row[i] = res
+    return row  # type: ignore[return-value]
 
 
 def _check_costs(metric: Metric, items: Sequence[Any], labels: list[str]) -> bool:
