@@ -1594,10 +1594,10 @@ def _msttr_loop(ids: np.ndarray, lengths: np.ndarray, n_types: int, width: int,
             b = min(a + width, pos + n)
             tick += 1
             types = 0
-            for j in range(a, b):
-                if stamp[ids[j]] != tick:
-                    stamp[ids[j]] = tick
-                    types += 1
+            for j in range(a, b):  # without a branch (new or not is a coin toss)
+                x = ids[j]
+                types += stamp[x] != tick
+                stamp[x] = tick
             total += types / (b - a)
         out[d] = total / keep if keep > 0 else np.nan
         pos += n
