@@ -1812,9 +1812,8 @@ def _mtld_ma_loop(ids: np.ndarray, lengths: np.ndarray, n_types: int, threshold:
                 for length in range(1, limit + 1):
                     i = (x + length - 1) % n
                     tok = ids[pos + (i if direction == 0 else n - 1 - i)]
-                    if stamp[tok] != tick:
-                        stamp[tok] = tick
-                        types += 1
+                    types += stamp[tok] != tick  # (no branch: new or not is a coin toss)
+                    stamp[tok] = tick
                     if length >= min_length:
                         ratio = types / length
                         if ratio < threshold if strict else ratio <= threshold:
@@ -2039,9 +2038,8 @@ def _vocd_counts_loop(local: np.ndarray, starts: np.ndarray, lengths: np.ndarray
                         a = scratch[pick]
                         scratch[pick] = scratch[j]
                         scratch[j] = a
-                        if stamp[a] != tick:
-                            stamp[a] = tick
-                            total += 1
+                        total += stamp[a] != tick  # (no branch)
+                        stamp[a] = tick
                     for j in range(size - 1, -1, -1):
                         a = scratch[picks[j]]
                         scratch[picks[j]] = scratch[j]
