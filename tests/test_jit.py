@@ -34,7 +34,6 @@ from conftest import tevet_files  # noqa: E402
 from divmeter.engine.registry import get_metric  # noqa: E402
 from divmeter.inputs.text import intern, jit, tokenize  # noqa: E402
 from divmeter.inputs.text.tokenize import get_tokenizer  # noqa: E402
-from divmeter.metrics import richness  # noqa: E402
 from exact import same  # noqa: E402
 
 END = {"whitespace": 0x1F, "tevet": 0}
@@ -100,8 +99,9 @@ def _scan(texts: list[str], name: str, max_len: int = 64
     words = np.ndarray(buffer=buf, dtype="<u8", shape=(buf.size - 7,), strides=(1,))
     ids, lengths, n_types = jit.scan_tokens(buf, words, intern._SPACE_RANGES[name], END[name],
                                             0, len(texts), max_len)
-    ttr = jit.ttr_values(ids, lengths, max(n_types, 0)).tolist()
-    return ids.tolist(), lengths.tolist(), [-1.0 if x != x else x for x in ttr], n_types
+    v, _ = jit.type_counts(ids, lengths, max(n_types, 0))
+    ttr = [t / n if n else -1.0 for t, n in zip(v.tolist(), lengths.tolist(), strict=True)]
+    return ids.tolist(), lengths.tolist(), ttr, n_types
 
 
 # --------------------------------------------------------------------------------------------
@@ -268,13 +268,21 @@ def test_compiled_path_equals_the_numpy_path(fast: Any, tokenizer: str, lowercas
     _assert_same(*fast(lambda: _metrics(sets, tokenizer, lowercase)))
 
 
+def _ttr_of_chunk(chunk: Any) -> np.ndarray:
+    """TTR of each text of a chunk of the compiled path, NaN without tokens."""
+    v, _ = jit.type_counts(chunk.ids, chunk.lengths, chunk.n_types)
+    with np.errstate(invalid="ignore"):
+        out: np.ndarray = v / chunk.lengths
+    return out
+
+
 def test_per_text_runs_the_kernels(fast: Any) -> None:
     texts = ["a b a b", "", "x y z", "the cat the dog"]
     ttr, other = fast(lambda: intern.per_text(texts, get_tokenizer("whitespace"),
-                                              richness._ttr_values))
+                                              _ttr_of_chunk))
     assert other is None  # DIVMETER_NO_JIT=1: no compiled path
     assert ttr[0] == 0.5 and math.isnan(ttr[1]) and ttr[2] == 1.0 and ttr[3] == 0.75
-    assert intern.per_text(texts, get_tokenizer("word"), richness._ttr_values) is None
+    assert intern.per_text(texts, get_tokenizer("word"), _ttr_of_chunk) is None
 
 
 @pytest.mark.parametrize("texts", [

@@ -326,13 +326,6 @@ class TTR(ResponseMetric):
 ttr = public_function(TTR)
 
 
-def _ttr_values(chunk: TokenIds) -> np.ndarray:
-    """TTR of each text of a chunk of the compiled path, NaN without tokens."""
-    out: np.ndarray = compiled().ttr_values(  # type: ignore[union-attr]
-        chunk.ids, chunk.lengths, chunk.n_types)
-    return out
-
-
 # --------------------------------------------------------------------------------------------
 # MATTR
 

@@ -16,8 +16,7 @@ code it replaces), compiled once per machine and cached (``cache=True``: next to
   bytes of two tokens whenever their 64-bit hashes match, so equal ids iff equal tokens.
 * :func:`set_local_ids`, :func:`group_order`: the two encodings the callers consume (set-local
   ids for the n-gram metrics; tokens grouped by type for MATTR and HD-D).
-* :func:`ttr_values`, :func:`mtld_values`: TTR's type counts (a stamp per type) and MTLD's
-  factor rounds (McCarthy & Jarvis 2010) over the token ids.
+* :func:`mtld_values`: MTLD's factor rounds (McCarthy & Jarvis 2010) over the token ids.
 * :func:`type_counts`: types and the sum of squared type counts of every text (the counts the
   richness indices of :mod:`divmeter.metrics.richness` are formulas of).
 * :func:`local_types`: the same tokens and counts with a table per text (ids numbered per text),
@@ -33,8 +32,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["scan_tokens", "scan_types", "set_local_ids", "group_order", "ttr_values",
-           "mtld_values", "type_counts", "local_types"]
+__all__ = ["scan_tokens", "scan_types", "set_local_ids", "group_order", "mtld_values",
+           "type_counts", "local_types"]
 
 _U1 = np.uint64(1)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: slot = (key * _GOLD) >> (64 - bits)
@@ -391,27 +390,6 @@ def group_order(ids: np.ndarray, n_types: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def ttr_values(ids: np.ndarray, lengths: np.ndarray, n_types: int) -> np.ndarray:
-    """TTR of every text, ``types / tokens`` (Deshpande et al. 2025, eq. 4), NaN for a text
-    without tokens; the types are counted with a stamp per type (the last text it was seen in).
-    """
-    out = np.full(lengths.size, np.nan)
-    stamp = np.full(n_types, -1, np.int64)
-    tok = 0
-    for d in range(lengths.size):
-        count = 0
-        for _ in range(lengths[d]):
-            g = ids[tok]
-            if stamp[g] != d:
-                stamp[g] = d
-                count += 1
-            tok += 1
-        if lengths[d]:
-            out[d] = count / lengths[d]
-    return out
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def mtld_values(ids: np.ndarray, lengths: np.ndarray, n_types: int,
                 threshold: float) -> np.ndarray:
     """Bidirectional MTLD of every text (NaN where undefined), exactly as
@@ -441,9 +419,8 @@ def mtld_values(ids: np.ndarray, lengths: np.ndarray, n_types: int,
             for k in range(n):
                 j = start + k if direction == 0 else end - 1 - k
                 g = ids[j]
-                if stamp[g] != factor:
-                    stamp[g] = factor
-                    types += 1
+                types += stamp[g] != factor  # (no branch)
+                stamp[g] = factor
                 size += 1
                 ratio = types / size
                 if ratio <= threshold:
