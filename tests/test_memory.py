@@ -310,6 +310,8 @@ def test_collector_paused_nests_and_leaves_the_collector_as_it_found_it() -> Non
     with pytest.raises(ValueError), memory.collector_paused():
         raise ValueError
     assert gc.isenabled()
+    with memory.collector_paused(active=False):  # (a metric with a model or a client)
+        assert gc.isenabled()
 
 
 def test_form_metrics_run_with_the_collector_paused(monkeypatch: pytest.MonkeyPatch) -> None:

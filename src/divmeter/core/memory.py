@@ -395,15 +395,15 @@ _gc_pauses = 0  # blocks inside collector_paused() that found the collector runn
 
 
 @contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused inside the block, and running again after the
-    last such block ends (left as it was where it was off already). Scoring a batch makes many
-    small containers (tuples of texts, results and their details) that form no cycle, and the
-    collector's passes over everything alive cost about a tenth of the time of a large batch
-    of cheap metrics; reference counting frees them as before."""
+def collector_paused(active: bool = True) -> Iterator[None]:
+    """Python's cyclic garbage collector paused inside the block (where ``active``), and
+    running again after the last such block ends (left as it was where it was off already).
+    Scoring a batch makes many small containers (tuples of texts, results and their details)
+    that form no cycle, and the collector's passes over everything alive cost about a tenth of
+    the time of a large batch of cheap metrics; reference counting frees them as before."""
     global _gc_pauses
     with _GC_LOCK:
-        mine = gc.isenabled() or _gc_pauses > 0
+        mine = active and (gc.isenabled() or _gc_pauses > 0)
         if mine:
             _gc_pauses += 1
             gc.disable()

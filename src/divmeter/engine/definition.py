@@ -165,6 +165,14 @@ class Metric:
         """``exact``, ``exact-two-pass`` or ``none``: how corpus shards combine."""
         return "none" if cls.statistics is None else str(cls.statistics.kind)
 
+    @property
+    def pauses_collector(self) -> bool:
+        """Whether the engine pauses Python's cyclic collector while this metric scores
+        (:func:`divmeter.core.memory.collector_paused`): form metrics, which count in memory;
+        never a metric with a model or an HTTP client, whose objects may hold cycles for as
+        long as a run takes."""
+        return self.family == "form"
+
     def result(self, value: float | None, reason: str | None = None,
                details: Mapping[str, Any] | None = None) -> MetricResult:
         """A result of this metric with its signature."""

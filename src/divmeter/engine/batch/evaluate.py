@@ -21,7 +21,6 @@ It runs in the main process or in workers, and is what :func:`divmeter.score`,
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -101,10 +100,7 @@ def evaluate(
     out: list[list[Outcome]] = []
     for plan in plans:
         metric = plan.metric
-        # form metrics (counting in memory, no model, no I/O) make many small objects that
-        # form no cycle: the collector is paused while they run (never around models or HTTP
-        # clients, whose objects may hold cycles for as long as a run takes)
-        with memory.collector_paused() if metric.family == "form" else contextlib.nullcontext():
+        with memory.collector_paused(metric.pauses_collector):
             out.append(_row(metric, inputs, vecs, sets, set_name, context))
     return out
 

@@ -201,10 +201,7 @@ class Accumulator:
         if self.pass_ == 0:
             self.n_seen += len(texts)
             self.n_non_blank += count_non_blank(texts)
-        if self.metric.family != "form":  # (models and clients may hold cycles)
-            self._add(texts)
-            return
-        with memory.collector_paused():  # counting: many small objects, none in a cycle
+        with memory.collector_paused(self.metric.pauses_collector):
             self._add(texts)
 
     def _add(self, texts: Sequence[str]) -> None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
 from itertools import chain, count
 from types import ModuleType
@@ -258,11 +258,7 @@ def _joined_bytes(texts: Sequence[str], name: str, check: bool = True
     if not data.isascii():
         buf, unspaced = _non_ascii(data, name == "whitespace")
         if unspaced.size:  # the byte paths never call the tokenizer, which would warn
-            if name == "whitespace":  # the texts' ends from their lengths (bytes kept 1:1)
-                ends = np.cumsum(np.fromiter(map(len, parts), dtype=np.int64,
-                                             count=n_texts) + 1) - 1
-            else:
-                ends = np.flatnonzero(buf == ord(sep))[:n_texts]
+            ends = _text_ends(parts, buf, sep, by_length=name == "whitespace")  # (1:1 bytes)
             which = np.unique(np.searchsorted(ends, unspaced)).tolist()
             check_scripts([texts[i] for i in which if i < n_texts], name)
         return buf, False
@@ -280,6 +276,18 @@ _UNSPACED_CODES = ((0xE0B880, 0xE0BBBF), (0xE18080, 0xE1829F), (0xE19E80, 0xE19F
 _SPACE_CODES2 = np.array([0xC285, 0xC2A0], dtype=np.int64)
 _SPACE_CODES3 = np.array([0xE19A80, *range(0xE28080, 0xE2808B), 0xE280A8, 0xE280A9, 0xE280AF,
                           0xE2819F, 0xE38080], dtype=np.int64)
+
+
+def _text_ends(items: Sequence[Sized], buf: np.ndarray, sep: str, by_length: bool
+               ) -> np.ndarray:
+    """The offset in the joined bytes ``buf`` of each text's end (the separator after it):
+    from the lengths of ``items`` where those are the texts' lengths in ``buf``
+    (``by_length``), else by a pass over ``buf``."""
+    if by_length:
+        lengths = np.fromiter(map(len, items), dtype=np.int64, count=len(items))
+        out: np.ndarray = np.cumsum(lengths + 1) - 1
+        return out
+    return np.flatnonzero(buf == ord(sep))[:len(items)]
 
 
 def _codes_in(codes: np.ndarray, table: np.ndarray) -> np.ndarray:
@@ -368,10 +376,7 @@ def _byte_tokens(texts: Sequence[str], name: str) -> _ByteTokens | None:
     n_tok = int(st.size)
     if n_tok >= 1 << 32 or int(tlen.max(initial=1)) > _MAX_PACK:
         return None
-    if name == "whitespace" and ascii_only:  # text ends from the texts' lengths
-        ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n_texts) + 1) - 1
-    else:
-        ends = np.flatnonzero(head == ord(sep))[:n_texts]
+    ends = _text_ends(texts, head, sep, by_length=name == "whitespace" and ascii_only)
     cum = np.searchsorted(st, ends)  # tokens before each text's end
     lengths = np.diff(cum, prepend=0)
     doc = np.repeat(np.arange(n_texts, dtype=np.int64), lengths)

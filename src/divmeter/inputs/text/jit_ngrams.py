@@ -11,14 +11,14 @@ computes (integers only), so the two paths give the same keys, runs and counts.
 * :func:`packed_keys`, :func:`run_of_sorted`: the sorted run of a chunk's n-gram occurrences
   once numpy has sorted them as packed 64-bit words: one pass over runs of equal keys
   (occurrences, documents, or the top two per-document counts), checking the order;
-* :func:`merge_runs`: two sorted runs into one (values added, or top two kept).
-
-The kernels that make runs write them into a buffer the caller allocates (``3 * capacity``
-words) and pack its rows to the size they found, so the caller hands the rest back to the
-allocator without copying the run (:func:`divmeter.inputs.text.table.as_run`);
+* :func:`merge_runs`: two sorted runs into one (values added, or top two kept);
 * :func:`lookup`: the values of many keys in a sorted run (0 where absent), through a table of
   bucket starts;
 * :func:`doc_sums`: self-repetition's ``s_d`` and self-BLEU's clipped matches per response.
+
+The kernels that make runs write them into a buffer the caller allocates (``3 * capacity``
+words) and pack its rows to the size they found, so the caller hands the rest back to the
+allocator without copying the run (:func:`divmeter.inputs.text.table.as_run`).
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def run_of_sorted(packed: np.ndarray, bits: int, hi: np.ndarray, lo: np.ndarray,
         h, lw = hi[j], lo[j]
         new = i == 0
         if not new:
-            if h < ph or (h == ph and lw < pl):
+            if _less(h, lw, ph, pl):
                 return -1
             new = h != ph or lw != pl
         if new:
@@ -240,7 +240,7 @@ def merge_runs(x: np.ndarray, y: np.ndarray, mode: int, buf: np.ndarray) -> int:
     i = j = k = 0
     while i < nx and j < ny:
         a, b = xh[i], yh[j]
-        if a < b or (a == b and xl[i] < yl[j]):
+        if _less(a, xl[i], b, yl[j]):
             oh[k] = a
             ol[k] = xl[i]
             ov[k] = xv[i]

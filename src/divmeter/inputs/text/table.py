@@ -380,9 +380,7 @@ def merge_runs(x: np.ndarray, y: np.ndarray, mode: int) -> np.ndarray:
     if dup.size:
         s[2, dup] = _combine(s[2, dup], s[2, dup + 1], mode)
         s = np.delete(s, dup + 1, axis=1)
-    # (indexing columns may give a Fortran-ordered array; a run is C-ordered, rows whole,
-    # as a spilled run is read back: DiskRun)
-    return np.ascontiguousarray(s)
+    return s
 
 
 def _count_le(run: np.ndarray, a: int, h: np.uint64, lw: np.uint64) -> int:
@@ -653,7 +651,9 @@ class NgramTable:
                 continue
             run = _merge_many(self.runs[n], self.mode)
             path = os.path.join(folder, f"run-{n}-{uuid.uuid4().hex}.npy")
-            np.save(path, np.ascontiguousarray(run))  # C order: DiskRun reads rows by offset
+            # C order: DiskRun reads rows by offset (numpy's merge may give a Fortran-ordered
+            # array, indexing columns)
+            np.save(path, np.ascontiguousarray(run))
             self.files[n].append(path)
             self.runs[n] = []
 
