@@ -163,3 +163,22 @@ def test_renamed_metric_modules_warn_once_and_are_the_same_module(old: str, new:
     assert out[0] == f"True divmeter.metrics.{new}"
     assert out[1] == str([("DeprecationWarning", f"divmeter.metrics.{old} is deprecated; "
                            f"import divmeter.metrics.{new} (the same module).", "<string>")])
+
+
+@pytest.mark.parametrize("granularity", ["set", "response"])
+def test_reasons_of_sets_is_the_rule_set_by_set(granularity: str) -> None:
+    """The batch verdict (one pass over every text, a verdict per size where no text is blank)
+    equals the rule applied to each set alone, with and without blank texts in the batch."""
+    from divmeter.core.degenerate import degenerate_reason, reasons_of_sets
+
+    rng = np.random.default_rng(7)
+    pool = ["a b", "c", "", " ", "\t\n", "x y z", "\u3000", "d"]
+    for blank_ok in (False, True):
+        words = pool if blank_ok else [t for t in pool if t.strip()]
+        sets = [None if rng.random() < 0.1 else
+                [words[j] for j in rng.integers(0, len(words), rng.integers(0, 5))]
+                for _ in range(300)]
+        got = reasons_of_sets(sets, granularity)
+        want = [None if s is None else degenerate_reason(s, granularity) for s in sets]
+        assert got == want
+        assert (any(r is not None for r in got))  # (sizes 0 and 1 are drawn)

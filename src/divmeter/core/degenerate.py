@@ -21,7 +21,8 @@ metric's own signature (``Metric.signature``, from its resolved parameters).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import Any
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "count_non_blank",
     "degenerate_reason",
     "reason_from_counts",
+    "reasons_of_sets",
 ]
 
 #: Granularities whose metrics are defined on a single text (a per-response value averaged over
@@ -77,6 +79,34 @@ def reason_from_counts(n: int, k: int, granularity: str = "set") -> str | None:
     if granularity in ONE_TEXT_GRANULARITIES:
         return None if k else "no non-blank response"
     return None if k >= 2 else f"fewer than two non-blank responses (got {k})"
+
+
+def reasons_of_sets(sets: Sequence[Sequence[str] | None], granularity: str = "set"
+                    ) -> list[str | None]:
+    """:func:`reason_from_counts` of each set of texts (``None`` for a ``None`` set): one pass
+    over every text finds whether any is blank; where none is (the usual batch), a set's count
+    of non-blank responses is its size, and each size's verdict is worked out once.
+
+    Example:
+        >>> reasons_of_sets([["a", "b"], ["a"], None, ["a", " "]])
+        [None, 'fewer than two non-blank responses (got 1)', None, \
+'fewer than two non-blank responses (got 1)']
+    """
+    texts = list(chain.from_iterable(s for s in sets if s is not None))
+    if not all(texts) or any(map(str.isspace, texts)):
+        return [None if s is None else reason_from_counts(len(s), count_non_blank(s),
+                                                         granularity) for s in sets]
+    by_size: dict[int, str | None] = {}
+    out: list[str | None] = []
+    for s in sets:
+        if s is None:
+            out.append(None)
+            continue
+        n = len(s)
+        if n not in by_size:
+            by_size[n] = reason_from_counts(n, n, granularity)
+        out.append(by_size[n])
+    return out
 
 
 def degenerate_reason(items: Any, granularity: str = "set") -> str | None:

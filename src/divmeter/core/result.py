@@ -69,7 +69,7 @@ def make_signature(name: str, **items: Any) -> str:
     return str(Signature(name, kept, __version__))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MetricResult:
     """The score of one metric on one input (a response set, a pair of sets, a corpus).
 

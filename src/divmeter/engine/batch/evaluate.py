@@ -27,9 +27,8 @@ from typing import Any
 from divmeter.core import memory
 from divmeter.core.degenerate import (
     ONE_TEXT_GRANULARITIES,
-    count_non_blank,
     degenerate_reason,
-    reason_from_counts,
+    reasons_of_sets,
 )
 from divmeter.core.errors import InvalidInputError
 from divmeter.core.result import MetricResult
@@ -239,9 +238,7 @@ class _Sets:
         key = (metric.input, metric.granularity in ONE_TEXT_GRANULARITIES)
         whys = self._why.get(key)
         if whys is None and metric.input == "texts":
-            whys = [None if item is None else reason_from_counts(
-                len(item), count_non_blank(item), metric.granularity)
-                for item, _ in self.texts()]
+            whys = reasons_of_sets([item for item, _ in self.texts()], metric.granularity)
             self._why[key] = whys
         elif whys is None:
             whys = []

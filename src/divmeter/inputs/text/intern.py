@@ -549,7 +549,8 @@ def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int],
     (:func:`divmeter.inputs.text.jit.local_types`: the per-response metrics, which never compare
     two texts' tokens)."""
     global _chars_before_jit
-    chars = sum(map(len, texts))
+    sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    chars = int(sizes.sum())
     if not texts or chars < _JIT_MIN_CHARS:
         return None
     if _JIT.loaded is None and not eager:  # not loaded yet
@@ -562,7 +563,6 @@ def _jit_map(texts: Sequence[str], name: str, fn: Callable[[TokenIds, int, int],
     n_groups = len(texts) if groups is None else len(groups)
     chunks = [(0, len(texts), 0, n_groups)]  # (first text, end, first group, end)
     if chars > _JIT_CHUNK_CHARS:
-        sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
         cum = np.concatenate(([0], np.cumsum(sizes)))
         starts = np.arange(len(texts) + 1) if groups is None else np.concatenate(
             ([0], np.cumsum(groups)))  # first text of each group
