@@ -120,7 +120,7 @@ def check_script(text: str, tokenizer: str) -> None:
     if _warned or text.isascii() or _UNSPACED.search(text) is None:
         return
     scripts = len(_UNSPACED.findall(text))
-    letters = len(text) - sum(map(str.isspace, text))
+    letters = sum(map(len, text.split()))  # (the non-space characters: split skips the same)
     if scripts < UNSPACED_SHARE * letters:
         return
     _warned = True
