@@ -175,6 +175,10 @@ def score_cmd(
 
     if quiet:
         quiet_libraries()
+    if corpus:  # (before the metrics are set up: setting CDM up loads its model)
+        from divmeter.engine.corpus.run import refuse_non_texts
+
+        refuse_non_texts(metric)
     plans = resolve_metrics(metric)  # once: bad metrics and parameters before anything else
     _set_max_memory(max_memory)
     _guard(input, output, html, checkpoint, vectors)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from divmeter.core.errors import InvalidInputError
+from divmeter.core.errors import InvalidInputError, UnknownMetricError
 from divmeter.engine.batch import MetricArg, MetricPlan, resolve_metrics
 from divmeter.engine.corpus.checkpoint import load_checkpoint, save_checkpoint
 from divmeter.engine.corpus.shards import (
@@ -33,9 +33,10 @@ from divmeter.engine.corpus.shards import (
     shard_statistics,
 )
 from divmeter.engine.corpus.stats import Accumulator, make_accumulator
+from divmeter.engine.registry import get_metric, parse_metric_arg
 
 __all__ = ["CorpusRun", "score_corpus", "budgets", "iter_texts", "shard_statistics",
-           "DEFAULT_BATCH_BYTES"]
+           "refuse_non_texts", "DEFAULT_BATCH_BYTES"]
 
 CorpusProgress = Callable[[int, int, int], None]  # (responses so far, shards done, shards)
 
@@ -92,6 +93,34 @@ def _check_inputs(inputs: Sequence[str | os.PathLike[str]]) -> list[str]:
     return shards
 
 
+def refuse_non_texts(metrics: Sequence[MetricArg]) -> None:
+    """Refuse a metric that scores instantiations, not texts (CDM): it has no corpus mode. The
+    kind is read from the registry before any metric is set up (setting CDM up resolves its
+    model), so this is the error whatever is installed; a name the registry does not know is
+    left to :func:`~divmeter.engine.batch.resolve_metrics` to report.
+
+    Example:
+        >>> refuse_non_texts(["distinct-n:n=2", ("self-bleu", {})])
+        >>> try:
+        ...     refuse_non_texts(["distinct-n", "cdm"])
+        ... except InvalidInputError as exc:
+        ...     print(exc)
+        cdm scores instantiations, not texts; it has no corpus mode.
+    """
+    for m in metrics:
+        if isinstance(m, MetricPlan):
+            name, kind = m.name, m.input
+        else:
+            try:
+                spec = get_metric(parse_metric_arg(m)[0] if isinstance(m, str) else m[0])
+            except (UnknownMetricError, InvalidInputError, TypeError, IndexError):
+                continue  # (resolve_metrics says what is wrong with it)
+            name, kind = spec.name, spec.definition.input
+        if kind != "texts":
+            raise InvalidInputError(f"{name} scores instantiations, not texts; it has no corpus "
+                                    "mode.")
+
+
 def score_corpus(
     inputs: Sequence[str | os.PathLike[str]],
     metrics: Sequence[MetricArg],
@@ -144,11 +173,8 @@ def score_corpus(
         >>> run.records[0]["value"], run.records[0]["merge"]
         (0.75, 'exact')
     """
+    refuse_non_texts(metrics)
     plans = resolve_metrics(metrics)
-    for p in plans:
-        if p.input != "texts":
-            raise InvalidInputError(
-                f"{p.name} scores instantiations, not texts; it has no corpus mode.")
     shards = sorted(_check_inputs(inputs))  # a canonical order: results cannot depend on it
     if memory_budget_mb is not None and not 0 < memory_budget_mb < 2**40:  # NaN fails too
         raise InvalidInputError(f"--memory-budget must be a number of MB > 0 (and finite); got "
