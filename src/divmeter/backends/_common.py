@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from divmeter.backends.cache import cache_root, text_key
+from divmeter.backends.cache import cache_root
 from divmeter.backends.loading import first_use
 from divmeter.core._optional import require
 from divmeter.core.errors import InvalidInputError, MissingDependencyError
@@ -311,24 +311,10 @@ def require_cached(name: str, aliases: str) -> None:
 
 
 def cached_encode(enc: Any, texts: list[str]) -> np.ndarray:
-    """``enc``'s vectors of ``texts`` through its cache: only texts not cached yet (each once)
-    go to ``enc._encode_raw``; rows come back in input order."""
-    if not texts:
-        return np.zeros((0, enc.dim), dtype=np.float32)
-    keys = [text_key(t) for t in texts]  # each text hashed once, for the lookup and the store
-    found, missing = enc.cache.get(texts, keys)
-    if not missing:
-        return np.stack([found[i] for i in range(len(texts))]).astype(np.float32, copy=False)
-    todo = {texts[i]: keys[i] for i in missing}  # each distinct text once, in order
-    uniq = list(todo)
-    fresh = np.asarray(enc._encode_raw(uniq), dtype=np.float32)
-    # the cache keeps rows of `fresh`: the caller gets a copy
-    enc.cache.put(uniq, fresh, list(todo.values()))
-    if len(uniq) == len(texts):  # every text new and distinct: the rows are in input order
-        return fresh.copy()
-    new = dict(zip(uniq, fresh, strict=True))
-    rows = [found[i] if i in found else new[t] for i, t in enumerate(texts)]
-    return np.stack(rows).astype(np.float32, copy=False)
+    """``enc``'s vectors of ``texts`` through its cache
+    (:meth:`~divmeter.backends.cache.EmbeddingCache.vectors`): only texts not cached yet (each
+    once) go to ``enc._encode_raw``; rows come back in input order."""
+    return enc.cache.vectors(texts, lambda todo, hits: enc._encode_raw(todo), lambda: enc.dim)
 
 
 def length_batches(lengths: Sequence[int], budget: int) -> list[list[int]]:

@@ -144,16 +144,20 @@ class EmbeddingCache:
             ([4.0, 2.0, 4.0], 3)
         """
         texts = list(texts)
-        keys = [text_key(t) for t in texts]
+        if not texts:
+            return np.zeros((0, dim()), dtype=np.float32)
+        keys = [text_key(t) for t in texts]  # each text hashed once, for the lookup and the store
         hits, missing = self.get(texts, keys)
         if missing:
             todo = {texts[i]: keys[i] for i in missing}  # each distinct text once, in order
-            fresh = compute(list(todo), hits)  # may raise: nothing of this call is stored then
-            self.put(list(todo), fresh, list(todo.values()))
-            row = dict(zip(todo, np.asarray(fresh, dtype=np.float32), strict=True))
+            uniq = list(todo)
+            # may raise: nothing of this call is stored then
+            fresh = np.asarray(compute(uniq, hits), dtype=np.float32)
+            self.put(uniq, fresh, list(todo.values()))  # (the store keeps rows of `fresh`)
+            if len(uniq) == len(texts):  # every text new and distinct: rows in input order
+                return fresh.copy()
+            row = dict(zip(uniq, fresh, strict=True))
             hits.update((i, row[texts[i]]) for i in missing)
-        if not texts:
-            return np.zeros((0, dim()), dtype=np.float32)
         return np.stack([hits[i] for i in range(len(texts))]).astype(np.float32, copy=False)
 
     def put(self, texts: Sequence[str], vectors: np.ndarray,
