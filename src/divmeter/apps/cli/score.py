@@ -171,15 +171,10 @@ def score_cmd(
     Example: divmeter score examples/stories.jsonl -m distinct-n -m self-bleu:n=3 -o scores.jsonl
     """
     from divmeter.apps.cli.progress import progress_bar, quiet_libraries
-    from divmeter.engine.batch import resolve_metrics
 
     if quiet:
         quiet_libraries()
-    if corpus:  # (before the metrics are set up: setting CDM up loads its model)
-        from divmeter.engine.corpus.run import refuse_non_texts
-
-        refuse_non_texts(metric)
-    plans = resolve_metrics(metric)  # once: bad metrics and parameters before anything else
+    plans = _plans(metric, corpus)
     _set_max_memory(max_memory)
     _guard(input, output, html, checkpoint, vectors)
     if _corpus_or_one_file(input, corpus, engine, address, checkpoint, memory_budget, vectors):
@@ -339,6 +334,19 @@ def _hf_to_jsonl(path: str, split: str | None, text: str, by: list[str] | None,
     os.close(fd)
     write_sets(sets, tmp, "jsonl")
     return tmp
+
+
+def _plans(metrics: list[str], corpus: bool) -> list[Any]:
+    """The run's metrics, resolved once: bad metrics and parameters before anything else; with
+    ``--corpus``, a metric of instantiations (CDM) is refused before any is set up (setting CDM
+    up loads its model, which may not be installed)."""
+    from divmeter.engine.batch import resolve_metrics
+
+    if corpus:
+        from divmeter.engine.corpus.run import refuse_non_texts
+
+        refuse_non_texts(metrics)
+    return resolve_metrics(metrics)
 
 
 def _corpus_or_one_file(inputs: list[str], corpus: bool, engine: str, address: str | None,
