@@ -40,6 +40,23 @@ def best_time(fn: Callable[[], Any], repeat: int = 1,
     return best, out
 
 
+def best_times(fns: dict[str, Callable[[], Any]], repeat: dict[str, int]
+               ) -> tuple[dict[str, float], dict[str, Any]]:
+    """Best CPU time of each function over its ``repeat`` runs, the runs interleaved (round
+    ``r`` runs every function still due, so a slow spell of the machine hits all of them), and
+    each one's last result."""
+    best = {k: math.inf for k in fns}
+    out: dict[str, Any] = {}
+    for r in range(max(repeat.values())):
+        for k, fn in fns.items():
+            if r >= repeat[k]:
+                continue
+            t0 = time.process_time()
+            out[k] = fn()
+            best[k] = min(best[k], time.process_time() - t0)
+    return best, out
+
+
 def zipf_probs(v: int, s: float = 1.1) -> np.ndarray:
     """Probabilities ``1 / r**s`` of the ranks ``r = 1..v``, normalised."""
     p = 1.0 / np.arange(1, v + 1) ** s

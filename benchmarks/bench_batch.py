@@ -30,9 +30,7 @@ shared.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import compiled_path  # noqa: E402
+from _common import best_times, compiled_path  # noqa: E402
 from bench_lexical import (  # noqa: E402  (the shared data and peers)
     DIV,
     make_peer_cosine,
@@ -55,21 +53,6 @@ import divmeter  # noqa: E402
 from divmeter.engine.batch import score_sets  # noqa: E402
 from divmeter.inputs.data import ResponseSet  # noqa: E402
 from divmeter.metrics.ngram import ngram_diversity  # noqa: E402
-
-
-def best_times(fns: dict[str, Callable[[], Any]], repeat: dict[str, int]
-               ) -> tuple[dict[str, float], dict[str, Any]]:
-    """Best CPU time of each function, runs interleaved (a load spike hits all of them)."""
-    best = {k: math.inf for k in fns}
-    out: dict[str, Any] = {}
-    for r in range(max(repeat.values())):
-        for k, fn in fns.items():
-            if r >= repeat[k]:
-                continue
-            t0 = time.process_time()
-            out[k] = fn()
-            best[k] = min(best[k], time.process_time() - t0)
-    return best, out
 
 
 def max_abs(a: list[Any], b: list[Any]) -> float:

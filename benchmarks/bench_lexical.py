@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from _common import best_time, load_diversity, zipf_probs
+from _common import best_time, best_times, load_diversity, zipf_probs
 
 from divmeter.metrics.ngram import (
     compression_ratio,
@@ -374,15 +374,22 @@ def indices_workload(n_texts: int, repeat: int, skip: Sequence[str] = ()
         metric, params, peers = CASES[label]
         ours = [v for r in divmeter.score_many(sets, metric, **params)
                 for v in r.details["per_response"]]
-        t_ours, _ = best_time(lambda metric=metric, params=params: divmeter.score_many(
-            sets, metric, **params), repeat)
-        best_peer = None
-        for name, run, how in peers:
+        # divmeter and each peer timed in interleaved rounds (a slow spell of the machine hits
+        # every side), best of `repeat` each; a slow peer once, on a fraction of the texts
+        fns: dict[str, Callable[[], Any]] = {"divmeter": lambda metric=metric, params=params:
+                                             divmeter.score_many(sets, metric, **params)}
+        reps, parts = {"divmeter": repeat}, {}
+        for name, run, _ in peers:
             frac = SLOW.get((label, name), 1) * max(1, n_texts // 20000)
-            part = sets[:max(1, len(sets) // frac)]
-            slow = SLOW.get((label, name), 1) > 1  # (a slow peer: timed once)
-            t_p, vals = best_time(lambda run=run, part=part: run(part), 1 if slow else repeat)
-            t_p *= len(sets) / len(part)
+            parts[name] = part = sets[:max(1, len(sets) // frac)]
+            fns[name] = lambda run=run, part=part: run(part)
+            reps[name] = 1 if SLOW.get((label, name), 1) > 1 else repeat
+        times, outs = best_times(fns, reps)
+        t_ours = times["divmeter"]
+        best_peer = None
+        for name, _, how in peers:
+            frac = len(sets) // len(parts[name])
+            t_p, vals = times[name] * len(sets) / len(parts[name]), outs[name]
             n, bad, worst, _ = compare(ours[:len(vals)], vals)
             same = how != "same" or bad == 0
             row = {"n_texts": n_texts, "index": label, "peer": name, "peer_s": t_p,
@@ -399,8 +406,8 @@ def indices_workload(n_texts: int, repeat: int, skip: Sequence[str] = ()
               f"{'*' if best_peer['scaled'] else ' '} | divmeter alone {t_ours:8.4f} s "
               f"x{best_peer['peer_s'] / t_ours:6.1f} | in one run {in_run} | "
               f"{best_peer['values']}", flush=True)
-    print("  * a peer timed on a fraction of the texts and scaled up (best of --repeat runs; "
-          "one run for a slow peer)")
+    print("  * a peer timed on a fraction of the texts and scaled up (best of --repeat runs, "
+          "interleaved with divmeter's; one run for a slow peer)")
     return rows
 
 
