@@ -181,4 +181,4 @@ def test_reasons_of_sets_is_the_rule_set_by_set(granularity: str) -> None:
         got = reasons_of_sets(sets, granularity)
         want = [None if s is None else degenerate_reason(s, granularity) for s in sets]
         assert got == want
-        assert (any(r is not None for r in got))  # (sizes 0 and 1 are drawn)
+        assert any(r is not None for r in got)  # (sizes 0 and 1 are drawn)
