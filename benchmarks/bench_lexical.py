@@ -380,21 +380,20 @@ def indices_workload(n_texts: int, repeat: int, skip: Sequence[str] = ()
                                              divmeter.score_many(sets, metric, **params)}
         reps, parts = {"divmeter": repeat}, {}
         for name, run, _ in peers:
-            frac = SLOW.get((label, name), 1) * max(1, n_texts // 20000)
-            parts[name] = part = sets[:max(1, len(sets) // frac)]
+            slow = SLOW.get((label, name), 1)
+            parts[name] = part = sets[:max(1, len(sets) // (slow * max(1, n_texts // 20000)))]
             fns[name] = lambda run=run, part=part: run(part)
-            reps[name] = 1 if SLOW.get((label, name), 1) > 1 else repeat
+            reps[name] = 1 if slow > 1 else repeat
         times, outs = best_times(fns, reps)
         t_ours = times["divmeter"]
         best_peer = None
         for name, _, how in peers:
-            frac = len(sets) // len(parts[name])
             t_p, vals = times[name] * len(sets) / len(parts[name]), outs[name]
             n, bad, worst, _ = compare(ours[:len(vals)], vals)
             same = how != "same" or bad == 0
             row = {"n_texts": n_texts, "index": label, "peer": name, "peer_s": t_p,
                    "alone_s": t_ours, "one_run_s": share if label in group else None,
-                   "scaled": frac > 1,
+                   "scaled": len(parts[name]) < len(sets),
                    "values": "same" if how == "same" and not bad else how if same else
                    f"{bad} of {n} differ"}
             rows.append(row)

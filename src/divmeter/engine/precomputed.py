@@ -67,8 +67,7 @@ def vector_inputs(inputs: Sequence[Any], vectors: Sequence[Any] | None, what: st
         return [None if v is None else v for v in vectors]
     out: list[VectorIn] = []
     for i, s in enumerate(inputs):
-        if ((type(s) is list or type(s) is tuple) and s and type(s[0]) is str  # (texts: fast)
-                or not is_vector_input(s)):
+        if not is_vector_input(s):
             out.append(None)
             continue
         try:

@@ -208,11 +208,6 @@ def _get_tokenizer(tokenizer: Any, lowercase: Any) -> Tokenizer:
         return get_tokenizer(tokenizer, lowercase)
 
 
-def _set_value(defined: list[float]) -> float:
-    """A set's value: the mean of its responses' defined values, exactly rounded (``fsum``)."""
-    return math.fsum(defined) / len(defined)
-
-
 def _per_response_result(metric: str, sig: str, per: list[float | None], none_reason: str,
                          **details: Any) -> MetricResult:
     """Mean over the defined responses; ``None`` with ``none_reason`` when none is defined."""
@@ -223,7 +218,8 @@ def _per_response_result(metric: str, sig: str, per: list[float | None], none_re
     )
     if not defined:
         return undefined(metric, sig, none_reason, per_response=per, n_defined=0, **details)
-    return MetricResult(metric, _set_value(defined), sig,
+    value = math.fsum(defined) / len(defined)
+    return MetricResult(metric, value, sig,
                         details={"per_response": per, "n_defined": len(defined), **details})
 
 
@@ -235,14 +231,6 @@ def _per_set_results(metric: str, sig: str, per: list[float | None], sizes: list
         return [_per_response_result(metric, sig, per, none_reason)]
     out: list[MetricResult] = []
     start = 0
-    if short is None and None not in per and 0 not in sizes:  # every response defined
-        for size in sizes:  # (what _per_response_result gives, with fewer calls a set)
-            end = start + size
-            values = per[start:end]
-            out.append(MetricResult(metric, _set_value(values), sig,
-                                    details={"per_response": values, "n_defined": size}))
-            start = end
-        return out
     for size in sizes:
         end = start + size
         extra = {} if short is None else {"n_short": int(short[start:end].sum())}

@@ -64,7 +64,7 @@ def is_vector_input(x: Any) -> bool:
     kind = getattr(getattr(x, "dtype", None), "kind", None)
     if kind is not None:
         return kind in "biuf"
-    if not isinstance(x, (list, tuple)) or not x:
+    if not isinstance(x, (list, tuple)) or not x or type(x[0]) is str:  # (texts: at once)
         return False
     for row in x:
         rkind = getattr(getattr(row, "dtype", None), "kind", None)
